@@ -1,0 +1,74 @@
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrConflict is returned by Append when a stream's head is not the
+	// sequence the caller expected. Nothing was written.
+	ErrConflict = errors.New("eventlog: append conflict")
+
+	// ErrLocked is returned when opening a store that another process holds.
+	ErrLocked = errors.New("eventlog: store is locked by another process")
+
+	// ErrClosed is returned by any call on a closed Store.
+	ErrClosed = errors.New("eventlog: store is closed")
+
+	// ErrReadOnly is returned by Append on a store opened read-only.
+	ErrReadOnly = errors.New("eventlog: store is read-only")
+
+	// ErrCorrupt is returned when stored bytes break an invariant of the
+	// log: a bad checksum, a sequence gap, an envelope under the wrong key.
+	ErrCorrupt = errors.New("eventlog: store is corrupt")
+
+	// ErrUnknownType is returned by Decode for an event type that is neither
+	// in the schema nor registered as ignorable.
+	ErrUnknownType = errors.New("eventlog: unknown event type")
+
+	// ErrBadVersion is returned by Decode for a schema version this build
+	// does not understand.
+	ErrBadVersion = errors.New("eventlog: unsupported schema version")
+
+	// ErrInvalidStream is returned for an empty or malformed stream name.
+	ErrInvalidStream = errors.New("eventlog: invalid stream name")
+
+	// ErrInvalidAppend is returned by Append for a malformed request: no
+	// records, or a record whose stream has no expectation.
+	ErrInvalidAppend = errors.New("eventlog: invalid append")
+)
+
+// ConflictError tells which stream moved. It matches ErrConflict.
+type ConflictError struct {
+	Stream   string
+	Expected uint64
+	Actual   uint64
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("eventlog: append conflict on %s: expected head %d, found %d", e.Stream, e.Expected, e.Actual)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// EventError locates a problem at one event of the log. It unwraps to the
+// cause, typically ErrCorrupt, ErrUnknownType or ErrBadVersion.
+type EventError struct {
+	Stream string
+	Seq    uint64
+	Err    error
+}
+
+func (e *EventError) Error() string {
+	return fmt.Sprintf("%s#%d: %v", e.Stream, e.Seq, e.Err)
+}
+
+func (e *EventError) Unwrap() error { return e.Err }
+
+// Corruptf returns an error matching ErrCorrupt that names the stream and
+// sequence where an invariant of the log broke.
+func Corruptf(stream string, seq uint64, format string, args ...any) error {
+	return &EventError{Stream: stream, Seq: seq, Err: fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)}
+}

@@ -1,0 +1,210 @@
+package eventlog
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Type names an event type. It is stored in every envelope.
+type Type string
+
+// The event types of schema version 1. Session streams hold SessionCreated
+// and MessageAppended; agent streams hold the lifecycle steps.
+const (
+	TypeSessionCreated  Type = "SessionCreated"
+	TypeMessageAppended Type = "MessageAppended"
+
+	TypeSaveAttempted           Type = "SaveAttempted"
+	TypeSessionEndHookStarted   Type = "SessionEndHookStarted"
+	TypeSessionEndHookRan       Type = "SessionEndHookRan"
+	TypeSessionLoaded           Type = "SessionLoaded"
+	TypeSessionStartHookStarted Type = "SessionStartHookStarted"
+	TypeSessionStartHookRan     Type = "SessionStartHookRan"
+	TypeContextInjected         Type = "ContextInjected"
+)
+
+// Payload is the typed body of an event.
+type Payload interface {
+	EventType() Type
+}
+
+// SessionCreated starts a session stream.
+type SessionCreated struct {
+	ID  string `msgpack:"id"`
+	Cwd string `msgpack:"cwd"`
+}
+
+// Message is one conversation message as stored in the log.
+type Message struct {
+	UUID       string  `msgpack:"uuid"`
+	ParentUUID string  `msgpack:"parent,omitempty"`
+	Role       string  `msgpack:"role"` // "user" or "assistant"
+	IsMeta     bool    `msgpack:"meta,omitempty"`
+	Timestamp  int64   `msgpack:"ts"` // UTC unix nanoseconds
+	Content    []Block `msgpack:"content"`
+}
+
+// Block is one content block of a message. Text blocks carry Text; other
+// block kinds (thinking, tool_use, tool_result, image) keep their JSON
+// verbatim in Raw.
+type Block struct {
+	Type string `msgpack:"type"`
+	Text string `msgpack:"text,omitempty"`
+	Raw  []byte `msgpack:"raw,omitempty"`
+}
+
+// MessageAppended adds one message to a session.
+type MessageAppended struct {
+	Message Message `msgpack:"msg"`
+}
+
+// SaveAttempted is step 1 of a runtime restore: the current session's
+// pending messages were flushed (Saved of them), or the flush failed with
+// Error and they stay pending. It names both ends of the restore.
+type SaveAttempted struct {
+	From  string `msgpack:"from"`
+	To    string `msgpack:"to"`
+	Saved int    `msgpack:"saved"`
+	Error string `msgpack:"error,omitempty"`
+}
+
+// SessionEndHookStarted is the durable intent recorded before SessionEnd
+// hooks run. Hooks names them in configuration order.
+type SessionEndHookStarted struct {
+	Session string   `msgpack:"session"`
+	Reason  string   `msgpack:"reason"`
+	Hooks   []string `msgpack:"hooks,omitempty"`
+}
+
+// SessionEndHookRan is step 2 of a runtime restore: the SessionEnd hooks'
+// outcomes. Interrupted means the process died while they ran; they were
+// not run again.
+type SessionEndHookRan struct {
+	Session     string        `msgpack:"session"`
+	Reason      string        `msgpack:"reason"`
+	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
+	Interrupted bool          `msgpack:"interrupted,omitempty"`
+}
+
+// SessionLoaded makes Session current: step 3 of a runtime restore and the
+// first step of a startup restore. From is the session it replaced, if any.
+type SessionLoaded struct {
+	Session  string `msgpack:"session"`
+	Source   string `msgpack:"source"` // "startup" or "resume"
+	From     string `msgpack:"from,omitempty"`
+	Messages int    `msgpack:"messages"`
+	Head     uint64 `msgpack:"head"`
+}
+
+// SessionStartHookStarted is the durable intent recorded before SessionStart
+// hooks run.
+type SessionStartHookStarted struct {
+	Session string   `msgpack:"session"`
+	Source  string   `msgpack:"source"`
+	Hooks   []string `msgpack:"hooks,omitempty"`
+}
+
+// SessionStartHookRan records the SessionStart hooks' outcomes and the
+// additional context they returned, joined in configuration order.
+type SessionStartHookRan struct {
+	Session     string        `msgpack:"session"`
+	Source      string        `msgpack:"source"`
+	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
+	Context     string        `msgpack:"context,omitempty"`
+	Interrupted bool          `msgpack:"interrupted,omitempty"`
+}
+
+// ContextInjected ends a restore. When MessageUUID is set, the same atomic
+// append added that meta message to Session; otherwise there was no context.
+type ContextInjected struct {
+	Session     string `msgpack:"session"`
+	MessageUUID string `msgpack:"message,omitempty"`
+}
+
+// Hook outcome statuses.
+const (
+	HookOK          = "ok"          // ran and returned normally
+	HookFailed      = "failed"      // returned an error or a non-zero exit
+	HookPanicked    = "panicked"    // a function hook panicked
+	HookTimedOut    = "timeout"     // ran past its timeout and was stopped
+	HookCancelled   = "cancelled"   // the caller's context ended first
+	HookInterrupted = "interrupted" // the process died while it ran
+)
+
+// HookOutcome is what one hook did.
+type HookOutcome struct {
+	Name       string `msgpack:"name"`
+	Source     string `msgpack:"source"` // where it was configured
+	Status     string `msgpack:"status"`
+	ExitCode   int    `msgpack:"exit,omitempty"`
+	Duration   int64  `msgpack:"dur"` // nanoseconds
+	Error      string `msgpack:"error,omitempty"`
+	Stderr     string `msgpack:"stderr,omitempty"`
+	ContextLen int    `msgpack:"ctxlen,omitempty"`
+}
+
+func (SessionCreated) EventType() Type          { return TypeSessionCreated }
+func (MessageAppended) EventType() Type         { return TypeMessageAppended }
+func (SaveAttempted) EventType() Type           { return TypeSaveAttempted }
+func (SessionEndHookStarted) EventType() Type   { return TypeSessionEndHookStarted }
+func (SessionEndHookRan) EventType() Type       { return TypeSessionEndHookRan }
+func (SessionLoaded) EventType() Type           { return TypeSessionLoaded }
+func (SessionStartHookStarted) EventType() Type { return TypeSessionStartHookStarted }
+func (SessionStartHookRan) EventType() Type     { return TypeSessionStartHookRan }
+func (ContextInjected) EventType() Type         { return TypeContextInjected }
+
+// SchemaVersion is the payload schema version this build writes and the
+// highest it reads.
+const SchemaVersion = 1
+
+var schema = map[Type]func() Payload{
+	TypeSessionCreated:          func() Payload { return new(SessionCreated) },
+	TypeMessageAppended:         func() Payload { return new(MessageAppended) },
+	TypeSaveAttempted:           func() Payload { return new(SaveAttempted) },
+	TypeSessionEndHookStarted:   func() Payload { return new(SessionEndHookStarted) },
+	TypeSessionEndHookRan:       func() Payload { return new(SessionEndHookRan) },
+	TypeSessionLoaded:           func() Payload { return new(SessionLoaded) },
+	TypeSessionStartHookStarted: func() Payload { return new(SessionStartHookStarted) },
+	TypeSessionStartHookRan:     func() Payload { return new(SessionStartHookRan) },
+	TypeContextInjected:         func() Payload { return new(ContextInjected) },
+}
+
+var ignorable sync.Map // Type -> struct{}
+
+// RegisterIgnorable makes Decode skip events of type t instead of failing:
+// it returns (nil, nil) for them. Hosts that write their own event types
+// into a shared store register them here so reprise's readers pass them by.
+func RegisterIgnorable(t Type) { ignorable.Store(t, struct{}{}) }
+
+// Decode returns the typed payload of ev (a pointer to one of the schema
+// structs). An unknown type or version returns an *EventError naming the
+// stream and sequence, matching ErrUnknownType or ErrBadVersion.
+func Decode(ev Event) (Payload, error) {
+	newPayload, ok := schema[ev.Type]
+	if !ok {
+		if _, skip := ignorable.Load(ev.Type); skip {
+			return nil, nil
+		}
+		return nil, &EventError{Stream: ev.Stream, Seq: ev.Seq, Err: fmt.Errorf("%w %q", ErrUnknownType, ev.Type)}
+	}
+	if ev.Version == 0 || ev.Version > SchemaVersion {
+		return nil, &EventError{Stream: ev.Stream, Seq: ev.Seq, Err: fmt.Errorf("%w %d of %s", ErrBadVersion, ev.Version, ev.Type)}
+	}
+	p := newPayload()
+	if err := msgpack.Unmarshal(ev.Payload, p); err != nil {
+		return nil, Corruptf(ev.Stream, ev.Seq, "%s payload: %v", ev.Type, err)
+	}
+	return p, nil
+}
+
+// NewRecord encodes p as a record for stream, stamped with time (UTC unix
+// nanoseconds) and restoreID.
+func NewRecord(stream string, p Payload, time int64, restoreID string) (Record, error) {
+	data, err := msgpack.Marshal(p)
+	if err != nil {
+		return Record{}, fmt.Errorf("eventlog: encode %s: %w", p.EventType(), err)
+	}
+	return Record{Stream: stream, Type: p.EventType(), Version: SchemaVersion, Time: time, RestoreID: restoreID, Payload: data}, nil
+}

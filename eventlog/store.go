@@ -1,0 +1,131 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Event is one stored event: the envelope the store assigned plus the
+// msgpack-encoded payload.
+type Event struct {
+	Stream    string
+	Seq       uint64 // per-stream sequence, from 1
+	Position  uint64 // store-wide position, from 1, strictly increasing
+	Type      Type
+	Version   uint16 // schema version of the payload
+	Time      int64  // UTC unix nanoseconds, stamped by the writer
+	RestoreID string // the restore this lifecycle event belongs to, if any
+	Payload   []byte
+}
+
+// Record is an event before the store assigns its sequence and position.
+type Record struct {
+	Stream    string
+	Type      Type
+	Version   uint16
+	Time      int64
+	RestoreID string
+	Payload   []byte
+}
+
+// Expect is the head sequence a caller last saw for a stream it appends to;
+// 0 means the stream must not exist yet.
+type Expect struct {
+	Stream string
+	Seq    uint64
+}
+
+// StreamInfo names a stream and its head sequence.
+type StreamInfo struct {
+	Name string
+	Head uint64
+}
+
+// Store is the append-only event log.
+//
+// All methods are safe for concurrent use. Append is atomic: either every
+// record is written, with consecutive sequences per stream and increasing
+// positions in the order given, or nothing is. Events returned by Append are
+// owned by the caller. Events passed to callbacks, Payload included, are
+// only valid until the callback returns, and a callback must not call the
+// Store. A callback's error stops the read and is returned as is.
+type Store interface {
+	// Append writes recs if every stream in expect is at the expected head.
+	// Every stream that recs touch must appear in expect exactly once; a
+	// stream may be expected without being written to, which makes the
+	// append conditional on it. A moved stream returns a *ConflictError.
+	Append(ctx context.Context, expect []Expect, recs []Record) ([]Event, error)
+
+	// Head returns the last sequence of stream, or 0 when it has no events.
+	Head(ctx context.Context, stream string) (uint64, error)
+
+	// ReadStream calls fn for every event of stream with Seq >= from, in
+	// sequence order.
+	ReadStream(ctx context.Context, stream string, from uint64, fn func(Event) error) error
+
+	// ReadAll calls fn for every event with Position >= from, in position
+	// order.
+	ReadAll(ctx context.Context, from uint64, fn func(Event) error) error
+
+	// Streams calls fn for every stream whose name starts with prefix, in
+	// name order.
+	Streams(ctx context.Context, prefix string, fn func(StreamInfo) error) error
+
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// MaxStreamLen bounds stream names so they fit in any backend's keys.
+const MaxStreamLen = 512
+
+// ValidateStream reports whether name is a usable stream name: non-empty,
+// valid UTF-8, at most MaxStreamLen bytes, without NUL or other control
+// characters.
+func ValidateStream(name string) error {
+	if name == "" || len(name) > MaxStreamLen || !utf8.ValidString(name) {
+		return fmt.Errorf("%w: %q", ErrInvalidStream, name)
+	}
+	if strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return fmt.Errorf("%w: %q has a control character", ErrInvalidStream, name)
+	}
+	return nil
+}
+
+// CheckAppend validates an append request the way every backend must, before
+// touching storage: at least one record, valid stream names, each expected
+// stream named once, and every record's stream expected.
+func CheckAppend(expect []Expect, recs []Record) error {
+	if len(recs) == 0 {
+		return fmt.Errorf("%w: no records", ErrInvalidAppend)
+	}
+	for i, e := range expect {
+		if err := ValidateStream(e.Stream); err != nil {
+			return err
+		}
+		for _, prev := range expect[:i] {
+			if prev.Stream == e.Stream {
+				return fmt.Errorf("%w: stream %s expected twice", ErrInvalidAppend, e.Stream)
+			}
+		}
+	}
+	for _, r := range recs {
+		if !expects(expect, r.Stream) {
+			return fmt.Errorf("%w: record for %q has no expectation", ErrInvalidAppend, r.Stream)
+		}
+		if r.Type == "" {
+			return fmt.Errorf("%w: record for %s has no type", ErrInvalidAppend, r.Stream)
+		}
+	}
+	return nil
+}
+
+func expects(expect []Expect, stream string) bool {
+	for _, e := range expect {
+		if e.Stream == stream {
+			return true
+		}
+	}
+	return false
+}
