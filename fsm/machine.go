@@ -1,0 +1,132 @@
+package fsm
+
+import (
+	"context"
+	"sync"
+
+	"github.com/looplab/fsm"
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+// State is where an agent's lifecycle stands.
+type State string
+
+// The states of an agent.
+const (
+	Idle     State = "idle"     // no session has been current yet
+	Active   State = "active"   // a session is current, no restore in flight
+	Saved    State = "saved"    // runtime restore: the current session was saved
+	Ending   State = "ending"   // SessionEnd hooks may be running
+	Ended    State = "ended"    // SessionEnd hooks have run
+	Loaded   State = "loaded"   // the target session is current
+	Starting State = "starting" // SessionStart hooks may be running
+	Started  State = "started"  // SessionStart hooks have run; injection is next
+)
+
+// Event labels a transition. Most labels are event types of the log;
+// SessionLoaded is split by source so a startup cannot finish a runtime
+// restore or the other way round.
+type Event string
+
+// The transition labels.
+const (
+	SaveAttempted           = Event(eventlog.TypeSaveAttempted)
+	SessionEndHookStarted   = Event(eventlog.TypeSessionEndHookStarted)
+	SessionEndHookRan       = Event(eventlog.TypeSessionEndHookRan)
+	SessionLoadedStartup    = Event(eventlog.TypeSessionLoaded + "/startup")
+	SessionLoadedResume     = Event(eventlog.TypeSessionLoaded + "/resume")
+	SessionStartHookStarted = Event(eventlog.TypeSessionStartHookStarted)
+	SessionStartHookRan     = Event(eventlog.TypeSessionStartHookRan)
+	ContextInjected         = Event(eventlog.TypeContextInjected)
+)
+
+// Transition is one row of the table: Event moves an agent from any of From
+// to To.
+type Transition struct {
+	Event Event
+	From  []State
+	To    State
+}
+
+// table is the whole lifecycle. It is the single source for Apply, for the
+// generated diagram and for audits.
+var table = []Transition{
+	{SessionLoadedStartup, []State{Idle, Active}, Loaded},
+	{SaveAttempted, []State{Active}, Saved},
+	{SessionEndHookStarted, []State{Saved}, Ending},
+	{SessionEndHookRan, []State{Ending}, Ended},
+	{SessionLoadedResume, []State{Ended}, Loaded},
+	{SessionStartHookStarted, []State{Loaded}, Starting},
+	{SessionStartHookRan, []State{Starting}, Started},
+	{ContextInjected, []State{Started}, Active},
+}
+
+// Table returns a copy of the transition table, in lifecycle order.
+func Table() []Transition {
+	out := make([]Transition, len(table))
+	for i, t := range table {
+		t.From = append([]State(nil), t.From...)
+		out[i] = t
+	}
+	return out
+}
+
+// machine is the looplab FSM built once from table. looplab FSMs are not
+// meant to be shared unlocked, so every use holds mu.
+var machine = struct {
+	mu sync.Mutex
+	m  *fsm.FSM
+}{m: newLooplab(Idle)}
+
+func newLooplab(initial State) *fsm.FSM {
+	descs := make([]fsm.EventDesc, 0, len(table))
+	for _, t := range table {
+		src := make([]string, len(t.From))
+		for i, s := range t.From {
+			src[i] = string(s)
+		}
+		descs = append(descs, fsm.EventDesc{Name: string(t.Event), Src: src, Dst: string(t.To)})
+	}
+	return fsm.NewFSM(string(initial), descs, nil)
+}
+
+// Apply returns the state that e leads to from s, or a *TransitionError when
+// the table does not allow e from s. It is pure and safe for concurrent use.
+func Apply(s State, e Event) (State, error) {
+	machine.mu.Lock()
+	defer machine.mu.Unlock()
+	machine.m.SetState(string(s))
+	// context.Background never cancels, so looplab cannot be left "in
+	// transition"; with no callbacks the only errors are illegal events.
+	if err := machine.m.Event(context.Background(), string(e)); err != nil {
+		return s, &TransitionError{From: s, Event: e}
+	}
+	return State(machine.m.Current()), nil
+}
+
+// EventOf maps a decoded payload to its transition label. ok is false for
+// payloads that are not lifecycle steps, such as messages.
+func EventOf(p eventlog.Payload) (e Event, ok bool) {
+	switch p := p.(type) {
+	case *eventlog.SessionLoaded:
+		// Unknown sources get a label the table rejects.
+		return Event(eventlog.TypeSessionLoaded + "/" + eventlog.Type(p.Source)), true
+	case *eventlog.SaveAttempted, *eventlog.SessionEndHookStarted, *eventlog.SessionEndHookRan,
+		*eventlog.SessionStartHookStarted, *eventlog.SessionStartHookRan, *eventlog.ContextInjected:
+		return Event(p.EventType()), true
+	}
+	return "", false
+}
+
+// InFlight reports whether s is inside a restore.
+func InFlight(s State) bool { return s != Idle && s != Active }
+
+// Diagram returns the table as a Mermaid state diagram, starting from Idle.
+func Diagram() string {
+	machine.mu.Lock()
+	defer machine.mu.Unlock()
+	machine.m.SetState(string(Idle))
+	// StateDiagram is a known diagram type, so this cannot fail.
+	out, _ := fsm.VisualizeForMermaidWithGraphType(machine.m, fsm.StateDiagram)
+	return out
+}
