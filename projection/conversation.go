@@ -1,0 +1,99 @@
+package projection
+
+import (
+	"fmt"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+// SessionStream returns the stream name of session id.
+func SessionStream(id string) string { return "session/" + id }
+
+// AgentStream returns the stream name of agent id.
+func AgentStream(id string) string { return "agent/" + id }
+
+// Conversation is the fold of one session stream.
+type Conversation struct {
+	ID       string
+	Cwd      string
+	Created  int64  // UTC unix nanoseconds of SessionCreated
+	Head     uint64 // sequence of the last event applied
+	Messages []eventlog.Message
+}
+
+// NewConversation returns the empty view of session id, ready for its first
+// event.
+func NewConversation(id string) *Conversation { return &Conversation{ID: id} }
+
+// Apply folds the next event of the session's stream into c.
+func (c *Conversation) Apply(ev eventlog.Event) error {
+	if err := checkNext(ev, SessionStream(c.ID), c.Head); err != nil {
+		return err
+	}
+	p, err := eventlog.Decode(ev)
+	if err != nil {
+		return err
+	}
+	switch p := p.(type) {
+	case *eventlog.SessionCreated:
+		if ev.Seq != 1 {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "SessionCreated after the start of the stream")
+		}
+		c.Cwd, c.Created = p.Cwd, ev.Time
+	case *eventlog.MessageAppended:
+		if ev.Seq == 1 {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "message before SessionCreated")
+		}
+		c.Messages = append(c.Messages, p.Message)
+	case nil: // registered as ignorable
+	default:
+		return eventlog.Corruptf(ev.Stream, ev.Seq, "%s does not belong in a session stream", ev.Type)
+	}
+	c.Head = ev.Seq
+	return nil
+}
+
+// LastUUID returns the uuid of the last message, the parent of the next one.
+func (c *Conversation) LastUUID() string {
+	if len(c.Messages) == 0 {
+		return ""
+	}
+	return c.Messages[len(c.Messages)-1].UUID
+}
+
+// checkNext verifies ev is the event that follows head on stream.
+func checkNext(ev eventlog.Event, stream string, head uint64) error {
+	if ev.Stream != stream {
+		return eventlog.Corruptf(ev.Stream, ev.Seq, "event of %s applied to the view of %s", ev.Stream, stream)
+	}
+	if ev.Seq != head+1 {
+		return eventlog.Corruptf(ev.Stream, ev.Seq, "sequence gap: expected %d", head+1)
+	}
+	return nil
+}
+
+// Clone returns a deep copy of c that shares nothing with it.
+func (c *Conversation) Clone() *Conversation {
+	out := *c
+	out.Messages = make([]eventlog.Message, len(c.Messages))
+	for i, m := range c.Messages {
+		out.Messages[i] = cloneMessage(m)
+	}
+	return &out
+}
+
+func cloneMessage(m eventlog.Message) eventlog.Message {
+	m.Content = append([]eventlog.Block(nil), m.Content...)
+	for i, b := range m.Content {
+		m.Content[i].Raw = append([]byte(nil), b.Raw...)
+		if b.Raw == nil {
+			m.Content[i].Raw = nil
+		}
+	}
+	return m
+}
+
+// String describes c briefly, for logs.
+func (c *Conversation) String() string {
+	return fmt.Sprintf("session %s (%d messages, head %d)", c.ID, len(c.Messages), c.Head)
+}

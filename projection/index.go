@@ -1,0 +1,70 @@
+package projection
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+// SessionInfo is one row of the session index.
+type SessionInfo struct {
+	ID           string
+	Cwd          string
+	Created      int64 // UTC unix nanoseconds
+	Messages     int
+	LastRestored int64 // when an agent last loaded it; 0 if never
+}
+
+// Index is the fold of the whole log, in position order, into one row per
+// session.
+type Index struct {
+	sessions map[string]*SessionInfo
+}
+
+// NewIndex returns an empty index.
+func NewIndex() *Index { return &Index{sessions: map[string]*SessionInfo{}} }
+
+// Apply folds the next event of the log into x.
+func (x *Index) Apply(ev eventlog.Event) error {
+	switch ev.Type {
+	case eventlog.TypeSessionCreated, eventlog.TypeMessageAppended, eventlog.TypeSessionLoaded:
+	default:
+		return nil // only these three change the index
+	}
+	p, err := eventlog.Decode(ev)
+	if err != nil {
+		return err
+	}
+	switch p := p.(type) {
+	case *eventlog.SessionCreated:
+		x.sessions[p.ID] = &SessionInfo{ID: p.ID, Cwd: p.Cwd, Created: ev.Time}
+	case *eventlog.MessageAppended:
+		id := strings.TrimPrefix(ev.Stream, "session/")
+		s, ok := x.sessions[id]
+		if !ok {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "message for a session that was never created")
+		}
+		s.Messages++
+	case *eventlog.SessionLoaded:
+		if s, ok := x.sessions[p.Session]; ok {
+			s.LastRestored = ev.Time
+		}
+	}
+	return nil
+}
+
+// Sessions returns the rows ordered by creation time, then id.
+func (x *Index) Sessions() []SessionInfo {
+	out := make([]SessionInfo, 0, len(x.sessions))
+	for _, s := range x.sessions {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Created != out[j].Created {
+			return out[i].Created < out[j].Created
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}

@@ -1,0 +1,180 @@
+package projection_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// log builds events for one stream with consecutive sequences.
+type log struct {
+	stream string
+	seq    uint64
+}
+
+func (l *log) next(t *testing.T, p eventlog.Payload, restore string) eventlog.Event {
+	t.Helper()
+	rec, err := eventlog.NewRecord(l.stream, p, int64(l.seq+1)*1000, restore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.seq++
+	return eventlog.Event{Stream: rec.Stream, Seq: l.seq, Position: l.seq, Type: rec.Type, Version: rec.Version, Time: rec.Time, RestoreID: rec.RestoreID, Payload: rec.Payload}
+}
+
+func msg(uuid, parent, text string) *eventlog.MessageAppended {
+	return &eventlog.MessageAppended{Message: eventlog.Message{UUID: uuid, ParentUUID: parent, Role: "user", Content: []eventlog.Block{{Type: "text", Text: text}}}}
+}
+
+func TestConversationFoldsMessagesInOrder(t *testing.T) {
+	l := &log{stream: "session/s"}
+	c := projection.NewConversation("s")
+	for _, ev := range []eventlog.Event{
+		l.next(t, &eventlog.SessionCreated{ID: "s", Cwd: "/w"}, ""),
+		l.next(t, msg("1", "", "hello"), ""),
+		l.next(t, msg("2", "1", "again"), ""),
+	} {
+		if err := c.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Cwd != "/w" || c.Head != 3 || len(c.Messages) != 2 || c.LastUUID() != "2" || c.Created != 1000 {
+		t.Fatalf("conversation = %+v", c)
+	}
+	clone := c.Clone()
+	clone.Messages[0].Content[0].Text = "changed"
+	if c.Messages[0].Content[0].Text != "hello" {
+		t.Fatal("Clone shares content with the original")
+	}
+}
+
+func TestConversationRejectsBrokenStreams(t *testing.T) {
+	l := &log{stream: "session/s"}
+	created := l.next(t, &eventlog.SessionCreated{ID: "s"}, "")
+	second := l.next(t, msg("1", "", "x"), "")
+	cases := map[string][]eventlog.Event{
+		"gap":                {created, {Stream: "session/s", Seq: 3, Type: eventlog.TypeMessageAppended, Version: 1, Payload: second.Payload}},
+		"wrong stream":       {{Stream: "session/other", Seq: 1, Type: created.Type, Version: 1, Payload: created.Payload}},
+		"message first":      {{Stream: "session/s", Seq: 1, Type: second.Type, Version: 1, Payload: second.Payload}},
+		"lifecycle event":    {created, {Stream: "session/s", Seq: 2, Type: eventlog.TypeContextInjected, Version: 1, Payload: mustRecord(t, &eventlog.ContextInjected{}).Payload}},
+		"unknown event type": {created, {Stream: "session/s", Seq: 2, Type: "Mystery", Version: 1}},
+	}
+	for name, evs := range cases {
+		c := projection.NewConversation("s")
+		var err error
+		for _, ev := range evs {
+			if err = c.Apply(ev); err != nil {
+				break
+			}
+		}
+		var ee *eventlog.EventError
+		if !errors.As(err, &ee) {
+			t.Errorf("%s: err = %v, want an EventError naming stream and seq", name, err)
+		}
+	}
+}
+
+func mustRecord(t *testing.T, p eventlog.Payload) eventlog.Record {
+	rec, err := eventlog.NewRecord("x", p, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func TestAgentFoldsARuntimeRestore(t *testing.T) {
+	l := &log{stream: "agent/ide"}
+	a := projection.NewAgent("ide")
+	steps := []eventlog.Payload{
+		&eventlog.SessionLoaded{Session: "a", Source: "startup"},
+		&eventlog.SessionStartHookStarted{Session: "a", Source: "startup"},
+		&eventlog.SessionStartHookRan{Session: "a", Source: "startup"},
+		&eventlog.ContextInjected{Session: "a"},
+	}
+	for _, p := range steps {
+		if err := a.Apply(l.next(t, p, "r1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps = []eventlog.Payload{
+		&eventlog.SaveAttempted{From: "a", To: "b", Saved: 2},
+		&eventlog.SessionEndHookStarted{Session: "a", Reason: "resume", Hooks: []string{"h"}},
+		&eventlog.SessionEndHookRan{Session: "a", Reason: "resume", Outcomes: []eventlog.HookOutcome{{Name: "h", Status: "ok"}}},
+		&eventlog.SessionLoaded{Session: "b", Source: "resume", From: "a", Messages: 4},
+	}
+	for _, p := range steps {
+		if err := a.Apply(l.next(t, p, "r2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.State != fsm.Loaded || a.Current != "b" || a.Restore == nil || a.Restore.Saved != 2 || a.Restore.EndOutcomes[0].Name != "h" {
+		t.Fatalf("mid-restore view = %+v / %+v", a, a.Restore)
+	}
+	// A step of another restore inside this one is refused.
+	if err := a.Apply(l.next(t, &eventlog.SessionStartHookStarted{Session: "b", Source: "resume"}, "r3")); !errors.Is(err, eventlog.ErrCorrupt) {
+		t.Fatalf("foreign restore id: err = %v", err)
+	}
+	l.seq--
+	for _, p := range []eventlog.Payload{
+		&eventlog.SessionStartHookStarted{Session: "b", Source: "resume"},
+		&eventlog.SessionStartHookRan{Session: "b", Source: "resume", Context: "hi"},
+		&eventlog.ContextInjected{Session: "b", MessageUUID: "m"},
+	} {
+		if err := a.Apply(l.next(t, p, "r2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.State != fsm.Active || a.Restore != nil || len(a.History) != 2 {
+		t.Fatalf("after restore: %+v", a)
+	}
+	r := a.History[1]
+	if r.ID != "r2" || r.From != "a" || r.To != "b" || r.Source != "resume" || r.Context != "hi" || r.InjectedUUID != "m" || len(r.Steps) != 7 {
+		t.Fatalf("restore = %+v", r)
+	}
+}
+
+// A second SessionStartHookRan for one restore cannot be folded: the table
+// forbids it, so an audit sees it and an Engine never appends it.
+func TestAgentRefusesADoubleHookRun(t *testing.T) {
+	l := &log{stream: "agent/ide"}
+	a := projection.NewAgent("ide")
+	for _, p := range []eventlog.Payload{
+		&eventlog.SessionLoaded{Session: "a", Source: "startup"},
+		&eventlog.SessionStartHookStarted{Session: "a", Source: "startup"},
+		&eventlog.SessionStartHookRan{Session: "a", Source: "startup"},
+	} {
+		if err := a.Apply(l.next(t, p, "r1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := a.Apply(l.next(t, &eventlog.SessionStartHookRan{Session: "a", Source: "startup"}, "r1"))
+	if !errors.Is(err, fsm.ErrIllegalTransition) {
+		t.Fatalf("double SessionStartHookRan: err = %v", err)
+	}
+	if a.State != fsm.Started || a.Head != 3 {
+		t.Fatalf("refused event changed the view: %+v", a)
+	}
+}
+
+func TestIndexCountsMessagesAndRestores(t *testing.T) {
+	s := &log{stream: "session/s"}
+	ag := &log{stream: "agent/x"}
+	x := projection.NewIndex()
+	for _, ev := range []eventlog.Event{
+		s.next(t, &eventlog.SessionCreated{ID: "s", Cwd: "/w"}, ""),
+		s.next(t, msg("1", "", "a"), ""),
+		s.next(t, msg("2", "1", "b"), ""),
+		ag.next(t, &eventlog.SessionLoaded{Session: "s", Source: "startup"}, "r"),
+	} {
+		if err := x.Apply(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := x.Sessions()
+	if len(rows) != 1 || rows[0].Messages != 2 || rows[0].Cwd != "/w" || rows[0].LastRestored != 1000 {
+		t.Fatalf("index = %+v", rows)
+	}
+}
