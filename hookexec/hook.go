@@ -1,0 +1,142 @@
+package hookexec
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// The hook events reprise runs.
+const (
+	SessionStart = "SessionStart"
+	SessionEnd   = "SessionEnd"
+)
+
+// DefaultFuncTimeout bounds a function hook that sets no timeout of its own.
+const DefaultFuncTimeout = 5 * time.Second
+
+// SessionStartInput is what a SessionStart hook receives.
+type SessionStartInput struct {
+	SessionID     string
+	Timestamp     int64  // unix milliseconds when the hook was triggered
+	Cwd           string // the session's working directory
+	Source        string // "startup" or "resume"
+	InitialPrompt string
+}
+
+// SessionStartOutput is what a SessionStart hook may return. A non-empty
+// AdditionalContext is shown to the model; ModifiedConfig is passed on to
+// the host untouched.
+type SessionStartOutput struct {
+	AdditionalContext string
+	ModifiedConfig    map[string]any
+}
+
+// SessionEndInput is what a SessionEnd hook receives.
+type SessionEndInput struct {
+	SessionID    string
+	Timestamp    int64  // unix milliseconds
+	Cwd          string // the session's working directory
+	Reason       string // "resume" when a restore ends the session
+	FinalMessage string
+	Error        string
+}
+
+// SessionEndOutput is what a SessionEnd hook may return.
+type SessionEndOutput struct {
+	SuppressOutput bool
+	CleanupActions []string
+	SessionSummary string
+}
+
+// SessionStartFunc is a Go SessionStart hook. It should return when ctx is
+// done.
+type SessionStartFunc func(ctx context.Context, in SessionStartInput) (SessionStartOutput, error)
+
+// SessionEndFunc is a Go SessionEnd hook. It should return when ctx is done.
+type SessionEndFunc func(ctx context.Context, in SessionEndInput) (SessionEndOutput, error)
+
+// Hook is one configured hook. Exactly one body is set, matching Event.
+type Hook struct {
+	Event   string // SessionStart or SessionEnd
+	Name    string // shown in outcomes and intents
+	Source  string // where it was configured, e.g. "function"
+	Matcher Matcher
+	Timeout time.Duration // 0 means the default for its kind
+
+	Start SessionStartFunc
+	End   SessionEndFunc
+}
+
+// Registry holds hooks in configuration order. It is safe for concurrent
+// use; a run sees the hooks registered when it matched them.
+type Registry struct {
+	mu    sync.RWMutex
+	hooks []Hook
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{} }
+
+// Add validates h and appends it.
+func (r *Registry) Add(h Hook) error {
+	switch {
+	case h.Event == SessionStart && h.Start != nil && h.End == nil:
+	case h.Event == SessionEnd && h.End != nil && h.Start == nil:
+	default:
+		return fmt.Errorf("%w: %q needs exactly one body matching event %q", ErrBadHook, h.Name, h.Event)
+	}
+	if h.Timeout < 0 {
+		return fmt.Errorf("%w: %q has a negative timeout", ErrBadHook, h.Name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h.Name == "" {
+		h.Name = fmt.Sprintf("%s#%d", h.Event, len(r.hooks)+1)
+	}
+	r.hooks = append(r.hooks, h)
+	return nil
+}
+
+// OnSessionStart registers a Go SessionStart hook whose matcher selects
+// sources.
+func (r *Registry) OnSessionStart(name, matcher string, fn SessionStartFunc) error {
+	m, err := ParseMatcher(matcher)
+	if err != nil {
+		return err
+	}
+	return r.Add(Hook{Event: SessionStart, Name: name, Source: "function", Matcher: m, Start: fn})
+}
+
+// OnSessionEnd registers a Go SessionEnd hook whose matcher selects reasons.
+func (r *Registry) OnSessionEnd(name, matcher string, fn SessionEndFunc) error {
+	m, err := ParseMatcher(matcher)
+	if err != nil {
+		return err
+	}
+	return r.Add(Hook{Event: SessionEnd, Name: name, Source: "function", Matcher: m, End: fn})
+}
+
+// Match returns the hooks of event whose matcher selects value, in
+// configuration order. The slice is the caller's.
+func (r *Registry) Match(event, value string) []Hook {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []Hook
+	for _, h := range r.hooks {
+		if h.Event == event && h.Matcher.Match(value) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Names returns the hooks' names, in order, for intents.
+func Names(hooks []Hook) []string {
+	out := make([]string, len(hooks))
+	for i, h := range hooks {
+		out[i] = h.Name
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package hookexec_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/hookexec"
+)
+
+func TestMatcherFollowsClaudeCodeRules(t *testing.T) {
+	cases := []struct {
+		matcher string
+		value   string
+		want    bool
+	}{
+		{"", "resume", true},
+		{"*", "startup", true},
+		{"resume", "resume", true},
+		{"resume", "resumed", false}, // a single word is exact, not a prefix
+		{"startup|resume", "resume", true},
+		{"startup|resume", "clear", false},
+		{"res.*", "resume", true},
+		{"^st", "startup", true},
+		{"^st", "restart", false},
+		{"sume", "resume", false}, // plain words are exact
+		{"(sume)", "resume", true}, // a regular expression is unanchored
+	}
+	for _, c := range cases {
+		m, err := hookexec.ParseMatcher(c.matcher)
+		if err != nil {
+			t.Fatalf("ParseMatcher(%q): %v", c.matcher, err)
+		}
+		if got := m.Match(c.value); got != c.want {
+			t.Errorf("%q.Match(%q) = %v, want %v", c.matcher, c.value, got, c.want)
+		}
+	}
+	if _, err := hookexec.ParseMatcher("res(ume"); !errors.Is(err, hookexec.ErrBadMatcher) {
+		t.Fatalf("invalid regexp: err = %v, want ErrBadMatcher", err)
+	}
+}
+
+func TestRegistryMatchesInConfigurationOrder(t *testing.T) {
+	reg := hookexec.NewRegistry()
+	noop := func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+		return hookexec.SessionStartOutput{}, nil
+	}
+	reg.OnSessionStart("first", "startup|resume", noop)
+	reg.OnSessionStart("startup-only", "startup", noop)
+	reg.OnSessionStart("third", "", noop)
+	reg.OnSessionEnd("end", "", func(context.Context, hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+		return hookexec.SessionEndOutput{}, nil
+	})
+	got := hookexec.Names(reg.Match(hookexec.SessionStart, "resume"))
+	if strings.Join(got, ",") != "first,third" {
+		t.Fatalf("matched %v", got)
+	}
+	if err := reg.Add(hookexec.Hook{Event: hookexec.SessionStart, Name: "no body"}); !errors.Is(err, hookexec.ErrBadHook) {
+		t.Fatalf("hook without a body: err = %v", err)
+	}
+	if err := reg.OnSessionStart("bad", "a(", noop); !errors.Is(err, hookexec.ErrBadMatcher) {
+		t.Fatalf("bad matcher: err = %v", err)
+	}
+}
+
+func startHook(name string, timeout time.Duration, fn hookexec.SessionStartFunc) hookexec.Hook {
+	m, _ := hookexec.ParseMatcher("")
+	return hookexec.Hook{Event: hookexec.SessionStart, Name: name, Source: "function", Matcher: m, Timeout: timeout, Start: fn}
+}
+
+// All hooks of an event run at once: each waits until every other has
+// started, which only finishes if they run in parallel.
+func TestHooksRunInParallelAndJoinContextInOrder(t *testing.T) {
+	const n = 4
+	var started sync.WaitGroup
+	started.Add(n)
+	var hooks []hookexec.Hook
+	for i := range n {
+		text := string(rune('A' + i))
+		hooks = append(hooks, startHook(text, 5*time.Second, func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			started.Done()
+			started.Wait()
+			if i == 2 {
+				return hookexec.SessionStartOutput{}, nil // empty context is skipped
+			}
+			return hookexec.SessionStartOutput{AdditionalContext: text + " for " + in.SessionID}, nil
+		}))
+	}
+	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{SessionID: "s1", Source: "resume"})
+	if text != "A for s1\nB for s1\nD for s1" {
+		t.Fatalf("context = %q", text)
+	}
+	for i, o := range outcomes {
+		if o.Status != eventlog.HookOK || o.Name != hooks[i].Name {
+			t.Fatalf("outcome %d = %+v", i, o)
+		}
+	}
+}
+
+func TestFailuresAreOutcomesNotErrors(t *testing.T) {
+	hooks := []hookexec.Hook{
+		startHook("err", 0, func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			return hookexec.SessionStartOutput{AdditionalContext: "ignored"}, errors.New("no database")
+		}),
+		startHook("panic", 0, func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			var m map[string]int
+			m["x"] = 1 // nil map write panics
+			return hookexec.SessionStartOutput{}, nil
+		}),
+		startHook("stuck", 20*time.Millisecond, func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			select {} // ignores its context entirely
+		}),
+	}
+	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{})
+	if text != "" {
+		t.Fatalf("failed hooks gave context %q", text)
+	}
+	want := []string{eventlog.HookFailed, eventlog.HookPanicked, eventlog.HookTimedOut}
+	for i, o := range outcomes {
+		if o.Status != want[i] || o.Error == "" {
+			t.Errorf("outcome %d = %+v, want status %s with an error", i, o, want[i])
+		}
+	}
+	if !strings.Contains(outcomes[0].Error, "no database") || !strings.Contains(outcomes[1].Error, "panic") {
+		t.Fatalf("errors not kept: %+v", outcomes)
+	}
+}
+
+func TestCancelledCallerCancelsHooks(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	hooks := []hookexec.Hook{startHook("waits", time.Minute, func(ctx context.Context, _ hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+		<-ctx.Done()
+		return hookexec.SessionStartOutput{}, ctx.Err()
+	})}
+	outcomes, _ := hookexec.RunSessionStart(ctx, hooks, hookexec.SessionStartInput{})
+	if s := outcomes[0].Status; s != eventlog.HookCancelled {
+		t.Fatalf("status = %s, want cancelled", s)
+	}
+}
+
+func TestSessionEndHooksGetTheirInput(t *testing.T) {
+	var got hookexec.SessionEndInput
+	m, _ := hookexec.ParseMatcher("resume")
+	hooks := []hookexec.Hook{{Event: hookexec.SessionEnd, Name: "e", Matcher: m, End: func(_ context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+		got = in
+		return hookexec.SessionEndOutput{}, nil
+	}}}
+	in := hookexec.SessionEndInput{SessionID: "s", Cwd: "/w", Reason: "resume", Timestamp: 42}
+	outcomes := hookexec.RunSessionEnd(context.Background(), hooks, in)
+	if got != in || outcomes[0].Status != eventlog.HookOK {
+		t.Fatalf("input %+v outcome %+v", got, outcomes[0])
+	}
+}
