@@ -13,8 +13,9 @@ type Type string
 // The event types of schema version 1. Session streams hold SessionCreated
 // and MessageAppended; agent streams hold the lifecycle steps.
 const (
-	TypeSessionCreated  Type = "SessionCreated"
-	TypeMessageAppended Type = "MessageAppended"
+	TypeSessionCreated   Type = "SessionCreated"
+	TypeMessageAppended  Type = "MessageAppended"
+	TypeTranscriptRecord Type = "TranscriptRecord"
 
 	TypeSaveAttempted           Type = "SaveAttempted"
 	TypeSessionEndHookStarted   Type = "SessionEndHookStarted"
@@ -44,6 +45,9 @@ type Message struct {
 	IsMeta     bool    `msgpack:"meta,omitempty"`
 	Timestamp  int64   `msgpack:"ts"` // UTC unix nanoseconds
 	Content    []Block `msgpack:"content"`
+	// Record is the message's line of an imported Claude Code transcript,
+	// kept verbatim so that export writes it back byte for byte.
+	Record []byte `msgpack:"record,omitempty"`
 }
 
 // Block is one content block of a message. Text blocks carry Text; other
@@ -58,6 +62,13 @@ type Block struct {
 // MessageAppended adds one message to a session.
 type MessageAppended struct {
 	Message Message `msgpack:"msg"`
+}
+
+// TranscriptRecord keeps a line of an imported Claude Code transcript that
+// is not a conversation message (summary, system, progress,
+// file-history-snapshot, ...), verbatim, at its place among the messages.
+type TranscriptRecord struct {
+	Record []byte `msgpack:"record"`
 }
 
 // SaveAttempted is step 1 of a runtime restore: the current session's
@@ -113,6 +124,7 @@ type SessionStartHookRan struct {
 	Source      string        `msgpack:"source"`
 	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
 	Context     string        `msgpack:"context,omitempty"`
+	Env         string        `msgpack:"env,omitempty"` // what hooks wrote to CLAUDE_ENV_FILE
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
 }
 
@@ -143,10 +155,12 @@ type HookOutcome struct {
 	Error      string `msgpack:"error,omitempty"`
 	Stderr     string `msgpack:"stderr,omitempty"`
 	ContextLen int    `msgpack:"ctxlen,omitempty"`
+	Dropped    int64  `msgpack:"dropped,omitempty"` // output bytes beyond the capture limit
 }
 
 func (SessionCreated) EventType() Type          { return TypeSessionCreated }
 func (MessageAppended) EventType() Type         { return TypeMessageAppended }
+func (TranscriptRecord) EventType() Type        { return TypeTranscriptRecord }
 func (SaveAttempted) EventType() Type           { return TypeSaveAttempted }
 func (SessionEndHookStarted) EventType() Type   { return TypeSessionEndHookStarted }
 func (SessionEndHookRan) EventType() Type       { return TypeSessionEndHookRan }
@@ -162,6 +176,7 @@ const SchemaVersion = 1
 var schema = map[Type]func() Payload{
 	TypeSessionCreated:          func() Payload { return new(SessionCreated) },
 	TypeMessageAppended:         func() Payload { return new(MessageAppended) },
+	TypeTranscriptRecord:        func() Payload { return new(TranscriptRecord) },
 	TypeSaveAttempted:           func() Payload { return new(SaveAttempted) },
 	TypeSessionEndHookStarted:   func() Payload { return new(SessionEndHookStarted) },
 	TypeSessionEndHookRan:       func() Payload { return new(SessionEndHookRan) },

@@ -13,16 +13,23 @@ const (
 	SessionEnd   = "SessionEnd"
 )
 
-// DefaultFuncTimeout bounds a function hook that sets no timeout of its own.
-const DefaultFuncTimeout = 5 * time.Second
+// Default timeouts for hooks that set none of their own.
+const (
+	DefaultFuncTimeout    = 5 * time.Second
+	DefaultCommandTimeout = 600 * time.Second
+	// DefaultSessionEndCommandTimeout is the short budget of SessionEnd
+	// command hooks: a session that is being left should not wait long.
+	DefaultSessionEndCommandTimeout = 1500 * time.Millisecond
+)
 
 // SessionStartInput is what a SessionStart hook receives.
 type SessionStartInput struct {
-	SessionID     string
-	Timestamp     int64  // unix milliseconds when the hook was triggered
-	Cwd           string // the session's working directory
-	Source        string // "startup" or "resume"
-	InitialPrompt string
+	SessionID      string
+	TranscriptPath string // the session's transcript in Claude Code's JSONL format
+	Timestamp      int64  // unix milliseconds when the hook was triggered
+	Cwd            string // the session's working directory
+	Source         string // "startup" or "resume"
+	InitialPrompt  string
 }
 
 // SessionStartOutput is what a SessionStart hook may return. A non-empty
@@ -35,12 +42,13 @@ type SessionStartOutput struct {
 
 // SessionEndInput is what a SessionEnd hook receives.
 type SessionEndInput struct {
-	SessionID    string
-	Timestamp    int64  // unix milliseconds
-	Cwd          string // the session's working directory
-	Reason       string // "resume" when a restore ends the session
-	FinalMessage string
-	Error        string
+	SessionID      string
+	TranscriptPath string // the session's transcript in Claude Code's JSONL format
+	Timestamp      int64  // unix milliseconds
+	Cwd            string // the session's working directory
+	Reason         string // "resume" when a restore ends the session
+	FinalMessage   string
+	Error          string
 }
 
 // SessionEndOutput is what a SessionEnd hook may return.
@@ -57,16 +65,25 @@ type SessionStartFunc func(ctx context.Context, in SessionStartInput) (SessionSt
 // SessionEndFunc is a Go SessionEnd hook. It should return when ctx is done.
 type SessionEndFunc func(ctx context.Context, in SessionEndInput) (SessionEndOutput, error)
 
-// Hook is one configured hook. Exactly one body is set, matching Event.
+// Hook is one configured hook. Exactly one body is set: Command, or the
+// function matching Event.
 type Hook struct {
 	Event   string // SessionStart or SessionEnd
-	Name    string // shown in outcomes and intents
-	Source  string // where it was configured, e.g. "function"
+	Name    string // shown in outcomes and intents; a command hook's command
+	Source  string // where it was configured: "function", a settings file, "plugin:<dir>"
 	Matcher Matcher
 	Timeout time.Duration // 0 means the default for its kind
 
 	Start SessionStartFunc
 	End   SessionEndFunc
+
+	// Command is a shell command run with /bin/sh -c, or with bash when
+	// Shell is "bash".
+	Command string
+	Shell   string
+	// PluginRoot is the plugin directory of a plugin hook: already
+	// substituted for ${CLAUDE_PLUGIN_ROOT} in Command, and exported to it.
+	PluginRoot string
 }
 
 // Registry holds hooks in configuration order. It is safe for concurrent
@@ -79,23 +96,45 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{} }
 
-// Add validates h and appends it.
-func (r *Registry) Add(h Hook) error {
+// validate checks that h has exactly one body, for an event reprise runs.
+func validate(h Hook) error {
 	switch {
-	case h.Event == SessionStart && h.Start != nil && h.End == nil:
-	case h.Event == SessionEnd && h.End != nil && h.Start == nil:
+	case h.Command != "" && h.Start == nil && h.End == nil && (h.Event == SessionStart || h.Event == SessionEnd):
+	case h.Command == "" && h.Event == SessionStart && h.Start != nil && h.End == nil:
+	case h.Command == "" && h.Event == SessionEnd && h.End != nil && h.Start == nil:
 	default:
 		return fmt.Errorf("%w: %q needs exactly one body matching event %q", ErrBadHook, h.Name, h.Event)
 	}
 	if h.Timeout < 0 {
 		return fmt.Errorf("%w: %q has a negative timeout", ErrBadHook, h.Name)
 	}
+	return nil
+}
+
+// Add validates h and appends it.
+func (r *Registry) Add(h Hook) error {
+	if err := validate(h); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if h.Name == "" {
+	switch {
+	case h.Name == "" && h.Command != "":
+		h.Name = h.Command
+	case h.Name == "":
 		h.Name = fmt.Sprintf("%s#%d", h.Event, len(r.hooks)+1)
 	}
 	r.hooks = append(r.hooks, h)
+	return nil
+}
+
+// AddAll adds hooks in order, stopping at the first invalid one.
+func (r *Registry) AddAll(hooks []Hook) error {
+	for _, h := range hooks {
+		if err := r.Add(h); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

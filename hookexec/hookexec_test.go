@@ -27,7 +27,7 @@ func TestMatcherFollowsClaudeCodeRules(t *testing.T) {
 		{"res.*", "resume", true},
 		{"^st", "startup", true},
 		{"^st", "restart", false},
-		{"sume", "resume", false}, // plain words are exact
+		{"sume", "resume", false},  // plain words are exact
 		{"(sume)", "resume", true}, // a regular expression is unanchored
 	}
 	for _, c := range cases {
@@ -90,7 +90,7 @@ func TestHooksRunInParallelAndJoinContextInOrder(t *testing.T) {
 			return hookexec.SessionStartOutput{AdditionalContext: text + " for " + in.SessionID}, nil
 		}))
 	}
-	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{SessionID: "s1", Source: "resume"})
+	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{SessionID: "s1", Source: "resume"}, hookexec.CommandEnv{})
 	if text != "A for s1\nB for s1\nD for s1" {
 		t.Fatalf("context = %q", text)
 	}
@@ -115,7 +115,7 @@ func TestFailuresAreOutcomesNotErrors(t *testing.T) {
 			select {} // ignores its context entirely
 		}),
 	}
-	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{})
+	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{})
 	if text != "" {
 		t.Fatalf("failed hooks gave context %q", text)
 	}
@@ -137,7 +137,7 @@ func TestCancelledCallerCancelsHooks(t *testing.T) {
 		<-ctx.Done()
 		return hookexec.SessionStartOutput{}, ctx.Err()
 	})}
-	outcomes, _ := hookexec.RunSessionStart(ctx, hooks, hookexec.SessionStartInput{})
+	outcomes, _ := hookexec.RunSessionStart(ctx, hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{})
 	if s := outcomes[0].Status; s != eventlog.HookCancelled {
 		t.Fatalf("status = %s, want cancelled", s)
 	}
@@ -151,7 +151,7 @@ func TestSessionEndHooksGetTheirInput(t *testing.T) {
 		return hookexec.SessionEndOutput{}, nil
 	}}}
 	in := hookexec.SessionEndInput{SessionID: "s", Cwd: "/w", Reason: "resume", Timestamp: 42}
-	outcomes := hookexec.RunSessionEnd(context.Background(), hooks, in)
+	outcomes := hookexec.RunSessionEnd(context.Background(), hooks, in, hookexec.CommandEnv{})
 	if got != in || outcomes[0].Status != eventlog.HookOK {
 		t.Fatalf("input %+v outcome %+v", got, outcomes[0])
 	}

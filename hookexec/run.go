@@ -2,6 +2,7 @@ package hookexec
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,19 +11,44 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 )
 
+// startStdin is what a SessionStart command hook reads on stdin, field for
+// field as Claude Code sends it.
+type startStdin struct {
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	HookEventName  string `json:"hook_event_name"`
+	Source         string `json:"source"`
+}
+
+// endStdin is what a SessionEnd command hook reads on stdin. end_source
+// repeats reason under the name other hosts use.
+type endStdin struct {
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	HookEventName  string `json:"hook_event_name"`
+	Reason         string `json:"reason"`
+	EndSource      string `json:"end_source"`
+}
+
 // RunSessionStart runs hooks in parallel with in and returns their outcomes
 // and the additional context of those that succeeded, joined with newlines
-// in configuration order.
-func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput) ([]eventlog.HookOutcome, string) {
-	return runAll(ctx, hooks, func(ctx context.Context, h Hook) (string, error) {
+// in configuration order. Command hooks run with env.
+func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]eventlog.HookOutcome, string) {
+	stdin, _ := json.Marshal(startStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionStart, in.Source}) // strings always marshal
+	return runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (string, error) {
 		out, err := h.Start(ctx, in)
 		return out.AdditionalContext, err
 	})
 }
 
 // RunSessionEnd runs hooks in parallel with in and returns their outcomes.
-func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput) []eventlog.HookOutcome {
-	outcomes, _ := runAll(ctx, hooks, func(ctx context.Context, h Hook) (string, error) {
+// Command hooks run with env, whose EnvFile is ignored.
+func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []eventlog.HookOutcome {
+	stdin, _ := json.Marshal(endStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionEnd, in.Reason, in.Reason})
+	env.EnvFile = ""
+	outcomes, _ := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (string, error) {
 		_, err := h.End(ctx, in)
 		return "", err
 	})
@@ -32,11 +58,15 @@ func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput) []even
 // call runs one hook's body and returns the context it contributes.
 type call func(ctx context.Context, h Hook) (string, error)
 
-func runAll(ctx context.Context, hooks []Hook, fn call) ([]eventlog.HookOutcome, string) {
+func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]eventlog.HookOutcome, string) {
 	outcomes := make([]eventlog.HookOutcome, len(hooks))
 	texts := make([]string, len(hooks))
 	var wg sync.WaitGroup
 	for i, h := range hooks {
+		if h.Command != "" {
+			wg.Go(func() { outcomes[i], texts[i] = runCommand(ctx, h, stdin, env, commandTimeout(h)) })
+			continue
+		}
 		wg.Go(func() { outcomes[i], texts[i] = runOne(ctx, h, fn) })
 	}
 	wg.Wait()
@@ -49,13 +79,24 @@ func runAll(ctx context.Context, hooks []Hook, fn call) ([]eventlog.HookOutcome,
 	return outcomes, strings.Join(parts, "\n")
 }
 
+// commandTimeout is h's own timeout or the default for its event.
+func commandTimeout(h Hook) time.Duration {
+	switch {
+	case h.Timeout > 0:
+		return h.Timeout
+	case h.Event == SessionEnd:
+		return DefaultSessionEndCommandTimeout
+	}
+	return DefaultCommandTimeout
+}
+
 type callResult struct {
 	text     string
 	err      error
 	panicked any
 }
 
-// runOne runs h under its timeout, recovering a panic. It returns as soon
+// runOne runs function hook h under its timeout, recovering a panic. It returns as soon
 // as the hook finishes or its time is up, whichever comes first.
 func runOne(ctx context.Context, h Hook, fn call) (eventlog.HookOutcome, string) {
 	timeout := h.Timeout

@@ -39,6 +39,7 @@ type Restore struct {
 	StartHooks       []string
 	StartOutcomes    []eventlog.HookOutcome
 	Context          string
+	Env              string // what SessionStart hooks wrote to CLAUDE_ENV_FILE
 	StartInterrupted bool
 
 	InjectedUUID string // the meta message, "" when there was no context
@@ -107,7 +108,7 @@ func (a *Agent) fold(r *Restore, p eventlog.Payload) {
 	case *eventlog.SessionStartHookStarted:
 		r.StartHooks = p.Hooks
 	case *eventlog.SessionStartHookRan:
-		r.StartOutcomes, r.Context, r.StartInterrupted = p.Outcomes, p.Context, p.Interrupted
+		r.StartOutcomes, r.Context, r.Env, r.StartInterrupted = p.Outcomes, p.Context, p.Env, p.Interrupted
 	case *eventlog.ContextInjected:
 		r.InjectedUUID = p.MessageUUID
 	}

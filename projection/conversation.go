@@ -1,8 +1,6 @@
 package projection
 
 import (
-	"fmt"
-
 	"github.com/reprise-dev/reprise/eventlog"
 )
 
@@ -19,6 +17,16 @@ type Conversation struct {
 	Created  int64  // UTC unix nanoseconds of SessionCreated
 	Head     uint64 // sequence of the last event applied
 	Messages []eventlog.Message
+	// Kept holds imported transcript records that are not messages, each
+	// with its place among the messages.
+	Kept []KeptRecord
+}
+
+// KeptRecord is a transcript record kept verbatim. It came after the first
+// Before messages of the conversation.
+type KeptRecord struct {
+	Before int
+	Record []byte
 }
 
 // NewConversation returns the empty view of session id, ready for its first
@@ -45,6 +53,11 @@ func (c *Conversation) Apply(ev eventlog.Event) error {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "message before SessionCreated")
 		}
 		c.Messages = append(c.Messages, p.Message)
+	case *eventlog.TranscriptRecord:
+		if ev.Seq == 1 {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "transcript record before SessionCreated")
+		}
+		c.Kept = append(c.Kept, KeptRecord{Before: len(c.Messages), Record: p.Record})
 	case nil: // registered as ignorable
 	default:
 		return eventlog.Corruptf(ev.Stream, ev.Seq, "%s does not belong in a session stream", ev.Type)
@@ -75,6 +88,7 @@ func checkNext(ev eventlog.Event, stream string, head uint64) error {
 // Clone returns a deep copy of c that shares nothing with it.
 func (c *Conversation) Clone() *Conversation {
 	out := *c
+	out.Kept = append([]KeptRecord(nil), c.Kept...)
 	out.Messages = make([]eventlog.Message, len(c.Messages))
 	for i, m := range c.Messages {
 		out.Messages[i] = cloneMessage(m)
@@ -83,6 +97,7 @@ func (c *Conversation) Clone() *Conversation {
 }
 
 func cloneMessage(m eventlog.Message) eventlog.Message {
+	m.Record = append([]byte(nil), m.Record...)
 	m.Content = append([]eventlog.Block(nil), m.Content...)
 	for i, b := range m.Content {
 		m.Content[i].Raw = append([]byte(nil), b.Raw...)
@@ -91,9 +106,4 @@ func cloneMessage(m eventlog.Message) eventlog.Message {
 		}
 	}
 	return m
-}
-
-// String describes c briefly, for logs.
-func (c *Conversation) String() string {
-	return fmt.Sprintf("session %s (%d messages, head %d)", c.ID, len(c.Messages), c.Head)
 }

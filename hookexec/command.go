@@ -1,0 +1,324 @@
+package hookexec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+// CommandEnv is what a command hook needs besides its stdin.
+type CommandEnv struct {
+	ProjectDir string // working directory and CLAUDE_PROJECT_DIR
+	EnvFile    string // CLAUDE_ENV_FILE, set only for SessionStart; "" to omit
+	SpillDir   string // where context over MaxContextChars is saved
+	SpillName  string // base name for spilled context files, e.g. the session id
+}
+
+// MaxContextChars is the longest context, in characters, a command hook
+// returns inline. A longer one is saved to a file and replaced by a preview
+// that names the file.
+const MaxContextChars = 10000
+
+// MaxCapture is how many bytes of a command hook's stdout, and of its
+// stderr, are kept. Bytes beyond it are counted in HookOutcome.Dropped.
+const MaxCapture = 1 << 20
+
+const (
+	// outputWaitDelay is how long a command hook's output is still read
+	// after its main process exited or its process group was killed. A
+	// background child that keeps the pipes open longer is left running,
+	// but the hook is not waited for.
+	outputWaitDelay = 2 * time.Second
+
+	previewChars = 2000 // characters of a spilled context kept inline
+	maxStderr    = 2000 // bytes of stderr kept in an outcome
+)
+
+// commandRun is what one execution of a command hook left behind.
+type commandRun struct {
+	stdout, stderr capture
+	state          *os.ProcessState // nil when the hook never ran
+	err            error            // from starting or waiting
+	killed         atomic.Bool      // its process group was killed
+}
+
+// runCommand runs the command hook h with stdin and returns its outcome and
+// the context it contributes. The hook's whole process group is killed when
+// timeout passes or ctx is done.
+func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeout time.Duration) (eventlog.HookOutcome, string) {
+	if timeout <= 0 {
+		timeout = DefaultCommandTimeout
+	}
+	began := time.Now()
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r := execute(hctx, h, stdin, env)
+
+	o := eventlog.HookOutcome{Name: h.Name, Source: h.Source}
+	o.Dropped = r.stdout.dropped + r.stderr.dropped
+	var text string
+	switch {
+	case r.stoppedBy(hctx):
+		o.Status, o.Error = stopped(ctx, timeout)
+		o.Stderr = excerpt(r.stderr.buf)
+	case r.state == nil:
+		o.Status, o.Error = eventlog.HookFailed, r.err.Error()
+	case !r.state.Success():
+		o.Status, o.ExitCode, o.Error = eventlog.HookFailed, exitCode(r.state), r.state.String()
+		o.Stderr = excerpt(r.stderr.buf)
+	case r.err != nil && !errors.Is(r.err, exec.ErrWaitDelay):
+		o.Status, o.Error = eventlog.HookFailed, r.err.Error()
+		o.Stderr = excerpt(r.stderr.buf)
+	default:
+		var err error
+		o.Status = eventlog.HookOK
+		text, err = limitContext(ParseOutput(r.stdout.buf), env)
+		if err != nil {
+			o.Error = err.Error()
+		}
+	}
+	o.Duration = time.Since(began).Nanoseconds()
+	o.ContextLen = len(text)
+	return o, text
+}
+
+// stopped returns the status and error of a hook stopped because ctx ended
+// or its timeout passed.
+func stopped(ctx context.Context, timeout time.Duration) (status, msg string) {
+	if err := ctx.Err(); err != nil {
+		return eventlog.HookCancelled, err.Error()
+	}
+	return eventlog.HookTimedOut, fmt.Sprintf("timed out after %s", timeout)
+}
+
+// stoppedBy reports whether the hook was stopped, or never started, because
+// ctx was done.
+func (r *commandRun) stoppedBy(ctx context.Context) bool {
+	if r.state == nil {
+		return ctx.Err() != nil
+	}
+	return r.killed.Load() && !r.state.Exited()
+}
+
+// execute starts h in its own process group and waits for it. When ctx is
+// done the group is killed with SIGKILL.
+func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *commandRun {
+	r := &commandRun{stdout: capture{limit: MaxCapture}, stderr: capture{limit: MaxCapture}}
+	shell, err := shellPath(h.Shell)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	if env.ProjectDir != "" {
+		// exec reports a missing directory as if the shell were missing.
+		if info, err := os.Stat(env.ProjectDir); err != nil || !info.IsDir() {
+			r.err = fmt.Errorf("project directory %s is not a usable directory", env.ProjectDir)
+			return r
+		}
+	}
+	cmd := exec.CommandContext(ctx, shell, "-c", h.Command)
+	cmd.Dir = env.ProjectDir
+	cmd.Env = commandEnviron(h, env)
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = outputWaitDelay
+	cmd.Cancel = func() error {
+		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return os.ErrProcessDone
+		}
+		if err == nil {
+			r.killed.Store(true)
+		}
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		r.err = fmt.Errorf("start %s: %w", shell, err)
+		return r
+	}
+	r.err = cmd.Wait()
+	r.state = cmd.ProcessState
+	return r
+}
+
+// shellPath returns the shell that runs a hook whose shell is name.
+func shellPath(name string) (string, error) {
+	switch name {
+	case "", "sh":
+		return "/bin/sh", nil
+	case "bash":
+		path, err := exec.LookPath("bash")
+		if err != nil {
+			return "", fmt.Errorf("find bash: %w", err)
+		}
+		return path, nil
+	}
+	return "", fmt.Errorf("unsupported shell %q", name)
+}
+
+// commandEnviron returns the environment of h: the process's own, without
+// inherited CLAUDE_PLUGIN_ROOT and CLAUDE_ENV_FILE, plus the variables env
+// and h set.
+func commandEnviron(h Hook, env CommandEnv) []string {
+	vars := make([]string, 0, len(os.Environ())+3)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CLAUDE_PLUGIN_ROOT=") && !strings.HasPrefix(kv, "CLAUDE_ENV_FILE=") {
+			vars = append(vars, kv)
+		}
+	}
+	vars = append(vars, "CLAUDE_PROJECT_DIR="+env.ProjectDir)
+	if h.PluginRoot != "" {
+		vars = append(vars, "CLAUDE_PLUGIN_ROOT="+h.PluginRoot)
+	}
+	if env.EnvFile != "" {
+		vars = append(vars, "CLAUDE_ENV_FILE="+env.EnvFile)
+	}
+	return vars
+}
+
+// exitCode returns the exit code of a finished hook; a hook killed by a
+// signal gets 128 plus the signal number, as a shell reports it.
+func exitCode(s *os.ProcessState) int {
+	if ws, ok := s.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return s.ExitCode()
+}
+
+// capture is an io.Writer that keeps the first limit bytes written to it
+// and counts the rest.
+type capture struct {
+	buf     []byte
+	limit   int
+	dropped int64
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := c.limit - len(c.buf); room > 0 {
+		keep := min(room, len(p))
+		if len(c.buf)+keep > cap(c.buf) {
+			// Double, but never past the limit.
+			size := min(max(2*cap(c.buf), len(c.buf)+keep, 4096), c.limit)
+			c.buf = append(make([]byte, 0, size), c.buf...)
+		}
+		c.buf = append(c.buf, p[:keep]...)
+		p = p[keep:]
+	}
+	c.dropped += int64(len(p))
+	return n, nil
+}
+
+// excerpt returns the end of stderr, trimmed and valid UTF-8, in at most
+// maxStderr bytes.
+func excerpt(stderr []byte) string {
+	const mark = "…"
+	b := bytes.TrimSpace(stderr)
+	cut := len(b) > maxStderr
+	if cut {
+		b = b[len(b)-maxStderr:]
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	if !cut && len(s) <= maxStderr {
+		return s
+	}
+	i := max(len(s)-(maxStderr-len(mark)), 0)
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return mark + s[i:]
+}
+
+// ParseOutput returns the context of a hook that exited 0 with stdout.
+// Stdout that is a JSON object gives its hookSpecificOutput.additionalContext,
+// else its additionalContext, else its additional_context, else nothing.
+// Any other stdout, including text that starts with "{" but is not JSON, is
+// the context itself, trimmed. Invalid UTF-8 is replaced by U+FFFD.
+func ParseOutput(stdout []byte) string {
+	text := strings.ToValidUTF8(string(bytes.TrimSpace(stdout)), "\uFFFD")
+	if !strings.HasPrefix(text, "{") {
+		return text
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(text), &obj); err != nil {
+		return text
+	}
+	if specific, ok := obj["hookSpecificOutput"].(map[string]any); ok {
+		if s, ok := specific["additionalContext"].(string); ok && s != "" {
+			return s
+		}
+	}
+	for _, key := range []string{"additionalContext", "additional_context"} {
+		if s, ok := obj[key].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// limitContext returns text, or when it is longer than MaxContextChars, a
+// preview of it naming the file in env.SpillDir that holds all of it. If the
+// file cannot be written, the preview says so and the error is returned.
+func limitContext(text string, env CommandEnv) (string, error) {
+	n := utf8.RuneCountInString(text)
+	if n <= MaxContextChars {
+		return text, nil
+	}
+	preview := firstChars(text, previewChars)
+	path, err := spill(text, env)
+	if err != nil {
+		return fmt.Sprintf("%s\n... [output truncated: %d characters, the rest could not be saved]", preview, n), err
+	}
+	return fmt.Sprintf("%s\n... [full output: %d characters, saved to %s]", preview, n, path), nil
+}
+
+// spill writes text to a new file in env.SpillDir and returns its path.
+func spill(text string, env CommandEnv) (string, error) {
+	if env.SpillDir == "" {
+		return "", errors.New("spill context: no spill directory")
+	}
+	if err := os.MkdirAll(env.SpillDir, 0o700); err != nil {
+		return "", fmt.Errorf("spill context: %w", err)
+	}
+	name := strings.ReplaceAll(env.SpillName, string(os.PathSeparator), "_")
+	if name == "" {
+		name = "session"
+	}
+	f, err := os.CreateTemp(env.SpillDir, name+"-hook-*.txt")
+	if err != nil {
+		return "", fmt.Errorf("spill context: %w", err)
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("spill context: %w", err)
+	}
+	return f.Name(), nil
+}
+
+// firstChars returns the first n characters of s.
+func firstChars(s string, n int) string {
+	count := 0
+	for i := range s {
+		if count == n {
+			return s[:i]
+		}
+		count++
+	}
+	return s
+}

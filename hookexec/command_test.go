@@ -1,0 +1,504 @@
+package hookexec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+// hookCommand returns a shell command that runs the test script name with
+// args.
+func hookCommand(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("testdata", "hooks", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []string{shellQuote(path)}
+	for _, a := range args {
+		parts = append(parts, shellQuote(a))
+	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func testEnv(t *testing.T) CommandEnv {
+	return CommandEnv{
+		ProjectDir: t.TempDir(),
+		SpillDir:   filepath.Join(t.TempDir(), "spill"),
+		SpillName:  "sess-1",
+	}
+}
+
+// runTestHook runs command with a generous timeout and no stdin.
+func runTestHook(t *testing.T, command string, env CommandEnv) (eventlog.HookOutcome, string) {
+	t.Helper()
+	h := Hook{Event: SessionStart, Name: "test-hook", Source: "settings", Command: command}
+	return runCommand(context.Background(), h, nil, env, 10*time.Second)
+}
+
+func TestCommandContextFromStdout(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		script string
+		want   string
+	}{
+		{"plain.sh", "plain context\nsecond line"},
+		{"json_specific.sh", "specific context"},
+		{"json_top.sh", "camel context"},
+		{"json_snake.sh", "snake context"},
+		{"json_garbage.sh", "{not json, just braces}"},
+		{"json_none.sh", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.script, func(t *testing.T) {
+			t.Parallel()
+			o, text := runTestHook(t, hookCommand(t, c.script), testEnv(t))
+			if o.Status != eventlog.HookOK || o.Error != "" {
+				t.Fatalf("outcome %+v, want ok", o)
+			}
+			if text != c.want {
+				t.Fatalf("context %q, want %q", text, c.want)
+			}
+			if o.Name != "test-hook" || o.Source != "settings" || o.ContextLen != len(c.want) || o.Duration <= 0 {
+				t.Fatalf("outcome %+v", o)
+			}
+		})
+	}
+}
+
+func TestCommandNonZeroExitFails(t *testing.T) {
+	t.Parallel()
+	for _, code := range []int{1, 2, 3} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			t.Parallel()
+			o, text := runTestHook(t, hookCommand(t, "fail.sh", strconv.Itoa(code)), testEnv(t))
+			if o.Status != eventlog.HookFailed || o.ExitCode != code || text != "" || o.ContextLen != 0 {
+				t.Fatalf("outcome %+v, context %q", o, text)
+			}
+			if want := "exit status " + strconv.Itoa(code); o.Error != want {
+				t.Fatalf("error %q, want %q", o.Error, want)
+			}
+			if o.Stderr != "something went wrong" {
+				t.Fatalf("stderr %q", o.Stderr)
+			}
+		})
+	}
+}
+
+func TestCommandNotFoundExits127(t *testing.T) {
+	t.Parallel()
+	o, text := runTestHook(t, "reprise-no-such-command-here --flag", testEnv(t))
+	if o.Status != eventlog.HookFailed || o.ExitCode != 127 || text != "" {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+	if !strings.Contains(o.Stderr, "not found") {
+		t.Fatalf("stderr %q", o.Stderr)
+	}
+}
+
+func TestCommandSignalDeathFails(t *testing.T) {
+	t.Parallel()
+	o, _ := runTestHook(t, "kill -TERM $$", testEnv(t))
+	if o.Status != eventlog.HookFailed || o.ExitCode != 128+int(syscall.SIGTERM) || o.Error != "signal: terminated" {
+		t.Fatalf("outcome %+v", o)
+	}
+}
+
+func TestCommandThatCannotStartFails(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	env.ProjectDir = filepath.Join(env.ProjectDir, "missing")
+	o, _ := runTestHook(t, "echo hi", env)
+	if o.Status != eventlog.HookFailed || !strings.Contains(o.Error, "no such file or directory") {
+		t.Fatalf("missing working dir: outcome %+v", o)
+	}
+
+	h := Hook{Name: "ps", Command: "echo hi", Shell: "powershell"}
+	o, _ = runCommand(context.Background(), h, nil, testEnv(t), time.Second)
+	if o.Status != eventlog.HookFailed || !strings.Contains(o.Error, "unsupported shell") {
+		t.Fatalf("unknown shell: outcome %+v", o)
+	}
+}
+
+func TestCommandReceivesExactStdin(t *testing.T) {
+	t.Parallel()
+	saved := filepath.Join(t.TempDir(), "stdin.json")
+	stdin := []byte(`{"session_id":"abc-123","hook_event_name":"SessionStart","source":"resume"}` + "\n")
+	h := Hook{Name: "stdin", Command: hookCommand(t, "stdin_echo.sh", saved)}
+	o, text := runCommand(context.Background(), h, stdin, testEnv(t), 10*time.Second)
+	if o.Status != eventlog.HookOK || text != "session is abc-123" {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+	got, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, stdin) {
+		t.Fatalf("hook read %q, want %q", got, stdin)
+	}
+}
+
+func TestCommandIgnoringLargeStdinSucceeds(t *testing.T) {
+	t.Parallel()
+	stdin := bytes.Repeat([]byte("y"), 1<<20)
+	h := Hook{Name: "ignore", Command: hookCommand(t, "ignore_stdin.sh")}
+	o, text := runCommand(context.Background(), h, stdin, testEnv(t), 10*time.Second)
+	if o.Status != eventlog.HookOK || o.Error != "" || text != "did not read stdin" {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+	if d := time.Duration(o.Duration); d >= outputWaitDelay {
+		t.Fatalf("took %s", d)
+	}
+}
+
+// readPids reads the "pgid pid childpid" line that sleeper.sh writes.
+func readPids(t *testing.T, path string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("sleeper did not report its pids: %v", err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pid file %q: %v", data, err)
+		}
+		pids = append(pids, n)
+	}
+	if len(pids) != 3 {
+		t.Fatalf("pid file %q", data)
+	}
+	return pids
+}
+
+// liveInGroup reports whether a process other than a zombie is in process
+// group pgid. Zombies are dead processes not yet reaped by their new parent.
+func liveInGroup(pgid int) bool {
+	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+		return false
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: state, ppid, pgrp.
+		s := string(data)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" {
+			return true
+		}
+	}
+	return false
+}
+
+func assertGroupGone(t *testing.T, pgid int) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Second); liveInGroup(pgid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d is still alive", pgid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCommandTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	h := Hook{Name: "sleeper", Command: hookCommand(t, "sleeper.sh", pidFile)}
+	began := time.Now()
+	o, text := runCommand(context.Background(), h, nil, testEnv(t), 300*time.Millisecond)
+	if elapsed := time.Since(began); elapsed > 2*time.Second {
+		t.Fatalf("returned after %s", elapsed)
+	}
+	if o.Status != eventlog.HookTimedOut || text != "" || !strings.Contains(o.Error, "300ms") {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+	pids := readPids(t, pidFile)
+	assertGroupGone(t, pids[0])
+}
+
+func TestCommandCancelKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	h := Hook{Name: "sleeper", Command: hookCommand(t, "sleeper.sh", pidFile)}
+	o, text := runCommand(ctx, h, nil, testEnv(t), time.Minute)
+	if o.Status != eventlog.HookCancelled || text != "" || o.Error != context.Canceled.Error() {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+	if d := time.Duration(o.Duration); d > 2*time.Second {
+		t.Fatalf("returned after %s", d)
+	}
+	assertGroupGone(t, readPids(t, pidFile)[0])
+}
+
+func TestCommandNotStartedWhenCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	marker := filepath.Join(t.TempDir(), "ran")
+	o, _ := runCommand(ctx, Hook{Name: "late", Command: "touch " + shellQuote(marker)}, nil, testEnv(t), time.Minute)
+	if o.Status != eventlog.HookCancelled {
+		t.Fatalf("outcome %+v", o)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("hook ran: %v", err)
+	}
+}
+
+func TestCommandDoesNotWaitForBackgroundChild(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Cleanup(func() {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	h := Hook{Name: "daemon", Command: hookCommand(t, "daemon.sh", pidFile)}
+	began := time.Now()
+	o, text := runCommand(context.Background(), h, nil, testEnv(t), time.Minute)
+	elapsed := time.Since(began)
+	if o.Status != eventlog.HookOK || text != "daemon started" {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+	if elapsed > outputWaitDelay+1500*time.Millisecond {
+		t.Fatalf("waited %s for a background child", elapsed)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("background child %d was killed: %v", pid, err)
+	}
+}
+
+// Not parallel: it measures allocations.
+func TestCommandBoundsCapturedOutput(t *testing.T) {
+	env := testEnv(t)
+	h := Hook{Name: "big", Command: hookCommand(t, "big_output.sh")}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	o, text := runCommand(context.Background(), h, nil, env, time.Minute)
+	runtime.ReadMemStats(&after)
+	if o.Status != eventlog.HookOK {
+		t.Fatalf("outcome %+v", o)
+	}
+	if want := int64(5<<20-MaxCapture) + int64(2<<20-MaxCapture); o.Dropped != want {
+		t.Fatalf("dropped %d, want %d", o.Dropped, want)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("allocated %d bytes", alloc)
+	// Capturing everything would allocate at least the 7 MiB written, and
+	// with its growth and copies far more.
+	if alloc > 8<<20 {
+		t.Fatalf("allocated %d bytes for 7 MiB of output", alloc)
+	}
+	path := spilledPath(t, text)
+	if fi, err := os.Stat(path); err != nil || fi.Size() != MaxCapture {
+		t.Fatalf("spilled file: %v, %v", fi, err)
+	}
+	if utf8.RuneCountInString(text) > previewChars+200 || o.ContextLen != len(text) {
+		t.Fatalf("context of %d bytes, outcome %+v", len(text), o)
+	}
+}
+
+var savedTo = regexp.MustCompile(`\n\.\.\. \[full output: (\d+) characters, saved to (.+)\]$`)
+
+// spilledPath returns the file a preview names.
+func spilledPath(t *testing.T, preview string) string {
+	t.Helper()
+	m := savedTo.FindStringSubmatch(preview)
+	if m == nil {
+		t.Fatalf("context is not a preview: %.100q...", preview)
+	}
+	return m[2]
+}
+
+func TestCommandInvalidUTF8BecomesValid(t *testing.T) {
+	t.Parallel()
+	o, text := runTestHook(t, hookCommand(t, "invalid_utf8.sh"), testEnv(t))
+	if o.Status != eventlog.HookOK || !utf8.ValidString(text) {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+	if want := "bad \uFFFD bytes \uFFFD end"; text != want {
+		t.Fatalf("context %q, want %q", text, want)
+	}
+}
+
+func TestCommandLongContextIsSpilled(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	o, text := runTestHook(t, hookCommand(t, "long_context.sh"), env)
+	full := strings.Repeat("é", 12000)
+	if o.Status != eventlog.HookOK || o.Error != "" || o.ContextLen != len(text) {
+		t.Fatalf("outcome %+v", o)
+	}
+	if !strings.HasPrefix(text, strings.Repeat("é", previewChars)+"\n... [full output: 12000 characters, saved to ") {
+		t.Fatalf("context %.100q...", text)
+	}
+	path := spilledPath(t, text)
+	if filepath.Dir(path) != env.SpillDir || !strings.HasPrefix(filepath.Base(path), "sess-1-hook-") {
+		t.Fatalf("spilled to %s", path)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != full {
+		t.Fatalf("spilled file holds %d bytes, err %v", len(got), err)
+	}
+	for p, want := range map[string]os.FileMode{path: 0o600, env.SpillDir: 0o700} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Fatalf("%s: mode %v, err %v, want %v", p, fi.Mode().Perm(), err, want)
+		}
+	}
+}
+
+func TestLimitContextReportsSpillFailure(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := CommandEnv{SpillDir: filepath.Join(file, "spill"), SpillName: "s"}
+	text, err := limitContext(strings.Repeat("x", MaxContextChars+1), env)
+	if err == nil {
+		t.Fatal("no error from a spill under a regular file")
+	}
+	if !strings.HasPrefix(text, strings.Repeat("x", previewChars)+"\n... [") || strings.Contains(text, "saved to") {
+		t.Fatalf("context %q", text)
+	}
+	exact := strings.Repeat("y", MaxContextChars)
+	if text, err := limitContext(exact, env); err != nil || text != exact {
+		t.Fatalf("context at the limit changed: err %v", err)
+	}
+}
+
+func TestCommandEnvironment(t *testing.T) {
+	t.Setenv("CLAUDE_ENV_FILE", "/inherited/env")
+	t.Setenv("CLAUDE_PLUGIN_ROOT", "/inherited/plugin")
+	env := testEnv(t)
+	env.EnvFile = filepath.Join(t.TempDir(), "session.env")
+	h := Hook{Name: "env", Command: hookCommand(t, "env.sh"), PluginRoot: "/plugins/demo"}
+	o, text := runCommand(context.Background(), h, nil, env, 10*time.Second)
+	wd, err := filepath.EvalSymlinks(env.ProjectDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "project=" + env.ProjectDir + "\nplugin=/plugins/demo\nenvfile=" + env.EnvFile + "\nenvfile_set=yes\npwd=" + wd
+	if o.Status != eventlog.HookOK || text != want {
+		t.Fatalf("outcome %+v\ncontext %q\nwant    %q", o, text, want)
+	}
+	if data, err := os.ReadFile(env.EnvFile); err != nil || string(data) != "export FROM_HOOK=1\n" {
+		t.Fatalf("env file %q, %v", data, err)
+	}
+
+	// Without an env file or a plugin root, inherited values do not leak.
+	env.EnvFile = ""
+	h.PluginRoot = ""
+	_, text = runCommand(context.Background(), h, nil, env, 10*time.Second)
+	if !strings.Contains(text, "\nplugin=\nenvfile=\nenvfile_set=\n") {
+		t.Fatalf("context %q", text)
+	}
+}
+
+func TestCommandBashShell(t *testing.T) {
+	t.Parallel()
+	h := Hook{Name: "bash", Shell: "bash", Command: `[[ -n $BASH_VERSION ]] && echo "bash $BASH_VERSION"`}
+	o, text := runCommand(context.Background(), h, nil, testEnv(t), 10*time.Second)
+	if o.Status != eventlog.HookOK || !strings.HasPrefix(text, "bash ") {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+}
+
+func TestExcerptBoundsStderr(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 3000) + "\xff\xfe" + " last error\n"
+	got := excerpt([]byte(long))
+	if len(got) > maxStderr || !utf8.ValidString(got) || !strings.HasSuffix(got, "\uFFFD last error") || !strings.HasPrefix(got, "…é") {
+		t.Fatalf("excerpt of %d bytes: %.40q...%q", len(got), got, got[max(len(got)-20, 0):])
+	}
+	if got := excerpt([]byte("  short \xff  ")); got != "short \uFFFD" {
+		t.Fatalf("excerpt %q", got)
+	}
+	// Many invalid bytes grow when replaced; the excerpt still fits.
+	if got := excerpt(bytes.Repeat([]byte("\xffa"), 1500)); len(got) > maxStderr || !utf8.ValidString(got) {
+		t.Fatalf("excerpt of %d bytes", len(got))
+	}
+}
+
+func TestParseOutput(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ in, want string }{
+		{"", ""},
+		{"  \n\t ", ""},
+		{"  hello \n", "hello"},
+		{`{"hookSpecificOutput":{"additionalContext":"a"},"additionalContext":"b","additional_context":"c"}`, "a"},
+		{`{"hookSpecificOutput":{"additionalContext":""},"additionalContext":"b"}`, "b"},
+		{`{"hookSpecificOutput":"text","additionalContext":"b"}`, "b"},
+		{`{"hookSpecificOutput":{"additionalContext":7},"additional_context":"c"}`, "c"},
+		{`{"additionalContext":["list"]}`, ""},
+		{`{"decision":"block"}`, ""},
+		{`{}`, ""},
+		{`{"additionalContext":"x"} trailing`, `{"additionalContext":"x"} trailing`},
+		{`{broken`, `{broken`},
+		{`["additionalContext"]`, `["additionalContext"]`},
+		{`{"additionalContext":"bad \ud800 surrogate"}`, "bad \uFFFD surrogate"},
+		{"{\"additionalContext\":\"raw \xff byte\"}", "raw \uFFFD byte"},
+		{"plain \xc3", "plain \uFFFD"},
+	}
+	for _, c := range cases {
+		if got := ParseOutput([]byte(c.in)); got != c.want {
+			t.Errorf("ParseOutput(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func FuzzParseOutput(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"plain text\n",
+		`{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"ctx"}}`,
+		`{"additionalContext":"a","additional_context":"b"}`,
+		`{"additionalContext":null}`,
+		`{"hookSpecificOutput":[1,2,3]}`,
+		`{not json`,
+		"{\"additionalContext\":\"\xff\xfe\"}",
+		"\xff\xfe\xfd",
+		strings.Repeat("{", 20000),
+		`{"a":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, stdout []byte) {
+		got := ParseOutput(stdout)
+		if !utf8.ValidString(got) {
+			t.Fatalf("ParseOutput(%q) = %q, not valid UTF-8", stdout, got)
+		}
+		if len(got) > len(stdout)*3 {
+			t.Fatalf("ParseOutput(%q) grew to %d bytes", stdout, len(got))
+		}
+	})
+}

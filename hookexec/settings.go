@@ -1,0 +1,307 @@
+package hookexec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// ErrBadConfig is returned when a settings file or a plugin's hooks.json is
+// not valid JSON, has a value of the wrong type, or describes a hook that
+// cannot run. Its message names the file and the position of the fault: a
+// line and column for JSON errors, a path such as
+// hooks.SessionStart[0].hooks[1].command for the others.
+var ErrBadConfig = errors.New("hookexec: invalid configuration")
+
+// pluginRootVar is replaced by the plugin directory in plugin commands.
+const pluginRootVar = "${CLAUDE_PLUGIN_ROOT}"
+
+// settingsFile is the part of a Claude Code settings file, or of a plugin's
+// hooks/hooks.json, that this package reads. encoding/json ignores every
+// other key, including the events this package does not run.
+type settingsFile struct {
+	Hooks *settingsEvents `json:"hooks"`
+}
+
+type settingsEvents struct {
+	SessionStart []settingsGroup `json:"SessionStart"`
+	SessionEnd   []settingsGroup `json:"SessionEnd"`
+}
+
+// settingsGroup is one matcher and the hooks it selects.
+type settingsGroup struct {
+	Matcher string          `json:"matcher"`
+	Hooks   []settingsEntry `json:"hooks"`
+}
+
+type settingsEntry struct {
+	Type    string  `json:"type"`
+	Command string  `json:"command"`
+	Timeout float64 `json:"timeout"` // seconds
+	Shell   string  `json:"shell"`
+}
+
+// LoadSettings reads one Claude Code settings file and returns its
+// SessionStart and SessionEnd command hooks: the SessionStart hooks first,
+// then the SessionEnd hooks, each in file order. Each hook's Name and
+// Command are the configured command and its Source is path.
+//
+// The file must be a JSON object. Hooks of other events, hooks whose type
+// is not "command" ("prompt", "http", "agent", ...) and keys this package
+// does not know are skipped without error. A "timeout" is in seconds and may
+// be fractional; an absent or zero timeout leaves the default for the hook's
+// kind. A "shell" of "bash" runs the command with bash; other shells are
+// ignored.
+//
+// A missing file returns an error matching os.ErrNotExist. A malformed file
+// returns an error matching ErrBadConfig, and also ErrBadMatcher when a
+// matcher is not a valid regular expression.
+func LoadSettings(path string) ([]Hook, error) {
+	return loadHooksFile(path, path)
+}
+
+// LoadPluginDir reads the hooks of the plugin in dir from
+// dir/hooks/hooks.json, which has the shape of a settings file. Every
+// ${CLAUDE_PLUGIN_ROOT} in a command is replaced by the absolute, cleaned
+// dir, which is also each hook's PluginRoot; each hook's Source is "plugin:"
+// followed by that dir.
+//
+// A plugin without hooks/hooks.json returns an error matching
+// os.ErrNotExist; other errors follow LoadSettings.
+func LoadPluginDir(dir string) ([]Hook, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hookexec: plugin directory: %w", err)
+	}
+	hooks, err := loadHooksFile(filepath.Join(root, "hooks", "hooks.json"), "plugin:"+root)
+	if err != nil {
+		return nil, err
+	}
+	for i := range hooks {
+		hooks[i].Command = strings.ReplaceAll(hooks[i].Command, pluginRootVar, root)
+		hooks[i].Name = hooks[i].Command
+		hooks[i].PluginRoot = root
+	}
+	return hooks, nil
+}
+
+// SettingsLocation is a settings file and the scope it configures: "user",
+// "project" or "local".
+type SettingsLocation struct {
+	Path  string
+	Scope string
+}
+
+// DefaultSettingsPaths returns where Claude Code keeps its settings, in the
+// order they apply: the user's home/.claude/settings.json, then the
+// project's projectDir/.claude/settings.json and the uncommitted
+// projectDir/.claude/settings.local.json. An empty home omits the first; an
+// empty projectDir omits the other two. The files need not exist.
+func DefaultSettingsPaths(home, projectDir string) []SettingsLocation {
+	var out []SettingsLocation
+	if home != "" {
+		out = append(out, SettingsLocation{Path: filepath.Join(home, ".claude", "settings.json"), Scope: "user"})
+	}
+	if projectDir != "" {
+		out = append(out,
+			SettingsLocation{Path: filepath.Join(projectDir, ".claude", "settings.json"), Scope: "project"},
+			SettingsLocation{Path: filepath.Join(projectDir, ".claude", "settings.local.json"), Scope: "local"},
+		)
+	}
+	return out
+}
+
+// LoadAll loads every settings file, then every plugin directory, and
+// returns their hooks in that order. Missing settings files are skipped, as
+// are plugin directories without hooks/hooks.json; a plugin directory that
+// does not exist is an error. Each file that fails adds one error and the
+// others still load.
+func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
+	var hooks []Hook
+	var errs []error
+	for _, path := range settings {
+		hs, err := LoadSettings(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			hooks = append(hooks, hs...)
+		}
+	}
+	for _, dir := range pluginDirs {
+		hs, err := LoadPluginDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, statErr := os.Stat(dir); statErr != nil {
+				errs = append(errs, fmt.Errorf("hookexec: plugin directory: %w", statErr))
+			}
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		hooks = append(hooks, hs...)
+	}
+	return hooks, errs
+}
+
+// Dedupe returns hooks without the command hooks whose event and command
+// equal those of an earlier one: the same command configured in several
+// places runs once, whatever its matcher or source. Function hooks are all
+// kept. Order is preserved. Apply it to the hooks that matched, so that a
+// copy whose matcher selects the value is not lost to one whose matcher
+// does not.
+func Dedupe(hooks []Hook) []Hook {
+	type key struct{ event, command string }
+	seen := make(map[key]bool)
+	out := make([]Hook, 0, len(hooks))
+	for _, h := range hooks {
+		if h.Command != "" {
+			k := key{h.Event, h.Command}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// loadHooksFile reads and parses the hooks file at path, giving its hooks
+// source.
+func loadHooksFile(path, source string) ([]Hook, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("hookexec: %w", err)
+	}
+	return parseSettings(data, path, source)
+}
+
+// parseSettings turns the contents of the file at path into hooks.
+func parseSettings(data []byte, path, source string) ([]Hook, error) {
+	var f settingsFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, settingsJSONError(data, path, err)
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+		return nil, fmt.Errorf("%w: %s: not a JSON object", ErrBadConfig, path)
+	}
+	if f.Hooks == nil {
+		return nil, nil
+	}
+	var hooks []Hook
+	for _, ev := range []struct {
+		name   string
+		groups []settingsGroup
+	}{
+		{SessionStart, f.Hooks.SessionStart},
+		{SessionEnd, f.Hooks.SessionEnd},
+	} {
+		for i, g := range ev.groups {
+			at := fmt.Sprintf("hooks.%s[%d]", ev.name, i)
+			m, err := ParseMatcher(g.Matcher)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: %s.matcher: %w", ErrBadConfig, path, at, err)
+			}
+			for j, e := range g.Hooks {
+				h, ok, err := settingsHook(e)
+				if err != nil {
+					return nil, fmt.Errorf("%w: %s: %s.hooks[%d].%s", ErrBadConfig, path, at, j, err)
+				}
+				if !ok {
+					continue
+				}
+				h.Event, h.Source, h.Matcher = ev.name, source, m
+				hooks = append(hooks, h)
+			}
+		}
+	}
+	return hooks, nil
+}
+
+// settingsHook converts one hook entry. It reports false for entries of a
+// type other than "command". Its errors start with the offending key.
+func settingsHook(e settingsEntry) (Hook, bool, error) {
+	switch e.Type {
+	case "command":
+	case "":
+		return Hook{}, false, errors.New("type: missing")
+	default:
+		return Hook{}, false, nil
+	}
+	if strings.TrimSpace(e.Command) == "" {
+		return Hook{}, false, errors.New("command: empty")
+	}
+	if e.Timeout < 0 || e.Timeout*float64(time.Second) >= math.MaxInt64 {
+		return Hook{}, false, fmt.Errorf("timeout: %v seconds is out of range", e.Timeout)
+	}
+	h := Hook{
+		Name:    e.Command,
+		Command: e.Command,
+		Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second))),
+	}
+	if e.Shell == "bash" {
+		h.Shell = "bash"
+	}
+	return h, true, nil
+}
+
+// settingsJSONError describes a json.Unmarshal error of the file at path
+// with the line and column where it happened.
+func settingsJSONError(data []byte, path string, err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		line, col := lineCol(data, syntax.Offset)
+		return fmt.Errorf("%w: %s:%d:%d: %w", ErrBadConfig, path, line, col, syntax)
+	case errors.As(err, &typ):
+		line, col := lineCol(data, typ.Offset)
+		field := typ.Field
+		if field == "" {
+			field = "the file"
+		}
+		if n, ok := strings.CutPrefix(typ.Value, "number "); ok {
+			return fmt.Errorf("%w: %s:%d:%d: %s: %s is out of range", ErrBadConfig, path, line, col, field, n)
+		}
+		return fmt.Errorf("%w: %s:%d:%d: %s: got %s, want %s",
+			ErrBadConfig, path, line, col, field, typ.Value, jsonKind(typ.Type))
+	}
+	return fmt.Errorf("%w: %s: %w", ErrBadConfig, path, err)
+}
+
+// lineCol returns the 1-based line and column of the byte that
+// encoding/json read last when it stopped at offset: the offending
+// character of a syntax error, or the end of a value of the wrong type.
+// Columns count characters, not bytes.
+func lineCol(data []byte, offset int64) (line, col int) {
+	end := int(min(max(offset-1, 0), int64(len(data))))
+	before := data[:end]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	lineStart := bytes.LastIndexByte(before, '\n') + 1
+	return line, 1 + utf8.RuneCount(before[lineStart:])
+}
+
+// jsonKind names the JSON value that decodes into t.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Float64:
+		return "number"
+	case reflect.Slice:
+		return "array"
+	}
+	return "object"
+}

@@ -1,0 +1,333 @@
+package hookexec_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reprise-dev/reprise/hookexec"
+)
+
+// fixture returns the path of a settings file in testdata/settings.
+func fixture(name string) string { return filepath.Join("testdata", "settings", name) }
+
+// installSettings copies the fixture named from to path, creating its
+// directory.
+func installSettings(t *testing.T, from, path string) {
+	t.Helper()
+	data, err := os.ReadFile(fixture(from))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeSettings writes a settings file with body and returns its path.
+func writeSettings(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func mustLoadSettings(t *testing.T, path string) []hookexec.Hook {
+	t.Helper()
+	hooks, err := hookexec.LoadSettings(path)
+	if err != nil {
+		t.Fatalf("LoadSettings(%s): %v", path, err)
+	}
+	return hooks
+}
+
+// commands lists the hooks' commands, in order.
+func commands(hooks []hookexec.Hook) []string {
+	out := make([]string, len(hooks))
+	for i, h := range hooks {
+		out[i] = h.Command
+	}
+	return out
+}
+
+// matching keeps the hooks of event whose matcher selects value, as the
+// Engine does before it dedupes.
+func matching(hooks []hookexec.Hook, event, value string) []hookexec.Hook {
+	var out []hookexec.Hook
+	for _, h := range hooks {
+		if h.Event == event && h.Matcher.Match(value) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func TestDefaultSettingsPaths(t *testing.T) {
+	home, proj := filepath.Join("h", "ann"), filepath.Join("src", "app")
+	want := []hookexec.SettingsLocation{
+		{Path: filepath.Join(home, ".claude", "settings.json"), Scope: "user"},
+		{Path: filepath.Join(proj, ".claude", "settings.json"), Scope: "project"},
+		{Path: filepath.Join(proj, ".claude", "settings.local.json"), Scope: "local"},
+	}
+	if got := hookexec.DefaultSettingsPaths(home, proj); !reflect.DeepEqual(got, want) {
+		t.Errorf("both: %v, want %v", got, want)
+	}
+	if got := hookexec.DefaultSettingsPaths(home, ""); !reflect.DeepEqual(got, want[:1]) {
+		t.Errorf("no project: %v", got)
+	}
+	if got := hookexec.DefaultSettingsPaths("", proj); !reflect.DeepEqual(got, want[1:]) {
+		t.Errorf("no home: %v", got)
+	}
+	if got := hookexec.DefaultSettingsPaths("", ""); len(got) != 0 {
+		t.Errorf("neither: %v", got)
+	}
+}
+
+func TestUserProjectAndLocalSettingsMergeInOrder(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	locs := hookexec.DefaultSettingsPaths(home, proj)
+	for i, from := range []string{"user.json", "project.json", "local.json"} {
+		installSettings(t, from, locs[i].Path)
+	}
+	var paths []string
+	for _, l := range locs {
+		paths = append(paths, l.Path)
+	}
+	hooks, errs := hookexec.LoadAll(paths, nil)
+	if len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	want := []struct{ event, command, source string }{
+		{hookexec.SessionStart, "echo shared", locs[0].Path},
+		{hookexec.SessionStart, "echo user", locs[0].Path},
+		{hookexec.SessionEnd, "echo user-end", locs[0].Path},
+		{hookexec.SessionStart, "echo shared", locs[1].Path},
+		{hookexec.SessionStart, "echo project", locs[1].Path},
+		{hookexec.SessionStart, "echo local", locs[2].Path},
+	}
+	if len(hooks) != len(want) {
+		t.Fatalf("loaded %q, want %d hooks", commands(hooks), len(want))
+	}
+	reg := hookexec.NewRegistry()
+	for i, h := range hooks {
+		w := want[i]
+		if h.Event != w.event || h.Command != w.command || h.Name != w.command || h.Source != w.source {
+			t.Errorf("hook %d = %s %q %q from %s, want %s %q from %s", i, h.Event, h.Name, h.Command, h.Source, w.event, w.command, w.source)
+		}
+		if err := reg.Add(h); err != nil {
+			t.Errorf("Registry.Add(%q): %v", h.Name, err)
+		}
+	}
+	if hooks[0].Timeout != 30*time.Second || hooks[1].Timeout != 0 {
+		t.Errorf("timeouts %v, %v; want 30s, 0", hooks[0].Timeout, hooks[1].Timeout)
+	}
+	if hooks[5].Shell != "bash" || hooks[0].Shell != "" {
+		t.Errorf("shells %q, %q; want bash, empty", hooks[5].Shell, hooks[0].Shell)
+	}
+	if got := commands(reg.Match(hookexec.SessionStart, "startup")); !reflect.DeepEqual(got, []string{"echo shared", "echo user", "echo local"}) {
+		t.Errorf("startup matched %q", got)
+	}
+}
+
+func TestDedupeKeepsTheFirstOfTheSameCommand(t *testing.T) {
+	hooks, errs := hookexec.LoadAll([]string{fixture("user.json"), fixture("project.json")}, nil)
+	if len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	got := hookexec.Dedupe(matching(hooks, hookexec.SessionStart, "resume"))
+	if want := []string{"echo shared", "echo user", "echo project"}; !reflect.DeepEqual(commands(got), want) {
+		t.Fatalf("deduped %q, want %q", commands(got), want)
+	}
+	if got[0].Source != fixture("user.json") || got[0].Timeout != 30*time.Second {
+		t.Errorf("kept the copy from %s with timeout %v, want the first", got[0].Source, got[0].Timeout)
+	}
+
+	endHook := hookexec.Hook{Event: hookexec.SessionEnd, Name: "end", Command: "echo shared"}
+	fn := hookexec.Hook{Event: hookexec.SessionEnd, Name: "f"}
+	got = hookexec.Dedupe([]hookexec.Hook{fn, hooks[0], endHook, fn, hooks[3], endHook})
+	if names := hookexec.Names(got); !reflect.DeepEqual(names, []string{"f", "echo shared", "end", "f"}) {
+		t.Errorf("deduped %q: events differ and function hooks are all kept", names)
+	}
+}
+
+func TestPluginDirSubstitutesPluginRoot(t *testing.T) {
+	dir := filepath.Join("testdata", "plugins", "formatter")
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, err := hookexec.LoadPluginDir(dir + "/./")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hooks) != 1 {
+		t.Fatalf("loaded %q", commands(hooks))
+	}
+	h := hooks[0]
+	want := root + "/scripts/x.sh --root " + root
+	if h.Command != want || h.Name != want {
+		t.Errorf("command %q, name %q; want %q", h.Command, h.Name, want)
+	}
+	if h.PluginRoot != root || h.Source != "plugin:"+root {
+		t.Errorf("root %q, source %q; want %q", h.PluginRoot, h.Source, root)
+	}
+	if h.Event != hookexec.SessionStart || h.Matcher.String() != "startup" || h.Timeout != 10*time.Second {
+		t.Errorf("hook %+v", h)
+	}
+}
+
+func TestUnknownKeysAndEventsAreIgnored(t *testing.T) {
+	hooks := mustLoadSettings(t, fixture("unknown_keys.json"))
+	if len(hooks) != 1 {
+		t.Fatalf("loaded %q, want only the SessionStart hook", commands(hooks))
+	}
+	if h := hooks[0]; h.Command != "cat NOTES.md" || h.Shell != "" || h.Matcher.String() != "startup" {
+		t.Errorf("hook %+v", h)
+	}
+}
+
+func TestNonCommandHooksAreSkipped(t *testing.T) {
+	hooks := mustLoadSettings(t, fixture("types.json"))
+	if got := commands(hooks); !reflect.DeepEqual(got, []string{"echo only-me"}) {
+		t.Errorf("loaded %q", got)
+	}
+}
+
+func TestSettingsMatchers(t *testing.T) {
+	hooks := mustLoadSettings(t, fixture("matchers.json"))
+	cases := map[string][]string{
+		"resume":  {"echo word", "echo words", "echo regexp", "echo empty", "echo absent"},
+		"startup": {"echo words", "echo regexp", "echo empty", "echo absent"},
+		"clear":   {"echo empty", "echo absent"},
+		"resumed": {"echo empty", "echo absent"},
+	}
+	for value, want := range cases {
+		if got := commands(matching(hooks, hookexec.SessionStart, value)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q matched %q, want %q", value, got, want)
+		}
+	}
+}
+
+func TestTimeoutsAreSeconds(t *testing.T) {
+	hooks := mustLoadSettings(t, fixture("timeouts.json"))
+	want := []time.Duration{500 * time.Millisecond, 0, 0, 30 * time.Second}
+	if len(hooks) != len(want) {
+		t.Fatalf("loaded %q", commands(hooks))
+	}
+	for i, h := range hooks {
+		if h.Timeout != want[i] {
+			t.Errorf("%s: timeout %v, want %v", h.Name, h.Timeout, want[i])
+		}
+	}
+}
+
+func TestInvalidMatcherIsBadConfigAndBadMatcher(t *testing.T) {
+	path := fixture("bad_matcher.json")
+	_, err := hookexec.LoadSettings(path)
+	if !errors.Is(err, hookexec.ErrBadConfig) || !errors.Is(err, hookexec.ErrBadMatcher) {
+		t.Fatalf("err = %v, want ErrBadConfig and ErrBadMatcher", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, path+": hooks.SessionEnd[0].matcher") {
+		t.Errorf("message %q does not name the file and matcher", msg)
+	}
+}
+
+func TestSyntaxErrorNamesFileLineAndColumn(t *testing.T) {
+	path := fixture("syntax.json")
+	_, err := hookexec.LoadSettings(path)
+	if !errors.Is(err, hookexec.ErrBadConfig) {
+		t.Fatalf("err = %v, want ErrBadConfig", err)
+	}
+	// Line 6 lacks the comma that should end line 5; its key starts at
+	// column 9.
+	if msg := err.Error(); !strings.Contains(msg, path+":6:9: invalid character") {
+		t.Errorf("message %q, want %s:6:9", msg, path)
+	}
+}
+
+func TestWrongTypeNamesFileLineAndColumn(t *testing.T) {
+	path := fixture("wrong_type.json")
+	_, err := hookexec.LoadSettings(path)
+	if !errors.Is(err, hookexec.ErrBadConfig) {
+		t.Fatalf("err = %v, want ErrBadConfig", err)
+	}
+	// The column is that of the closing quote of "ten": encoding/json
+	// reports where the value it rejected ends.
+	want := path + ":6:68: hooks.SessionStart.hooks.timeout: got string, want number"
+	if msg := err.Error(); !strings.Contains(msg, want) {
+		t.Errorf("message %q, want %q", msg, want)
+	}
+}
+
+func TestMalformedSettingsAreBadConfig(t *testing.T) {
+	cases := []struct{ name, body, where string }{
+		{"hooks array", `{"hooks": []}`, ":1:11: hooks: got array, want object"},
+		{"matcher number", `{"hooks": {"SessionEnd": [{"matcher": 1}]}}`, ":1:39: hooks.SessionEnd.matcher: got number, want string"},
+		{"top-level array", `[]`, ":1:1: the file: got array, want object"},
+		{"null", `null`, ": not a JSON object"},
+		{"empty", ``, ":1:1: unexpected end of JSON input"},
+		{"empty command", `{"hooks": {"SessionStart": [{"hooks": [
+			{"type": "command", "command": "echo ok"},
+			{"type": "command", "command": " "}]}]}}`, ": hooks.SessionStart[0].hooks[1].command: empty"},
+		{"missing type", `{"hooks": {"SessionEnd": [{}, {"hooks": [{"command": "echo"}]}]}}`, ": hooks.SessionEnd[1].hooks[0].type: missing"},
+		{"negative timeout", `{"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "x", "timeout": -1}]}]}}`, ": hooks.SessionEnd[0].hooks[0].timeout: -1 seconds is out of range"},
+		{"huge timeout", `{"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "x", "timeout": 1e12}]}]}}`, ": hooks.SessionEnd[0].hooks[0].timeout: 1e+12 seconds is out of range"},
+		{"overflowing number", `{"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "x", "timeout": 1e999}]}]}}`, ":1:89: hooks.SessionEnd.hooks.timeout: 1e999 is out of range"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeSettings(t, c.body)
+			hooks, err := hookexec.LoadSettings(path)
+			if !errors.Is(err, hookexec.ErrBadConfig) || hooks != nil {
+				t.Fatalf("got %q, %v; want ErrBadConfig", commands(hooks), err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, path+c.where) {
+				t.Errorf("message %q, want %q", msg, path+c.where)
+			}
+		})
+	}
+}
+
+func TestMissingFiles(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "settings.json")
+	if _, err := hookexec.LoadSettings(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("LoadSettings: err = %v, want os.ErrNotExist", err)
+	}
+	noHooks := filepath.Join("testdata", "plugins", "nohooks")
+	if _, err := hookexec.LoadPluginDir(noHooks); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("LoadPluginDir: err = %v, want os.ErrNotExist", err)
+	}
+	hooks, errs := hookexec.LoadAll([]string{missing, fixture("local.json")}, []string{noHooks})
+	if len(errs) != 0 || !reflect.DeepEqual(commands(hooks), []string{"echo local"}) {
+		t.Errorf("LoadAll = %q, %v; want the local hook and no errors", commands(hooks), errs)
+	}
+	_, errs = hookexec.LoadAll(nil, []string{filepath.Join(t.TempDir(), "gone")})
+	if len(errs) != 1 || !errors.Is(errs[0], os.ErrNotExist) {
+		t.Errorf("a missing plugin directory: errors %v, want one", errs)
+	}
+}
+
+func TestLoadAllKeepsGoingPastABadFile(t *testing.T) {
+	settings := []string{fixture("local.json"), fixture("syntax.json"), fixture("types.json")}
+	plugin, err := filepath.Abs(filepath.Join("testdata", "plugins", "formatter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, errs := hookexec.LoadAll(settings, []string{plugin})
+	if len(errs) != 1 || !errors.Is(errs[0], hookexec.ErrBadConfig) || !strings.Contains(errs[0].Error(), fixture("syntax.json")) {
+		t.Fatalf("errors %v, want one naming syntax.json", errs)
+	}
+	want := []string{"echo local", "echo only-me", plugin + "/scripts/x.sh --root " + plugin}
+	if got := commands(hooks); !reflect.DeepEqual(got, want) {
+		t.Errorf("loaded %q, want %q", got, want)
+	}
+}
