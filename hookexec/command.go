@@ -122,8 +122,12 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 	}
 	if env.ProjectDir != "" {
 		// exec reports a missing directory as if the shell were missing.
-		if info, err := os.Stat(env.ProjectDir); err != nil || !info.IsDir() {
-			r.err = fmt.Errorf("project directory %s is not a usable directory", env.ProjectDir)
+		info, err := os.Stat(env.ProjectDir)
+		if err == nil && !info.IsDir() {
+			err = fmt.Errorf("%s is not a directory", env.ProjectDir)
+		}
+		if err != nil {
+			r.err = fmt.Errorf("project directory: %w", err)
 			return r
 		}
 	}
