@@ -17,7 +17,7 @@
 //		[]eventlog.Expect{{Stream: "session/s1", Seq: head}},
 //		[]eventlog.Record{rec})
 //
-// Payloads are typed structs (see schema.go); Encode turns one into a
+// Payloads are typed structs (see schema.go); NewRecord turns one into a
 // Record and Decode turns an Event back into its payload.
 //
 // # Caveats

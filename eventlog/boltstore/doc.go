@@ -1,0 +1,67 @@
+// Package boltstore is the bbolt backend of eventlog.Store: the whole event
+// log in one file, written by one process at a time.
+//
+// # Usage
+//
+//	s, err := boltstore.Open(path, boltstore.Options{})
+//	if errors.Is(err, eventlog.ErrLocked) {
+//		// another process has the store open for writing
+//	}
+//	defer s.Close()
+//	evs, err := s.Append(ctx, []eventlog.Expect{{Stream: "session/s1"}}, recs)
+//
+// Open creates the file if it does not exist. Options.ReadOnly opens an
+// existing store for reading only, which any number of processes may do at
+// once, but not while a process has it open for writing.
+//
+// # Layout
+//
+// The file holds four buckets:
+//
+//	events     stream + 0x00 + seq (8 bytes, big-endian) -> eventlog.MarshalEnvelope(event)
+//	positions  position (8 bytes, big-endian)            -> the event's key in events
+//	heads      stream                                    -> head seq (8 bytes, big-endian)
+//	meta       "format"                                  -> the layout version (one byte, 1)
+//
+// Stream names hold no NUL byte, so an event key's stream part ends at the
+// first 0x00 and a stream's events sit together in sequence order. Positions
+// come from the positions bucket's sequence (bbolt's NextSequence), so they
+// are gapless: an append that fails rolls its positions back with the rest.
+// Every envelope repeats its stream, seq and position and ends in a CRC-32C,
+// and reads check them against the keys, so a damaged value or an event
+// under the wrong key is reported, never returned.
+//
+// An Append is one bbolt write transaction: it checks every expectation
+// against heads, then writes events, positions and heads together, and the
+// transaction's commit is the fsync that makes it durable.
+//
+// # Caveats
+//
+// Only one process may have a store open for writing; others wait up to
+// Options.Timeout for the file lock, then get an error matching
+// eventlog.ErrLocked. Two Opens of the same file in one process also exclude
+// each other.
+//
+// A zero-length file is a store that was never initialised: bbolt
+// initialises any empty file it opens, so a read-write Open turns it into an
+// empty store, while a read-only Open refuses it with ErrFormat.
+//
+// Damaged files are reported as errors matching eventlog.ErrCorrupt: a file
+// that is not a bbolt database, one shorter than its own meta pages say (a
+// truncated copy, say), a value whose checksum fails, a gap in a stream or in
+// the positions. Open compares the file's size with its meta pages before it
+// opens the file for writing, and reads run with memory faults turned into
+// panics that are recovered, so a bad page costs an error, not the process.
+// bbolt does not checksum its tree pages, though, so damage inside them is
+// caught only when it breaks a read; the event values themselves are always
+// verified. One kind of damage cannot be caught: a page header whose
+// overflow count is wrong makes bbolt's next write of that page try to free
+// billions of pages and run out of memory. When bbolt panics while opening a
+// damaged file, its memory mapping of the file stays in place until the
+// process exits; the file and its lock are released.
+//
+// Events passed to ReadStream and ReadAll callbacks have Payloads that point
+// into the memory-mapped file: they are valid only until the callback
+// returns. Close waits for reads in progress; a second Close returns
+// eventlog.ErrClosed, like every other call after Close.
+package boltstore

@@ -1,0 +1,197 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// ctxCheckEvery is how many events a long read passes between checks of its
+// context.
+const ctxCheckEvery = 256
+
+// MemoryStore is a Store held in memory, for tests and short-lived tools. It
+// copies payloads on the way in and on the way out, so neither the caller's
+// records nor the events it hands out alias what it keeps.
+type MemoryStore struct {
+	mu      sync.RWMutex
+	closed  bool
+	events  []Event          // in position order: Position == index+1
+	streams map[string][]int // stream -> indexes into events, in seq order
+}
+
+// NewMemoryStore returns an empty MemoryStore.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{streams: make(map[string][]int)}
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// Append implements Store.
+func (m *MemoryStore) Append(ctx context.Context, expect []Expect, recs []Record) ([]Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := CheckAppend(expect, recs); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	for _, e := range expect {
+		if head := uint64(len(m.streams[e.Stream])); head != e.Seq {
+			return nil, &ConflictError{Stream: e.Stream, Expected: e.Seq, Actual: head}
+		}
+	}
+	out := make([]Event, len(recs))
+	for i, r := range recs {
+		ev := Event{
+			Stream:    r.Stream,
+			Seq:       uint64(len(m.streams[r.Stream])) + 1,
+			Position:  uint64(len(m.events)) + 1,
+			Type:      r.Type,
+			Version:   r.Version,
+			Time:      r.Time,
+			RestoreID: r.RestoreID,
+			Payload:   bytes.Clone(r.Payload),
+		}
+		m.streams[r.Stream] = append(m.streams[r.Stream], len(m.events))
+		m.events = append(m.events, ev)
+		out[i] = ev
+		out[i].Payload = bytes.Clone(ev.Payload)
+	}
+	return out, nil
+}
+
+// Head implements Store.
+func (m *MemoryStore) Head(ctx context.Context, stream string) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := ValidateStream(stream); err != nil {
+		return 0, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	return uint64(len(m.streams[stream])), nil
+}
+
+// ReadStream implements Store.
+func (m *MemoryStore) ReadStream(ctx context.Context, stream string, from uint64, fn func(Event) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ValidateStream(stream); err != nil {
+		return err
+	}
+	events, idx, err := m.snapshot(stream)
+	if err != nil {
+		return err
+	}
+	from = max(from, 1)
+	if from > uint64(len(idx)) {
+		return nil
+	}
+	for n, i := range idx[from-1:] {
+		if err := deliver(ctx, n, events[i], fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadAll implements Store.
+func (m *MemoryStore) ReadAll(ctx context.Context, from uint64, fn func(Event) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	events, _, err := m.snapshot("")
+	if err != nil {
+		return err
+	}
+	from = max(from, 1)
+	if from > uint64(len(events)) {
+		return nil
+	}
+	for n, ev := range events[from-1:] {
+		if err := deliver(ctx, n, ev, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Streams implements Store.
+func (m *MemoryStore) Streams(ctx context.Context, prefix string, fn func(StreamInfo) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.RLock()
+	if m.closed {
+		m.mu.RUnlock()
+		return ErrClosed
+	}
+	var infos []StreamInfo
+	for name, idx := range m.streams {
+		if strings.HasPrefix(name, prefix) {
+			infos = append(infos, StreamInfo{Name: name, Head: uint64(len(idx))})
+		}
+	}
+	m.mu.RUnlock()
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+	for n, info := range infos {
+		if n > 0 && n%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := fn(info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close implements Store. A second Close returns ErrClosed.
+func (m *MemoryStore) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.closed = true
+	m.events, m.streams = nil, nil
+	return nil
+}
+
+// snapshot returns the event log and the indexes of stream's events as they
+// stand now. Both only ever grow by appending and stored events are never
+// modified, so the caller may read them without the lock, which lets
+// callbacks run unlocked.
+func (m *MemoryStore) snapshot(stream string) ([]Event, []int, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, nil, ErrClosed
+	}
+	return m.events, m.streams[stream], nil
+}
+
+// deliver passes a copy of ev to fn, checking ctx every ctxCheckEvery events;
+// n counts the events delivered so far.
+func deliver(ctx context.Context, n int, ev Event, fn func(Event) error) error {
+	if n > 0 && n%ctxCheckEvery == 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	ev.Payload = bytes.Clone(ev.Payload)
+	return fn(ev)
+}
