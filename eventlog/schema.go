@@ -16,6 +16,7 @@ const (
 	TypeSessionCreated   Type = "SessionCreated"
 	TypeMessageAppended  Type = "MessageAppended"
 	TypeTranscriptRecord Type = "TranscriptRecord"
+	TypeCompactBoundary  Type = "CompactBoundary"
 
 	TypeSaveAttempted           Type = "SaveAttempted"
 	TypeSessionEndHookStarted   Type = "SessionEndHookStarted"
@@ -24,6 +25,10 @@ const (
 	TypeSessionStartHookStarted Type = "SessionStartHookStarted"
 	TypeSessionStartHookRan     Type = "SessionStartHookRan"
 	TypeContextInjected         Type = "ContextInjected"
+	TypeSessionCompacted        Type = "SessionCompacted"
+	TypeSessionClosed           Type = "SessionClosed"
+	TypeStopHookStarted         Type = "StopHookStarted"
+	TypeStopHookRan             Type = "StopHookRan"
 )
 
 // Payload is the typed body of an event.
@@ -31,20 +36,25 @@ type Payload interface {
 	EventType() Type
 }
 
-// SessionCreated starts a session stream.
+// SessionCreated starts a session stream. A forked session names the
+// session it was copied from and the last message it copied.
 type SessionCreated struct {
-	ID  string `msgpack:"id"`
-	Cwd string `msgpack:"cwd"`
+	ID        string `msgpack:"id"`
+	Cwd       string `msgpack:"cwd"`
+	Parent    string `msgpack:"parent,omitempty"`
+	ForkPoint string `msgpack:"forkpoint,omitempty"`
 }
 
 // Message is one conversation message as stored in the log.
 type Message struct {
-	UUID       string  `msgpack:"uuid"`
-	ParentUUID string  `msgpack:"parent,omitempty"`
-	Role       string  `msgpack:"role"` // "user" or "assistant"
-	IsMeta     bool    `msgpack:"meta,omitempty"`
-	Timestamp  int64   `msgpack:"ts"` // UTC unix nanoseconds
-	Content    []Block `msgpack:"content"`
+	UUID       string `msgpack:"uuid"`
+	ParentUUID string `msgpack:"parent,omitempty"`
+	Role       string `msgpack:"role"` // "user" or "assistant"
+	IsMeta     bool   `msgpack:"meta,omitempty"`
+	// Summary marks the summary that starts a compacted conversation.
+	Summary   bool    `msgpack:"summary,omitempty"`
+	Timestamp int64   `msgpack:"ts"` // UTC unix nanoseconds
+	Content   []Block `msgpack:"content"`
 	// Record is the message's line of an imported Claude Code transcript,
 	// kept verbatim so that export writes it back byte for byte.
 	Record []byte `msgpack:"record,omitempty"`
@@ -71,14 +81,31 @@ type TranscriptRecord struct {
 	Record []byte `msgpack:"record"`
 }
 
-// SaveAttempted is step 1 of a runtime restore: the current session's
-// pending messages were flushed (Saved of them), or the flush failed with
-// Error and they stay pending. It names both ends of the restore.
+// CompactBoundary starts the compacted view of a session: the messages
+// before it stay in the log but are replaced, for the model, by the summary
+// message that follows it.
+type CompactBoundary struct {
+	UUID          string `msgpack:"uuid"`
+	LogicalParent string `msgpack:"logicalparent,omitempty"` // the last message before it
+	Trigger       string `msgpack:"trigger"`                 // "manual" or "auto"
+	PreMessages   int    `msgpack:"premessages"`             // messages in the view it replaced
+}
+
+// SaveAttempted is step 1 of leaving a session: its pending messages were
+// flushed (Saved of them), or the flush failed with Error and they stay
+// pending. It names the session left, the one going to be current (empty
+// when the session just ends), why the session ends and how the next one
+// starts.
 type SaveAttempted struct {
-	From  string `msgpack:"from"`
-	To    string `msgpack:"to"`
-	Saved int    `msgpack:"saved"`
-	Error string `msgpack:"error,omitempty"`
+	From   string `msgpack:"from"`
+	To     string `msgpack:"to"`
+	Saved  int    `msgpack:"saved"`
+	Error  string `msgpack:"error,omitempty"`
+	Reason string `msgpack:"reason,omitempty"` // SessionEnd reason; "resume" when empty
+	Source string `msgpack:"source,omitempty"` // SessionStart source of To; "resume" when empty
+	// FinalMessage and EndError are passed to function SessionEnd hooks.
+	FinalMessage string `msgpack:"finalmsg,omitempty"`
+	EndError     string `msgpack:"enderror,omitempty"`
 }
 
 // SessionEndHookStarted is the durable intent recorded before SessionEnd
@@ -128,6 +155,43 @@ type SessionStartHookRan struct {
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
 }
 
+// SessionCompacted starts a compaction of Session: the same append wrote
+// the boundary and the summary message to the session. SessionStart hooks
+// with source "compact" follow.
+type SessionCompacted struct {
+	Session     string `msgpack:"session"`
+	Boundary    string `msgpack:"boundary"` // uuid of the CompactBoundary
+	SummaryUUID string `msgpack:"summary"`
+}
+
+// SessionClosed ends an explicit End: the agent has no current session.
+type SessionClosed struct {
+	Session string `msgpack:"session"`
+}
+
+// StopHookStarted is the durable intent recorded before Stop hooks run at
+// the end of an agent's turn. Active is the stop_hook_active the hooks get.
+// Capped means the consecutive-block cap was reached, so no hook runs.
+type StopHookStarted struct {
+	Session string   `msgpack:"session"`
+	Active  bool     `msgpack:"active,omitempty"`
+	Hooks   []string `msgpack:"hooks,omitempty"`
+	Capped  bool     `msgpack:"capped,omitempty"`
+}
+
+// StopHookRan records the Stop hooks' outcomes. When a hook blocked the
+// stop, Reason is its reason and the same append queued it as the next
+// user message (MessageUUID).
+type StopHookRan struct {
+	Session     string        `msgpack:"session"`
+	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
+	Blocked     bool          `msgpack:"blocked,omitempty"`
+	Reason      string        `msgpack:"reason,omitempty"`
+	MessageUUID string        `msgpack:"message,omitempty"`
+	Capped      string        `msgpack:"capped,omitempty"` // why no hook was asked
+	Interrupted bool          `msgpack:"interrupted,omitempty"`
+}
+
 // ContextInjected ends a restore. When MessageUUID is set, the same atomic
 // append added that meta message to Session; otherwise there was no context.
 type ContextInjected struct {
@@ -156,6 +220,11 @@ type HookOutcome struct {
 	Stderr     string `msgpack:"stderr,omitempty"`
 	ContextLen int    `msgpack:"ctxlen,omitempty"`
 	Dropped    int64  `msgpack:"dropped,omitempty"` // output bytes beyond the capture limit
+	// What a SessionEnd hook returned, and a Stop hook's block.
+	Summary  string   `msgpack:"summary,omitempty"`
+	Cleanup  []string `msgpack:"cleanup,omitempty"`
+	Decision string   `msgpack:"decision,omitempty"` // "block" when a Stop hook blocked
+	Reason   string   `msgpack:"reason,omitempty"`
 }
 
 func (SessionCreated) EventType() Type          { return TypeSessionCreated }
@@ -168,6 +237,11 @@ func (SessionLoaded) EventType() Type           { return TypeSessionLoaded }
 func (SessionStartHookStarted) EventType() Type { return TypeSessionStartHookStarted }
 func (SessionStartHookRan) EventType() Type     { return TypeSessionStartHookRan }
 func (ContextInjected) EventType() Type         { return TypeContextInjected }
+func (CompactBoundary) EventType() Type         { return TypeCompactBoundary }
+func (SessionCompacted) EventType() Type        { return TypeSessionCompacted }
+func (SessionClosed) EventType() Type           { return TypeSessionClosed }
+func (StopHookStarted) EventType() Type         { return TypeStopHookStarted }
+func (StopHookRan) EventType() Type             { return TypeStopHookRan }
 
 // SchemaVersion is the payload schema version this build writes and the
 // highest it reads.
@@ -184,6 +258,11 @@ var schema = map[Type]func() Payload{
 	TypeSessionStartHookStarted: func() Payload { return new(SessionStartHookStarted) },
 	TypeSessionStartHookRan:     func() Payload { return new(SessionStartHookRan) },
 	TypeContextInjected:         func() Payload { return new(ContextInjected) },
+	TypeCompactBoundary:         func() Payload { return new(CompactBoundary) },
+	TypeSessionCompacted:        func() Payload { return new(SessionCompacted) },
+	TypeSessionClosed:           func() Payload { return new(SessionClosed) },
+	TypeStopHookStarted:         func() Payload { return new(StopHookStarted) },
+	TypeStopHookRan:             func() Payload { return new(StopHookRan) },
 }
 
 var ignorable sync.Map // Type -> struct{}

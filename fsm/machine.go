@@ -21,11 +21,12 @@ const (
 	Loaded   State = "loaded"   // the target session is current
 	Starting State = "starting" // SessionStart hooks may be running
 	Started  State = "started"  // SessionStart hooks have run; injection is next
+	Stopping State = "stopping" // Stop hooks may be running
 )
 
 // Event labels a transition. Most labels are event types of the log;
-// SessionLoaded is split by source so a startup cannot finish a runtime
-// restore or the other way round.
+// SessionLoaded is split by source, because each source has its own path:
+// a startup cannot finish a runtime restore, nor a clear start from idle.
 type Event string
 
 // The transition labels.
@@ -35,6 +36,13 @@ const (
 	SessionEndHookRan       = Event(eventlog.TypeSessionEndHookRan)
 	SessionLoadedStartup    = Event(eventlog.TypeSessionLoaded + "/startup")
 	SessionLoadedResume     = Event(eventlog.TypeSessionLoaded + "/resume")
+	SessionLoadedNew        = Event(eventlog.TypeSessionLoaded + "/new")
+	SessionLoadedClear      = Event(eventlog.TypeSessionLoaded + "/clear")
+	SessionLoadedFork       = Event(eventlog.TypeSessionLoaded + "/fork")
+	SessionCompacted        = Event(eventlog.TypeSessionCompacted)
+	SessionClosed           = Event(eventlog.TypeSessionClosed)
+	StopHookStarted         = Event(eventlog.TypeStopHookStarted)
+	StopHookRan             = Event(eventlog.TypeStopHookRan)
 	SessionStartHookStarted = Event(eventlog.TypeSessionStartHookStarted)
 	SessionStartHookRan     = Event(eventlog.TypeSessionStartHookRan)
 	ContextInjected         = Event(eventlog.TypeContextInjected)
@@ -56,9 +64,16 @@ var table = []Transition{
 	{SessionEndHookStarted, []State{Saved}, Ending},
 	{SessionEndHookRan, []State{Ending}, Ended},
 	{SessionLoadedResume, []State{Ended}, Loaded},
+	{SessionLoadedClear, []State{Ended}, Loaded},
+	{SessionLoadedNew, []State{Idle, Ended}, Loaded},
+	{SessionLoadedFork, []State{Idle, Ended}, Loaded},
+	{SessionClosed, []State{Ended}, Idle},
+	{SessionCompacted, []State{Active}, Loaded},
 	{SessionStartHookStarted, []State{Loaded}, Starting},
 	{SessionStartHookRan, []State{Starting}, Started},
 	{ContextInjected, []State{Started}, Active},
+	{StopHookStarted, []State{Active}, Stopping},
+	{StopHookRan, []State{Stopping}, Active},
 }
 
 // Table returns a copy of the transition table, in lifecycle order.
@@ -112,7 +127,8 @@ func EventOf(p eventlog.Payload) (e Event, ok bool) {
 		// Unknown sources get a label the table rejects.
 		return Event(eventlog.TypeSessionLoaded + "/" + eventlog.Type(p.Source)), true
 	case *eventlog.SaveAttempted, *eventlog.SessionEndHookStarted, *eventlog.SessionEndHookRan,
-		*eventlog.SessionStartHookStarted, *eventlog.SessionStartHookRan, *eventlog.ContextInjected:
+		*eventlog.SessionStartHookStarted, *eventlog.SessionStartHookRan, *eventlog.ContextInjected,
+		*eventlog.SessionCompacted, *eventlog.SessionClosed, *eventlog.StopHookStarted, *eventlog.StopHookRan:
 		return Event(p.EventType()), true
 	}
 	return "", false

@@ -13,7 +13,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite docs/lifecycle.md's diagram from the table")
 
-var allStates = []fsm.State{fsm.Idle, fsm.Active, fsm.Saved, fsm.Ending, fsm.Ended, fsm.Loaded, fsm.Starting, fsm.Started}
+var allStates = []fsm.State{fsm.Idle, fsm.Active, fsm.Saved, fsm.Ending, fsm.Ended, fsm.Loaded, fsm.Starting, fsm.Started, fsm.Stopping}
 
 func TestRuntimeRestoreWalksEveryStep(t *testing.T) {
 	steps := []struct {

@@ -74,12 +74,22 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 		o.Stderr = excerpt(r.stderr.buf)
 	case r.state == nil:
 		o.Status, o.Error = eventlog.HookFailed, r.err.Error()
+	case h.Event == Stop && exitCode(r.state) == 2:
+		// Exit 2 is how a Stop hook blocks: its stderr is the reason.
+		o.Status, o.ExitCode, o.Decision = eventlog.HookOK, 2, "block"
+		o.Reason = excerpt(r.stderr.buf)
+		text = o.Reason
 	case !r.state.Success():
 		o.Status, o.ExitCode, o.Error = eventlog.HookFailed, exitCode(r.state), r.state.String()
 		o.Stderr = excerpt(r.stderr.buf)
 	case r.err != nil && !errors.Is(r.err, exec.ErrWaitDelay):
 		o.Status, o.Error = eventlog.HookFailed, r.err.Error()
 		o.Stderr = excerpt(r.stderr.buf)
+	case h.Event == Stop:
+		o.Status = eventlog.HookOK
+		if block, reason := ParseStopOutput(r.stdout.buf); block {
+			o.Decision, o.Reason, text = "block", reason, reason
+		}
 	default:
 		var err error
 		o.Status = eventlog.HookOK
@@ -270,6 +280,20 @@ func ParseOutput(stdout []byte) string {
 		}
 	}
 	return ""
+}
+
+// ParseStopOutput reads the answer of a Stop hook that exited 0: a JSON
+// object with "decision": "block" blocks the stop, with its "reason".
+// Anything else lets the agent stop.
+func ParseStopOutput(stdout []byte) (block bool, reason string) {
+	var out struct {
+		Decision string `json:"decision"`
+		Reason   string `json:"reason"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(stdout), &out) != nil || out.Decision != "block" {
+		return false, ""
+	}
+	return true, strings.ToValidUTF8(out.Reason, "\uFFFD")
 }
 
 // limitContext returns text, or when it is longer than MaxContextChars, a

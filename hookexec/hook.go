@@ -11,6 +11,7 @@ import (
 const (
 	SessionStart = "SessionStart"
 	SessionEnd   = "SessionEnd"
+	Stop         = "Stop" // the agent finished a turn
 )
 
 // Default timeouts for hooks that set none of their own.
@@ -58,6 +59,26 @@ type SessionEndOutput struct {
 	SessionSummary string
 }
 
+// StopInput is what a Stop hook receives when the agent finishes a turn.
+// StopHookActive is true when the previous stop was blocked by a hook, so
+// the agent is continuing because of one.
+type StopInput struct {
+	SessionID      string
+	TranscriptPath string
+	Cwd            string
+	StopHookActive bool
+}
+
+// StopOutput is what a Stop hook may return: Decision "block" with a Reason
+// makes the agent continue, with the reason as its next user message.
+type StopOutput struct {
+	Decision string
+	Reason   string
+}
+
+// StopFunc is a Go Stop hook. It should return when ctx is done.
+type StopFunc func(ctx context.Context, in StopInput) (StopOutput, error)
+
 // SessionStartFunc is a Go SessionStart hook. It should return when ctx is
 // done.
 type SessionStartFunc func(ctx context.Context, in SessionStartInput) (SessionStartOutput, error)
@@ -76,6 +97,7 @@ type Hook struct {
 
 	Start SessionStartFunc
 	End   SessionEndFunc
+	Stop  StopFunc
 
 	// Command is a shell command run with /bin/sh -c, or with bash when
 	// Shell is "bash".
@@ -98,11 +120,15 @@ func NewRegistry() *Registry { return &Registry{} }
 
 // validate checks that h has exactly one body, for an event reprise runs.
 func validate(h Hook) error {
-	switch {
-	case h.Command != "" && h.Start == nil && h.End == nil && (h.Event == SessionStart || h.Event == SessionEnd):
-	case h.Command == "" && h.Event == SessionStart && h.Start != nil && h.End == nil:
-	case h.Command == "" && h.Event == SessionEnd && h.End != nil && h.Start == nil:
-	default:
+	bodies := 0
+	for _, set := range [...]bool{h.Command != "", h.Start != nil, h.End != nil, h.Stop != nil} {
+		if set {
+			bodies++
+		}
+	}
+	matching := h.Command != "" && (h.Event == SessionStart || h.Event == SessionEnd || h.Event == Stop) ||
+		h.Event == SessionStart && h.Start != nil || h.Event == SessionEnd && h.End != nil || h.Event == Stop && h.Stop != nil
+	if bodies != 1 || !matching {
 		return fmt.Errorf("%w: %q needs exactly one body matching event %q", ErrBadHook, h.Name, h.Event)
 	}
 	if h.Timeout < 0 {
@@ -146,6 +172,12 @@ func (r *Registry) OnSessionStart(name, matcher string, fn SessionStartFunc) err
 		return err
 	}
 	return r.Add(Hook{Event: SessionStart, Name: name, Source: "function", Matcher: m, Start: fn})
+}
+
+// OnStop registers a Go Stop hook. Stop hooks have no matcher: they run at
+// the end of every turn.
+func (r *Registry) OnStop(name string, fn StopFunc) error {
+	return r.Add(Hook{Event: Stop, Name: name, Source: "function", Stop: fn})
 }
 
 // OnSessionEnd registers a Go SessionEnd hook whose matcher selects reasons.

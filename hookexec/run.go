@@ -37,10 +37,11 @@ type endStdin struct {
 // in configuration order. Command hooks run with env.
 func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]eventlog.HookOutcome, string) {
 	stdin, _ := json.Marshal(startStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionStart, in.Source}) // strings always marshal
-	return runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (string, error) {
+	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Start(ctx, in)
-		return out.AdditionalContext, err
+		return answer{text: out.AdditionalContext}, err
 	})
+	return outcomes, join(texts)
 }
 
 // RunSessionEnd runs hooks in parallel with in and returns their outcomes.
@@ -48,17 +49,70 @@ func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, en
 func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []eventlog.HookOutcome {
 	stdin, _ := json.Marshal(endStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionEnd, in.Reason, in.Reason})
 	env.EnvFile = ""
-	outcomes, _ := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (string, error) {
-		_, err := h.End(ctx, in)
-		return "", err
+	outcomes, _ := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+		out, err := h.End(ctx, in)
+		return answer{summary: out.SessionSummary, cleanup: out.CleanupActions}, err
 	})
 	return outcomes
 }
 
-// call runs one hook's body and returns the context it contributes.
-type call func(ctx context.Context, h Hook) (string, error)
+// stopStdin is what a Stop command hook reads on stdin.
+type stopStdin struct {
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	HookEventName  string `json:"hook_event_name"`
+	StopHookActive bool   `json:"stop_hook_active"`
+}
 
-func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]eventlog.HookOutcome, string) {
+// RunStop runs Stop hooks in parallel with in. blocked is true when any hook
+// blocked the stop; reason joins their reasons in configuration order.
+func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []eventlog.HookOutcome, blocked bool, reason string) {
+	stdin, _ := json.Marshal(stopStdin{in.SessionID, in.TranscriptPath, in.Cwd, Stop, in.StopHookActive})
+	env.EnvFile = ""
+	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+		out, err := h.Stop(ctx, in)
+		return answer{text: out.Reason, block: out.Decision == "block"}, err
+	})
+	for i, o := range outcomes {
+		if o.Decision == "block" {
+			blocked = true
+			if texts[i] == "" {
+				texts[i] = "blocked by " + o.Name
+			}
+		} else {
+			texts[i] = ""
+		}
+	}
+	return outcomes, blocked, join(texts)
+}
+
+// answer is what a hook body returned that reprise keeps: the text it
+// contributes (context for SessionStart, the reason of a block for Stop),
+// and what SessionEnd hooks report.
+type answer struct {
+	text    string
+	summary string
+	cleanup []string
+	block   bool
+}
+
+// call runs one function hook's body.
+type call func(ctx context.Context, h Hook) (answer, error)
+
+// join joins the non-empty texts with newlines, in order.
+func join(texts []string) string {
+	var parts []string
+	for _, t := range texts {
+		if t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// runAll runs hooks in parallel and returns each one's outcome and text.
+func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]eventlog.HookOutcome, []string) {
 	outcomes := make([]eventlog.HookOutcome, len(hooks))
 	texts := make([]string, len(hooks))
 	var wg sync.WaitGroup
@@ -70,13 +124,7 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn 
 		wg.Go(func() { outcomes[i], texts[i] = runOne(ctx, h, fn) })
 	}
 	wg.Wait()
-	var parts []string
-	for _, t := range texts {
-		if t != "" {
-			parts = append(parts, t)
-		}
-	}
-	return outcomes, strings.Join(parts, "\n")
+	return outcomes, texts
 }
 
 // commandTimeout is h's own timeout or the default for its event.
@@ -91,7 +139,7 @@ func commandTimeout(h Hook) time.Duration {
 }
 
 type callResult struct {
-	text     string
+	answer   answer
 	err      error
 	panicked any
 }
@@ -113,8 +161,8 @@ func runOne(ctx context.Context, h Hook, fn call) (eventlog.HookOutcome, string)
 				done <- callResult{panicked: p}
 			}
 		}()
-		text, err := fn(hctx, h)
-		done <- callResult{text: text, err: err}
+		a, err := fn(hctx, h)
+		done <- callResult{answer: a, err: err}
 	}()
 	o := eventlog.HookOutcome{Name: h.Name, Source: h.Source}
 	var text string
@@ -128,7 +176,11 @@ func runOne(ctx context.Context, h Hook, fn call) (eventlog.HookOutcome, string)
 		case r.err != nil:
 			o.Status, o.Error = eventlog.HookFailed, r.err.Error()
 		default:
-			o.Status, text = eventlog.HookOK, r.text
+			o.Status, text = eventlog.HookOK, r.answer.text
+			o.Summary, o.Cleanup = r.answer.summary, r.answer.cleanup
+			if r.answer.block {
+				o.Decision, o.Reason = "block", r.answer.text
+			}
 		}
 	case <-hctx.Done():
 		if ctx.Err() != nil {

@@ -35,6 +35,7 @@ type settingsFile struct {
 type settingsEvents struct {
 	SessionStart []settingsGroup `json:"SessionStart"`
 	SessionEnd   []settingsGroup `json:"SessionEnd"`
+	Stop         []settingsGroup `json:"Stop"`
 }
 
 // settingsGroup is one matcher and the hooks it selects.
@@ -51,8 +52,8 @@ type settingsEntry struct {
 }
 
 // LoadSettings reads one Claude Code settings file and returns its
-// SessionStart and SessionEnd command hooks: the SessionStart hooks first,
-// then the SessionEnd hooks, each in file order. Each hook's Name and
+// SessionStart, SessionEnd and Stop command hooks, in that order, each in
+// file order. Each hook's Name and
 // Command are the configured command and its Source is path.
 //
 // The file must be a JSON object. Hooks of other events, hooks whose type
@@ -207,10 +208,15 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 	}{
 		{SessionStart, f.Hooks.SessionStart},
 		{SessionEnd, f.Hooks.SessionEnd},
+		{Stop, f.Hooks.Stop},
 	} {
 		for i, g := range ev.groups {
 			at := fmt.Sprintf("hooks.%s[%d]", ev.name, i)
-			m, err := ParseMatcher(g.Matcher)
+			matcher := g.Matcher
+			if ev.name == Stop {
+				matcher = "" // Stop hooks have no matcher: they run on every stop
+			}
+			m, err := ParseMatcher(matcher)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s: %s.matcher: %w", ErrBadConfig, path, at, err)
 			}

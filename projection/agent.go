@@ -6,33 +6,44 @@ import (
 )
 
 // Agent is the fold of one agent stream: its lifecycle state, its current
-// session, the restore in flight if any, and the restores it completed.
+// session, the restore or stop in flight if any, and the restores it
+// completed.
 type Agent struct {
 	ID      string
 	Head    uint64
 	State   fsm.State
 	Current string   // the current session; "" before the first restore
-	Restore *Restore // the restore in flight; nil when State is idle or active
+	Restore *Restore // the restore in flight; nil unless State is one of a restore
 	History []Restore
+
+	Stop       *Stop // the Stop hook run in flight; nil unless State is stopping
+	Stops      int   // Stop hook runs completed
+	StopBlocks int   // consecutive stops that hooks blocked, since the last one they did not
 }
 
-// Restore is what the log says about one restore, step by step.
+// Restore is what the log says about one change of the current session,
+// step by step: a restore, a new, clear, fork or compaction, or an End.
 type Restore struct {
 	ID     string
-	Source string // "startup" or "resume"
-	From   string // the session current before; "" at first startup
-	To     string
-	Began  int64 // UTC unix nanoseconds of the first step
-	Ended  int64 // of ContextInjected; 0 while in flight
+	Source string // SessionStart source: startup, resume, new, clear, fork, compact; "" for an End
+	From   string // the session current before; "" when there was none
+	To     string // the session current after; "" for an End
+	Began  int64  // UTC unix nanoseconds of the first step
+	Ended  int64  // of the last step; 0 while in flight
 	Steps  []eventlog.Type
 
 	Saved     int
 	SaveError string
 
 	EndReason      string
+	EndMessage     string // final message and error given to SessionEnd function hooks
+	EndError       string
 	EndHooks       []string // intent: the SessionEnd hooks about to run
 	EndOutcomes    []eventlog.HookOutcome
 	EndInterrupted bool
+
+	Boundary    string // compaction: uuid of the CompactBoundary
+	SummaryUUID string // compaction: uuid of the summary message
 
 	Loaded           bool // SessionLoaded was recorded
 	Messages         int  // the target's message count when loaded
@@ -43,6 +54,19 @@ type Restore struct {
 	StartInterrupted bool
 
 	InjectedUUID string // the meta message, "" when there was no context
+}
+
+// Stop is what the log says about one Stop hook run.
+type Stop struct {
+	ID          string
+	Session     string
+	Active      bool // stop_hook_active as the hooks saw it
+	Hooks       []string
+	Capped      bool
+	Outcomes    []eventlog.HookOutcome
+	Blocked     bool
+	Reason      string
+	Interrupted bool
 }
 
 // NewAgent returns the view of agent id before its first event.
@@ -72,6 +96,13 @@ func (a *Agent) Apply(ev eventlog.Event) error {
 	if err != nil {
 		return &eventlog.EventError{Stream: ev.Stream, Seq: ev.Seq, Err: err}
 	}
+	if step == fsm.StopHookStarted || step == fsm.StopHookRan {
+		if err := a.foldStop(ev, p); err != nil {
+			return err
+		}
+		a.State, a.Head = next, ev.Seq
+		return nil
+	}
 	r := a.Restore
 	if r == nil {
 		r = &Restore{ID: ev.RestoreID, From: a.Current, Began: ev.Time}
@@ -81,7 +112,7 @@ func (a *Agent) Apply(ev eventlog.Event) error {
 	r.Steps = append(r.Steps, ev.Type)
 	a.fold(r, p)
 	a.State, a.Head = next, ev.Seq
-	if next == fsm.Active {
+	if !fsm.InFlight(next) {
 		r.Ended = ev.Time
 		a.History = append(a.History, *r)
 		a.Restore = nil
@@ -96,15 +127,26 @@ func (a *Agent) Apply(ev eventlog.Event) error {
 func (a *Agent) fold(r *Restore, p eventlog.Payload) {
 	switch p := p.(type) {
 	case *eventlog.SaveAttempted:
-		r.Source, r.From, r.To = "resume", p.From, p.To
+		r.Source, r.From, r.To = orResume(p.Source), p.From, p.To
+		r.EndReason = orResume(p.Reason)
+		if p.To == "" {
+			r.Source = ""
+		}
 		r.Saved, r.SaveError = p.Saved, p.Error
+		r.EndMessage, r.EndError = p.FinalMessage, p.EndError
 	case *eventlog.SessionEndHookStarted:
-		r.EndReason, r.EndHooks = p.Reason, p.Hooks
+		r.EndHooks = p.Hooks
 	case *eventlog.SessionEndHookRan:
 		r.EndOutcomes, r.EndInterrupted = p.Outcomes, p.Interrupted
 	case *eventlog.SessionLoaded:
 		r.Source, r.To, r.Loaded, r.Messages = p.Source, p.Session, true, p.Messages
-		a.Current = p.Session
+		a.Current, a.StopBlocks = p.Session, 0
+	case *eventlog.SessionCompacted:
+		r.Source, r.From, r.To, r.Loaded = "compact", p.Session, p.Session, true
+		r.Boundary, r.SummaryUUID = p.Boundary, p.SummaryUUID
+		a.StopBlocks = 0
+	case *eventlog.SessionClosed:
+		a.Current, a.StopBlocks = "", 0
 	case *eventlog.SessionStartHookStarted:
 		r.StartHooks = p.Hooks
 	case *eventlog.SessionStartHookRan:
@@ -112,4 +154,32 @@ func (a *Agent) fold(r *Restore, p eventlog.Payload) {
 	case *eventlog.ContextInjected:
 		r.InjectedUUID = p.MessageUUID
 	}
+}
+
+func orResume(s string) string {
+	if s == "" {
+		return "resume"
+	}
+	return s
+}
+
+// foldStop folds a Stop hook step; the step is already known to be legal.
+func (a *Agent) foldStop(ev eventlog.Event, p eventlog.Payload) error {
+	switch p := p.(type) {
+	case *eventlog.StopHookStarted:
+		a.Stop = &Stop{ID: ev.RestoreID, Session: p.Session, Active: p.Active, Hooks: p.Hooks, Capped: p.Capped}
+	case *eventlog.StopHookRan:
+		if a.Stop.ID != ev.RestoreID {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "outcome of stop %q inside stop %q", ev.RestoreID, a.Stop.ID)
+		}
+		a.Stop.Outcomes, a.Stop.Blocked, a.Stop.Reason, a.Stop.Interrupted = p.Outcomes, p.Blocked, p.Reason, p.Interrupted
+		a.Stops++
+		if p.Blocked {
+			a.StopBlocks++
+		} else {
+			a.StopBlocks = 0
+		}
+		a.Stop = nil
+	}
+	return nil
 }

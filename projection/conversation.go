@@ -17,9 +17,12 @@ type Conversation struct {
 	Created  int64  // UTC unix nanoseconds of SessionCreated
 	Head     uint64 // sequence of the last event applied
 	Messages []eventlog.Message
-	// Kept holds imported transcript records that are not messages, each
-	// with its place among the messages.
+	// Kept holds transcript records that are not messages (imported ones,
+	// and compaction boundaries), each with its place among the messages.
 	Kept []KeptRecord
+	// ViewStart is the index in Messages where the model's view begins: 0,
+	// or the summary message of the last compaction.
+	ViewStart int
 }
 
 // KeptRecord is a transcript record kept verbatim. It came after the first
@@ -58,6 +61,16 @@ func (c *Conversation) Apply(ev eventlog.Event) error {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "transcript record before SessionCreated")
 		}
 		c.Kept = append(c.Kept, KeptRecord{Before: len(c.Messages), Record: p.Record})
+	case *eventlog.CompactBoundary:
+		if ev.Seq == 1 {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "compaction before SessionCreated")
+		}
+		line, err := boundaryLine(c.ID, c.Cwd, ev.Time, p)
+		if err != nil {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "compaction boundary: %v", err)
+		}
+		c.Kept = append(c.Kept, KeptRecord{Before: len(c.Messages), Record: line})
+		c.ViewStart = len(c.Messages)
 	case nil: // registered as ignorable
 	default:
 		return eventlog.Corruptf(ev.Stream, ev.Seq, "%s does not belong in a session stream", ev.Type)
@@ -65,6 +78,10 @@ func (c *Conversation) Apply(ev eventlog.Event) error {
 	c.Head = ev.Seq
 	return nil
 }
+
+// View returns the messages the model sees: all of them, or, after a
+// compaction, the summary and what followed it. The slice aliases c.
+func (c *Conversation) View() []eventlog.Message { return c.Messages[c.ViewStart:] }
 
 // LastUUID returns the uuid of the last message, the parent of the next one.
 func (c *Conversation) LastUUID() string {
@@ -89,11 +106,17 @@ func checkNext(ev eventlog.Event, stream string, head uint64) error {
 func (c *Conversation) Clone() *Conversation {
 	out := *c
 	out.Kept = append([]KeptRecord(nil), c.Kept...)
-	out.Messages = make([]eventlog.Message, len(c.Messages))
-	for i, m := range c.Messages {
-		out.Messages[i] = cloneMessage(m)
-	}
+	out.Messages = CloneMessages(c.Messages)
 	return &out
+}
+
+// CloneMessages returns a deep copy of msgs.
+func CloneMessages(msgs []eventlog.Message) []eventlog.Message {
+	out := make([]eventlog.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = cloneMessage(m)
+	}
+	return out
 }
 
 func cloneMessage(m eventlog.Message) eventlog.Message {

@@ -21,6 +21,76 @@ type transcriptRecord struct {
 	IsMeta      bool              `json:"isMeta,omitempty"`
 	UUID        string            `json:"uuid"`
 	Timestamp   string            `json:"timestamp"`
+	// A compaction's summary is shown in the transcript only.
+	IsCompactSummary          bool `json:"isCompactSummary,omitempty"`
+	IsVisibleInTranscriptOnly bool `json:"isVisibleInTranscriptOnly,omitempty"`
+}
+
+// boundaryRecord is the system record with which Claude Code marks a
+// compaction in a transcript.
+type boundaryRecord struct {
+	ParentUUID        *string         `json:"parentUuid"`
+	LogicalParentUUID string          `json:"logicalParentUuid,omitempty"`
+	IsSidechain       bool            `json:"isSidechain"`
+	UserType          string          `json:"userType"`
+	Cwd               string          `json:"cwd"`
+	SessionID         string          `json:"sessionId"`
+	Type              string          `json:"type"`
+	Subtype           string          `json:"subtype"`
+	Content           string          `json:"content"`
+	IsMeta            bool            `json:"isMeta"`
+	Timestamp         string          `json:"timestamp"`
+	UUID              string          `json:"uuid"`
+	Level             string          `json:"level"`
+	CompactMetadata   compactMetadata `json:"compactMetadata"`
+}
+
+type compactMetadata struct {
+	Trigger     string `json:"trigger"`
+	PreMessages int    `json:"preMessages"`
+}
+
+// RecordLine renders the event of session id (working directory cwd)
+// written at time at, with payload p, as its transcript line, or nil for
+// events that have none, such as SessionCreated. Export streams a session
+// through it.
+func RecordLine(id, cwd string, at int64, p eventlog.Payload) ([]byte, error) {
+	switch p := p.(type) {
+	case *eventlog.MessageAppended:
+		return TranscriptLine(id, cwd, p.Message)
+	case *eventlog.TranscriptRecord:
+		return append(p.Record[:len(p.Record):len(p.Record)], '\n'), nil
+	case *eventlog.CompactBoundary:
+		return boundaryLine(id, cwd, at, p)
+	}
+	return nil, nil
+}
+
+// boundaryLine renders a compaction boundary of session id as a transcript
+// line, newline included.
+func boundaryLine(id, cwd string, at int64, b *eventlog.CompactBoundary) ([]byte, error) {
+	return encodeLine(boundaryRecord{
+		LogicalParentUUID: b.LogicalParent, UserType: "external", Cwd: cwd, SessionID: id,
+		Type: "system", Subtype: "compact_boundary", Content: "Conversation compacted",
+		Timestamp: transcriptTime(at), UUID: b.UUID, Level: "info",
+		CompactMetadata: compactMetadata{Trigger: b.Trigger, PreMessages: b.PreMessages},
+	})
+}
+
+func transcriptTime(nanos int64) string {
+	return time.Unix(0, nanos).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// encodeLine marshals v as one transcript line. Claude Code writes <, > and
+// & as they are, so HTML escaping is off.
+func encodeLine(v any) ([]byte, error) {
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return line.Bytes(), nil // Encode ends the line with a newline
 }
 
 type transcriptMessage struct {
@@ -51,18 +121,13 @@ func TranscriptLine(id, cwd string, m eventlog.Message) ([]byte, error) {
 		UserType: "external", Cwd: cwd, SessionID: id, Type: m.Role,
 		Message: transcriptMessage{Role: m.Role, Content: transcriptContent(m)},
 		IsMeta:  m.IsMeta, UUID: m.UUID,
-		Timestamp: time.Unix(0, m.Timestamp).UTC().Format("2006-01-02T15:04:05.000Z"),
+		Timestamp:        transcriptTime(m.Timestamp),
+		IsCompactSummary: m.Summary, IsVisibleInTranscriptOnly: m.Summary,
 	}
 	if m.ParentUUID != "" {
 		rec.ParentUUID = &m.ParentUUID
 	}
-	var line bytes.Buffer
-	enc := json.NewEncoder(&line)
-	enc.SetEscapeHTML(false) // Claude Code writes <, > and & as they are
-	if err := enc.Encode(rec); err != nil {
-		return nil, err
-	}
-	return line.Bytes(), nil // Encode ends the line with a newline
+	return encodeLine(rec)
 }
 
 func transcriptContent(m eventlog.Message) any {

@@ -1,0 +1,245 @@
+package reprise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// Kinds of audit violation.
+const (
+	ViolationUndecodable     = "undecodable-event"   // bad bytes, unknown type or version
+	ViolationSequenceGap     = "sequence-gap"        // a stream skips or repeats a sequence
+	ViolationOutOfOrder      = "out-of-order-step"   // a lifecycle step the table forbids there
+	ViolationDoubleHookRun   = "double-hook-run"     // a hook step recorded twice for one restore
+	ViolationUnresolved      = "unresolved-intent"   // hooks started, no outcome recorded
+	ViolationUnfinished      = "unfinished-restore"  // a restore stopped between steps
+	ViolationProjection      = "projection-mismatch" // two readings of the log disagree
+	ViolationMissingInjected = "missing-injected-message"
+)
+
+// Violation is one broken rule found by Audit, located at an event.
+type Violation struct {
+	Stream string
+	Seq    uint64
+	Kind   string
+	Detail string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s#%d: %s: %s", v.Stream, v.Seq, v.Kind, v.Detail)
+}
+
+// AuditReport is what Audit found: counts, and every violation.
+type AuditReport struct {
+	Events           int
+	Sessions         int
+	Agents           int
+	Restores         int
+	HooksRun         int
+	HooksFailed      int // failed or panicked
+	HooksCancelled   int // timed out or cancelled
+	HooksInterrupted int
+	Violations       []Violation
+}
+
+// Audit replays every agent stream through the lifecycle table and every
+// session stream through the conversation projection, compares the
+// per-stream reading of the log with its store-wide order, and reports each
+// violation with its stream and sequence. It reads only; an error means the
+// store could not be read at all.
+func Audit(ctx context.Context, store eventlog.Store) (*AuditReport, error) {
+	a := &auditor{ctx: ctx, store: store, rep: &AuditReport{}, digests: map[string]uint64{}, meta: map[string]map[string]bool{}}
+	var streams []eventlog.StreamInfo
+	if err := store.Streams(ctx, "", func(s eventlog.StreamInfo) error { streams = append(streams, s); return nil }); err != nil {
+		return nil, err
+	}
+	for _, s := range streams {
+		if strings.HasPrefix(s.Name, "session/") {
+			a.session(s)
+		}
+	}
+	for _, s := range streams {
+		if strings.HasPrefix(s.Name, "agent/") {
+			a.agent(s)
+		}
+	}
+	if err := a.positions(streams); err != nil {
+		return nil, err
+	}
+	return a.rep, nil
+}
+
+type auditor struct {
+	ctx     context.Context
+	store   eventlog.Store
+	rep     *AuditReport
+	digests map[string]uint64          // stream -> digest of its events read by stream
+	meta    map[string]map[string]bool // session -> uuids of its meta messages
+}
+
+func (a *auditor) add(stream string, seq uint64, kind, format string, args ...any) {
+	a.rep.Violations = append(a.rep.Violations, Violation{Stream: stream, Seq: seq, Kind: kind, Detail: fmt.Sprintf(format, args...)})
+}
+
+// digest folds one event into a running digest of a stream.
+func digest(d uint64, ev eventlog.Event) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d|%d|%s|%s|%d|", d, ev.Seq, ev.Type, ev.RestoreID, ev.Time)
+	h.Write(ev.Payload)
+	return h.Sum64()
+}
+
+// read folds stream s event by event into apply, keeping its digest. It
+// records a violation and stops at the first event apply or the store
+// refuses.
+func (a *auditor) read(s eventlog.StreamInfo, apply func(eventlog.Event) error) bool {
+	var d, last uint64
+	err := a.store.ReadStream(a.ctx, s.Name, 1, func(ev eventlog.Event) error {
+		if err := apply(ev); err != nil {
+			return err
+		}
+		d, last = digest(d, ev), ev.Seq
+		return nil
+	})
+	if err != nil {
+		a.classify(s.Name, last+1, err)
+		return false
+	}
+	if last != s.Head {
+		a.add(s.Name, last, ViolationProjection, "stream head is %d but its events end at %d", s.Head, last)
+		return false
+	}
+	a.digests[s.Name] = d
+	return true
+}
+
+// errRepeatedStep marks a hook step recorded twice in one restore.
+var errRepeatedStep = errors.New("step already recorded for this restore")
+
+// classify turns a read or fold error into a violation.
+func (a *auditor) classify(stream string, seq uint64, err error) {
+	var ee *eventlog.EventError
+	if errors.As(err, &ee) {
+		stream, seq = ee.Stream, ee.Seq
+	}
+	kind := ViolationUndecodable
+	switch {
+	case errors.Is(err, errRepeatedStep):
+		kind = ViolationDoubleHookRun
+	case errors.Is(err, fsm.ErrIllegalTransition):
+		kind = ViolationOutOfOrder
+	case strings.Contains(err.Error(), "sequence gap"):
+		kind = ViolationSequenceGap
+	}
+	a.add(stream, seq, kind, "%v", err)
+}
+
+func (a *auditor) session(s eventlog.StreamInfo) {
+	a.rep.Sessions++
+	id := strings.TrimPrefix(s.Name, "session/")
+	conv := projection.NewConversation(id)
+	a.read(s, conv.Apply)
+	meta := map[string]bool{}
+	for _, m := range conv.Messages {
+		if m.IsMeta {
+			meta[m.UUID] = true
+		}
+	}
+	a.meta[id] = meta
+}
+
+func (a *auditor) agent(s eventlog.StreamInfo) {
+	a.rep.Agents++
+	view := projection.NewAgent(strings.TrimPrefix(s.Name, "agent/"))
+	apply := func(ev eventlog.Event) error {
+		err := view.Apply(ev)
+		repeated := view.Restore != nil && slices.Contains(view.Restore.Steps, ev.Type)
+		if errors.Is(err, fsm.ErrIllegalTransition) && repeated && strings.Contains(string(ev.Type), "Hook") {
+			return fmt.Errorf("%w: %s in restore %s: %w", errRepeatedStep, ev.Type, view.Restore.ID, err)
+		}
+		return err
+	}
+	if !a.read(s, apply) {
+		a.count(view)
+		return
+	}
+	a.count(view)
+	switch view.State {
+	case fsm.Ending, fsm.Starting:
+		a.add(s.Name, view.Head, ViolationUnresolved, "restore %s: hooks started in state %s with no outcome recorded", view.Restore.ID, view.State)
+	case fsm.Saved, fsm.Ended, fsm.Loaded, fsm.Started:
+		a.add(s.Name, view.Head, ViolationUnfinished, "restore %s stopped in state %s", view.Restore.ID, view.State)
+	}
+	for _, r := range view.History {
+		if r.InjectedUUID != "" && !a.meta[r.To][r.InjectedUUID] {
+			a.add(s.Name, view.Head, ViolationMissingInjected, "restore %s injected message %s, which %s does not hold", r.ID, r.InjectedUUID, r.To)
+		}
+	}
+}
+
+func (a *auditor) count(view *projection.Agent) {
+	restores := view.History
+	if view.Restore != nil {
+		restores = append(slices.Clone(restores), *view.Restore)
+	}
+	for _, r := range restores {
+		a.rep.Restores++
+		for _, o := range append(slices.Clone(r.EndOutcomes), r.StartOutcomes...) {
+			a.rep.HooksRun++
+			switch o.Status {
+			case eventlog.HookFailed, eventlog.HookPanicked:
+				a.rep.HooksFailed++
+			case eventlog.HookTimedOut, eventlog.HookCancelled:
+				a.rep.HooksCancelled++
+			case eventlog.HookInterrupted:
+				a.rep.HooksInterrupted++
+			}
+		}
+	}
+}
+
+// positions reads the whole log in store-wide order and checks that
+// positions run 1, 2, 3... without gaps, that each stream's events come in
+// sequence, and that this reading gives every stream the same events as
+// reading it on its own.
+func (a *auditor) positions(streams []eventlog.StreamInfo) error {
+	digests := map[string]uint64{}
+	seqs := map[string]uint64{}
+	var pos uint64
+	err := a.store.ReadAll(a.ctx, 1, func(ev eventlog.Event) error {
+		a.rep.Events++
+		pos++
+		if ev.Position != pos {
+			a.add(ev.Stream, ev.Seq, ViolationSequenceGap, "position %d where %d was next", ev.Position, pos)
+			pos = ev.Position
+		}
+		if ev.Seq != seqs[ev.Stream]+1 {
+			a.add(ev.Stream, ev.Seq, ViolationSequenceGap, "in store order, seq %d follows %d", ev.Seq, seqs[ev.Stream])
+		}
+		seqs[ev.Stream] = ev.Seq
+		digests[ev.Stream] = digest(digests[ev.Stream], ev)
+		return nil
+	})
+	if err != nil {
+		var ee *eventlog.EventError
+		if !errors.As(err, &ee) {
+			return err
+		}
+		a.classify(ee.Stream, ee.Seq, err)
+		return nil // the stream reads already located what they could
+	}
+	for _, s := range streams {
+		if d, ok := a.digests[s.Name]; ok && d != digests[s.Name] && seqs[s.Name] == s.Head {
+			a.add(s.Name, s.Head, ViolationProjection, "reading the stream and reading the whole log give different events")
+		}
+	}
+	return nil
+}

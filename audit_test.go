@@ -1,0 +1,121 @@
+package reprise_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
+)
+
+// auditFile audits the bbolt store at path.
+func auditFile(t *testing.T, path string) *reprise.AuditReport {
+	t.Helper()
+	s, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err := reprise.Audit(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func kinds(rep *reprise.AuditReport) []string {
+	var out []string
+	for _, v := range rep.Violations {
+		out = append(out, v.Kind)
+	}
+	return out
+}
+
+func TestAuditPassesACleanStoreAndCountsWhatHappened(t *testing.T) {
+	evs := fullRun(t)
+	path := storeWithPrefix(t, evs)
+	rep := auditFile(t, path)
+	if len(rep.Violations) != 0 {
+		t.Fatalf("violations in a clean store: %v", rep.Violations)
+	}
+	// fullRun: startup (1 SessionStart hook) + resume (1 SessionEnd, 1 SessionStart).
+	if rep.Sessions != 2 || rep.Agents != 1 || rep.Restores != 2 || rep.HooksRun != 3 || rep.Events != len(evs) {
+		t.Fatalf("report = %+v", rep)
+	}
+}
+
+func TestAuditFindsAnOutOfOrderStep(t *testing.T) {
+	evs := fullRun(t)
+	// Drop the resume's SessionEndHookStarted: SessionEndHookRan then follows
+	// SaveAttempted directly.
+	cut := cutAfter(t, evs, "resume", eventlog.TypeSessionEndHookStarted) - 1
+	broken := renumber(append(append([]eventlog.Event(nil), evs[:cut]...), evs[cut+1:]...))
+	rep := auditFile(t, storeWithPrefix(t, broken))
+	if len(rep.Violations) == 0 || rep.Violations[0].Kind != reprise.ViolationOutOfOrder || rep.Violations[0].Stream != "agent/ide" {
+		t.Fatalf("violations = %v", rep.Violations)
+	}
+}
+
+func TestAuditFindsADuplicatedSessionStartHookRan(t *testing.T) {
+	evs := fullRun(t)
+	i := cutAfter(t, evs, "resume", eventlog.TypeSessionStartHookRan) - 1
+	dup := evs[i]
+	broken := renumber(append(append(append([]eventlog.Event(nil), evs[:i+1]...), dup), evs[i+1:]...))
+	rep := auditFile(t, storeWithPrefix(t, broken))
+	if len(rep.Violations) == 0 || rep.Violations[0].Kind != reprise.ViolationDoubleHookRun || rep.Violations[0].Seq != dup.Seq+1 {
+		t.Fatalf("violations = %v", rep.Violations)
+	}
+}
+
+func TestAuditFindsAFlippedByte(t *testing.T) {
+	e, path := newEngine(t)
+	mustSession(t, e, "a", "hello", "FLIP-ME-PLEASE")
+	e.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte("FLIP-ME-PLEASE"))
+	if i < 0 {
+		t.Fatal("marker not found in the file")
+	}
+	data[i+3] ^= 0x20
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := auditFile(t, path)
+	found := false
+	for _, v := range rep.Violations {
+		if v.Kind == reprise.ViolationUndecodable && v.Stream == "session/a" && v.Seq == 3 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("flipped byte not located: %v", rep.Violations)
+	}
+}
+
+func TestAuditFindsAnUnresolvedIntent(t *testing.T) {
+	evs := fullRun(t)
+	cut := cutAfter(t, evs, "resume", eventlog.TypeSessionStartHookStarted)
+	rep := auditFile(t, storeWithPrefix(t, evs[:cut]))
+	if got := kinds(rep); len(got) != 1 || got[0] != reprise.ViolationUnresolved {
+		t.Fatalf("violations = %v", rep.Violations)
+	}
+}
+
+// renumber gives evs consecutive per-stream sequences, as a writer that
+// appended them in this order would have.
+func renumber(evs []eventlog.Event) []eventlog.Event {
+	seqs := map[string]uint64{}
+	out := make([]eventlog.Event, len(evs))
+	for i, ev := range evs {
+		seqs[ev.Stream]++
+		ev.Seq = seqs[ev.Stream]
+		out[i] = ev
+	}
+	return out
+}

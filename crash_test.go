@@ -1,0 +1,243 @@
+package reprise_test
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// fullRun records a startup restore into a and a runtime restore from a to
+// b, with a message buffered on a, and returns every event of the log.
+func fullRun(t *testing.T) []eventlog.Event {
+	t.Helper()
+	ctx := context.Background()
+	e, _ := newEngine(t)
+	var c calls
+	recordingHooks(t, e.Hooks(), &c, "ctx")
+	mustSession(t, e, "a", "hello")
+	mustSession(t, e, "b", "hi")
+	a := mustAgent(t, e, "ide")
+	if _, err := a.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Buffer(ctx, "a", reprise.Text("user", "buffered")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Restore(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	var evs []eventlog.Event
+	err := e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
+		ev.Payload = slices.Clone(ev.Payload)
+		evs = append(evs, ev)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// storeWithPrefix writes evs into a new bbolt file, as a process that died
+// after its last append would have left it.
+func storeWithPrefix(t *testing.T, evs []eventlog.Event) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "crashed.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, ev := range evs {
+		rec := eventlog.Record{Stream: ev.Stream, Type: ev.Type, Version: ev.Version, Time: ev.Time, RestoreID: ev.RestoreID, Payload: ev.Payload}
+		if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: ev.Stream, Seq: ev.Seq - 1}}, []eventlog.Record{rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+func metaCount(t *testing.T, e *reprise.Engine, id string) int {
+	t.Helper()
+	msgs, err := e.Conversation(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range msgs {
+		if m.IsMeta {
+			n++
+		}
+	}
+	return n
+}
+
+// The process dies after each append of each restore. Reopening the store
+// rolls the restore forward: hooks that never started run, hooks whose
+// intent was recorded are closed as interrupted and not run again, and the
+// log ends with every step in order.
+func TestCrashAfterEveryStepRollsForward(t *testing.T) {
+	ctx := context.Background()
+	evs := fullRun(t)
+	cases := []struct {
+		restore     string // which restore the cut falls in
+		after       eventlog.Type
+		reruns      []string
+		target      string
+		injected    int // meta messages on the target afterwards
+		interrupted bool
+	}{
+		{"startup", eventlog.TypeSessionLoaded, []string{"Start a startup"}, "a", 1, false},
+		{"startup", eventlog.TypeSessionStartHookStarted, nil, "a", 0, true},
+		{"startup", eventlog.TypeSessionStartHookRan, nil, "a", 1, false},
+		{"startup", eventlog.TypeContextInjected, nil, "a", 1, false},
+		{"resume", eventlog.TypeSaveAttempted, []string{"End a resume", "Start b resume"}, "b", 1, false},
+		{"resume", eventlog.TypeSessionEndHookStarted, []string{"Start b resume"}, "b", 1, true},
+		{"resume", eventlog.TypeSessionEndHookRan, []string{"Start b resume"}, "b", 1, false},
+		{"resume", eventlog.TypeSessionLoaded, []string{"Start b resume"}, "b", 1, false},
+		{"resume", eventlog.TypeSessionStartHookStarted, nil, "b", 0, true},
+		{"resume", eventlog.TypeSessionStartHookRan, nil, "b", 1, false},
+		{"resume", eventlog.TypeContextInjected, nil, "b", 1, false},
+	}
+	for _, c := range cases {
+		t.Run(c.restore+"/after-"+string(c.after), func(t *testing.T) {
+			cut := cutAfter(t, evs, c.restore, c.after)
+			path := storeWithPrefix(t, evs[:cut])
+			var rerun calls
+			e := openEngine(t, path, reprise.Options{})
+			recordingHooks(t, e.Hooks(), &rerun, "ctx")
+			a := mustAgent(t, e, "ide")
+			if got := rerun.get(); !reflect.DeepEqual(got, c.reruns) {
+				t.Fatalf("hooks run on reopen = %q, want %q", got, c.reruns)
+			}
+			if a.Current() != c.target {
+				t.Fatalf("current = %q, want %q", a.Current(), c.target)
+			}
+			want := slices.Clone(startupSteps)
+			if c.restore == "resume" {
+				want = append(want, resumeSteps...)
+			}
+			if got := streamTypes(t, e.Store(), projection.AgentStream("ide")); !reflect.DeepEqual(got, want) {
+				t.Fatalf("agent stream after roll-forward = %v\nwant %v", got, want)
+			}
+			if got := metaCount(t, e, c.target); got != c.injected {
+				t.Fatalf("%d injected messages on %s, want %d", got, c.target, c.injected)
+			}
+			h := a.History()
+			last := h[len(h)-1]
+			if got := last.EndInterrupted || last.StartInterrupted; got != c.interrupted {
+				t.Fatalf("interrupted = %v, want %v (%+v)", got, c.interrupted, last)
+			}
+			if c.restore == "resume" {
+				msgs, _ := e.Conversation(ctx, "a")
+				if !slices.ContainsFunc(msgs, func(m reprise.Message) bool { return m.Content[0].Text == "buffered" }) {
+					t.Fatal("the message saved by the interrupted restore is gone")
+				}
+			}
+			// A second reopen finds nothing left to do.
+			e.Close()
+			var again calls
+			e2 := openEngine(t, path, reprise.Options{})
+			recordingHooks(t, e2.Hooks(), &again, "ctx")
+			mustAgent(t, e2, "ide")
+			if len(again.get()) != 0 {
+				t.Fatalf("second reopen ran hooks: %q", again.get())
+			}
+		})
+	}
+}
+
+// cutAfter returns how many events of evs precede and include the first
+// agent event of type typ in the given restore.
+func cutAfter(t *testing.T, evs []eventlog.Event, restore string, typ eventlog.Type) int {
+	t.Helper()
+	var restores []string
+	for i, ev := range evs {
+		if ev.Stream != projection.AgentStream("ide") {
+			continue
+		}
+		if !slices.Contains(restores, ev.RestoreID) {
+			restores = append(restores, ev.RestoreID)
+		}
+		which := "startup"
+		if len(restores) == 2 {
+			which = "resume"
+		}
+		if which == restore && ev.Type == typ {
+			return i + 1
+		}
+	}
+	t.Fatalf("no %s in the %s restore", typ, restore)
+	return 0
+}
+
+// Rebuilding every view from the log gives exactly what the Engine kept up
+// to date as it went.
+func TestRebuildFromTheLogEqualsIncrementalState(t *testing.T) {
+	ctx := context.Background()
+	e, path := newEngine(t)
+	var c calls
+	recordingHooks(t, e.Hooks(), &c, "ctx")
+	ids := []string{"s1", "s2", "s3"}
+	for _, id := range ids {
+		mustSession(t, e, id, "q", "a")
+	}
+	a := mustAgent(t, e, "ide")
+	if _, err := a.Start(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"s2", "s3", "s1", "s2"} {
+		e.Buffer(ctx, a.Current(), reprise.Text("user", "pending"))
+		if i%2 == 0 {
+			e.Append(ctx, id, reprise.Text("assistant", "durable"))
+		}
+		if _, err := a.Restore(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		live, err := e.Conversation(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rebuilt := projection.NewConversation(id)
+		if err := e.Store().ReadStream(ctx, projection.SessionStream(id), 1, rebuilt.Apply); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(live, rebuilt.Messages) {
+			t.Fatalf("%s: live and rebuilt conversations differ\nlive    %+v\nrebuilt %+v", id, live, rebuilt.Messages)
+		}
+	}
+	agent := projection.NewAgent("ide")
+	if err := e.Store().ReadStream(ctx, projection.AgentStream("ide"), 1, agent.Apply); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(agent.History, a.History()) || agent.Current != a.Current() {
+		t.Fatalf("agent: rebuilt %+v\nlive %+v", agent.History, a.History())
+	}
+	// And a fresh Engine on the same file rebuilds the same.
+	live := a.History()
+	e.Close()
+	e2 := openEngine(t, path, reprise.Options{})
+	a2 := mustAgent(t, e2, "ide")
+	if !reflect.DeepEqual(a2.History(), live) {
+		t.Fatal("reopened Engine rebuilt a different history")
+	}
+	index := projection.NewIndex()
+	if err := e2.Store().ReadAll(ctx, 1, index.Apply); err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range index.Sessions() {
+		msgs, _ := e2.Conversation(ctx, info.ID)
+		if info.Messages != len(msgs) {
+			t.Fatalf("index says %s has %d messages, conversation has %d", info.ID, info.Messages, len(msgs))
+		}
+	}
+}

@@ -1,0 +1,462 @@
+package reprise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// Message is one conversation message. Hosts set Role, Content and IsMeta;
+// the Engine fills UUID and Timestamp when they are empty, and ParentUUID
+// when the message is saved.
+type Message = eventlog.Message
+
+// Block is one content block of a Message.
+type Block = eventlog.Block
+
+// Text returns a message of role with one text block.
+func Text(role, text string) Message {
+	return Message{Role: role, Content: []Block{{Type: "text", Text: text}}}
+}
+
+// Options configure an Engine. The zero value is ready to use.
+type Options struct {
+	// Hooks holds the hooks restores run. Nil means a new empty registry,
+	// which Engine.Hooks returns for registration.
+	Hooks *hookexec.Registry
+	// Logger receives warnings: failed saves, failed or interrupted hooks.
+	// Nil means slog.Default().
+	Logger *slog.Logger
+	// Now stamps events and messages. Nil means time.Now.
+	Now func() time.Time
+	// NewID makes message uuids, restore ids and default session ids. Nil
+	// means random version 4 UUIDs.
+	NewID func() string
+	// LockTimeout is how long Open waits for a store another process holds
+	// before failing with eventlog.ErrLocked. Zero means 1 second.
+	LockTimeout time.Duration
+	// StopBlockCap is how many consecutive stops Stop hooks may block
+	// before the Engine stops asking them. Zero means DefaultStopBlockCap.
+	StopBlockCap int
+	// ReadOnly opens the store for reading only (Open only): several
+	// read-only Engines may share a file, and every write fails with
+	// eventlog.ErrReadOnly.
+	ReadOnly bool
+	// TranscriptDir holds each session's Claude Code transcript
+	// (<id>.jsonl), the files hooks read as transcript_path, and hook
+	// output too large to inject. Empty means a "transcripts" directory
+	// next to the store file for Open, and one under the user's cache
+	// directory for New.
+	TranscriptDir string
+}
+
+// Engine keeps sessions in an event log and runs restores. It is safe for
+// concurrent use by many agents.
+type Engine struct {
+	store eventlog.Store
+	hooks *hookexec.Registry
+	log   *slog.Logger
+	now   func() time.Time
+	newID func() string
+	// transcriptDir holds transcripts, env files and spilled hook output.
+	transcriptDir string
+	scoped        hookexec.Scoped
+	stopCap       int
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	agents   map[string]*Agent
+}
+
+// session is the Engine's view of one conversation: what the log holds and
+// what the host buffered but has not saved yet. mu guards both.
+type session struct {
+	mu      sync.Mutex
+	conv    *projection.Conversation
+	pending []Message
+	// transcribed is how many messages the transcript file holds, or -1
+	// before this Engine first wrote it.
+	transcribed int
+}
+
+func newSession(conv *projection.Conversation) *session {
+	return &session{conv: conv, transcribed: -1}
+}
+
+// Open opens (creating if needed) the bbolt store at path and returns an
+// Engine that owns it.
+func Open(path string, opts Options) (*Engine, error) {
+	timeout := opts.LockTimeout
+	if timeout == 0 {
+		timeout = time.Second
+	}
+	store, err := boltstore.Open(path, boltstore.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	if opts.TranscriptDir == "" {
+		opts.TranscriptDir = filepath.Join(filepath.Dir(path), "transcripts")
+	}
+	return New(store, opts), nil
+}
+
+// New returns an Engine over store. The Engine owns store from then on and
+// closes it in Close.
+func New(store eventlog.Store, opts Options) *Engine {
+	e := &Engine{
+		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,
+		transcriptDir: opts.TranscriptDir, stopCap: opts.StopBlockCap,
+		sessions: map[string]*session{}, agents: map[string]*Agent{},
+	}
+	if e.hooks == nil {
+		e.hooks = hookexec.NewRegistry()
+	}
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if e.newID == nil {
+		e.newID = newUUID
+	}
+	if e.stopCap <= 0 {
+		e.stopCap = DefaultStopBlockCap
+	}
+	if e.transcriptDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		e.transcriptDir = filepath.Join(base, "reprise", "transcripts")
+	}
+	return e
+}
+
+// Hooks returns the registry restores take their hooks from.
+func (e *Engine) Hooks() *hookexec.Registry { return e.hooks }
+
+// AddSessionHook gives session id a hook of its own and returns the hook's
+// id. Adding an equal hook again returns the same id. The session's hooks
+// run after the registry's and are dropped when the session ends.
+func (e *Engine) AddSessionHook(id string, h hookexec.Hook) (string, error) {
+	if err := ValidateID(id); err != nil {
+		return "", err
+	}
+	return e.scoped.Add(id, h)
+}
+
+// RemoveSessionHook takes hook hookID away from session id and reports
+// whether it was there.
+func (e *Engine) RemoveSessionHook(id, hookID string) bool { return e.scoped.Remove(id, hookID) }
+
+// HooksFor returns the hooks that would run for event with the given source
+// (SessionStart) or reason (SessionEnd) on session id, in the order they
+// run: the registry's, then the session's own, each command once. Each
+// hook's Source says where it came from.
+func (e *Engine) HooksFor(event, value, id string) []hookexec.Hook {
+	hooks := append(e.hooks.Match(event, value), e.scoped.Match(id, event, value)...)
+	return hookexec.Dedupe(hooks)
+}
+
+// Store returns the event log under the Engine, for reading.
+func (e *Engine) Store() eventlog.Store { return e.store }
+
+// Close saves every session's pending messages, then closes the store. It
+// returns the errors of saves that failed; those messages are lost.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	sessions := make([]*session, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		sessions = append(sessions, s)
+	}
+	e.mu.Unlock()
+	var errs []error
+	for _, s := range sessions {
+		s.mu.Lock()
+		if _, err := e.save(context.Background(), s); err != nil {
+			errs = append(errs, fmt.Errorf("save %s on close: %w", s.conv.ID, err))
+		}
+		s.mu.Unlock()
+	}
+	return errors.Join(append(errs, e.store.Close())...)
+}
+
+func (e *Engine) stamp() int64 { return e.now().UTC().UnixNano() }
+
+// CreateSession starts a session with id (a new UUID when empty) and working
+// directory cwd, and returns its id.
+func (e *Engine) CreateSession(ctx context.Context, id, cwd string) (string, error) {
+	if id == "" {
+		id = e.newID()
+	}
+	if err := ValidateID(id); err != nil {
+		return "", err
+	}
+	stream := projection.SessionStream(id)
+	rec, err := eventlog.NewRecord(stream, &eventlog.SessionCreated{ID: id, Cwd: cwd}, e.stamp(), "")
+	if err != nil {
+		return "", err
+	}
+	evs, err := e.store.Append(ctx, []eventlog.Expect{{Stream: stream}}, []eventlog.Record{rec})
+	if errors.Is(err, eventlog.ErrConflict) {
+		return "", fmt.Errorf("%w: %s", ErrSessionExists, id)
+	}
+	if err != nil {
+		return "", err
+	}
+	conv := projection.NewConversation(id)
+	if err := conv.Apply(evs[0]); err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	e.sessions[id] = newSession(conv)
+	e.mu.Unlock()
+	return id, nil
+}
+
+// session returns the Engine's view of session id, reading it from the log
+// on first use. A session with no events is ErrSessionNotFound and is not
+// kept.
+func (e *Engine) session(ctx context.Context, id string) (*session, error) {
+	if err := ValidateID(id); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSessionNotFound, err)
+	}
+	e.mu.Lock()
+	s := e.sessions[id]
+	e.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	conv := projection.NewConversation(id)
+	if err := e.store.ReadStream(ctx, projection.SessionStream(id), 1, conv.Apply); err != nil {
+		return nil, fmt.Errorf("read session %s: %w", id, err)
+	}
+	if conv.Head == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.sessions[id]; s != nil { // loaded concurrently
+		return s, nil
+	}
+	s = newSession(conv)
+	e.sessions[id] = s
+	return s, nil
+}
+
+// catchUp applies events other writers appended to s since it was read.
+// s.mu must be held.
+func (e *Engine) catchUp(ctx context.Context, s *session) error {
+	return e.store.ReadStream(ctx, projection.SessionStream(s.conv.ID), s.conv.Head+1, s.conv.Apply)
+}
+
+// prepare validates m and fills its uuid and timestamp.
+func (e *Engine) prepare(m Message) (Message, error) {
+	if m.Role != "user" && m.Role != "assistant" {
+		return m, fmt.Errorf("%w: role %q", ErrInvalidMessage, m.Role)
+	}
+	if m.UUID == "" {
+		m.UUID = e.newID()
+	}
+	if m.Timestamp == 0 {
+		m.Timestamp = e.stamp()
+	}
+	return m, nil
+}
+
+// Buffer adds m to session id's pending messages without writing it; Save
+// (or a restore away from the session) writes it. It returns m as stamped.
+func (e *Engine) Buffer(ctx context.Context, id string, m Message) (Message, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return m, err
+	}
+	if m, err = e.prepare(m); err != nil {
+		return m, err
+	}
+	s.mu.Lock()
+	s.pending = append(s.pending, m)
+	s.mu.Unlock()
+	return m, nil
+}
+
+// Append writes m to session id durably, after any pending messages, and
+// returns it as stored. On error m is not kept: the caller decides whether
+// to retry. Messages that were already pending stay pending.
+func (e *Engine) Append(ctx context.Context, id string, m Message) (Message, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return m, err
+	}
+	if m, err = e.prepare(m); err != nil {
+		return m, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = append(s.pending, m)
+	if _, err := e.save(ctx, s); err != nil {
+		s.pending = s.pending[:len(s.pending)-1]
+		return m, err
+	}
+	return s.conv.Messages[len(s.conv.Messages)-1], nil
+}
+
+// Save writes session id's pending messages in one atomic append and returns
+// how many it wrote. If another writer appended to the session meanwhile,
+// it returns an error matching eventlog.ErrConflict, keeps the messages
+// pending and catches up, so the next Save places them after the other
+// writer's messages.
+func (e *Engine) Save(ctx context.Context, id string) (int, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return e.save(ctx, s)
+}
+
+func (e *Engine) save(ctx context.Context, s *session) (int, error) {
+	w, err := e.flush(s, nil)
+	if err != nil || w == nil {
+		return 0, err
+	}
+	evs, err := e.store.Append(ctx, []eventlog.Expect{w.expect}, w.recs)
+	if err != nil {
+		return 0, e.saveFailed(ctx, s, err)
+	}
+	return len(evs), w.applied(evs)
+}
+
+// saveFailed catches s up after a conflict so that the next save can work.
+func (e *Engine) saveFailed(ctx context.Context, s *session, err error) error {
+	if errors.Is(err, eventlog.ErrConflict) {
+		if cerr := e.catchUp(ctx, s); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+	}
+	return err
+}
+
+// sessionWrite is a batch of messages for one session, ready to append,
+// possibly together with an agent's step.
+type sessionWrite struct {
+	s      *session
+	expect eventlog.Expect
+	recs   []eventlog.Record
+	n      int // pending messages included
+}
+
+// flush turns s's pending messages, then extra, into a write that chains
+// their parent uuids onto the stored conversation. It returns nil when
+// there is nothing to write. s.mu must be held.
+func (e *Engine) flush(s *session, extra *Message) (*sessionWrite, error) {
+	msgs := s.pending
+	if extra != nil {
+		msgs = append(msgs[:len(msgs):len(msgs)], *extra)
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	stream := projection.SessionStream(s.conv.ID)
+	w := &sessionWrite{s: s, expect: eventlog.Expect{Stream: stream, Seq: s.conv.Head}, n: len(s.pending)}
+	parent := s.conv.LastUUID()
+	now := e.stamp()
+	for _, m := range msgs {
+		m.ParentUUID, parent = parent, m.UUID
+		rec, err := eventlog.NewRecord(stream, &eventlog.MessageAppended{Message: m}, now, "")
+		if err != nil {
+			return nil, err
+		}
+		w.recs = append(w.recs, rec)
+	}
+	return w, nil
+}
+
+// applied folds the written events into the session and drops the pending
+// messages they carried. s.mu must still be held.
+func (w *sessionWrite) applied(evs []eventlog.Event) error {
+	for _, ev := range evs {
+		if ev.Stream != w.expect.Stream {
+			continue
+		}
+		if err := w.s.conv.Apply(ev); err != nil {
+			return err
+		}
+	}
+	w.s.pending = w.s.pending[w.n:]
+	if len(w.s.pending) == 0 {
+		w.s.pending = nil
+	}
+	return nil
+}
+
+// Session returns what the Engine knows of session id without reading the
+// whole log: its id, working directory, creation time and message count.
+// LastRestored is left zero; Sessions fills it.
+func (e *Engine) Session(ctx context.Context, id string) (projection.SessionInfo, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return projection.SessionInfo{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return projection.SessionInfo{ID: id, Cwd: s.conv.Cwd, Created: s.conv.Created, Messages: len(s.conv.Messages)}, nil
+}
+
+// Sessions returns every session of the store with its message count and
+// when an agent last restored it, ordered by creation. It reads the whole
+// log.
+func (e *Engine) Sessions(ctx context.Context) ([]projection.SessionInfo, error) {
+	index := projection.NewIndex()
+	if err := e.store.ReadAll(ctx, 1, index.Apply); err != nil {
+		return nil, err
+	}
+	return index.Sessions(), nil
+}
+
+// Conversation returns a copy of session id's saved messages as the model
+// sees them: after a compaction, the summary and what followed it.
+func (e *Engine) Conversation(ctx context.Context, id string) ([]Message, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return projection.CloneMessages(s.conv.View()), nil
+}
+
+// FullConversation returns a copy of every saved message of session id,
+// including those a compaction replaced by its summary.
+func (e *Engine) FullConversation(ctx context.Context, id string) ([]Message, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return projection.CloneMessages(s.conv.Messages), nil
+}
+
+// Pending returns a copy of session id's messages not saved yet.
+func (e *Engine) Pending(ctx context.Context, id string) ([]Message, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.pending...), nil
+}

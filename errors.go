@@ -1,0 +1,30 @@
+package reprise
+
+import "errors"
+
+var (
+	// ErrSessionNotFound is returned when a session does not exist or its
+	// stream cannot be read. A restore that returns it changed nothing.
+	ErrSessionNotFound = errors.New("reprise: session not found")
+
+	// ErrSessionExists is returned by CreateSession for an id already taken.
+	ErrSessionExists = errors.New("reprise: session already exists")
+
+	// ErrInvalidID is returned for a session or agent id that is empty, too
+	// long, or holds characters other than letters, digits, '-', '_', '.'
+	// and ':', or "..".
+	ErrInvalidID = errors.New("reprise: invalid id")
+
+	// ErrInvalidMessage is returned for a message whose role is neither
+	// "user" nor "assistant".
+	ErrInvalidMessage = errors.New("reprise: invalid message")
+
+	// ErrRestoreInProgress is returned when another restore of the same
+	// agent is running, in this process or in another one on the same
+	// store. Nothing was done for the caller.
+	ErrRestoreInProgress = errors.New("reprise: a restore of this agent is already in progress")
+
+	// ErrNoCurrentSession is returned by Restore on an agent that has no
+	// current session yet; use Start for its first one.
+	ErrNoCurrentSession = errors.New("reprise: agent has no current session")
+)

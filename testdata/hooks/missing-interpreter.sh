@@ -1,0 +1,2 @@
+#!/usr/bin/no-such-interpreter
+echo unreachable

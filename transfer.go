@@ -1,0 +1,347 @@
+package reprise
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// MaxTranscriptLine bounds one line of an imported transcript.
+const MaxTranscriptLine = 64 << 20
+
+// importBatch bounds how much of a transcript one append writes.
+const (
+	importBatchRecords = 1000
+	importBatchBytes   = 4 << 20
+)
+
+// ErrBadTranscript is returned by Import in strict mode for a line that is
+// not a JSON object, and for a line longer than MaxTranscriptLine.
+var ErrBadTranscript = errors.New("reprise: bad transcript line")
+
+// ImportOptions configure Import.
+type ImportOptions struct {
+	ID       string           // the new session's id; empty means a new UUID
+	Cwd      string           // its working directory; empty means the first record's cwd
+	Strict   bool             // fail on a line that is not a JSON object instead of skipping it
+	Progress func(read int64) // called after each batch with the bytes read so far
+}
+
+// SkippedLine is a transcript line Import could not use.
+type SkippedLine struct {
+	Line int
+	Err  string
+}
+
+// ImportReport says what Import did.
+type ImportReport struct {
+	Session  string
+	Messages int           // user and assistant records, now messages
+	Records  int           // other records, kept verbatim
+	Skipped  []SkippedLine // lines that are not JSON objects (the first 1000)
+	// SkippedTotal counts every skipped line, beyond those listed.
+	SkippedTotal int
+	Bytes        int64
+}
+
+const maxSkippedReported = 1000
+
+// Import reads a Claude Code transcript (JSONL) from r into a new session.
+// User and assistant records become messages; every other record is kept
+// verbatim at its place, and each message keeps its original line, so that
+// Export writes the same lines back. Memory stays bounded whatever the
+// size of r: records are appended in batches and the conversation is not
+// cached. If Import fails part way, the session holds the batches written
+// so far and the error says how many.
+func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (ImportReport, error) {
+	rep := ImportReport{Session: opts.ID}
+	if rep.Session == "" {
+		rep.Session = e.newID()
+	}
+	if err := ValidateID(rep.Session); err != nil {
+		return rep, err
+	}
+	head, err := e.store.Head(ctx, projection.SessionStream(rep.Session))
+	if err != nil {
+		return rep, err
+	}
+	if head != 0 {
+		return rep, fmt.Errorf("%w: %s", ErrSessionExists, rep.Session)
+	}
+	counter := &countingReader{r: r}
+	scan := bufio.NewScanner(counter)
+	scan.Buffer(make([]byte, 0, 64<<10), MaxTranscriptLine)
+	scan.Split(splitLines)
+	imp := &importer{e: e, rep: &rep, stream: projection.SessionStream(rep.Session), opts: opts}
+	line := 0
+	for scan.Scan() {
+		line++
+		if err := imp.add(ctx, line, scan.Bytes()); err != nil {
+			return rep, err
+		}
+		if imp.full() {
+			if err := imp.flush(ctx); err != nil {
+				return rep, err
+			}
+			rep.Bytes = counter.n
+			if opts.Progress != nil {
+				opts.Progress(counter.n)
+			}
+		}
+	}
+	if err := scan.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("%w: line %d is longer than %d bytes", ErrBadTranscript, line+1, MaxTranscriptLine)
+		}
+		return rep, imp.partial(err)
+	}
+	if err := imp.flush(ctx); err != nil {
+		return rep, err
+	}
+	rep.Bytes = counter.n
+	if opts.Progress != nil {
+		opts.Progress(counter.n)
+	}
+	return rep, nil
+}
+
+// splitLines splits at newlines and, unlike bufio.ScanLines, keeps a
+// carriage return, so that a record is kept byte for byte.
+func splitLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// importer accumulates records of one import and appends them in batches.
+// The session is created with the first batch, once a cwd may be known.
+type importer struct {
+	e      *Engine
+	rep    *ImportReport
+	opts   ImportOptions
+	stream string
+	head   uint64
+	batch  []eventlog.Payload
+	size   int
+	cwd    string
+}
+
+// transcriptLine is the part of a transcript record Import looks at.
+type transcriptLine struct {
+	Type       string  `json:"type"`
+	UUID       string  `json:"uuid"`
+	ParentUUID *string `json:"parentUuid"`
+	IsMeta     bool    `json:"isMeta"`
+	Cwd        string  `json:"cwd"`
+	Timestamp  string  `json:"timestamp"`
+	Message    *struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+}
+
+func (imp *importer) add(ctx context.Context, n int, raw []byte) error {
+	if len(raw) == 0 || isBlank(raw) {
+		return nil
+	}
+	if reason := notAnObject(raw); reason != "" {
+		if imp.opts.Strict {
+			return imp.partial(fmt.Errorf("%w %d: %s", ErrBadTranscript, n, reason))
+		}
+		imp.rep.SkippedTotal++
+		if len(imp.rep.Skipped) < maxSkippedReported {
+			imp.rep.Skipped = append(imp.rep.Skipped, SkippedLine{Line: n, Err: reason})
+		}
+		return nil
+	}
+	// A record whose fields have unexpected types is still kept, verbatim,
+	// as a record rather than a message.
+	var rec transcriptLine
+	isMessage := json.Unmarshal(raw, &rec) == nil
+	if imp.cwd == "" {
+		imp.cwd = rec.Cwd
+	}
+	record := append([]byte(nil), raw...) // the scanner reuses its buffer
+	var p eventlog.Payload = &eventlog.TranscriptRecord{Record: record}
+	if m, ok := importedMessage(rec, record); isMessage && ok {
+		p = &eventlog.MessageAppended{Message: m}
+		imp.rep.Messages++
+	} else {
+		imp.rep.Records++
+	}
+	imp.batch = append(imp.batch, p)
+	imp.size += len(record)
+	return nil
+}
+
+// notAnObject says why raw is not a JSON object, or returns "".
+func notAnObject(raw []byte) string {
+	trimmed := bytes.TrimSpace(raw)
+	if !json.Valid(trimmed) {
+		return "not valid JSON"
+	}
+	if trimmed[0] != '{' {
+		return "a JSON value that is not an object"
+	}
+	return ""
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// importedMessage turns a user or assistant record into a message; ok is
+// false for any other record.
+func importedMessage(rec transcriptLine, raw []byte) (Message, bool) {
+	if (rec.Type != "user" && rec.Type != "assistant") || rec.Message == nil || rec.Message.Role != rec.Type {
+		return Message{}, false
+	}
+	blocks, ok := importedContent(rec.Message.Content)
+	if !ok {
+		return Message{}, false
+	}
+	m := Message{UUID: rec.UUID, Role: rec.Type, IsMeta: rec.IsMeta, Content: blocks, Record: raw}
+	if rec.ParentUUID != nil {
+		m.ParentUUID = *rec.ParentUUID
+	}
+	if t, err := time.Parse(time.RFC3339Nano, rec.Timestamp); err == nil {
+		m.Timestamp = t.UnixNano()
+	}
+	return m, true
+}
+
+// importedContent reads message content: a string is one text block; an
+// array keeps text blocks as text and every other block's JSON verbatim.
+func importedContent(content json.RawMessage) ([]Block, bool) {
+	var text string
+	if json.Unmarshal(content, &text) == nil {
+		return []Block{{Type: "text", Text: text}}, true
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(content, &items) != nil {
+		return nil, false
+	}
+	blocks := make([]Block, 0, len(items))
+	for _, item := range items {
+		var b struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(item, &b) != nil {
+			return nil, false
+		}
+		if b.Type == "text" {
+			blocks = append(blocks, Block{Type: "text", Text: b.Text})
+			continue
+		}
+		blocks = append(blocks, Block{Type: b.Type, Raw: append([]byte(nil), item...)})
+	}
+	return blocks, true
+}
+
+func (imp *importer) full() bool {
+	return len(imp.batch) >= importBatchRecords || imp.size >= importBatchBytes
+}
+
+// flush appends the batch, creating the session first if it is the first.
+func (imp *importer) flush(ctx context.Context) error {
+	var recs []eventlog.Record
+	now := imp.e.stamp()
+	if imp.head == 0 {
+		cwd := imp.opts.Cwd
+		if cwd == "" {
+			cwd = imp.cwd
+		}
+		imp.batch = append([]eventlog.Payload{&eventlog.SessionCreated{ID: imp.rep.Session, Cwd: cwd}}, imp.batch...)
+	}
+	if len(imp.batch) == 0 {
+		return nil
+	}
+	for _, p := range imp.batch {
+		rec, err := eventlog.NewRecord(imp.stream, p, now, "")
+		if err != nil {
+			return imp.partial(err)
+		}
+		recs = append(recs, rec)
+	}
+	evs, err := imp.e.store.Append(ctx, []eventlog.Expect{{Stream: imp.stream, Seq: imp.head}}, recs)
+	if imp.head == 0 && errors.Is(err, eventlog.ErrConflict) {
+		return fmt.Errorf("%w: %s", ErrSessionExists, imp.rep.Session)
+	}
+	if err != nil {
+		return imp.partial(err)
+	}
+	imp.head = evs[len(evs)-1].Seq
+	imp.batch, imp.size = imp.batch[:0], 0
+	return nil
+}
+
+// partial explains err, saying how much of the import was written.
+func (imp *importer) partial(err error) error {
+	if imp.head == 0 {
+		return err
+	}
+	return fmt.Errorf("import into %s stopped after %d events: %w", imp.rep.Session, imp.head, err)
+}
+
+// Export writes session id as a Claude Code transcript (JSONL) to w: the
+// same lines the Engine keeps at TranscriptPath. It streams from the log,
+// so memory stays bounded.
+func (e *Engine) Export(ctx context.Context, id string, w io.Writer) error {
+	if err := ValidateID(id); err != nil {
+		return fmt.Errorf("%w: %w", ErrSessionNotFound, err)
+	}
+	bw := bufio.NewWriter(w)
+	var cwd string
+	var seen bool
+	err := e.store.ReadStream(ctx, projection.SessionStream(id), 1, func(ev eventlog.Event) error {
+		seen = true
+		p, err := eventlog.Decode(ev)
+		if err != nil {
+			return err
+		}
+		if created, ok := p.(*eventlog.SessionCreated); ok {
+			cwd = created.Cwd
+		}
+		line, err := projection.RecordLine(id, cwd, ev.Time, p)
+		if err == nil && line != nil {
+			_, err = bw.Write(line)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !seen {
+		return fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+	}
+	return bw.Flush()
+}

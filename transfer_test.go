@@ -1,0 +1,139 @@
+package reprise_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/reprise-dev/reprise"
+)
+
+func importFile(t *testing.T, e *reprise.Engine, path string, opts reprise.ImportOptions) reprise.ImportReport {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rep, err := e.Import(context.Background(), f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func export(t *testing.T, e *reprise.Engine, id string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := e.Export(context.Background(), id, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Every record and block type of a Claude Code transcript survives import
+// and export byte for byte, in order; user and assistant records become
+// messages with their blocks.
+func TestImportExportKeepsEveryRecord(t *testing.T) {
+	ctx := context.Background()
+	e, _ := newEngine(t)
+	original, err := os.ReadFile("testdata/transcripts/every-record.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := importFile(t, e, "testdata/transcripts/every-record.jsonl", reprise.ImportOptions{ID: "imported"})
+	if rep.Messages != 6 || rep.Records != 6 || len(rep.Skipped) != 0 || rep.Bytes != int64(len(original)) {
+		t.Fatalf("report = %+v", rep)
+	}
+	if got := export(t, e, "imported"); !bytes.Equal(got, original) {
+		t.Fatalf("export differs from the imported file:\n%s", got)
+	}
+	msgs, err := e.Conversation(ctx, "imported")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			types = append(types, b.Type)
+		}
+	}
+	want := "text thinking text tool_use tool_result image text text text"
+	if strings.Join(types, " ") != want || !msgs[4].IsMeta || msgs[1].ParentUUID != "u1" {
+		t.Fatalf("blocks = %v (meta %v)", types, msgs[4].IsMeta)
+	}
+	// Messages added after the import chain onto it and export as new lines.
+	if _, err := e.Append(ctx, "imported", reprise.Text("user", "thanks")); err != nil {
+		t.Fatal(err)
+	}
+	once := export(t, e, "imported")
+	if !bytes.HasPrefix(once, original) || bytes.Count(once, []byte("\n")) != 13 {
+		t.Fatalf("export after append:\n%s", once)
+	}
+	// Export, import, export is byte-stable.
+	e2, _ := newEngine(t)
+	if _, err := e2.Import(ctx, bytes.NewReader(once), reprise.ImportOptions{ID: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	if twice := export(t, e2, "again"); !bytes.Equal(once, twice) {
+		t.Fatalf("export, import, export changed bytes:\n%s\nvs\n%s", once, twice)
+	}
+}
+
+// The transcript the Engine keeps for hooks is the export.
+func TestTranscriptFileIsTheExport(t *testing.T) {
+	ctx := context.Background()
+	e, _ := newEngine(t)
+	importFile(t, e, "testdata/transcripts/every-record.jsonl", reprise.ImportOptions{ID: "imported"})
+	mustSession(t, e, "other")
+	a := mustAgent(t, e, "ide")
+	a.Start(ctx, "other")
+	var c calls
+	recordingHooks(t, e.Hooks(), &c, "from the hook")
+	if _, err := a.Restore(ctx, "imported"); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := os.ReadFile(e.TranscriptPath("imported"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := export(t, e, "imported")
+	// The hook ran before the reminder was injected; the file has every line
+	// up to then, and the export has the reminder too.
+	if !bytes.HasPrefix(exported, kept) || bytes.Count(exported, []byte("\n")) != bytes.Count(kept, []byte("\n"))+1 {
+		t.Fatalf("transcript file:\n%s\nexport:\n%s", kept, exported)
+	}
+}
+
+func TestImportReportsMalformedLines(t *testing.T) {
+	input := "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"},\"uuid\":\"u1\"}\nnot json at all\n[1,2]\n\n{\"type\":\"summary\"}\n"
+	e, _ := newEngine(t)
+	rep, err := e.Import(context.Background(), strings.NewReader(input), reprise.ImportOptions{ID: "loose"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Messages != 1 || rep.Records != 1 || len(rep.Skipped) != 2 || rep.Skipped[0].Line != 2 || rep.Skipped[1].Line != 3 {
+		t.Fatalf("report = %+v", rep)
+	}
+	_, err = e.Import(context.Background(), strings.NewReader(input), reprise.ImportOptions{ID: "strict", Strict: true})
+	if !errors.Is(err, reprise.ErrBadTranscript) || !strings.Contains(err.Error(), "line 2") && !strings.Contains(err.Error(), " 2:") {
+		t.Fatalf("strict import: err = %v", err)
+	}
+}
+
+func TestImportOfAnEmptyFileCreatesAnEmptySession(t *testing.T) {
+	e, _ := newEngine(t)
+	rep, err := e.Import(context.Background(), strings.NewReader(""), reprise.ImportOptions{ID: "empty", Cwd: "/w"})
+	if err != nil || rep.Messages != 0 {
+		t.Fatalf("report %+v, err %v", rep, err)
+	}
+	if got := export(t, e, "empty"); len(got) != 0 {
+		t.Fatalf("export of an empty session = %q", got)
+	}
+	if _, err := e.Import(context.Background(), strings.NewReader(""), reprise.ImportOptions{ID: "empty"}); !errors.Is(err, reprise.ErrSessionExists) {
+		t.Fatalf("second import into the same id: err = %v", err)
+	}
+}
