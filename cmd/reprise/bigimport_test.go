@@ -1,0 +1,89 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A transcript much larger than the memory the import may use is imported
+// in bounded memory: the child process's peak resident set stays well under
+// the file's size.
+func TestImportLargeTranscriptBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and imports a 200 MB transcript")
+	}
+	const size = 200 << 20
+	const limit = 150 << 20
+	c := newCLI(t)
+	path := filepath.Join(c.dir, "big.jsonl")
+	lines, written := writeTranscript(t, path, size)
+
+	cmd := c.command("--json", "import", path, "--id", "big")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, stderr.String())
+	}
+	var rep importJSON
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Messages != lines || rep.Bytes != written || len(rep.Skipped) != 0 {
+		t.Fatalf("import --json = %+v, want %d messages of %d bytes", rep, lines, written)
+	}
+	if stderr.Len() != 0 {
+		t.Fatalf("stderr is not a terminal, yet: %q", stderr.String())
+	}
+	// Linux reports ru_maxrss in kilobytes.
+	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	t.Logf("imported %d MB in %v; peak RSS %d MB", written>>20, time.Since(start).Round(time.Millisecond), peak>>20)
+	if peak >= limit {
+		t.Fatalf("peak RSS %d MB, want under %d MB", peak>>20, limit>>20)
+	}
+}
+
+// writeTranscript writes a Claude Code transcript of at least size bytes,
+// alternating user and assistant messages of about 1 KB, and returns its
+// number of lines and its size.
+func writeTranscript(t *testing.T, path string, size int64) (int, int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	text := strings.Repeat("The ledger races under load; add a lock. ", 25)
+	var n int
+	var written int64
+	for parent := "null"; written < size; n++ {
+		var k int
+		if n%2 == 0 {
+			k, err = fmt.Fprintf(w, `{"parentUuid":%s,"isSidechain":false,"userType":"external","cwd":"/src/app","sessionId":"big","type":"user","message":{"role":"user","content":"%d %s"},"uuid":"m%d","timestamp":"2026-11-20T10:00:00.000Z"}`+"\n", parent, n, text, n)
+		} else {
+			k, err = fmt.Fprintf(w, `{"parentUuid":%s,"isSidechain":false,"userType":"external","cwd":"/src/app","sessionId":"big","type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"%d %s"}]},"uuid":"m%d","timestamp":"2026-11-20T10:00:01.000Z"}`+"\n", parent, n, text, n)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		written += int64(k)
+		parent = fmt.Sprintf(`"m%d"`, n)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n, written
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/spf13/cobra"
+)
+
+// newExportCmd returns the export command: a session as a Claude Code transcript.
+func newExportCmd(a *app) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "export SESSION [-o FILE]",
+		Short: "Write a session as a Claude Code transcript",
+		Long: `export writes a session as a Claude Code transcript (JSONL) to standard
+output, or to FILE with -o. Imported records come back byte for byte;
+messages added through reprise are written the way Claude Code writes them.
+It reads the store read-only and streams, so memory stays bounded.
+
+With -o the transcript is written to a temporary file next to FILE, then
+renamed over it, so FILE is never left half written; an existing FILE keeps
+its permissions, a new one is readable by its owner only. With -o and
+--json, export prints {"session", "file", "bytes"}.`,
+		Example: `  reprise export "$id" > transcript.jsonl
+  reprise export "$id" -o ~/.claude/projects/-src-app/"$id".jsonl`,
+		Args: positional("SESSION"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			id := args[0]
+			if err := validID("session", id); err != nil {
+				return err
+			}
+			e, err := a.openReadOnly(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer closeEngine(e, &err)
+			if out == "" {
+				return e.Export(cmd.Context(), id, cmd.OutOrStdout())
+			}
+			n, err := exportFile(cmd, e, id, out)
+			if err != nil || !a.json {
+				return err
+			}
+			return printJSON(cmd.OutOrStdout(), struct {
+				Session string `json:"session"`
+				File    string `json:"file"`
+				Bytes   int64  `json:"bytes"`
+			}{id, out, n})
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write to `FILE`, atomically, instead of standard output")
+	return cmd
+}
+
+// exportFile writes session id's transcript to a temporary file next to
+// path, then renames it to path. It returns the bytes written.
+func exportFile(cmd *cobra.Command, e *reprise.Engine, id, path string) (n int64, err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	w := &countingWriter{w: tmp}
+	if err := e.Export(cmd.Context(), id, w); err != nil {
+		return 0, err
+	}
+	if st, err := os.Stat(path); err == nil {
+		if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+			return 0, err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return 0, err
+	}
+	if err := tmp.Close(); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return 0, fmt.Errorf("export: %w", err)
+	}
+	return w.n, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/spf13/cobra"
+)
+
+// maxSkippedListed is how many skipped lines Import reports.
+const maxSkippedListed = 1000
+
+// importJSON is the output of import --json.
+type importJSON struct {
+	Session  string        `json:"session"`
+	Messages int           `json:"messages"`
+	Records  int           `json:"records"`
+	Skipped  []skippedJSON `json:"skipped"`
+	Bytes    int64         `json:"bytes"`
+}
+
+type skippedJSON struct {
+	Line  int    `json:"line"`
+	Error string `json:"error"`
+}
+
+// newImportCmd returns the import command: a Claude Code transcript into a new session.
+func newImportCmd(a *app) *cobra.Command {
+	var id, cwd string
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "import FILE.jsonl [--id ID] [--cwd DIR] [--strict]",
+		Short: "Import a Claude Code transcript into a new session",
+		Long: `import reads a Claude Code transcript (JSONL, one record a line) into a new
+session. User and assistant records become messages; every other record
+(summary, system, progress, attachment, ...) is kept verbatim at its place,
+so that reprise export writes the same bytes back. FILE "-" reads standard
+input.
+
+The file is read as a stream and written in batches, so transcripts of any
+size import in bounded memory; on a terminal a progress bar shows how far it
+got. Lines that are not JSON objects are skipped and listed on standard
+error with their line numbers (the first 1000 of them); --strict fails at the
+first one instead, leaving the session with the batches written before it.
+
+--id names the session (default a new UUID); --cwd sets its working
+directory (default the cwd of the transcript's first record that has one).`,
+		Example: `  reprise import ~/.claude/projects/-src-app/0b6f….jsonl
+  reprise import --id refund-bug --cwd ~/src/payments transcript.jsonl
+  gunzip -c old.jsonl.gz | reprise import --json - | jq -r .session`,
+		Args: positional("FILE"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if cmd.Flags().Changed("id") {
+				if err := validID("--id", id); err != nil {
+					return err
+				}
+			}
+			if cwd != "" {
+				if cwd, err = filepath.Abs(cwd); err != nil {
+					return fmt.Errorf("--cwd: %w", err)
+				}
+			}
+			name := args[0]
+			in, size, closeIn, err := openInput(cmd.InOrStdin(), name)
+			if err != nil {
+				return err
+			}
+			defer closeIn()
+			e, err := a.openWritable(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer closeEngine(e, &err)
+			opts := reprise.ImportOptions{ID: id, Cwd: cwd, Strict: strict}
+			bar := newProgress(cmd.ErrOrStderr(), "importing "+name, size)
+			if bar != nil {
+				opts.Progress = bar.update
+			}
+			rep, err := e.Import(cmd.Context(), in, opts)
+			if bar != nil {
+				bar.finish()
+			}
+			stderr := cmd.ErrOrStderr()
+			for _, s := range rep.Skipped {
+				warn(stderr, "%s: line %d skipped: %s", name, s.Line, s.Err)
+			}
+			if len(rep.Skipped) >= maxSkippedListed {
+				warn(stderr, "%s: only the first %d skipped lines are listed", name, maxSkippedListed)
+			}
+			if err != nil {
+				return err
+			}
+			if a.json {
+				out := importJSON{Session: rep.Session, Messages: rep.Messages, Records: rep.Records,
+					Skipped: make([]skippedJSON, len(rep.Skipped)), Bytes: rep.Bytes}
+				for i, s := range rep.Skipped {
+					out.Skipped[i] = skippedJSON{Line: s.Line, Error: s.Err}
+				}
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %d message(s), %d other record(s), %d skipped line(s), %d bytes\n",
+				rep.Session, rep.Messages, rep.Records, len(rep.Skipped), rep.Bytes)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "the new session's `ID` (default a new UUID)")
+	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's working `DIR` (default the transcript's)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail on a line that is not a JSON object instead of skipping it")
+	return cmd
+}
+
+// openInput opens the file an import reads, "-" for stdin, and returns its
+// size when it is a regular file (0 otherwise) and a function closing it.
+func openInput(stdin io.Reader, name string) (io.Reader, int64, func() error, error) {
+	r, closeFn := stdin, func() error { return nil }
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		r, closeFn = f, f.Close
+	}
+	var size int64
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
+	}
+	return r, size, closeFn, nil
+}

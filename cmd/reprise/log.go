@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/spf13/cobra"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// eventJSON is one line of log --json.
+type eventJSON struct {
+	Position  uint64         `json:"position"`
+	Stream    string         `json:"stream"`
+	Seq       uint64         `json:"seq"`
+	Type      eventlog.Type  `json:"type"`
+	Time      string         `json:"time"`
+	RestoreID string         `json:"restore_id"`
+	Payload   map[string]any `json:"payload"`
+}
+
+// newLogCmd returns the log command: the events of one stream.
+func newLogCmd(a *app) *cobra.Command {
+	var agent string
+	cmd := &cobra.Command{
+		Use:   "log (SESSION | --agent NAME)",
+		Short: "Show the events of a session or of an agent",
+		Long: `log prints the event timeline of one stream: a session's creation and
+messages, or an agent's restores step by step. Each line has the event's
+sequence in its stream, its time (UTC), its type and what it says.
+
+With --json it prints one JSON object per event and line: position, stream,
+seq, type, time (RFC 3339, UTC), restore_id and payload, the event's payload
+with the keys listed in docs/events.md.`,
+		Example: `  reprise log "$id"
+  reprise log --agent ide
+  reprise log --agent ide --json | jq 'select(.type == "SessionStartHookRan") | .payload.outcomes'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 1:
+				return usagef("unexpected argument %q", args[1])
+			case len(args) == 1 && agent != "":
+				return usagef("give SESSION or --agent, not both")
+			case len(args) == 0 && agent == "":
+				return usagef("missing SESSION or --agent")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			what, stream := "agent", projection.AgentStream(agent)
+			id := agent
+			if len(args) == 1 {
+				id = args[0]
+				what, stream = "session", projection.SessionStream(id)
+			}
+			if err := validID(what, id); err != nil {
+				return err
+			}
+			e, err := a.openReadOnly(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer closeEngine(e, &err)
+			ctx := cmd.Context()
+			head, err := e.Store().Head(ctx, stream)
+			if err != nil {
+				return err
+			}
+			if head == 0 {
+				return fmt.Errorf("%s %s has no events", what, id)
+			}
+			w := cmd.OutOrStdout()
+			return e.Store().ReadStream(ctx, stream, 1, func(ev eventlog.Event) error {
+				if a.json {
+					line, err := newEventJSON(ev)
+					if err != nil {
+						return err
+					}
+					return printJSON(w, line)
+				}
+				return printLogLine(w, ev)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "show the restores of agent `NAME` instead of a session")
+	return cmd
+}
+
+// newEventJSON describes ev, its payload decoded into a map with the keys
+// of the schema.
+func newEventJSON(ev eventlog.Event) (eventJSON, error) {
+	// Decode checks the type and version; the map keeps the schema's keys.
+	if _, err := eventlog.Decode(ev); err != nil {
+		return eventJSON{}, err
+	}
+	var payload map[string]any
+	if err := msgpack.Unmarshal(ev.Payload, &payload); err != nil {
+		return eventJSON{}, eventlog.Corruptf(ev.Stream, ev.Seq, "%s payload: %v", ev.Type, err)
+	}
+	return eventJSON{
+		Position: ev.Position, Stream: ev.Stream, Seq: ev.Seq, Type: ev.Type,
+		Time: formatTime(ev.Time), RestoreID: ev.RestoreID, Payload: jsonValues(payload).(map[string]any),
+	}, nil
+}
+
+// jsonValues makes a decoded msgpack value fit for JSON: binary values
+// holding JSON (transcript records and content blocks) are embedded as JSON,
+// other UTF-8 ones become strings, and the rest stay bytes (base64).
+func jsonValues(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = jsonValues(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = jsonValues(x)
+		}
+	case []byte:
+		switch {
+		case json.Valid(v):
+			return json.RawMessage(v)
+		case utf8.Valid(v):
+			return string(v)
+		}
+	}
+	return v
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+// newNewCmd returns the new command: create a session.
+func newNewCmd(a *app) *cobra.Command {
+	var id, cwd string
+	cmd := &cobra.Command{
+		Use:   "new [--id ID] [--cwd DIR]",
+		Short: "Create a session and print its id",
+		Long: `new creates an empty session and prints its id: a random UUID unless --id
+gives one. Ids hold letters, digits, '-', '_', '.' and ':', start with a
+letter or digit, have at most 128 characters and never contain "..".
+
+--cwd is the session's working directory, where its hooks run and where
+its project settings are looked for; it defaults to the current directory.`,
+		Example: `  reprise new
+  reprise new --id bugfix-42 --cwd ~/src/payments
+  id=$(reprise new) && reprise append "$id" --role user "hello"`,
+		Args: positional(),
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			if cmd.Flags().Changed("id") {
+				if err := validID("--id", id); err != nil {
+					return err
+				}
+			}
+			if cwd == "" {
+				if cwd, err = os.Getwd(); err != nil {
+					return fmt.Errorf("current directory: %w", err)
+				}
+			}
+			if cwd, err = filepath.Abs(cwd); err != nil {
+				return fmt.Errorf("--cwd: %w", err)
+			}
+			e, err := a.openWritable(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer closeEngine(e, &err)
+			id, err := e.CreateSession(cmd.Context(), id, cwd)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return printJSON(cmd.OutOrStdout(), struct {
+					Session string `json:"session"`
+					Cwd     string `json:"cwd"`
+				}{id, cwd})
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), id)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "the session's `ID` (default a new UUID)")
+	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's working `DIR` (default the current directory)")
+	return cmd
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/spf13/cobra"
+)
+
+// The formats of replay.
+const (
+	formatText   = "text"
+	formatJSON   = "json"
+	formatClaude = "claude"
+)
+
+// conversationJSON is the output of replay --format json.
+type conversationJSON struct {
+	Session  string        `json:"session"`
+	Cwd      string        `json:"cwd"`
+	Created  string        `json:"created"`
+	Messages []messageJSON `json:"messages"`
+}
+
+// messageJSON is one message. Content holds a {"type":"text","text":...}
+// object per text block and every other block's JSON as it was received.
+type messageJSON struct {
+	UUID       string `json:"uuid"`
+	ParentUUID string `json:"parent_uuid,omitempty"`
+	Role       string `json:"role"`
+	Meta       bool   `json:"meta"`
+	Time       string `json:"time"`
+	Content    []any  `json:"content"`
+}
+
+type textBlockJSON struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// newMessageJSON describes m for JSON output.
+func newMessageJSON(m eventlog.Message) messageJSON {
+	out := messageJSON{UUID: m.UUID, ParentUUID: m.ParentUUID, Role: m.Role, Meta: m.IsMeta,
+		Time: formatTime(m.Timestamp), Content: make([]any, len(m.Content))}
+	for i, b := range m.Content {
+		switch {
+		case json.Valid(b.Raw):
+			out.Content[i] = json.RawMessage(b.Raw)
+		case b.Type == "text":
+			out.Content[i] = textBlockJSON{Type: "text", Text: b.Text}
+		default:
+			out.Content[i] = struct {
+				Type string `json:"type"`
+			}{b.Type}
+		}
+	}
+	return out
+}
+
+// newReplayCmd returns the replay command: a conversation rebuilt from its events.
+func newReplayCmd(a *app) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "replay SESSION [--format text|json|claude]",
+		Short: "Rebuild a session's conversation from its events",
+		Long: `replay reads a session's events, read-only, and rebuilds its conversation
+from them alone, as any reader of the log would.
+
+  text    each message with its role, time and blocks, for people (default)
+  json    one JSON object: session, cwd, created and messages (uuid,
+          parent_uuid, role, meta, time, content); --json selects it
+  claude  the Claude Code JSONL transcript, exactly what reprise export
+          writes`,
+		Example: `  reprise replay "$id"
+  reprise replay "$id" --format json | jq '.messages | length'
+  reprise replay "$id" --format claude > transcript.jsonl`,
+		Args: positional("SESSION"),
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			id := args[0]
+			if !cmd.Flags().Changed("format") && a.json {
+				format = formatJSON
+			}
+			switch {
+			case format != formatText && format != formatJSON && format != formatClaude:
+				return usagef("--format must be text, json or claude, not %q", format)
+			case format == formatText && a.json:
+				return usagef("--json and --format text disagree")
+			}
+			if err := validID("session", id); err != nil {
+				return err
+			}
+			e, err := a.openReadOnly(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer closeEngine(e, &err)
+			w := cmd.OutOrStdout()
+			if format == formatClaude {
+				return e.Export(cmd.Context(), id, w)
+			}
+			conv := projection.NewConversation(id)
+			if err := e.Store().ReadStream(cmd.Context(), projection.SessionStream(id), 1, conv.Apply); err != nil {
+				return err
+			}
+			if conv.Head == 0 {
+				return fmt.Errorf("session %s has no events", id)
+			}
+			if format == formatJSON {
+				out := conversationJSON{Session: id, Cwd: conv.Cwd, Created: formatTime(conv.Created), Messages: make([]messageJSON, len(conv.Messages))}
+				for i, m := range conv.Messages {
+					out.Messages[i] = newMessageJSON(m)
+				}
+				return printJSON(w, out)
+			}
+			printConversation(w, conv)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", formatText, "output `FORMAT`: text, json or claude")
+	return cmd
+}
+
+// printConversation writes conv for people: a header per message, then its
+// text blocks in full and a one-line summary of every other block.
+func printConversation(w io.Writer, conv *projection.Conversation) {
+	fmt.Fprintf(w, "session %s, cwd %s, %d message(s)\n", conv.ID, orNone(conv.Cwd), len(conv.Messages))
+	for i, m := range conv.Messages {
+		role := m.Role
+		if m.IsMeta {
+			role += " (meta)"
+		}
+		fmt.Fprintf(w, "\n[%d] %s  %s  %s\n", i+1, role, shortTime(m.Timestamp), m.UUID)
+		for _, b := range m.Content {
+			if b.Type == "text" && b.Raw == nil {
+				fmt.Fprintln(w, strings.TrimRight(b.Text, "\n"))
+				continue
+			}
+			fmt.Fprintf(w, "[%s] %s\n", b.Type, clip(string(b.Raw), 200))
+		}
+	}
+}

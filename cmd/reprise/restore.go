@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/spf13/cobra"
+)
+
+// hookFlags are the flags that choose where hooks come from, shared by
+// start, resume and hooks.
+type hookFlags struct {
+	settings  []string // --settings, in order
+	plugins   []string // --plugin-dir, in order
+	noDefault bool     // --no-default-settings
+}
+
+// register adds the flags to cmd.
+func (f *hookFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&f.settings, "settings", nil,
+		"also load hooks from the Claude Code settings `FILE` (repeatable)")
+	cmd.Flags().StringArrayVar(&f.plugins, "plugin-dir", nil,
+		"also load hooks from the plugin `DIR`'s hooks/hooks.json (repeatable)")
+	cmd.Flags().BoolVar(&f.noDefault, "no-default-settings", false,
+		"skip ~/.claude/settings.json and the project's .claude/settings{,.local}.json")
+}
+
+// hookSourcesHelp describes where hooks come from, for the Long help of the
+// commands that take hookFlags.
+const hookSourcesHelp = `Hooks come from, in this order: ~/.claude/settings.json, then the
+project's .claude/settings.json and .claude/settings.local.json (the project
+is the working directory of the session the command is about, or the current
+directory when that session does not exist or has none), then each
+--settings file, then each --plugin-dir. --no-default-settings skips the
+first three. A file that cannot be read or parsed is reported as a warning
+and the others still load; a --settings file that does not exist is
+reported too, while missing default files are skipped silently.`
+
+// load registers in e the hooks of the settings and plugins f names, with
+// projectDir as the project of the default settings. Configuration errors
+// are printed to stderr as warnings.
+func (f *hookFlags) load(e *reprise.Engine, projectDir string, stderr io.Writer) {
+	var paths []string
+	if !f.noDefault {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			warn(stderr, "no home directory for ~/.claude/settings.json: %v", err)
+		}
+		for _, loc := range hookexec.DefaultSettingsPaths(home, projectDir) {
+			paths = append(paths, loc.Path)
+		}
+	}
+	for _, p := range f.settings {
+		// An absolute path names the file unambiguously as the hooks'
+		// source, in outcomes and in the log.
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			warn(stderr, "settings file %s does not exist", p)
+		}
+		paths = append(paths, p)
+	}
+	hooks, errs := hookexec.LoadAll(paths, f.plugins)
+	for _, err := range errs {
+		warn(stderr, "%v", err)
+	}
+	for _, h := range hooks {
+		if err := e.Hooks().Add(h); err != nil {
+			warn(stderr, "%v", err)
+		}
+	}
+}
+
+// projectDir returns the working directory of session id, or the current
+// directory when the session has none or, as found says, does not exist.
+func projectDir(ctx context.Context, e *reprise.Engine, id string) (dir string, found bool, err error) {
+	if id != "" {
+		if dir, found, err = sessionCwd(ctx, e.Store(), id); err != nil {
+			return "", false, err
+		}
+	}
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return "", found, fmt.Errorf("current directory: %w", err)
+		}
+	}
+	return dir, found, nil
+}
+
+// restoreFlags are the flags of start and resume.
+type restoreFlags struct {
+	agent string
+	hooks hookFlags
+}
+
+// register adds --agent and the hook flags to cmd.
+func (f *restoreFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.agent, "agent", "", "the agent host `NAME` doing the restore (required)")
+	f.hooks.register(cmd)
+}
+
+// restoreFunc is Agent.Start or Agent.Restore.
+type restoreFunc func(a *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error)
+
+// restore opens the store for writing, loads the hooks for session id,
+// gets the agent and runs do on it. It returns the agent's session before
+// the restore and the restore, nil when do did nothing.
+func (a *app) restore(cmd *cobra.Command, f *restoreFlags, id string, do restoreFunc) (from string, r *reprise.Restore, err error) {
+	if f.agent == "" {
+		return "", nil, usagef("missing --agent")
+	}
+	if err := validID("--agent", f.agent); err != nil {
+		return "", nil, err
+	}
+	if err := validID("session", id); err != nil {
+		return "", nil, err
+	}
+	ctx := cmd.Context()
+	e, err := a.openWritable(cmd.ErrOrStderr())
+	if err != nil {
+		return "", nil, err
+	}
+	defer closeEngine(e, &err)
+	dir, _, err := projectDir(ctx, e, id)
+	if err != nil {
+		return "", nil, err
+	}
+	f.hooks.load(e, dir, cmd.ErrOrStderr())
+	agent, err := e.Agent(ctx, f.agent)
+	if err != nil {
+		return "", nil, err
+	}
+	from = agent.Current()
+	r, err = do(agent, ctx, id)
+	if errors.Is(err, reprise.ErrNoCurrentSession) {
+		err = fmt.Errorf("%w; give it one with reprise start --agent %s", err, f.agent)
+	}
+	return from, r, err
+}
+
+// restoreJSON is the JSON shape of a restore's report.
+type restoreJSON struct {
+	Agent        string       `json:"agent"`
+	Restored     bool         `json:"restored"`
+	RestoreID    string       `json:"restore_id,omitempty"`
+	Source       string       `json:"source,omitempty"`
+	From         string       `json:"from,omitempty"`
+	To           string       `json:"to"`
+	Saved        int          `json:"saved"`
+	SaveError    string       `json:"save_error,omitempty"`
+	SessionEnd   *hookRunJSON `json:"session_end,omitempty"`
+	SessionStart *hookRunJSON `json:"session_start,omitempty"`
+	Context      string       `json:"context"`
+	Injected     string       `json:"injected_message,omitempty"`
+	Env          string       `json:"env,omitempty"`
+	Began        string       `json:"began,omitempty"`
+	Ended        string       `json:"ended,omitempty"`
+}
+
+// hookRunJSON is one hook event of a restore.
+type hookRunJSON struct {
+	Source      string        `json:"source,omitempty"` // SessionStart
+	Reason      string        `json:"reason,omitempty"` // SessionEnd
+	Hooks       []outcomeJSON `json:"hooks"`
+	Interrupted bool          `json:"interrupted"`
+}
+
+// outcomeJSON is what one hook did.
+type outcomeJSON struct {
+	Name       string  `json:"name"`
+	Source     string  `json:"source"`
+	Status     string  `json:"status"`
+	ExitCode   int     `json:"exit_code"`
+	DurationMS float64 `json:"duration_ms"`
+	Error      string  `json:"error,omitempty"`
+	Stderr     string  `json:"stderr,omitempty"`
+	ContextLen int     `json:"context_len"`
+	Dropped    int64   `json:"dropped,omitempty"`
+}
+
+// newOutcomesJSON describes hook outcomes for JSON output.
+func newOutcomesJSON(list []eventlog.HookOutcome) []outcomeJSON {
+	out := make([]outcomeJSON, len(list))
+	for i, o := range list {
+		out[i] = outcomeJSON{
+			Name: o.Name, Source: o.Source, Status: o.Status, ExitCode: o.ExitCode,
+			DurationMS: float64(o.Duration) / float64(time.Millisecond),
+			Error:      o.Error, Stderr: o.Stderr, ContextLen: o.ContextLen, Dropped: o.Dropped,
+		}
+	}
+	return out
+}
+
+// newRestoreJSON describes restore r of agent; a nil r is a restore to
+// session to that did nothing.
+func newRestoreJSON(agent, to string, r *reprise.Restore) restoreJSON {
+	if r == nil {
+		return restoreJSON{Agent: agent, To: to}
+	}
+	out := restoreJSON{
+		Agent: agent, Restored: true, RestoreID: r.ID, Source: r.Source, From: r.From, To: r.To,
+		Saved: r.Saved, SaveError: r.SaveError,
+		SessionStart: &hookRunJSON{Source: r.Source, Hooks: newOutcomesJSON(r.StartOutcomes), Interrupted: r.StartInterrupted},
+		Context:      r.Context, Injected: r.InjectedUUID, Env: r.Env,
+		Began: formatTime(r.Began), Ended: formatTime(r.Ended),
+	}
+	if r.Source == reprise.SourceResume {
+		out.SessionEnd = &hookRunJSON{Reason: r.EndReason, Hooks: newOutcomesJSON(r.EndOutcomes), Interrupted: r.EndInterrupted}
+	}
+	return out
+}
+
+// printRestore writes what restore r did, for people.
+func printRestore(w io.Writer, agent string, r *reprise.Restore) {
+	fmt.Fprintf(w, "agent %s: %s restore %s -> %s (restore %s)\n", agent, r.Source, orNone(r.From), r.To, r.ID)
+	if r.Source == reprise.SourceResume {
+		if r.SaveError != "" {
+			fmt.Fprintf(w, "save of %s failed, its messages stay pending: %s\n", r.From, r.SaveError)
+		} else {
+			fmt.Fprintf(w, "saved %d pending message(s) of %s\n", r.Saved, r.From)
+		}
+		fmt.Fprintf(w, "SessionEnd hooks on %s (reason %s):\n", r.From, r.EndReason)
+		printOutcomes(w, r.EndOutcomes, r.EndInterrupted)
+	}
+	fmt.Fprintf(w, "SessionStart hooks on %s (source %s):\n", r.To, r.Source)
+	printOutcomes(w, r.StartOutcomes, r.StartInterrupted)
+	if r.InjectedUUID == "" {
+		fmt.Fprintln(w, "no context injected")
+		return
+	}
+	fmt.Fprintf(w, "injected context as message %s:\n", r.InjectedUUID)
+	for line := range strings.SplitSeq(r.Context, "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+}
+
+// printOutcomes writes one line per hook outcome.
+func printOutcomes(w io.Writer, list []eventlog.HookOutcome, interrupted bool) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	for _, o := range list {
+		detail := ""
+		switch {
+		case o.Error != "":
+			detail = ": " + o.Error
+		case o.ExitCode != 0:
+			detail = fmt.Sprintf(": exit %d", o.ExitCode)
+		}
+		if s := strings.TrimSpace(o.Stderr); s != "" {
+			detail += fmt.Sprintf("; stderr %q", clip(s, 200))
+		}
+		fmt.Fprintf(w, "  %-11s %8s  %s%s  (%s)\n", o.Status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, o.Source)
+	}
+	if interrupted {
+		fmt.Fprintln(w, "  interrupted: the process died while these ran; they may have run and were not run again")
+	}
+}
+
+// orNone returns s, or "(none)" when s is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

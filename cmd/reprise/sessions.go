@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+// sessionJSON is one session in the JSON output of sessions.
+type sessionJSON struct {
+	ID           string `json:"id"`
+	Cwd          string `json:"cwd"`
+	Messages     int    `json:"messages"`
+	Created      string `json:"created"`
+	LastRestored string `json:"last_restored,omitempty"`
+}
+
+// newSessionsCmd returns the sessions command: list the sessions.
+func newSessionsCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "sessions",
+		Short: "List the sessions of the store",
+		Long: `sessions lists every session, oldest first, with its working directory,
+its number of messages, when it was created and when an agent last restored
+it. It reads the whole log, read-only. With --json it prints one JSON array.`,
+		Example: `  reprise sessions
+  reprise sessions --json | jq -r '.[] | select(.messages > 0) | .id'`,
+		Args: positional(),
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			e, err := a.openReadOnly(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer closeEngine(e, &err)
+			sessions, err := e.Sessions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.json {
+				out := make([]sessionJSON, len(sessions))
+				for i, s := range sessions {
+					out[i] = sessionJSON{ID: s.ID, Cwd: s.Cwd, Messages: s.Messages,
+						Created: formatTime(s.Created), LastRestored: formatTime(s.LastRestored)}
+				}
+				return printJSON(cmd.OutOrStdout(), out)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tCWD\tMESSAGES\tCREATED\tLAST RESTORED")
+			for _, s := range sessions {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Cwd, s.Messages, shortTime(s.Created), shortTime(s.LastRestored))
+			}
+			return tw.Flush()
+		},
+	}
+}

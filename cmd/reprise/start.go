@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/spf13/cobra"
+)
+
+// newStartCmd returns the start command: the startup restore.
+func newStartCmd(a *app) *cobra.Command {
+	var f restoreFlags
+	cmd := &cobra.Command{
+		Use:   "start --agent NAME SESSION",
+		Short: "Run the startup restore of a session and print its hook context",
+		Long: `start is the startup restore: the agent NAME makes SESSION its current
+session and runs the SessionStart hooks with source "startup", without any
+SessionEnd hook. Their context is injected into the session as a
+<system-reminder> meta message and printed, so that a host can hand it to
+the model. Nothing is printed when the hooks give no context. Use it when an
+agent host starts, also to resume the session it already had.
+
+Each step is recorded in the log before the next one begins. Hooks that fail,
+time out or crash are warned about on standard error and recorded; they
+never stop the restore.
+
+` + hookSourcesHelp,
+		Example: `  reprise start --agent ide "$id"
+  reprise start --agent ide --settings ./ci-hooks.json --no-default-settings "$id"
+  reprise start --agent ide --json "$id" | jq .session_start.hooks`,
+		Args: positional("SESSION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, r, err := a.restore(cmd, &f, args[0], (*reprise.Agent).Start)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				return printJSON(cmd.OutOrStdout(), newRestoreJSON(f.agent, args[0], r))
+			}
+			if r != nil && r.Context != "" {
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), r.Context)
+			}
+			return err
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// newResumeCmd returns the resume command: the runtime restore.
+func newResumeCmd(a *app) *cobra.Command {
+	var f restoreFlags
+	cmd := &cobra.Command{
+		Use:   "resume --agent NAME SESSION",
+		Short: "Switch an agent to another session: the runtime restore",
+		Long: `resume is the runtime restore: the agent NAME leaves its current session
+for SESSION. It saves the current session, runs its SessionEnd hooks (reason
+"resume"), loads SESSION, runs its SessionStart hooks (source "resume") and
+injects their context as a <system-reminder> meta message. It prints what
+happened: what was saved, each hook with its outcome, and the context.
+
+Resuming the session the agent is already on does nothing and says so. A
+SESSION that does not exist fails (exit 1) before anything is recorded or
+run, and so does an agent without a current session: give it one with
+reprise start first.
+
+` + hookSourcesHelp,
+		Example: `  reprise resume --agent ide "$other"
+  reprise resume --agent ide --settings ~/hooks/context.json "$other"
+  reprise resume --agent ide --json "$other" | jq -r .context`,
+		Args: positional("SESSION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			from, r, err := a.restore(cmd, &f, args[0], (*reprise.Agent).Restore)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			switch {
+			case a.json:
+				return printJSON(w, newRestoreJSON(f.agent, args[0], r))
+			case r == nil:
+				fmt.Fprintf(w, "agent %s is already on session %s; nothing to do\n", f.agent, from)
+			default:
+				printRestore(w, f.agent, r)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

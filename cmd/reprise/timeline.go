@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+// printTimeline writes one line per event: position, stream, seq, type and
+// the fields that matter for that type.
+func printTimeline(w io.Writer, evs []eventlog.Event) error {
+	for _, ev := range evs {
+		p, err := eventlog.Decode(ev)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%4d  %-22s %3d  %-24s %s\n", ev.Position, ev.Stream, ev.Seq, ev.Type, describe(p))
+	}
+	return nil
+}
+
+// printLogLine writes one event of a stream for log: its sequence, time,
+// type and the fields that matter for that type.
+func printLogLine(w io.Writer, ev eventlog.Event) error {
+	p, err := eventlog.Decode(ev)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%4d  %s  %-24s %s\n", ev.Seq, time.Unix(0, ev.Time).UTC().Format(logTime), ev.Type, describe(p))
+	return err
+}
+
+// logTime is the time format of log lines: UTC, to the millisecond.
+const logTime = "2006-01-02T15:04:05.000Z"
+
+// formatTime formats UTC unix nanoseconds as RFC 3339 in UTC, or "" for 0.
+func formatTime(ns int64) string {
+	if ns == 0 {
+		return ""
+	}
+	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+}
+
+// shortTime formats UTC unix nanoseconds for people: UTC, to the second,
+// or "-" for 0.
+func shortTime(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return time.Unix(0, ns).UTC().Format(time.RFC3339)
+}
+
+// describe summarises a payload in one line.
+func describe(p eventlog.Payload) string {
+	switch p := p.(type) {
+	case *eventlog.SessionCreated:
+		return "cwd=" + p.Cwd
+	case *eventlog.MessageAppended:
+		m := p.Message
+		meta := ""
+		if m.IsMeta {
+			meta = " meta"
+		}
+		return fmt.Sprintf("%s%s %q", m.Role, meta, clip(firstText(m), 60))
+	case *eventlog.TranscriptRecord:
+		var rec struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(p.Record, &rec) != nil || rec.Type == "" {
+			return "record"
+		}
+		return "record type=" + rec.Type
+	case *eventlog.SaveAttempted:
+		if p.Error != "" {
+			return fmt.Sprintf("%s -> %s save failed: %s", p.From, p.To, p.Error)
+		}
+		return fmt.Sprintf("%s -> %s saved=%d", p.From, p.To, p.Saved)
+	case *eventlog.SessionEndHookStarted:
+		return fmt.Sprintf("session=%s reason=%s hooks=%s", p.Session, p.Reason, hookList(p.Hooks))
+	case *eventlog.SessionEndHookRan:
+		return fmt.Sprintf("session=%s reason=%s %s", p.Session, p.Reason, outcomes(p.Outcomes, p.Interrupted))
+	case *eventlog.SessionLoaded:
+		return fmt.Sprintf("session=%s source=%s messages=%d", p.Session, p.Source, p.Messages)
+	case *eventlog.SessionStartHookStarted:
+		return fmt.Sprintf("session=%s source=%s hooks=%s", p.Session, p.Source, hookList(p.Hooks))
+	case *eventlog.SessionStartHookRan:
+		return fmt.Sprintf("session=%s source=%s %s context=%q", p.Session, p.Source, outcomes(p.Outcomes, p.Interrupted), clip(p.Context, 40))
+	case *eventlog.ContextInjected:
+		if p.MessageUUID == "" {
+			return "session=" + p.Session + " none"
+		}
+		return "session=" + p.Session + " message=" + p.MessageUUID
+	}
+	return ""
+}
+
+// hookList joins hook names, or says there are none.
+func hookList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// outcomes lists hook outcomes as name:status, in brackets.
+func outcomes(list []eventlog.HookOutcome, interrupted bool) string {
+	parts := make([]string, len(list))
+	for i, o := range list {
+		parts[i] = o.Name + ":" + o.Status
+	}
+	s := "[" + strings.Join(parts, " ") + "]"
+	if interrupted {
+		s += " interrupted"
+	}
+	return s
+}
+
+// firstText returns the text of m's first text block.
+func firstText(m eventlog.Message) string {
+	for _, b := range m.Content {
+		if b.Type == "text" {
+			return b.Text
+		}
+	}
+	return ""
+}
+
+// clip shortens s to n characters on one line.
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", "⏎")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

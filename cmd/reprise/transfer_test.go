@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// everyRecord is a Claude Code transcript with every record and block type.
+var everyRecord = filepath.Join("..", "..", "testdata", "transcripts", "every-record.jsonl")
+
+func TestImportExportRoundTrip(t *testing.T) {
+	c := newCLI(t)
+	original, err := os.ReadFile(everyRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := filepath.Abs(everyRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := c.ok("import", path, "--id", "imported")
+	if out != "imported: 6 message(s), 6 other record(s), 0 skipped line(s), 3478 bytes\n" {
+		t.Fatalf("import printed %q", out)
+	}
+	if got := c.ok("export", "imported"); got != string(original) {
+		t.Fatalf("export differs from the imported file:\n%s", got)
+	}
+
+	// From stdin, as JSON, with the session's cwd from the transcript.
+	r := c.runIn(bytes.NewReader(original), "--json", "import", "-")
+	var rep importJSON
+	if err := json.Unmarshal([]byte(r.stdout), &rep); r.code != exitOK || err != nil {
+		t.Fatalf("import -: %d %v %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	if rep.Messages != 6 || rep.Records != 6 || len(rep.Skipped) != 0 || rep.Bytes != int64(len(original)) || !uuidRE.MatchString(rep.Session+"\n") {
+		t.Fatalf("import --json = %+v", rep)
+	}
+	var list []sessionJSON
+	c.okJSON(&list, "sessions")
+	if len(list) != 2 || list[1].Cwd != "/src/payments" || list[1].Messages != 6 {
+		t.Fatalf("sessions = %+v", list)
+	}
+
+	// -o writes the file, replacing an existing one and keeping its mode.
+	file := c.writeFile("out/exported.jsonl", "old contents")
+	if err := os.Chmod(file, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	var exp struct {
+		Session, File string
+		Bytes         int64
+	}
+	c.okJSON(&exp, "export", rep.Session, "-o", file)
+	got, err := os.ReadFile(file)
+	if err != nil || !bytes.Equal(got, original) || exp.Bytes != int64(len(original)) || exp.File != file {
+		t.Fatalf("export -o: %+v %v\n%s", exp, err, got)
+	}
+	if st, _ := os.Stat(file); st.Mode().Perm() != 0o640 {
+		t.Fatalf("mode = %v", st.Mode())
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(file)); len(entries) != 1 {
+		t.Fatalf("export left files behind: %v", entries)
+	}
+
+	// Appending, then export, import, export is byte-stable.
+	c.ok("append", "imported", "--role", "user", "thanks")
+	once := c.ok("export", "imported")
+	if !strings.HasPrefix(once, string(original)) || strings.Count(once, "\n") != 13 {
+		t.Fatalf("export after append:\n%s", once)
+	}
+	c.runIn(strings.NewReader(once), "import", "--id", "again", "-")
+	if twice := c.ok("export", "again"); twice != once {
+		t.Fatalf("export, import, export changed bytes:\n%s\nvs\n%s", once, twice)
+	}
+
+	c.fails(exitFailure, "import", path, "--id", "imported") // exists
+	c.fails(exitFailure, "import", filepath.Join(c.dir, "missing.jsonl"))
+	c.fails(exitFailure, "export", "nope")
+	c.fails(exitFailure, "export", "imported", "-o", filepath.Join(c.dir, "no-such-dir", "x.jsonl"))
+}
+
+func TestImportMalformedLines(t *testing.T) {
+	c := newCLI(t)
+	file := c.writeFile("loose.jsonl", `{"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","cwd":"/src/x"}
+not json at all
+[1,2]
+
+{"type":"summary","summary":"s"}
+{"truncated":
+`)
+	r := c.run("--json", "import", file, "--id", "loose", "--cwd", "elsewhere")
+	if r.code != exitOK {
+		t.Fatalf("import: %d %s", r.code, r.stderr)
+	}
+	var rep importJSON
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var lines []int
+	for _, s := range rep.Skipped {
+		lines = append(lines, s.Line)
+	}
+	if rep.Messages != 1 || rep.Records != 1 || len(lines) != 3 || lines[0] != 2 || lines[1] != 3 || lines[2] != 6 {
+		t.Fatalf("import --json = %+v", rep)
+	}
+	for _, n := range []string{"line 2 skipped", "line 3 skipped", "line 6 skipped"} {
+		if !strings.Contains(r.stderr, "reprise: warning: "+file+": "+n) {
+			t.Errorf("stderr lacks %q:\n%s", n, r.stderr)
+		}
+	}
+	var conv conversationJSON
+	c.okJSON(&conv, "replay", "loose")
+	if conv.Cwd != filepath.Join(c.dir, "elsewhere") {
+		t.Fatalf("cwd = %q", conv.Cwd)
+	}
+
+	r = c.fails(exitFailure, "import", file, "--id", "strict", "--strict")
+	if !strings.Contains(r.stderr, "bad transcript line 2") {
+		t.Fatalf("--strict: %s", r.stderr)
+	}
+}
+
+func TestImportEmptyFile(t *testing.T) {
+	c := newCLI(t)
+	file := c.writeFile("empty.jsonl", "")
+	if out := c.ok("import", file, "--id", "empty"); out != "empty: 0 message(s), 0 other record(s), 0 skipped line(s), 0 bytes\n" {
+		t.Fatalf("import printed %q", out)
+	}
+	if out := c.ok("export", "empty"); out != "" {
+		t.Fatalf("export of an empty session: %q", out)
+	}
+	var conv conversationJSON
+	c.okJSON(&conv, "replay", "empty")
+	if len(conv.Messages) != 0 || conv.Cwd != "" {
+		t.Fatalf("replay = %+v", conv)
+	}
+}
