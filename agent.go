@@ -80,12 +80,31 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.loaded {
+		release, err := a.lockStream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		if _, err := a.sync(ctx); err != nil {
 			return nil, err
 		}
 		a.loaded = true
 	}
 	return a, nil
+}
+
+// lockStream takes the agent's lock in a store shared between processes;
+// for other stores the in-process lock is enough. A.mu must be held.
+func (a *Agent) lockStream(ctx context.Context) (release func(), err error) {
+	locker, ok := a.e.store.(eventlog.StreamLocker)
+	if !ok {
+		return func() {}, nil
+	}
+	release, err = locker.TryLock(ctx, a.stream)
+	if errors.Is(err, eventlog.ErrBusy) {
+		return nil, fmt.Errorf("%w: agent %s: %w", ErrRestoreInProgress, a.id, err)
+	}
+	return release, err
 }
 
 // ID returns the agent's id.
@@ -119,16 +138,24 @@ func (a *Agent) sync(ctx context.Context) (*Restore, error) {
 	return a.advance(ctx)
 }
 
-// begin takes the agent for one restore, or fails if another is running.
-func (a *Agent) begin(ctx context.Context) error {
+// begin takes the agent for one restore, or fails if another is running,
+// in this process or, on a shared store, in another. The caller must call
+// end when done.
+func (a *Agent) begin(ctx context.Context) (end func(), err error) {
 	if !a.mu.TryLock() {
-		return fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
+		return nil, fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
 	}
-	if _, err := a.sync(ctx); err != nil {
+	release, err := a.lockStream(ctx)
+	if err != nil {
 		a.mu.Unlock()
-		return err
+		return nil, err
 	}
-	return nil
+	end = func() { release(); a.mu.Unlock() }
+	if _, err := a.sync(ctx); err != nil {
+		end()
+		return nil, err
+	}
+	return end, nil
 }
 
 // target loads the session a restore goes to. Any failure is
@@ -146,10 +173,11 @@ func (a *Agent) target(ctx context.Context, id string) (*session, error) {
 // when the host process starts, including to resume the session the log
 // already has as current. An empty id is a no-op that returns nil, nil.
 func (a *Agent) Start(ctx context.Context, id string) (*Restore, error) {
-	if err := a.begin(ctx); err != nil {
+	end, err := a.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer a.mu.Unlock()
+	defer end()
 	if id == "" {
 		return nil, nil
 	}
@@ -175,10 +203,11 @@ func (a *Agent) Start(ctx context.Context, id string) (*Restore, error) {
 // recorded, cancelling ctx cancels running hooks but the restore still
 // records its remaining steps.
 func (a *Agent) Restore(ctx context.Context, id string) (*Restore, error) {
-	if err := a.begin(ctx); err != nil {
+	end, err := a.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer a.mu.Unlock()
+	defer end()
 	from := a.view.Current
 	if id == "" || id == from {
 		return nil, nil

@@ -24,10 +24,11 @@ var ErrBadReason = errors.New("reprise: unknown end reason")
 // fresh session is created before the first step is recorded, so a
 // refused New (ErrRestoreInProgress) leaves an empty session behind.
 func (a *Agent) New(ctx context.Context, cwd string) (*Restore, error) {
-	if err := a.begin(ctx); err != nil {
+	end, err := a.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer a.mu.Unlock()
+	defer end()
 	id, err := a.e.CreateSession(ctx, "", cwd)
 	if err != nil {
 		return nil, err
@@ -39,10 +40,11 @@ func (a *Agent) New(ctx context.Context, cwd string) (*Restore, error) {
 // empty session in the same working directory current, with SessionStart
 // source "clear", as Claude Code's /clear does.
 func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
-	if err := a.begin(ctx); err != nil {
+	end, err := a.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer a.mu.Unlock()
+	defer end()
 	from := a.view.Current
 	if from == "" {
 		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
@@ -66,10 +68,11 @@ func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
 // with reason "resume". Copies drop imported transcript lines, so the
 // fork's transcript names the fork, not the parent.
 func (a *Agent) Fork(ctx context.Context, parent, upTo string) (*Restore, error) {
-	if err := a.begin(ctx); err != nil {
+	end, err := a.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer a.mu.Unlock()
+	defer end()
 	id, err := a.e.fork(ctx, parent, upTo)
 	if err != nil {
 		return nil, err
@@ -130,10 +133,11 @@ const compactSummaryPrefix = "This session is being continued from a previous co
 // SessionStart hooks then run with source "compact" and their context is
 // injected after the summary.
 func (a *Agent) Compact(ctx context.Context, summary string) (*Restore, error) {
-	if err := a.begin(ctx); err != nil {
+	end, err := a.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer a.mu.Unlock()
+	defer end()
 	id := a.view.Current
 	if id == "" {
 		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
@@ -203,10 +207,11 @@ func (a *Agent) End(ctx context.Context, reason string, opts EndOptions) (*Resto
 	if !slices.Contains(endReasons, reason) {
 		return nil, fmt.Errorf("%w: %q", ErrBadReason, reason)
 	}
-	if err := a.begin(ctx); err != nil {
+	end, err := a.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer a.mu.Unlock()
+	defer end()
 	from := a.view.Current
 	if from == "" {
 		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
@@ -236,10 +241,11 @@ type StopResult struct {
 // stop is recorded as capped. The count lives in the log, so a crash does
 // not reset it.
 func (a *Agent) Stop(ctx context.Context) (*StopResult, error) {
-	if err := a.begin(ctx); err != nil {
+	end, err := a.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
-	defer a.mu.Unlock()
+	defer end()
 	id := a.view.Current
 	if id == "" {
 		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)

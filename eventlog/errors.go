@@ -13,6 +13,10 @@ var (
 	// ErrLocked is returned when opening a store that another process holds.
 	ErrLocked = errors.New("eventlog: store is locked by another process")
 
+	// ErrBusy is returned by StreamLocker.TryLock while another holder,
+	// usually another process, has the stream's lock.
+	ErrBusy = errors.New("eventlog: stream is held by another process")
+
 	// ErrClosed is returned by any call on a closed Store.
 	ErrClosed = errors.New("eventlog: store is closed")
 

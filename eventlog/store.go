@@ -77,6 +77,19 @@ type Store interface {
 	Close() error
 }
 
+// StreamLocker is implemented by stores that several processes share at
+// once (a database, unlike a bbolt file, which one process owns). The Engine
+// holds an agent's lock for the whole of a restore, so another process
+// neither runs a second restore of that agent nor mistakes a restore in
+// progress for an interrupted one.
+type StreamLocker interface {
+	// TryLock takes stream's lock for the caller, or fails at once with an
+	// error matching ErrBusy while another holder has it. The lock is held
+	// until release is called, or until the holder's process dies, which is
+	// what lets the next process roll an interrupted restore forward.
+	TryLock(ctx context.Context, stream string) (release func(), err error)
+}
+
 // MaxStreamLen bounds stream names so they fit in any backend's keys.
 const MaxStreamLen = 512
 
