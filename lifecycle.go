@@ -18,18 +18,19 @@ var ErrMessageNotFound = errors.New("reprise: message not found")
 // ErrBadReason is returned by End for a reason it does not know.
 var ErrBadReason = errors.New("reprise: unknown end reason")
 
-// New makes a fresh, empty session with working directory cwd current and
-// runs its SessionStart hooks with source "new". A current session is first
+// New makes a fresh, empty session with id (a new UUID when empty) and
+// working directory cwd current and runs its SessionStart hooks with source
+// "new". A current session is first
 // left the way Clear leaves it: saved, and ended with reason "clear". The
 // fresh session is created before the first step is recorded, so a
 // refused New (ErrRestoreInProgress) leaves an empty session behind.
-func (a *Agent) New(ctx context.Context, cwd string) (*Restore, error) {
+func (a *Agent) New(ctx context.Context, id, cwd string) (*Restore, error) {
 	end, err := a.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	id, err := a.e.CreateSession(ctx, "", cwd)
+	id, err = a.e.CreateSession(ctx, id, cwd)
 	if err != nil {
 		return nil, err
 	}

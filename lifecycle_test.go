@@ -62,14 +62,14 @@ func TestNewFromIdleThenFromACurrentSession(t *testing.T) {
 	settings, side := stdinLog(t)
 	e := hookEngine(t, []string{settings}, nil)
 	a := mustAgent(t, e, "ide")
-	first, err := a.New(ctx, dir(t))
+	first, err := a.New(ctx, "", dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := agentSteps(t, e, 4); !reflect.DeepEqual(got, startupSteps) || first.Source != "new" || first.From != "" {
 		t.Fatalf("new from idle: steps %v, restore %+v", got, first)
 	}
-	second, err := a.New(ctx, dir(t))
+	second, err := a.New(ctx, "", dir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,10 @@ func newDemoCmd(a *app) *cobra.Command {
 		Use:   "demo",
 		Short: "Run a startup and a runtime restore on a scratch store and show the log",
 		Long: `demo creates two sessions, registers example hooks that return context,
-restores the first session at startup, then switches to the second at run
-time. It prints the event timeline and the second session's conversation as
-rebuilt from the log alone. Without --store it uses a temporary bbolt file;
+restores the first session at startup, switches to the second at run time,
+forks the first one up to its first answer, then clears the fork. It prints
+the event timeline and the second session's conversation as rebuilt from
+the log alone. Without --store it uses a temporary bbolt file;
 it ignores $REPRISE_STORE and the default store.`,
 		Example: `  reprise demo
   reprise demo --store /tmp/demo.db && reprise --store /tmp/demo.db audit`,
@@ -83,7 +84,22 @@ func runDemo(ctx context.Context, w io.Writer, path string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "saved %d pending message(s), injected %q\n\nevent timeline (%s)\n", r.Saved, r.Context, path)
+	fmt.Fprintf(w, "saved %d pending message(s), injected %q\n", r.Saved, r.Context)
+	designMsgs, err := e.Conversation(ctx, design)
+	if err != nil {
+		return err
+	}
+	fork, err := agent.Fork(ctx, design, designMsgs[1].UUID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "fork of %s up to its first answer: %s (%d messages copied)\n", design, fork.To, fork.Messages)
+	cleared, err := agent.Clear(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "clear: %s ended (reason %s), fresh session %s started\n", cleared.From, cleared.EndReason, cleared.To)
+	fmt.Fprintf(w, "\nevent timeline (%s)\n", path)
 	var evs []eventlog.Event
 	err = e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
 		ev.Payload = slices.Clone(ev.Payload)
@@ -131,14 +147,14 @@ func demoSession(ctx context.Context, e *reprise.Engine, cwd string, texts ...st
 
 // registerDemoHooks registers the demo's function hooks in e.
 func registerDemoHooks(e *reprise.Engine) error {
-	err := e.Hooks().OnSessionStart("project-context", "startup|resume",
+	err := e.Hooks().OnSessionStart("project-context", "startup|resume|fork|clear",
 		func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
 			return hookexec.SessionStartOutput{AdditionalContext: fmt.Sprintf("%s session in %s; CI is green on main.", in.Source, in.Cwd)}, nil
 		})
 	if err != nil {
 		return err
 	}
-	return e.Hooks().OnSessionEnd("goodbye", "resume",
+	return e.Hooks().OnSessionEnd("goodbye", "resume|clear",
 		func(ctx context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
 			return hookexec.SessionEndOutput{SessionSummary: "left " + in.SessionID}, nil
 		})

@@ -115,6 +115,11 @@ Exit codes: 0 ok, 1 the operation failed or the audit found violations,
 		newImportCmd(a),
 		newExportCmd(a),
 		newHooksCmd(a),
+		newClearCmd(a),
+		newCompactCmd(a),
+		newForkCmd(a),
+		newEndCmd(a),
+		newStopCmd(a),
 		newDemoCmd(a),
 	)
 	return root

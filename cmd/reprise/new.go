@@ -1,16 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/reprise-dev/reprise"
 	"github.com/spf13/cobra"
 )
 
 // newNewCmd returns the new command: create a session.
 func newNewCmd(a *app) *cobra.Command {
 	var id, cwd string
+	var f restoreFlags
 	cmd := &cobra.Command{
 		Use:   "new [--id ID] [--cwd DIR]",
 		Short: "Create a session and print its id",
@@ -19,10 +22,18 @@ gives one. Ids hold letters, digits, '-', '_', '.' and ':', start with a
 letter or digit, have at most 128 characters and never contain "..".
 
 --cwd is the session's working directory, where its hooks run and where
-its project settings are looked for; it defaults to the current directory.`,
+its project settings are looked for; it defaults to the current directory.
+
+With --agent, the new session also becomes that agent's current session:
+a current session is saved and ended with reason "clear", and the new one's
+SessionStart hooks run with source "new". What happened is printed after
+the id.
+
+` + hookSourcesHelp,
 		Example: `  reprise new
   reprise new --id bugfix-42 --cwd ~/src/payments
-  id=$(reprise new) && reprise append "$id" --role user "hello"`,
+  id=$(reprise new) && reprise append "$id" --role user "hello"
+  reprise new --agent ide --cwd ~/src/payments`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if cmd.Flags().Changed("id") {
@@ -37,6 +48,18 @@ its project settings are looked for; it defaults to the current directory.`,
 			}
 			if cwd, err = filepath.Abs(cwd); err != nil {
 				return fmt.Errorf("--cwd: %w", err)
+			}
+			if f.agent != "" || cmd.Flags().Changed("agent") {
+				r, err := a.runAgent(cmd, &f, "", cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+					return agent.New(ctx, id, cwd)
+				})
+				if err != nil {
+					return err
+				}
+				if !a.json {
+					fmt.Fprintln(cmd.OutOrStdout(), r.To)
+				}
+				return a.report(cmd.OutOrStdout(), f.agent, r)
 			}
 			e, err := a.openWritable(cmd.ErrOrStderr())
 			if err != nil {
@@ -59,5 +82,6 @@ its project settings are looked for; it defaults to the current directory.`,
 	}
 	cmd.Flags().StringVar(&id, "id", "", "the session's `ID` (default a new UUID)")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's working `DIR` (default the current directory)")
+	f.register(cmd)
 	return cmd
 }

@@ -215,16 +215,23 @@ func newRestoreJSON(agent, to string, r *reprise.Restore) restoreJSON {
 		Context:      r.Context, Injected: r.InjectedUUID, Env: r.Env,
 		Began: formatTime(r.Began), Ended: formatTime(r.Ended),
 	}
-	if r.Source == reprise.SourceResume {
+	if r.EndReason != "" { // the agent left a session
 		out.SessionEnd = &hookRunJSON{Reason: r.EndReason, Hooks: newOutcomesJSON(r.EndOutcomes), Interrupted: r.EndInterrupted}
+	}
+	if r.To == "" { // an End: no session started
+		out.SessionStart = nil
 	}
 	return out
 }
 
 // printRestore writes what restore r did, for people.
 func printRestore(w io.Writer, agent string, r *reprise.Restore) {
-	fmt.Fprintf(w, "agent %s: %s restore %s -> %s (restore %s)\n", agent, r.Source, orNone(r.From), r.To, r.ID)
-	if r.Source == reprise.SourceResume {
+	kind := r.Source + " restore"
+	if r.To == "" {
+		kind = "end of session"
+	}
+	fmt.Fprintf(w, "agent %s: %s %s -> %s (restore %s)\n", agent, kind, orNone(r.From), orNone(r.To), r.ID)
+	if r.EndReason != "" {
 		if r.SaveError != "" {
 			fmt.Fprintf(w, "save of %s failed, its messages stay pending: %s\n", r.From, r.SaveError)
 		} else {
@@ -232,6 +239,10 @@ func printRestore(w io.Writer, agent string, r *reprise.Restore) {
 		}
 		fmt.Fprintf(w, "SessionEnd hooks on %s (reason %s):\n", r.From, r.EndReason)
 		printOutcomes(w, r.EndOutcomes, r.EndInterrupted)
+	}
+	if r.To == "" {
+		fmt.Fprintln(w, "the agent has no current session now")
+		return
 	}
 	fmt.Fprintf(w, "SessionStart hooks on %s (source %s):\n", r.To, r.Source)
 	printOutcomes(w, r.StartOutcomes, r.StartInterrupted)
