@@ -261,10 +261,14 @@ func (e *Engine) catchUp(ctx context.Context, s *session) error {
 	return e.store.ReadStream(ctx, projection.SessionStream(s.conv.ID), s.conv.Head+1, s.conv.Apply)
 }
 
-// prepare validates m and fills its uuid and timestamp.
-func (e *Engine) prepare(m Message) (Message, error) {
+// prepare finds session id, validates m and fills its uuid and timestamp.
+func (e *Engine) prepare(ctx context.Context, id string, m Message) (*session, Message, error) {
 	if m.Role != "user" && m.Role != "assistant" {
-		return m, fmt.Errorf("%w: role %q", ErrInvalidMessage, m.Role)
+		return nil, m, fmt.Errorf("%w: role %q", ErrInvalidMessage, m.Role)
+	}
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return nil, m, err
 	}
 	if m.UUID == "" {
 		m.UUID = e.newID()
@@ -272,17 +276,14 @@ func (e *Engine) prepare(m Message) (Message, error) {
 	if m.Timestamp == 0 {
 		m.Timestamp = e.stamp()
 	}
-	return m, nil
+	return s, m, nil
 }
 
 // Buffer adds m to session id's pending messages without writing it; Save
 // (or a restore away from the session) writes it. It returns m as stamped.
 func (e *Engine) Buffer(ctx context.Context, id string, m Message) (Message, error) {
-	s, err := e.session(ctx, id)
+	s, m, err := e.prepare(ctx, id, m)
 	if err != nil {
-		return m, err
-	}
-	if m, err = e.prepare(m); err != nil {
 		return m, err
 	}
 	s.mu.Lock()
@@ -295,11 +296,8 @@ func (e *Engine) Buffer(ctx context.Context, id string, m Message) (Message, err
 // returns it as stored. On error m is not kept: the caller decides whether
 // to retry. Messages that were already pending stay pending.
 func (e *Engine) Append(ctx context.Context, id string, m Message) (Message, error) {
-	s, err := e.session(ctx, id)
+	s, m, err := e.prepare(ctx, id, m)
 	if err != nil {
-		return m, err
-	}
-	if m, err = e.prepare(m); err != nil {
 		return m, err
 	}
 	s.mu.Lock()

@@ -18,6 +18,19 @@ var ErrMessageNotFound = errors.New("reprise: message not found")
 // ErrBadReason is returned by End for a reason it does not know.
 var ErrBadReason = errors.New("reprise: unknown end reason")
 
+// beginOnCurrent is begin for paths that need a current session, which it
+// returns.
+func (a *Agent) beginOnCurrent(ctx context.Context) (end func(), current string, err error) {
+	if end, err = a.begin(ctx); err != nil {
+		return nil, "", err
+	}
+	if a.view.Current == "" {
+		end()
+		return nil, "", fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
+	}
+	return end, a.view.Current, nil
+}
+
 // New makes a fresh, empty session with id (a new UUID when empty) and
 // working directory cwd current and runs its SessionStart hooks with source
 // "new". A current session is first
@@ -41,15 +54,11 @@ func (a *Agent) New(ctx context.Context, id, cwd string) (*Restore, error) {
 // empty session in the same working directory current, with SessionStart
 // source "clear", as Claude Code's /clear does.
 func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
-	end, err := a.begin(ctx)
+	end, from, err := a.beginOnCurrent(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	from := a.view.Current
-	if from == "" {
-		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
-	}
 	cwd := ""
 	if info, err := a.e.Session(ctx, from); err == nil {
 		cwd = info.Cwd
@@ -134,15 +143,11 @@ const compactSummaryPrefix = "This session is being continued from a previous co
 // SessionStart hooks then run with source "compact" and their context is
 // injected after the summary.
 func (a *Agent) Compact(ctx context.Context, summary string) (*Restore, error) {
-	end, err := a.begin(ctx)
+	end, id, err := a.beginOnCurrent(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	id := a.view.Current
-	if id == "" {
-		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
-	}
 	s, err := a.e.session(ctx, id)
 	if err != nil {
 		return nil, err
@@ -208,15 +213,11 @@ func (a *Agent) End(ctx context.Context, reason string, opts EndOptions) (*Resto
 	if !slices.Contains(endReasons, reason) {
 		return nil, fmt.Errorf("%w: %q", ErrBadReason, reason)
 	}
-	end, err := a.begin(ctx)
+	end, from, err := a.beginOnCurrent(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	from := a.view.Current
-	if from == "" {
-		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
-	}
 	return a.switchTo(ctx, &eventlog.SaveAttempted{From: from, Reason: reason, FinalMessage: opts.FinalMessage, EndError: opts.Error})
 }
 
@@ -242,15 +243,11 @@ type StopResult struct {
 // stop is recorded as capped. The count lives in the log, so a crash does
 // not reset it.
 func (a *Agent) Stop(ctx context.Context) (*StopResult, error) {
-	end, err := a.begin(ctx)
+	end, id, err := a.beginOnCurrent(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	id := a.view.Current
-	if id == "" {
-		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
-	}
 	rid, wctx := a.e.newID(), context.WithoutCancel(ctx)
 	if a.view.StopBlocks >= a.e.stopCap {
 		why := fmt.Sprintf("%d consecutive stops were blocked; the hooks are not asked again until a stop is not blocked", a.view.StopBlocks)
