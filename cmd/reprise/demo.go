@@ -99,9 +99,15 @@ func runDemo(ctx context.Context, w io.Writer, path string) error {
 		return err
 	}
 	fmt.Fprintf(w, "clear: %s ended (reason %s), fresh session %s started\n", cleared.From, cleared.EndReason, cleared.To)
+	return printDemoLog(ctx, w, e, path, bugfix)
+}
+
+// printDemoLog prints the whole event timeline of the store at path, then
+// the conversation of session id rebuilt from its events alone.
+func printDemoLog(ctx context.Context, w io.Writer, e *reprise.Engine, path, id string) error {
 	fmt.Fprintf(w, "\nevent timeline (%s)\n", path)
 	var evs []eventlog.Event
-	err = e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
+	err := e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
 		ev.Payload = slices.Clone(ev.Payload)
 		evs = append(evs, ev)
 		return nil
@@ -112,11 +118,11 @@ func runDemo(ctx context.Context, w io.Writer, path string) error {
 	if err := printTimeline(w, evs); err != nil {
 		return err
 	}
-	conv := projection.NewConversation(bugfix)
-	if err := e.Store().ReadStream(ctx, projection.SessionStream(bugfix), 1, conv.Apply); err != nil {
+	conv := projection.NewConversation(id)
+	if err := e.Store().ReadStream(ctx, projection.SessionStream(id), 1, conv.Apply); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nconversation of %s, rebuilt from the log\n", bugfix)
+	fmt.Fprintf(w, "\nconversation of %s, rebuilt from the log\n", id)
 	for i, m := range conv.Messages {
 		role := m.Role
 		if m.IsMeta {
