@@ -134,7 +134,13 @@ func (a *Agent) sync(ctx context.Context) (*Restore, error) {
 	if !fsm.InFlight(a.view.State) {
 		return nil, nil
 	}
-	a.e.log.Warn("rolling forward an interrupted restore", "agent", a.id, "restore", a.view.Restore.ID, "state", a.view.State)
+	id := ""
+	if a.view.Restore != nil {
+		id = a.view.Restore.ID
+	} else if a.view.Stop != nil {
+		id = a.view.Stop.ID
+	}
+	a.e.log.Warn("rolling forward an interrupted step", "agent", a.id, "id", id, "state", a.view.State)
 	return a.advance(ctx)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -239,5 +240,44 @@ func TestRebuildFromTheLogEqualsIncrementalState(t *testing.T) {
 		if info.Messages != len(msgs) {
 			t.Fatalf("index says %s has %d messages, conversation has %d", info.ID, info.Messages, len(msgs))
 		}
+	}
+}
+
+// A process that dies while Stop hooks run leaves a stop intent; reopening
+// closes it as interrupted, not blocked, and runs no Stop hook again.
+func TestCrashDuringStopHooksClosesThemAsInterrupted(t *testing.T) {
+	evs := fullRun(t)
+	last := evs[len(evs)-1]
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Stream == projection.AgentStream("ide") {
+			last = evs[i]
+			break
+		}
+	}
+	rec, err := eventlog.NewRecord(last.Stream, &eventlog.StopHookStarted{Session: "b", Hooks: []string{"stopper"}}, last.Time+1, "stop-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	intent := eventlog.Event{Stream: rec.Stream, Seq: last.Seq + 1, Type: rec.Type, Version: rec.Version, Time: rec.Time, RestoreID: rec.RestoreID, Payload: rec.Payload}
+	path := storeWithPrefix(t, append(evs, intent))
+	e := openEngine(t, path, reprise.Options{})
+	var ran calls
+	e.Hooks().OnStop("stopper", func(context.Context, hookexec.StopInput) (hookexec.StopOutput, error) {
+		ran.add("stop")
+		return hookexec.StopOutput{Decision: "block", Reason: "again"}, nil
+	})
+	a := mustAgent(t, e, "ide")
+	if len(ran.get()) != 0 {
+		t.Fatal("an interrupted Stop hook ran again on reopen")
+	}
+	steps := streamTypes(t, e.Store(), projection.AgentStream("ide"))
+	if steps[len(steps)-1] != eventlog.TypeStopHookRan || a.Current() != "b" {
+		t.Fatalf("agent stream ends %v", steps[len(steps)-3:])
+	}
+	// An interrupted stop does not count as a block: the next stop asks
+	// with stop_hook_active false and runs the hook once.
+	res, err := a.Stop(context.Background())
+	if err != nil || !res.Blocked || len(ran.get()) != 1 {
+		t.Fatalf("next stop: %+v, %v, runs %d", res, err, len(ran.get()))
 	}
 }

@@ -35,10 +35,11 @@ func ParseMatcher(text string) (Matcher, error) {
 	return Matcher{text: text, re: re}, nil
 }
 
-// Match reports whether value (a source or reason) is selected.
+// Match reports whether value (a source or reason) is selected. The zero
+// Matcher, like "", selects everything.
 func (m Matcher) Match(value string) bool {
 	switch {
-	case m.any:
+	case m.any, m.re == nil && m.words == nil:
 		return true
 	case m.re != nil:
 		return m.re.MatchString(value)
