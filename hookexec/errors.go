@@ -7,6 +7,13 @@ var (
 	// expression.
 	ErrBadMatcher = errors.New("hookexec: invalid matcher")
 
+	// ErrBadConfig is returned when a settings file or a plugin's hooks.json is
+	// not valid JSON, has a value of the wrong type, or describes a hook that
+	// cannot run. Its message names the file and the position of the fault: a
+	// line and column for JSON errors, a path such as
+	// hooks.SessionStart[0].hooks[1].command for the others.
+	ErrBadConfig = errors.New("hookexec: invalid configuration")
+
 	// ErrBadHook is returned when a hook has no body or answers an event
 	// reprise does not know.
 	ErrBadHook = errors.New("hookexec: invalid hook")

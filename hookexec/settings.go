@@ -15,13 +15,6 @@ import (
 	"unicode/utf8"
 )
 
-// ErrBadConfig is returned when a settings file or a plugin's hooks.json is
-// not valid JSON, has a value of the wrong type, or describes a hook that
-// cannot run. Its message names the file and the position of the fault: a
-// line and column for JSON errors, a path such as
-// hooks.SessionStart[0].hooks[1].command for the others.
-var ErrBadConfig = errors.New("hookexec: invalid configuration")
-
 // pluginRootVar is replaced by the plugin directory in plugin commands.
 const pluginRootVar = "${CLAUDE_PLUGIN_ROOT}"
 
