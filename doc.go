@@ -1,0 +1,41 @@
+// Package reprise gives AI agent hosts a crash-safe session lifecycle.
+//
+// An Engine keeps every conversation in an append-only event log (a bbolt
+// file by default) and changes an agent's current session through
+// recorded, step-by-step paths that run the lifecycle hooks Claude Code's
+// protocol defines: SessionEnd on the session left, SessionStart on the
+// session entered, with the hooks' context injected as a
+// <system-reminder> meta user message. Every step is an event, appended
+// only when the lifecycle table accepts it from the state the log yields,
+// and hooks run only after their intent is durable, so a hook never runs
+// twice for one restore, even across a crash.
+//
+// # Usage
+//
+//	e, err := reprise.Open("sessions.db", reprise.Options{})
+//	if err != nil { ... }
+//	defer e.Close()
+//	hooks, errs := hookexec.LoadAll(settingsFiles, nil) // Claude Code settings
+//	e.Hooks().AddAll(hooks)
+//
+//	id, _ := e.CreateSession(ctx, "", "/src/app")
+//	e.Append(ctx, id, reprise.Text("user", "hello"))
+//
+//	agent, _ := e.Agent(ctx, "ide-1") // finishes an interrupted restore first
+//	agent.Start(ctx, id)               // startup: SessionStart "startup"
+//	r, err := agent.Restore(ctx, other) // save, SessionEnd, load, SessionStart, inject
+//
+// Agents also have New, Clear, Fork, Compact, End and Stop; see
+// docs/lifecycle.md. Audit checks a whole store; Import and Export move
+// Claude Code transcripts in and out.
+//
+// # Caveats
+//
+// An Engine caches each session it touches, with its conversation, for as
+// long as it is open. A bbolt store belongs to one process at a time: a
+// second process gets eventlog.ErrLocked. Restores of one agent never
+// overlap; a second caller gets ErrRestoreInProgress. Hooks run in the
+// session's working directory; one that does not exist makes command hooks
+// fail, and the failure is recorded like any other. A function hook that
+// ignores its context keeps its goroutine after its timeout.
+package reprise
