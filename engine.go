@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
 )
@@ -42,8 +43,8 @@ type Options struct {
 	// NewID makes message uuids, restore ids and default session ids. Nil
 	// means random version 4 UUIDs.
 	NewID func() string
-	// LockTimeout is how long Open waits for a store another process holds
-	// before failing with eventlog.ErrLocked. Zero means 1 second.
+	// LockTimeout is how long Open waits for a bbolt file another process
+	// holds before failing with eventlog.ErrLocked. Zero means 1 second.
 	LockTimeout time.Duration
 	// StopBlockCap is how many consecutive stops Stop hooks may block
 	// before the Engine stops asking them. Zero means DefaultStopBlockCap.
@@ -55,8 +56,8 @@ type Options struct {
 	// TranscriptDir holds each session's Claude Code transcript
 	// (<id>.jsonl), the files hooks read as transcript_path, and hook
 	// output too large to inject. Empty means a "transcripts" directory
-	// next to the store file for Open, and one under the user's cache
-	// directory for New.
+	// next to a bbolt file, and one under the user's cache directory for
+	// a database or a store given to New.
 	TranscriptDir string
 }
 
@@ -93,14 +94,25 @@ func newSession(conv *projection.Conversation) *session {
 	return &session{conv: conv, transcribed: -1}
 }
 
-// Open opens (creating if needed) the bbolt store at path and returns an
-// Engine that owns it.
+// Open is OpenContext with a context that is never cancelled.
 func Open(path string, opts Options) (*Engine, error) {
-	timeout := opts.LockTimeout
-	if timeout == 0 {
-		timeout = time.Second
+	return OpenContext(context.Background(), path, opts)
+}
+
+// OpenContext opens (creating if needed) the store named by path and
+// returns an Engine that owns it: a PostgreSQL database for a postgres://
+// or postgresql:// URL (see docs/postgres.md), otherwise the bbolt file at
+// path. ctx bounds connecting to a database; a bbolt file another process
+// holds is waited for Options.LockTimeout.
+func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error) {
+	if pgstore.IsURL(path) {
+		store, err := pgstore.Open(ctx, path, pgstore.Options{ReadOnly: opts.ReadOnly})
+		if err != nil {
+			return nil, err
+		}
+		return New(store, opts), nil
 	}
-	store, err := boltstore.Open(path, boltstore.Options{Timeout: timeout, ReadOnly: opts.ReadOnly})
+	store, err := boltstore.Open(path, boltstore.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ context is.`,
 				}
 				text = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 			}
-			e, err := a.openWritable(cmd.ErrOrStderr())
+			e, err := a.openWritable(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

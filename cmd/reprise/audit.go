@@ -48,7 +48,7 @@ timed out, interrupted). It exits with 1 when it finds any violation.`,
   reprise audit --json | jq '.violations[] | .kind'`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			e, err := a.openReadOnly(cmd.ErrOrStderr())
+			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

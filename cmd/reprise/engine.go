@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -46,14 +48,14 @@ func (a *app) storePath() (string, error) {
 // openReadOnly opens the store for reading only. Several read-only opens
 // may share the store; one fails with eventlog.ErrLocked, after the lock
 // timeout, while a writer holds it.
-func (a *app) openReadOnly(stderr io.Writer) (*reprise.Engine, error) {
+func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engine, error) {
 	path, err := a.storePath()
 	if err != nil {
 		return nil, err
 	}
-	e, err := reprise.Open(path, reprise.Options{ReadOnly: true, Logger: warnLogger(stderr)})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no store at %s (reprise new or reprise import creates one): %w", path, err)
+	e, err := reprise.OpenContext(ctx, path, reprise.Options{ReadOnly: true, Logger: warnLogger(stderr)})
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, pgstore.ErrFormat) {
+		return nil, fmt.Errorf("no store at %s (reprise new or reprise import creates one): %w", redact(path), err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -63,19 +65,30 @@ func (a *app) openReadOnly(stderr io.Writer) (*reprise.Engine, error) {
 
 // openWritable opens the store for writing, creating it and its directory
 // if needed. It holds the store alone until Close.
-func (a *app) openWritable(stderr io.Writer) (*reprise.Engine, error) {
+func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engine, error) {
 	path, err := a.storePath()
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create the store's directory: %w", err)
+	if !pgstore.IsURL(path) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("create the store's directory: %w", err)
+		}
 	}
-	e, err := reprise.Open(path, reprise.Options{Logger: warnLogger(stderr)})
+	e, err := reprise.OpenContext(ctx, path, reprise.Options{Logger: warnLogger(stderr)})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	return e, nil
+}
+
+// redact hides the password of a database URL; file paths are returned as
+// they are.
+func redact(path string) string {
+	if u, err := url.Parse(path); err == nil && pgstore.IsURL(path) {
+		return u.Redacted()
+	}
+	return path
 }
 
 // closeEngine closes e and reports its error unless err is already set.

@@ -34,7 +34,7 @@ its permissions, a new one is readable by its owner only. With -o and
 			if err := validID("session", id); err != nil {
 				return err
 			}
-			e, err := a.openReadOnly(cmd.ErrOrStderr())
+			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -76,7 +76,7 @@ directory; only then is the store read, read-only.
 				if err := validID("--session", session); err != nil {
 					return err
 				}
-				if e, err = a.openReadOnly(cmd.ErrOrStderr()); err != nil {
+				if e, err = a.openReadOnly(cmd.Context(), cmd.ErrOrStderr()); err != nil {
 					return err
 				}
 			}

@@ -69,7 +69,7 @@ directory (default the cwd of the transcript's first record that has one).`,
 				return err
 			}
 			defer closeIn()
-			e, err := a.openWritable(cmd.ErrOrStderr())
+			e, err := a.openWritable(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -26,7 +26,7 @@ func (a *app) runAgent(cmd *cobra.Command, f *restoreFlags, projectOf, dir strin
 		return nil, err
 	}
 	ctx := cmd.Context()
-	e, err := a.openWritable(cmd.ErrOrStderr())
+	e, err := a.openWritable(cmd.Context(), cmd.ErrOrStderr())
 	if err != nil {
 		return nil, err
 	}

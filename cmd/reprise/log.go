@@ -59,7 +59,7 @@ with the keys listed in docs/events.md.`,
 			if err := validID(what, id); err != nil {
 				return err
 			}
-			e, err := a.openReadOnly(cmd.ErrOrStderr())
+			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -83,7 +83,8 @@ restore, even across a crash.
 
 The store is --store, else $REPRISE_STORE, else
 $XDG_STATE_HOME/reprise/reprise.db (~/.local/state/reprise/reprise.db when
-XDG_STATE_HOME is unset). Commands that only read open it read-only, so any
+XDG_STATE_HOME is unset): a bbolt file, or a PostgreSQL database given as a
+postgres:// URL. Commands that only read open it read-only, so any
 number of them can run at once; a command that writes holds it alone.
 
 Exit codes: 0 ok, 1 the operation failed or the audit found violations,
@@ -101,7 +102,7 @@ Exit codes: 0 ok, 1 the operation failed or the audit found violations,
 	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVar(&a.store, "store", "",
-		"store file `PATH` (default $REPRISE_STORE, else $XDG_STATE_HOME/reprise/reprise.db)")
+		"store: a bbolt file `PATH` or a postgres:// URL (default $REPRISE_STORE, else $XDG_STATE_HOME/reprise/reprise.db)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print machine-readable JSON")
 	root.AddCommand(
 		newNewCmd(a),

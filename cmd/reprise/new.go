@@ -61,7 +61,7 @@ the id.
 				}
 				return a.report(cmd.OutOrStdout(), f.agent, r)
 			}
-			e, err := a.openWritable(cmd.ErrOrStderr())
+			e, err := a.openWritable(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

@@ -93,7 +93,7 @@ from them alone, as any reader of the log would.
 			if err := validID("session", id); err != nil {
 				return err
 			}
-			e, err := a.openReadOnly(cmd.ErrOrStderr())
+			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

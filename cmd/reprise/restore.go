@@ -127,7 +127,7 @@ func (a *app) restore(cmd *cobra.Command, f *restoreFlags, id string, do restore
 		return "", nil, err
 	}
 	ctx := cmd.Context()
-	e, err := a.openWritable(cmd.ErrOrStderr())
+	e, err := a.openWritable(cmd.Context(), cmd.ErrOrStderr())
 	if err != nil {
 		return "", nil, err
 	}

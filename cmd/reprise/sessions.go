@@ -28,7 +28,7 @@ it. It reads the whole log, read-only. With --json it prints one JSON array.`,
   reprise sessions --json | jq -r '.[] | select(.messages > 0) | .id'`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			e, err := a.openReadOnly(cmd.ErrOrStderr())
+			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

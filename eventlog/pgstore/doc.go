@@ -1,0 +1,108 @@
+// Package pgstore is the PostgreSQL backend of eventlog.Store: the event log
+// in a schema of a PostgreSQL database, shared by any number of processes on
+// any number of hosts, through github.com/jackc/pgx/v5.
+//
+// # Usage
+//
+//	s, err := pgstore.Open(ctx, "postgres://reprise@db.internal/reprise?search_path=reprise", pgstore.Options{})
+//	if err != nil {
+//		return err // errors.Is(err, pgstore.ErrConnection): the server cannot be reached
+//	}
+//	e := reprise.New(s, reprise.Options{}) // the Engine owns s and closes it
+//	defer e.Close()
+//
+// Open takes a postgres:// URL or a key=value connection string; pgx's
+// parameters apply, such as sslmode, connect_timeout, application_name and
+// pool_max_conns. The store lives in the first schema of the search_path
+// that exists (set search_path in the URL to choose one). Open creates its
+// tables there, or upgrades them to SchemaVersion, in one transaction under
+// a transaction-scoped advisory lock, so hosts that open a new store at once
+// run each migration exactly once between them. Options.ReadOnly opens an
+// existing store at SchemaVersion without changing it.
+//
+// # Layout
+//
+//	reprise_schema_version  one row: the schema version
+//	reprise_position        one row: last, the last position given out
+//	reprise_streams         stream text COLLATE "C" primary key, head bigint
+//	reprise_events          position bigint primary key, stream, seq, type, version,
+//	                        time_ns, restore_id, payload bytea; unique (stream, seq)
+//
+// Stream names use the "C" collation, so they sort byte by byte, as Go
+// strings do. Each event's fields are columns of their own; reads check
+// that sequences and positions follow each other without gaps and report
+// any that do not as eventlog.ErrCorrupt.
+//
+// # Appends
+//
+// An Append is one transaction at READ COMMITTED. Its first statement,
+// UPDATE reprise_position SET last = last + n RETURNING last, takes the row
+// lock of the position counter, which every append takes, so appends to
+// the store run one at a time, each holding the lock until it commits or
+// rolls back. Positions are therefore gapless, since a rolled-back append
+// rolls back its counter update, and they follow commit order: an append
+// can only take its positions after the previous holder's commit is
+// visible, so a reader that has seen position N never later finds a new
+// event below N. Identity columns and sequences give neither guarantee:
+// their values are taken before commit and are lost on rollback.
+//
+// Under the counter lock the append reads the heads of the expected
+// streams, with a snapshot taken after the lock was granted, and returns an
+// *eventlog.ConflictError for the first that moved. It then writes the
+// events and the new heads; each head write is itself conditional (UPDATE
+// ... WHERE head = expected, or INSERT ... ON CONFLICT DO NOTHING for a new
+// stream) and must change one row. Of two hosts appending at the same
+// expected sequence, one commits and the other gets the conflict. A
+// serialization failure or a deadlock, which databases running every
+// transaction SERIALIZABLE report, is retried a few times; one that
+// persists, or a unique violation, is reported as the conflict on the
+// stream whose head moved.
+//
+// # Stream locks
+//
+// Store implements eventlog.StreamLocker with session-level advisory locks:
+// TryLock runs pg_try_advisory_lock on a 64-bit FNV-1a hash of the schema
+// and the stream name, on a connection taken from a pool of its own and
+// kept until release, which unlocks and returns it. A lock thus lasts as
+// long as its holder's database session: when a process dies, the server
+// ends its sessions and the next host can take the lock and roll the
+// agent's interrupted restore forward.
+//
+// # Caveats
+//
+// Appends are serialized store-wide, like bbolt's single writer: their
+// throughput is bounded by one commit's latency. Reads run in parallel with
+// appends and with each other.
+//
+// A call whose connection fails (the server restarts or is unreachable, the
+// network fails, an administrator ends the session) returns an error
+// matching ErrConnection and makes the store drop its idle connections, so
+// the next call connects afresh; calls are not retried. Such an append was
+// rolled back by the server, except when the connection failed during the
+// commit itself: then the error says the outcome is unknown, and reading
+// the streams tells.
+//
+// A lock whose connection fails is lost without its holder being told, and
+// another host may then take it. The conditional appends still keep the
+// log consistent and hooks from running twice: the first holder's next
+// append conflicts. A host that vanishes without its connections being
+// closed (power loss, a network partition) keeps its locks until the
+// server's TCP keepalives end its sessions. Each held lock keeps a
+// connection; TryLock waits for one while Options.MaxLocks are held.
+// Session-level advisory locks do not survive a connection pooler in
+// transaction mode, such as PgBouncer's: connect directly or in session
+// mode. Advisory lock keys are shared by the whole database; a collision of
+// two 64-bit keys can only make TryLock report eventlog.ErrBusy, never grant
+// a lock twice.
+//
+// Durability is the server's: keep fsync and synchronous_commit on. Stored
+// events carry no checksum of their own, unlike bbolt's; enable data
+// checksums on the cluster for that. Event types and restore ids must be
+// valid UTF-8 without NUL, as stream names are, in a UTF8 database.
+//
+// Events passed to ReadStream, ReadAll and Streams callbacks come from one
+// query each, so from one snapshot; their Payloads are valid only until the
+// callback returns. Close waits for calls in progress and releases the
+// locks still held; a second Close returns eventlog.ErrClosed, like every
+// other call after Close.
+package pgstore

@@ -1,0 +1,264 @@
+package pgstore_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/hookexec"
+)
+
+// The test binary runs as a helper process, another host on the same
+// database, when helperEnv names a mode; the other variables configure it.
+const (
+	helperEnv    = "PGSTORE_TEST_HELPER"
+	envStoreURL  = "PGSTORE_TEST_URL"
+	envDir       = "PGSTORE_TEST_DIR"
+	envStream    = "PGSTORE_TEST_STREAM"
+	envEndHook   = "PGSTORE_TEST_END_HOOK"
+	envStartHook = "PGSTORE_TEST_START_HOOK"
+	envWaitGo    = "PGSTORE_TEST_WAIT_GO"
+)
+
+// The agent and sessions the process tests restore.
+const (
+	agentID = "ide"
+	fromID  = "a"
+	toID    = "b"
+)
+
+// runHelper runs the helper mode and returns the process's exit code. It
+// reports on stdout, one line at a time.
+func runHelper(mode string) int {
+	var err error
+	switch mode {
+	case "hold-lock":
+		err = helperHoldLock()
+	case "restore":
+		err = helperRestore()
+	default:
+		err = fmt.Errorf("unknown helper mode %q", mode)
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	return 0
+}
+
+// helperHoldLock takes the lock of $PGSTORE_TEST_STREAM, says "locked" and
+// holds it until its stdin closes or it is killed.
+func helperHoldLock() error {
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, os.Getenv(envStoreURL), pgstore.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	release, err := s.TryLock(ctx, os.Getenv(envStream))
+	if err != nil {
+		return err
+	}
+	defer release()
+	fmt.Println("locked")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// helperRestore restores agent ide to session b with the command hooks in
+// $PGSTORE_TEST_END_HOOK and $PGSTORE_TEST_START_HOOK, and says "restored
+// <restore id>", "busy: <error>" when another restore holds the agent, or
+// "noop". With $PGSTORE_TEST_WAIT_GO set, it first says "ready" and waits
+// for a line on stdin.
+func helperRestore() error {
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, os.Getenv(envStoreURL), pgstore.Options{})
+	if err != nil {
+		return err
+	}
+	e := reprise.New(s, reprise.Options{TranscriptDir: os.Getenv(envDir), Logger: slog.New(slog.DiscardHandler)})
+	defer e.Close()
+	if err := addCommandHooks(e.Hooks(), os.Getenv(envEndHook), os.Getenv(envStartHook)); err != nil {
+		return err
+	}
+	if os.Getenv(envWaitGo) != "" {
+		fmt.Println("ready")
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			return err
+		}
+	}
+	var r *reprise.Restore
+	a, err := e.Agent(ctx, agentID)
+	if err == nil {
+		r, err = a.Restore(ctx, toID)
+	}
+	switch {
+	case errors.Is(err, reprise.ErrRestoreInProgress):
+		fmt.Println("busy:", err)
+	case err != nil:
+		return err
+	case r == nil:
+		fmt.Println("noop")
+	default:
+		fmt.Println("restored", r.ID)
+	}
+	return nil
+}
+
+// addCommandHooks registers a SessionEnd and a SessionStart command hook,
+// each unless empty.
+func addCommandHooks(reg *hookexec.Registry, end, start string) error {
+	if end != "" {
+		if err := reg.Add(hookexec.Hook{Event: hookexec.SessionEnd, Command: end, Timeout: time.Minute}); err != nil {
+			return err
+		}
+	}
+	if start != "" {
+		if err := reg.Add(hookexec.Hook{Event: hookexec.SessionStart, Command: start, Timeout: time.Minute}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// helper is a running helper process.
+type helper struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string // its stdout, line by line; closed at EOF
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error // of Wait, once done is closed
+}
+
+// startHelper runs the test binary as a helper process in mode, with env
+// added to its environment. The process is killed when tb ends.
+func startHelper(tb testing.TB, mode string, env ...string) *helper {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), helperEnv+"="+mode), env...)
+	h := &helper{cmd: cmd, lines: make(chan string, 16), stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = h.stderr
+	var err error
+	if h.stdin, err = cmd.StdinPipe(); err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			h.lines <- sc.Text()
+		}
+		close(h.lines)
+		h.err = cmd.Wait()
+		close(h.done)
+	}()
+	tb.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		for range h.lines {
+		}
+		<-h.done
+	})
+	return h
+}
+
+// line returns the helper's next line of output, failing tb if there is
+// none within a minute.
+func (h *helper) line(tb testing.TB) string {
+	tb.Helper()
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			<-h.done
+			tb.Fatalf("helper exited (%v) without a line; stderr:\n%s", h.err, h.stderr)
+		}
+		return l
+	case <-time.After(time.Minute):
+		tb.Fatalf("no line from the helper in a minute; stderr:\n%s", h.stderr)
+	}
+	return ""
+}
+
+// wait waits for the helper to exit and fails tb unless it succeeded.
+func (h *helper) wait(tb testing.TB) {
+	tb.Helper()
+	_ = h.stdin.Close()
+	select {
+	case <-h.done:
+	case <-time.After(time.Minute):
+		tb.Fatalf("the helper did not exit in a minute; stderr:\n%s", h.stderr)
+	}
+	if h.err != nil {
+		tb.Fatalf("helper: %v; stderr:\n%s", h.err, h.stderr)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newEngine returns an Engine over s, closed when tb ends.
+func newEngine(tb testing.TB, s eventlog.Store, dir string) *reprise.Engine {
+	tb.Helper()
+	e := reprise.New(s, reprise.Options{TranscriptDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	tb.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// setupAgent creates sessions a and b in db, working in dir, and starts
+// agent ide on a, without hooks.
+func setupAgent(tb testing.TB, db *testDB, dir string) {
+	tb.Helper()
+	ctx := context.Background()
+	e := newEngine(tb, db.open(tb, pgstore.Options{}), dir)
+	for _, id := range []string{fromID, toID} {
+		if _, err := e.CreateSession(ctx, id, dir); err != nil {
+			tb.Fatal(err)
+		}
+		if _, err := e.Append(ctx, id, reprise.Text("user", "hello from "+id)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	a, err := e.Agent(ctx, agentID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := a.Start(ctx, fromID); err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
