@@ -343,7 +343,7 @@ func (a *Agent) hookEnv(ctx context.Context, id string) (transcript string, env 
 // session being left, record their outcomes. The session's scoped hooks are
 // dropped once it has ended.
 func (a *Agent) runEnd(ctx, wctx context.Context, r *Restore) error {
-	hooks := a.e.HooksFor(hookexec.SessionEnd, r.EndReason, r.From)
+	hooks := a.e.HooksFor(wctx, hookexec.SessionEnd, r.EndReason, r.From)
 	intent := &eventlog.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: hookexec.Names(hooks)}
 	if err := a.record(wctx, r.ID, intent, nil); err != nil {
 		return err
@@ -386,7 +386,7 @@ func (a *Agent) loadStep(ctx context.Context, rid, id, source, from string) erro
 // target, record their outcomes, joined context and what they wrote to
 // CLAUDE_ENV_FILE.
 func (a *Agent) runStart(ctx, wctx context.Context, r *Restore) error {
-	hooks := a.e.HooksFor(hookexec.SessionStart, r.Source, r.To)
+	hooks := a.e.HooksFor(wctx, hookexec.SessionStart, r.Source, r.To)
 	intent := &eventlog.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: hookexec.Names(hooks)}
 	if err := a.record(wctx, r.ID, intent, nil); err != nil {
 		return err

@@ -46,6 +46,12 @@ type Options struct {
 	// LockTimeout is how long Open waits for a bbolt file another process
 	// holds before failing with eventlog.ErrLocked. Zero means 1 second.
 	LockTimeout time.Duration
+	// ClaudeSettings makes every hook run also read Claude Code's settings
+	// files: ~/.claude/settings.json, and the session's project's
+	// .claude/settings.json and .claude/settings.local.json, the project
+	// being the session's working directory. Their hooks run before the
+	// registry's.
+	ClaudeSettings bool
 	// StopBlockCap is how many consecutive stops Stop hooks may block
 	// before the Engine stops asking them. Zero means DefaultStopBlockCap.
 	StopBlockCap int
@@ -73,6 +79,8 @@ type Engine struct {
 	transcriptDir string
 	scoped        hookexec.Scoped
 	stopCap       int
+	// claudeSettings: read Claude Code settings files at each hook run.
+	claudeSettings bool
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -127,7 +135,7 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
 		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,
-		transcriptDir: opts.TranscriptDir, stopCap: opts.StopBlockCap,
+		transcriptDir: opts.TranscriptDir, stopCap: opts.StopBlockCap, claudeSettings: opts.ClaudeSettings,
 		sessions: map[string]*session{}, agents: map[string]*Agent{},
 	}
 	if e.hooks == nil {
@@ -174,11 +182,45 @@ func (e *Engine) RemoveSessionHook(id, hookID string) bool { return e.scoped.Rem
 
 // HooksFor returns the hooks that would run for event with the given source
 // (SessionStart) or reason (SessionEnd) on session id, in the order they
-// run: the registry's, then the session's own, each command once. Each
-// hook's Source says where it came from.
-func (e *Engine) HooksFor(event, value, id string) []hookexec.Hook {
-	hooks := append(e.hooks.Match(event, value), e.scoped.Match(id, event, value)...)
-	return hookexec.Dedupe(hooks)
+// run: with Options.ClaudeSettings, those of the user's and the session's
+// project's Claude Code settings files; then the registry's; then the
+// session's own; each command once. Each hook's Source says where it came
+// from.
+func (e *Engine) HooksFor(ctx context.Context, event, value, id string) []hookexec.Hook {
+	var hooks []hookexec.Hook
+	if e.claudeSettings {
+		hooks = e.projectHooks(ctx, id)
+	}
+	hooks = append(hooks, e.hooks.Match(event, value)...)
+	hooks = append(hooks, e.scoped.Match(id, event, value)...)
+	matched := hooks[:0]
+	for _, h := range hooks {
+		if h.Event == event && h.Matcher.Match(value) {
+			matched = append(matched, h)
+		}
+	}
+	return hookexec.Dedupe(matched)
+}
+
+// projectHooks reads the Claude Code settings that apply to session id:
+// the user's, then its project's (its working directory's). They are read
+// at every run, so edits apply to the next restore. Files that cannot be
+// read or parsed are logged and skipped.
+func (e *Engine) projectHooks(ctx context.Context, id string) []hookexec.Hook {
+	cwd := ""
+	if info, err := e.Session(ctx, id); err == nil {
+		cwd = info.Cwd
+	}
+	home, _ := os.UserHomeDir()
+	var paths []string
+	for _, loc := range hookexec.DefaultSettingsPaths(home, cwd) {
+		paths = append(paths, loc.Path)
+	}
+	hooks, errs := hookexec.LoadAll(paths, nil)
+	for _, err := range errs {
+		e.log.Warn("settings file skipped", "error", err)
+	}
+	return hooks
 }
 
 // Store returns the event log under the Engine, for reading.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -386,7 +387,7 @@ func TestSessionScopedHooks(t *testing.T) {
 	if !e.RemoveSessionHook("b", removed) || e.RemoveSessionHook("b", removed) {
 		t.Fatal("remove by id did not work exactly once")
 	}
-	hooks := e.HooksFor(hookexec.SessionStart, "resume", "b")
+	hooks := e.HooksFor(ctx, hookexec.SessionStart, "resume", "b")
 	if len(hooks) != 1 || hooks[0].Source != "session" || hooks[0].Command != cmd.Command {
 		t.Fatalf("HooksFor = %+v", hooks)
 	}
@@ -399,11 +400,62 @@ func TestSessionScopedHooks(t *testing.T) {
 	if got := c.get(); len(got) != 1 || got[0] != "scoped end a" || r.Context != "plain context" {
 		t.Fatalf("scoped runs %q, context %q", got, r.Context)
 	}
-	if len(e.HooksFor(hookexec.SessionEnd, "resume", "a")) != 0 {
+	if len(e.HooksFor(ctx, hookexec.SessionEnd, "resume", "a")) != 0 {
 		t.Fatal("a's hooks survived its SessionEnd")
 	}
 	if e.RemoveSessionHook("a", id1) {
 		t.Fatal("a dropped hook could still be removed")
 	}
 	_ = cmdID
+}
+
+// With ClaudeSettings, each hook run reads the user's and the session's
+// project's settings, so hooks follow the project a session lives in.
+func TestClaudeSettingsFollowTheSessionsProject(t *testing.T) {
+	ctx := context.Background()
+	home, project, other := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	write := func(dir, name, text string) string {
+		t.Helper()
+		path := filepath.Join(dir, ".claude", name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "HOOKS", scripts(t))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	user := write(home, "settings.json", strings.Replace(sessionStartOnly, "COMMAND", "HOOKS/plain.sh", 1))
+	shared := write(project, "settings.json", strings.Replace(sessionStartOnly, "COMMAND", "HOOKS/json.sh", 1))
+	write(project, "settings.local.json", strings.Replace(sessionStartOnly, "COMMAND", "HOOKS/plain.sh", 1)) // the user's again
+	e := openEngine(t, filepath.Join(t.TempDir(), "r.db"), reprise.Options{ClaudeSettings: true})
+	e.Hooks().OnSessionStart("func", "", func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+		return hookexec.SessionStartOutput{AdditionalContext: "from Go"}, nil
+	})
+	for id, dir := range map[string]string{"in-project": project, "elsewhere": other} {
+		if _, err := e.CreateSession(ctx, id, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sources []string
+	for _, h := range e.HooksFor(ctx, hookexec.SessionStart, "resume", "in-project") {
+		sources = append(sources, h.Source)
+	}
+	if want := []string{user, shared, "function"}; !reflect.DeepEqual(sources, want) {
+		t.Fatalf("sources = %q, want %q", sources, want)
+	}
+	a := mustAgent(t, e, "ide")
+	a.Start(ctx, "elsewhere")
+	r, err := a.Restore(ctx, "in-project")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Context != "plain context\njson context\nfrom Go" {
+		t.Fatalf("context = %q", r.Context)
+	}
+	r, _ = a.Restore(ctx, "elsewhere")
+	if r.Context != "plain context\nfrom Go" {
+		t.Fatalf("context outside the project = %q", r.Context)
+	}
 }

@@ -260,7 +260,7 @@ func (a *Agent) Stop(ctx context.Context) (*StopResult, error) {
 		}
 		return &StopResult{Capped: true, Reason: why}, nil
 	}
-	hooks := a.e.HooksFor(hookexec.Stop, "", id)
+	hooks := a.e.HooksFor(ctx, hookexec.Stop, "", id)
 	active := a.view.StopBlocks > 0
 	if err := a.record(ctx, rid, &eventlog.StopHookStarted{Session: id, Active: active, Hooks: hookexec.Names(hooks)}, nil); err != nil {
 		return nil, err

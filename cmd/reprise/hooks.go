@@ -97,7 +97,7 @@ directory; only then is the store read, read-only.
 				} else {
 					x.Reason = value
 				}
-				for _, h := range e.HooksFor(ev, value, session) {
+				for _, h := range e.HooksFor(cmd.Context(), ev, value, session) {
 					x.Hooks = append(x.Hooks, newHookJSON(h))
 				}
 				out = append(out, x)
