@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/reprise-dev/reprise/eventlog"
@@ -319,15 +320,18 @@ func interrupted(names []string) []eventlog.HookOutcome {
 	return out
 }
 
-// hookEnv prepares session id for its hooks: it brings the transcript up
-// to date and returns the hooks' input fields and command environment.
-func (a *Agent) hookEnv(ctx context.Context, id string) (transcript string, env hookexec.CommandEnv) {
+// hookEnv prepares session id for hooks: it brings the transcript up to
+// date, unless there are no hooks to read it, and returns the hooks' input
+// fields and command environment.
+func (a *Agent) hookEnv(ctx context.Context, id string, hooks []hookexec.Hook) (transcript string, env hookexec.CommandEnv) {
 	env = hookexec.CommandEnv{SpillDir: a.e.transcriptDir, SpillName: id}
 	transcript = a.e.TranscriptPath(id)
 	if s, err := a.e.session(ctx, id); err == nil {
 		s.mu.Lock()
 		env.ProjectDir = s.conv.Cwd
-		_, err = a.e.syncTranscript(s)
+		if len(hooks) > 0 {
+			_, err = a.e.syncTranscript(s)
+		}
 		s.mu.Unlock()
 		if err != nil {
 			a.e.log.Warn("transcript not updated before hooks", "session", id, "error", err)
@@ -348,7 +352,7 @@ func (a *Agent) runEnd(ctx, wctx context.Context, r *Restore) error {
 	if err := a.record(wctx, r.ID, intent, nil); err != nil {
 		return err
 	}
-	transcript, env := a.hookEnv(wctx, r.From)
+	transcript, env := a.hookEnv(wctx, r.From, hooks)
 	outcomes := hookexec.RunSessionEnd(ctx, hooks, hookexec.SessionEndInput{
 		SessionID: r.From, TranscriptPath: transcript, Timestamp: a.e.now().UnixMilli(), Cwd: env.ProjectDir,
 		Reason: r.EndReason, FinalMessage: r.EndMessage, Error: r.EndError,
@@ -391,12 +395,8 @@ func (a *Agent) runStart(ctx, wctx context.Context, r *Restore) error {
 	if err := a.record(wctx, r.ID, intent, nil); err != nil {
 		return err
 	}
-	transcript, env := a.hookEnv(wctx, r.To)
-	env.EnvFile = filepath.Join(a.e.transcriptDir, r.To+".env")
-	if err := os.WriteFile(env.EnvFile, nil, 0o600); err != nil {
-		a.e.log.Warn("no CLAUDE_ENV_FILE for hooks", "session", r.To, "error", err)
-		env.EnvFile = ""
-	}
+	transcript, env := a.hookEnv(wctx, r.To, hooks)
+	env.EnvFile = a.emptyEnvFile(r.To, hooks)
 	outcomes, text := hookexec.RunSessionStart(ctx, hooks, hookexec.SessionStartInput{
 		SessionID: r.To, TranscriptPath: transcript, Timestamp: a.e.now().UnixMilli(), Cwd: env.ProjectDir, Source: r.Source,
 	}, env)
@@ -407,6 +407,21 @@ func (a *Agent) runStart(ctx, wctx context.Context, r *Restore) error {
 		ran.Env = string(written)
 	}
 	return a.record(wctx, r.ID, ran, nil)
+}
+
+// emptyEnvFile returns the CLAUDE_ENV_FILE of session id, emptied for a
+// run of hooks, or "" when no command hook would see it or it cannot be
+// written.
+func (a *Agent) emptyEnvFile(id string, hooks []hookexec.Hook) string {
+	if !slices.ContainsFunc(hooks, func(h hookexec.Hook) bool { return h.Command != "" }) {
+		return ""
+	}
+	path := filepath.Join(a.e.transcriptDir, id+".env")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		a.e.log.Warn("no CLAUDE_ENV_FILE for hooks", "session", id, "error", err)
+		return ""
+	}
+	return path
 }
 
 // maxInjectTries bounds retries when other writers keep appending to the

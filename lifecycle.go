@@ -265,7 +265,7 @@ func (a *Agent) Stop(ctx context.Context) (*StopResult, error) {
 	if err := a.record(ctx, rid, &eventlog.StopHookStarted{Session: id, Active: active, Hooks: hookexec.Names(hooks)}, nil); err != nil {
 		return nil, err
 	}
-	transcript, env := a.hookEnv(wctx, id)
+	transcript, env := a.hookEnv(wctx, id, hooks)
 	outcomes, blocked, reason := hookexec.RunStop(ctx, hooks, hookexec.StopInput{
 		SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, StopHookActive: active}, env)
 	ran := &eventlog.StopHookRan{Session: id, Outcomes: outcomes, Blocked: blocked, Reason: reason}
