@@ -293,7 +293,11 @@ func (e *Engine) session(ctx context.Context, id string) (*session, error) {
 		return s, nil
 	}
 	conv := projection.NewConversation(id)
-	if err := e.store.ReadStream(ctx, projection.SessionStream(id), 1, conv.Apply); err != nil {
+	stream := projection.SessionStream(id)
+	if head, err := e.store.Head(ctx, stream); err == nil && head > 1 {
+		conv.Messages = make([]Message, 0, head-1)
+	}
+	if err := e.store.ReadStream(ctx, stream, 1, conv.Apply); err != nil {
 		return nil, fmt.Errorf("read session %s: %w", id, err)
 	}
 	if conv.Head == 0 {
@@ -407,7 +411,8 @@ type sessionWrite struct {
 	s      *session
 	expect eventlog.Expect
 	recs   []eventlog.Record
-	n      int // pending messages included
+	msgs   []Message // what recs hold, as written
+	n      int       // pending messages included
 }
 
 // flush turns s's pending messages, then extra, into a write that chains
@@ -432,6 +437,7 @@ func (e *Engine) flush(s *session, extra *Message) (*sessionWrite, error) {
 			return nil, err
 		}
 		w.recs = append(w.recs, rec)
+		w.msgs = append(w.msgs, m)
 	}
 	return w, nil
 }
@@ -439,13 +445,22 @@ func (e *Engine) flush(s *session, extra *Message) (*sessionWrite, error) {
 // applied folds the written events into the session and drops the pending
 // messages they carried. s.mu must still be held.
 func (w *sessionWrite) applied(evs []eventlog.Event) error {
+	i := 0
 	for _, ev := range evs {
 		if ev.Stream != w.expect.Stream {
 			continue
 		}
-		if err := w.s.conv.Apply(ev); err != nil {
+		var err error
+		if i < len(w.msgs) && ev.Type == eventlog.TypeMessageAppended {
+			m := projection.CloneMessages(w.msgs[i : i+1])[0]
+			err = w.s.conv.ApplyDecoded(ev, &eventlog.MessageAppended{Message: m})
+		} else {
+			err = w.s.conv.Apply(ev)
+		}
+		if err != nil {
 			return err
 		}
+		i++
 	}
 	w.s.pending = w.s.pending[w.n:]
 	if len(w.s.pending) == 0 {

@@ -45,6 +45,20 @@ func (c *Conversation) Apply(ev eventlog.Event) error {
 	if err != nil {
 		return err
 	}
+	return c.apply(ev, p)
+}
+
+// ApplyDecoded is Apply for an event whose payload p the caller already
+// has, decoded or just encoded: it saves decoding it again. p becomes
+// part of c.
+func (c *Conversation) ApplyDecoded(ev eventlog.Event, p eventlog.Payload) error {
+	if err := checkNext(ev, SessionStream(c.ID), c.Head); err != nil {
+		return err
+	}
+	return c.apply(ev, p)
+}
+
+func (c *Conversation) apply(ev eventlog.Event, p eventlog.Payload) error {
 	switch p := p.(type) {
 	case *eventlog.SessionCreated:
 		if ev.Seq != 1 {

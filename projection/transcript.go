@@ -3,6 +3,7 @@ package projection
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
@@ -155,7 +156,11 @@ func (c *Conversation) Entries() int { return len(c.Messages) + len(c.Kept) }
 // Transcript calls fn with each transcript line of c, in order, skipping the
 // first from entries. The line passed to fn is only valid during the call.
 func (c *Conversation) Transcript(from int, fn func(line []byte) error) error {
-	entry, k := 0, 0
+	// Message i is entry i plus the kept records before it, so the messages
+	// before from-len(c.Kept) all lie before entry from: start after them.
+	start := max(0, min(from-len(c.Kept), len(c.Messages)))
+	k := sort.Search(len(c.Kept), func(j int) bool { return c.Kept[j].Before >= start })
+	entry := start + k
 	emit := func(line func() ([]byte, error)) error {
 		defer func() { entry++ }()
 		if entry < from {
@@ -167,7 +172,7 @@ func (c *Conversation) Transcript(from int, fn func(line []byte) error) error {
 		}
 		return fn(b)
 	}
-	for i := 0; i <= len(c.Messages); i++ {
+	for i := start; i <= len(c.Messages); i++ {
 		for ; k < len(c.Kept) && c.Kept[k].Before == i; k++ {
 			record := c.Kept[k].Record
 			if err := emit(func() ([]byte, error) { return append(record[:len(record):len(record)], '\n'), nil }); err != nil {

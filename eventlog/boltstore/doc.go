@@ -19,22 +19,49 @@
 // The file holds four buckets:
 //
 //	events     stream + 0x00 + seq (8 bytes, big-endian) -> eventlog.MarshalEnvelope(event)
-//	positions  position (8 bytes, big-endian)            -> the event's key in events
+//	positions  position (8 bytes, big-endian)            -> a run: the key in events of its first event,
+//	                                                        then, unless the run is one event, its length
+//	                                                        (4 bytes, big-endian)
 //	heads      stream                                    -> head seq (8 bytes, big-endian)
-//	meta       "format"                                  -> the layout version (one byte, 1)
+//	meta       "format"                                  -> the layout version (one byte, 2)
 //
 // Stream names hold no NUL byte, so an event key's stream part ends at the
-// first 0x00 and a stream's events sit together in sequence order. Positions
-// come from the positions bucket's sequence (bbolt's NextSequence), so they
-// are gapless: an append that fails rolls its positions back with the rest.
+// first 0x00 and a stream's events sit together in sequence order: reading
+// a conversation is one sequential cursor scan. A run is a stretch of
+// consecutive positions that one append gave to consecutive events of one
+// stream, so saving a thousand messages writes one positions entry, not a
+// thousand. Positions come from the positions bucket's sequence, so they are
+// gapless: an append that fails rolls its positions back with the rest.
 // Every envelope repeats its stream, seq and position and ends in a CRC-32C,
 // and reads check them against the keys, so a damaged value or an event
 // under the wrong key is reported, never returned.
 //
-// An Append is one bbolt write transaction: it checks every expectation
-// against heads, then writes events, positions and heads together, and the
-// transaction's commit is the fsync that makes it durable.
+// Layout 1 had one positions entry per event, which is a run of one in
+// layout 2. This build reads and writes layout 1 stores as they are; a
+// write-open marks them as layout 2, which builds reading only layout 1
+// refuse rather than misread.
 //
+// Streams grow only at their end and positions only at theirs, so the
+// pages a split leaves behind take few or no more keys: Append fills the
+// events and positions buckets' pages completely instead of halfway, as
+// bbolt does by default, which halves the pages a bulk append writes and
+// a rebuild reads.
+//
+// # Appends and group commit
+//
+// An append checks every expectation against heads, then writes events,
+// positions and heads together, in one bbolt write transaction whose
+// commit is the fsync that makes it durable. Appends that arrive while a
+// commit is under way wait for it, then the oldest of them commits all
+// that waited, up to 65,536 records, in one transaction and one fsync:
+// under concurrency, appends share their fsyncs without any delay being
+// added when there is none. Within a group each append stays atomic and
+// conditional: its expectations are checked against the heads as the
+// appends before it in the group left them, and one that does not hold,
+// or whose context ended, fails alone and writes nothing. If the
+// transaction itself fails, each append of the group is tried again in a
+// transaction of its own, so that no append fails for another's sake.
+
 // # Caveats
 //
 // Only one process may have a store open for writing; others wait up to

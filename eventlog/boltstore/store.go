@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,8 +26,13 @@ import (
 const DefaultTimeout = time.Second
 
 // layoutVersion is the version of the layout described in the package
-// documentation, stored under meta/format.
-const layoutVersion = 1
+// documentation, stored under meta/format. Layout 1 stores are read and
+// written as they are: a write-open marks them as layout 2, since layout 2
+// adds runs of positions that builds reading only layout 1 do not know.
+const (
+	layoutVersion = 2
+	oldestLayout  = 1
+)
 
 // ctxCheckEvery is how many events a long read passes between checks of its
 // context.
@@ -64,6 +71,13 @@ type Store struct {
 
 	mu sync.RWMutex // held shared by every call and exclusively by Close
 	db *bolt.DB     // nil once closed
+
+	// groupMu guards the appends waiting to be committed and whether one
+	// of them is leading a group commit.
+	groupMu sync.Mutex
+	queue   []*appendReq
+	leading bool
+	commits atomic.Int64 // group commits attempted, for tests
 }
 
 var _ eventlog.Store = (*Store)(nil)
@@ -193,52 +207,62 @@ func checkSize(path string, db *bolt.DB) error {
 }
 
 // initLayout checks that the database is a reprise store this build reads,
-// creating the buckets in a new one.
+// creating the buckets in a new one and marking a store of an older layout
+// with the current one when it is opened for writing.
 func (s *Store) initLayout() error {
-	var empty bool
+	var (
+		empty   bool
+		version byte
+	)
 	err := s.view(func(tx *bolt.Tx, _ *guard) error {
 		var err error
-		empty, err = s.checkLayout(tx)
+		empty, version, err = s.checkLayout(tx)
 		return err
 	})
-	if err != nil || !empty {
+	switch {
+	case err != nil:
 		return err
-	}
-	if s.readOnly {
+	case empty && s.readOnly:
 		return fmt.Errorf("%w: %s is an empty bbolt database", ErrFormat, s.path)
+	case !empty && (version == layoutVersion || s.readOnly):
+		return nil
 	}
 	return s.update(func(tx *bolt.Tx) error {
-		if empty, err := s.checkLayout(tx); err != nil || !empty {
+		empty, version, err := s.checkLayout(tx)
+		if err != nil || version == layoutVersion {
 			return err
 		}
-		for _, name := range [][]byte{eventsBucket, positionsBucket, headsBucket, metaBucket} {
-			if _, err := tx.CreateBucket(name); err != nil {
-				return fmt.Errorf("boltstore: create %s: %w", s.path, err)
+		if empty {
+			for _, name := range [][]byte{eventsBucket, positionsBucket, headsBucket, metaBucket} {
+				if _, err := tx.CreateBucket(name); err != nil {
+					return fmt.Errorf("boltstore: create %s: %w", s.path, err)
+				}
 			}
 		}
 		return tx.Bucket(metaBucket).Put(formatKey, []byte{layoutVersion})
 	})
 }
 
-// checkLayout reports whether tx sees an empty database or else whether it
-// holds a reprise store in a layout this build reads.
-func (s *Store) checkLayout(tx *bolt.Tx) (empty bool, err error) {
+// checkLayout reports whether tx sees an empty database or else which
+// layout the reprise store it holds has, failing for one this build does
+// not read.
+func (s *Store) checkLayout(tx *bolt.Tx) (empty bool, version byte, err error) {
 	meta := tx.Bucket(metaBucket)
 	if meta == nil {
 		if k, _ := tx.Cursor().First(); k != nil {
-			return false, fmt.Errorf("%w: %s holds other bbolt buckets", ErrFormat, s.path)
+			return false, 0, fmt.Errorf("%w: %s holds other bbolt buckets", ErrFormat, s.path)
 		}
-		return true, nil
+		return true, 0, nil
 	}
 	v := meta.Get(formatKey)
 	if len(v) != 1 {
-		return false, fmt.Errorf("%w: %s: layout version is %d bytes, want 1", eventlog.ErrCorrupt, s.path, len(v))
+		return false, 0, fmt.Errorf("%w: %s: layout version is %d bytes, want 1", eventlog.ErrCorrupt, s.path, len(v))
 	}
-	if v[0] != layoutVersion {
-		return false, fmt.Errorf("%w: %s has layout version %d; this build reads version %d", ErrFormat, s.path, v[0], layoutVersion)
+	if v[0] < oldestLayout || v[0] > layoutVersion {
+		return false, 0, fmt.Errorf("%w: %s has layout version %d; this build reads versions %d to %d", ErrFormat, s.path, v[0], oldestLayout, layoutVersion)
 	}
 	_, err = s.buckets(tx)
-	return false, err
+	return false, v[0], err
 }
 
 // buckets are the buckets of the layout other than meta.
@@ -254,7 +278,27 @@ func (s *Store) buckets(tx *bolt.Tx) (buckets, error) {
 	return b, nil
 }
 
-// Append implements eventlog.Store in one write transaction.
+// maxGroupRecords bounds the records one group commit writes, so that one
+// transaction stays a manageable size; requests beyond it wait for the next.
+const maxGroupRecords = 1 << 16
+
+// appendReq is one Append waiting for, or taking part in, a group commit.
+type appendReq struct {
+	ctx    context.Context
+	expect []eventlog.Expect
+	recs   []eventlog.Record
+
+	evs []eventlog.Event
+	err error
+	// wake receives false once evs and err are final, or true when the
+	// request is to lead the next group commit itself.
+	wake chan bool
+}
+
+// Append implements eventlog.Store. Appends that arrive while another is
+// being committed are committed together by one of them, in one bbolt
+// transaction and so one fsync; each keeps its own atomicity and its own
+// expectations (see the package documentation).
 func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -262,56 +306,196 @@ func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eve
 	if err := eventlog.CheckAppend(expect, recs); err != nil {
 		return nil, err
 	}
-	evs := make([]eventlog.Event, len(recs))
+	r := &appendReq{ctx: ctx, expect: expect, recs: recs, wake: make(chan bool, 1)}
+	s.groupMu.Lock()
+	s.queue = append(s.queue, r)
+	if s.leading {
+		s.groupMu.Unlock()
+		if lead := <-r.wake; !lead {
+			return r.evs, r.err
+		}
+	} else {
+		s.leading = true
+		s.groupMu.Unlock()
+	}
+	s.lead()
+	return r.evs, r.err
+}
+
+// lead commits the requests at the head of the queue as one group, then
+// hands the lead to the oldest request still waiting, if any. The caller's
+// own request is the first of the queue.
+func (s *Store) lead() {
+	s.groupMu.Lock()
+	n, size := 0, 0
+	for n < len(s.queue) && (n == 0 || size+len(s.queue[n].recs) <= maxGroupRecords) {
+		size += len(s.queue[n].recs)
+		n++
+	}
+	group := s.queue[:n:n]
+	s.queue = s.queue[n:]
+	s.groupMu.Unlock()
+
+	defer func() {
+		s.groupMu.Lock()
+		if len(s.queue) > 0 {
+			s.queue[0].wake <- true
+		} else {
+			s.leading = false
+			s.queue = nil
+		}
+		s.groupMu.Unlock()
+		for _, r := range group[1:] {
+			r.wake <- false
+		}
+	}()
+	s.commitGroup(group)
+}
+
+// commitGroup writes the requests of group in one transaction. A request
+// whose context ended or whose expectations do not hold against the heads
+// as the requests before it left them fails alone and writes nothing. If
+// the transaction as a whole fails, each request is tried again in a
+// transaction of its own, so that one request's failure is never another's.
+func (s *Store) commitGroup(group []*appendReq) {
+	s.commits.Add(1)
 	err := s.update(func(tx *bolt.Tx) error {
 		b, err := s.buckets(tx)
 		if err != nil {
 			return err
 		}
-		heads := make(map[string]uint64, len(expect))
-		for _, e := range expect {
-			head, err := readHead(b.heads, e.Stream)
-			if err != nil {
-				return err
-			}
-			if head != e.Seq {
-				return &eventlog.ConflictError{Stream: e.Stream, Expected: e.Seq, Actual: head}
-			}
-			heads[e.Stream] = head
-		}
-		// Positions only ever grow, so their pages can be filled completely.
+		// Positions only ever grow, and a stream only at its end, so the
+		// pages a split leaves behind take few or no more keys: filling
+		// them, rather than leaving them half empty as bbolt does by
+		// default, saves writing and later reading pages.
 		b.positions.FillPercent = 1
-		for i, r := range recs {
-			pos, err := b.positions.NextSequence()
-			if err != nil {
-				return fmt.Errorf("boltstore: append: %w", err)
+		b.events.FillPercent = 1
+		for _, r := range group {
+			if r.err = r.ctx.Err(); r.err != nil {
+				continue
 			}
-			heads[r.Stream]++
-			ev := eventlog.Event{Stream: r.Stream, Seq: heads[r.Stream], Position: pos, Type: r.Type,
-				Version: r.Version, Time: r.Time, RestoreID: r.RestoreID, Payload: r.Payload}
-			key := eventKey(r.Stream, ev.Seq)
-			if err := b.events.Put(key, eventlog.MarshalEnvelope(ev)); err != nil {
-				return fmt.Errorf("boltstore: append to %s: %w", r.Stream, err)
-			}
-			if err := b.positions.Put(be64(pos), key); err != nil {
-				return fmt.Errorf("boltstore: append to %s: %w", r.Stream, err)
-			}
-			ev.Payload = bytes.Clone(r.Payload)
-			evs[i] = ev
-		}
-		for _, e := range expect {
-			if head := heads[e.Stream]; head != e.Seq {
-				if err := b.heads.Put([]byte(e.Stream), be64(head)); err != nil {
-					return fmt.Errorf("boltstore: append to %s: %w", e.Stream, err)
-				}
+			r.evs, r.err = appendTo(b, r.expect, r.recs)
+			var partial *partialWrite
+			if errors.As(r.err, &partial) {
+				return partial.err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err == nil {
+		return
+	}
+	if len(group) == 1 {
+		group[0].evs, group[0].err = nil, err
+		return
+	}
+	for _, r := range group {
+		s.commitGroup([]*appendReq{r})
+	}
+}
+
+// partialWrite is an error that struck after a request had written part of
+// its records: the transaction holding them must be rolled back.
+type partialWrite struct{ err error }
+
+func (p *partialWrite) Error() string { return p.err.Error() }
+func (p *partialWrite) Unwrap() error { return p.err }
+
+// appendTo writes one request's records into b if its expectations hold.
+// Every check comes before the first write, so a failed check writes
+// nothing and leaves the transaction usable; an error after it is a
+// *partialWrite.
+func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
+	var small [4]uint64
+	heads := small[:0]
+	for _, e := range expect {
+		head, err := readHead(b.heads, e.Stream)
+		if err != nil {
+			return nil, err
+		}
+		if head != e.Seq {
+			return nil, &eventlog.ConflictError{Stream: e.Stream, Expected: e.Seq, Actual: head}
+		}
+		heads = append(heads, head)
+	}
+
+	// Number the events, then lay out their keys, positions and envelopes
+	// in one buffer: bbolt keeps what it is given until the commit, and the
+	// events returned share their payloads with the envelopes written.
+	evs := make([]eventlog.Event, len(recs))
+	pos := b.positions.Sequence()
+	size, last := len(expect)*8, 0
+	for i, r := range recs {
+		last = streamIndex(expect, r.Stream, last)
+		heads[last]++
+		pos++
+		evs[i] = eventlog.Event{Stream: r.Stream, Seq: heads[last], Position: pos, Type: r.Type,
+			Version: r.Version, Time: r.Time, RestoreID: r.RestoreID, Payload: r.Payload}
+		n := eventlog.EnvelopeSize(evs[i])
+		if n > bolt.MaxValueSize {
+			return nil, fmt.Errorf("boltstore: append to %s: a record of %d bytes is larger than the %d a value may hold", r.Stream, n, bolt.MaxValueSize)
+		}
+		size += 2*len(r.Stream) + 9 + 8 + 13 + n
+	}
+	buf := make([]byte, 0, size)
+	for i := 0; i < len(evs); {
+		// Events i to j-1 are a run of one stream: one positions entry.
+		j := i + 1
+		for j < len(evs) && evs[j].Stream == evs[i].Stream && j-i < math.MaxUint32 {
+			j++
+		}
+		p := len(buf)
+		buf = binary.BigEndian.AppendUint64(buf, evs[i].Position)
+		buf = appendRun(buf, evs[i].Stream, evs[i].Seq, uint32(j-i))
+		if err := b.positions.Put(buf[p:p+8:p+8], buf[p+8:len(buf):len(buf)]); err != nil {
+			return nil, &partialWrite{fmt.Errorf("boltstore: append to %s: %w", evs[i].Stream, err)}
+		}
+		for ; i < j; i++ {
+			ev := &evs[i]
+			k := len(buf)
+			buf = appendEventKey(buf, ev.Stream, ev.Seq)
+			e := len(buf)
+			buf = eventlog.AppendEnvelope(buf, *ev)
+			env := buf[e:len(buf):len(buf)]
+			if err := b.events.Put(buf[k:e:e], env); err != nil {
+				return nil, &partialWrite{fmt.Errorf("boltstore: append to %s: %w", ev.Stream, err)}
+			}
+			if ev.Payload != nil {
+				// The payload ends just before the checksum.
+				end := len(env) - 4
+				ev.Payload = env[end-len(ev.Payload) : end : end]
+			}
+		}
+	}
+	if err := b.positions.SetSequence(pos); err != nil {
+		return nil, &partialWrite{fmt.Errorf("boltstore: append: %w", err)}
+	}
+	for i, e := range expect {
+		if heads[i] == e.Seq {
+			continue
+		}
+		h := len(buf)
+		buf = binary.BigEndian.AppendUint64(buf, heads[i])
+		if err := b.heads.Put([]byte(e.Stream), buf[h:len(buf):len(buf)]); err != nil {
+			return nil, &partialWrite{fmt.Errorf("boltstore: append to %s: %w", e.Stream, err)}
+		}
 	}
 	return evs, nil
+}
+
+// streamIndex returns the index of stream in expect, trying hint first:
+// records usually come in runs of one stream. CheckAppend has made sure
+// that stream is there.
+func streamIndex(expect []eventlog.Expect, stream string, hint int) int {
+	if expect[hint].Stream == stream {
+		return hint
+	}
+	for i, e := range expect {
+		if e.Stream == stream {
+			return i
+		}
+	}
+	panic("boltstore: record for a stream without an expectation")
 }
 
 // Head implements eventlog.Store.
@@ -405,40 +589,71 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 		if from > last {
 			return nil
 		}
-		want := from
+		missing := func(want uint64) error {
+			return fmt.Errorf("%w: %s: position %d is missing; the last is %d", eventlog.ErrCorrupt, s.path, want, last)
+		}
+		// Find the run holding from: the last one starting at or before it.
 		c := b.positions.Cursor()
-		for k, key := c.Seek(be64(from)); k != nil; k, key = c.Next() {
-			if err := checkCtx(ctx, want-from); err != nil {
-				return err
+		k, v := c.Seek(be64(from))
+		if k == nil || binary.BigEndian.Uint64(k) != from {
+			if k, v = c.Prev(); k == nil {
+				return missing(from)
 			}
+		}
+		var (
+			want   = from
+			stream string // the last run's, reused while runs share it
+			events = b.events.Cursor()
+			key    []byte
+		)
+		for ; k != nil && want <= last; k, v = c.Next() {
 			if len(k) != 8 {
 				return fmt.Errorf("%w: %s: malformed position key %x", eventlog.ErrCorrupt, s.path, k)
 			}
-			if pos := binary.BigEndian.Uint64(k); pos != want || pos > last {
-				return fmt.Errorf("%w: %s: expected position %d of %d, found %d", eventlog.ErrCorrupt, s.path, want, last, pos)
+			start := binary.BigEndian.Uint64(k)
+			run, ok := splitRun(v, stream)
+			switch {
+			case !ok:
+				return fmt.Errorf("%w: %s: position %d holds a malformed event key %x", eventlog.ErrCorrupt, s.path, start, v)
+			case start > want:
+				return missing(want)
+			case start < want && want != from:
+				return fmt.Errorf("%w: %s: expected position %d of %d, found %d", eventlog.ErrCorrupt, s.path, want, last, start)
+			case run.count > last-start+1:
+				return fmt.Errorf("%w: %s: positions %d to %d lie beyond the last, %d", eventlog.ErrCorrupt, s.path, start, start+run.count-1, last)
 			}
-			stream, seq, ok := splitEventKey(key)
-			if !ok {
-				return fmt.Errorf("%w: %s: position %d holds a malformed event key %x", eventlog.ErrCorrupt, s.path, want, key)
+			stream = run.stream
+			first := want - start
+			for i := first; i < run.count; i++ {
+				if err := checkCtx(ctx, want-from); err != nil {
+					return err
+				}
+				seq := run.seq + i
+				key = appendEventKey(key[:0], stream, seq)
+				var ek, ev []byte
+				if i == first {
+					ek, ev = events.Seek(key)
+				} else {
+					ek, ev = events.Next()
+				}
+				if !bytes.Equal(ek, key) {
+					return eventlog.Corruptf(stream, seq, "event at position %d is missing", want)
+				}
+				e, err := decodeEvent(stream, seq, ev)
+				if err != nil {
+					return err
+				}
+				if e.Position != want {
+					return eventlog.Corruptf(stream, seq, "event at position %d says it is at %d", want, e.Position)
+				}
+				if err := call(g, fn, e); err != nil {
+					return err
+				}
+				want++
 			}
-			v := b.events.Get(key)
-			if v == nil {
-				return eventlog.Corruptf(stream, seq, "event at position %d is missing", want)
-			}
-			ev, err := decodeEvent(stream, seq, v)
-			if err != nil {
-				return err
-			}
-			if ev.Position != want {
-				return eventlog.Corruptf(stream, seq, "event at position %d says it is at %d", want, ev.Position)
-			}
-			if err := call(g, fn, ev); err != nil {
-				return err
-			}
-			want++
 		}
 		if want <= last {
-			return fmt.Errorf("%w: %s: position %d is missing; the last is %d", eventlog.ErrCorrupt, s.path, want, last)
+			return missing(want)
 		}
 		return nil
 	})
@@ -584,7 +799,7 @@ func readHead(heads *bolt.Bucket, stream string) (uint64, error) {
 // decodeEvent decodes the envelope stored under stream and seq and checks
 // that it names them. The Payload aliases v.
 func decodeEvent(stream string, seq uint64, v []byte) (eventlog.Event, error) {
-	ev, err := eventlog.UnmarshalEnvelope(v)
+	ev, err := eventlog.UnmarshalEnvelopeOn(v, stream)
 	if err != nil {
 		return ev, &eventlog.EventError{Stream: stream, Seq: seq, Err: err}
 	}
@@ -597,19 +812,61 @@ func decodeEvent(stream string, seq uint64, v []byte) (eventlog.Event, error) {
 // eventKey is the events bucket's key for a stream's event: the stream, a
 // 0x00 and the sequence, big-endian.
 func eventKey(stream string, seq uint64) []byte {
-	k := make([]byte, len(stream)+9)
-	copy(k, stream)
-	binary.BigEndian.PutUint64(k[len(stream)+1:], seq)
-	return k
+	return appendEventKey(make([]byte, 0, len(stream)+9), stream, seq)
 }
 
-// splitEventKey is the inverse of eventKey.
-func splitEventKey(k []byte) (stream string, seq uint64, ok bool) {
-	n := len(k) - 9
-	if n < 1 || k[n] != 0 || bytes.IndexByte(k[:n], 0) >= 0 {
-		return "", 0, false
+// appendEventKey appends eventKey(stream, seq) to dst.
+func appendEventKey(dst []byte, stream string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(append(dst, stream...), 0), seq)
+}
+
+// run is what the positions bucket holds for a run of positions: count
+// consecutive events of one stream from seq on.
+type run struct {
+	stream string
+	seq    uint64
+	count  uint64
+}
+
+// appendRun appends the positions bucket's value for a run: the key of its
+// first event, then its length as 4 big-endian bytes unless it is 1, which
+// is layout 1's value for a single event.
+func appendRun(dst []byte, stream string, seq uint64, count uint32) []byte {
+	dst = appendEventKey(dst, stream, seq)
+	if count == 1 {
+		return dst
 	}
-	return string(k[:n]), binary.BigEndian.Uint64(k[n+1:]), true
+	return binary.BigEndian.AppendUint32(dst, count)
+}
+
+// splitRun is the inverse of appendRun. The run's stream is prev when it
+// is equal, saving a copy.
+func splitRun(v []byte, prev string) (r run, ok bool) {
+	n := bytes.IndexByte(v, 0)
+	if n < 1 {
+		return r, false
+	}
+	switch rest := v[n+1:]; len(rest) {
+	case 8:
+		r.count = 1
+	case 12:
+		r.count = uint64(binary.BigEndian.Uint32(rest[8:]))
+		if r.count < 2 {
+			return r, false
+		}
+	default:
+		return r, false
+	}
+	r.seq = binary.BigEndian.Uint64(v[n+1:])
+	if r.seq == 0 {
+		return r, false
+	}
+	if string(v[:n]) == prev {
+		r.stream = prev
+	} else {
+		r.stream = string(v[:n])
+	}
+	return r, true
 }
 
 func be64(n uint64) []byte {

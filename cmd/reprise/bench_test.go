@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reprise-dev/reprise/internal/bench"
+)
+
+// TestBenchQuickJSON runs the quick bench through the binary. Whether the
+// targets are met depends on the machine and its neighbours, so either
+// exit code is accepted; the report must be whole and consistent.
+func TestBenchQuickJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the quick bench takes up to a minute")
+	}
+	c := newCLI(t)
+	requireBench(t, c)
+	cache := filepath.Join(c.dir, "cache")
+	r := c.run("bench", "--quick", "--json", "--cache-dir", cache)
+	switch {
+	case r.code == exitFailure && strings.Contains(r.stderr, "missed their target"):
+		t.Logf("some targets missed on this machine: %s", r.stderr)
+	case r.code != exitOK:
+		t.Fatalf("reprise bench --quick --json: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	var report benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+		t.Fatalf("bench --json printed no report: %v\n%s", err, r.stdout)
+	}
+	if !report.Quick || report.Rounds != bench.Rounds(true) {
+		t.Errorf("report says quick %v with %d rounds, want a quick run of %d", report.Quick, report.Rounds, bench.Rounds(true))
+	}
+	// The store's directory does not exist yet: the nearest one that does.
+	if report.Dir != c.dir {
+		t.Errorf("benched in %s, want %s, next to the store %s", report.Dir, c.dir, c.store)
+	}
+	var want []string
+	for _, b := range bench.Benches() {
+		for _, row := range b.Rows {
+			want = append(want, row.Name)
+		}
+	}
+	if len(report.Results) != len(want) {
+		t.Fatalf("report has %d figures, want %d: %+v", len(report.Results), len(want), report.Results)
+	}
+	pass := true
+	for i, res := range report.Results {
+		if res.Name != want[i] {
+			t.Errorf("figure %d is %q, want %q", i, res.Name, want[i])
+		}
+		for what, v := range map[string]float64{"floor": res.Floor, "reprise": res.Reprise, "ratio": res.Ratio} {
+			if !(v > 0) || math.IsInf(v, 0) {
+				t.Errorf("%s: %s is %v", res.Name, what, v)
+			}
+		}
+		met := res.Ratio <= res.Limit
+		if res.Min {
+			met = res.Ratio >= res.Limit
+		}
+		if res.Pass != met {
+			t.Errorf("%s: ratio %v against %v says pass %v", res.Name, res.Ratio, res.Limit, res.Pass)
+		}
+		if len(res.Ratios) != report.Rounds {
+			t.Errorf("%s: %d rounds' ratios, want %d", res.Name, len(res.Ratios), report.Rounds)
+		}
+		pass = pass && res.Pass
+	}
+	if report.Pass != pass || (r.code == exitOK) != pass {
+		t.Errorf("report pass %v and exit %d, with every figure passing %v", report.Pass, r.code, pass)
+	}
+	// The scale stores stay in the cache; the temporary stores do not.
+	if entries, _ := os.ReadDir(cache); len(entries) == 0 {
+		t.Errorf("no scale store kept in %s", cache)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(report.Dir, ".reprise-bench-*"))
+	if len(leftovers) > 0 {
+		t.Errorf("bench left %v behind", leftovers)
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	c := newCLI(t)
+	requireBench(t, c)
+	for _, args := range [][]string{
+		{"bench", "extra"},
+		{"bench", "--only", "nothing"},
+		{"bench", "--json", "--markdown"},
+	} {
+		c.fails(exitUsage, args...)
+	}
+}
+
+// requireBench fails the test at once when the binary has no bench
+// command, rather than with the output of a usage error.
+func requireBench(t *testing.T, c *cli) {
+	t.Helper()
+	if r := c.run("bench", "--help"); r.code != exitOK {
+		t.Fatalf("reprise bench --help: exit %d; is newBenchCmd added to the root command?\n%s", r.code, r.stderr)
+	}
+}
+
+func TestExistingDir(t *testing.T) {
+	dir := t.TempDir()
+	got, err := existingDir(filepath.Join(dir, "a", "b", "c"))
+	if err != nil || got != dir {
+		t.Errorf("existingDir of a path under %s = %q, %v; want %s", dir, got, err, dir)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := existingDir(filepath.Join(file, "x")); err == nil {
+		t.Errorf("existingDir under a file succeeded")
+	}
+}
+
+func TestRenderBenchBar(t *testing.T) {
+	for _, tc := range []struct {
+		frac float64
+		want string
+	}{
+		{0, "bench   0% [                              ] setting up"},
+		{0.5, "bench  50% [===============               ] setting up"},
+		{1.5, "bench 100% [==============================] setting up"},
+	} {
+		if got := renderBenchBar(tc.frac, "setting up"); got != tc.want {
+			t.Errorf("renderBenchBar(%v) = %q, want %q", tc.frac, got, tc.want)
+		}
+	}
+}

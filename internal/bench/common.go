@@ -1,0 +1,187 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// DefaultCacheDir is where the scale stores are kept between runs unless
+// Options.CacheDir says otherwise: reprise-bench under os.TempDir().
+func DefaultCacheDir() string { return filepath.Join(os.TempDir(), "reprise-bench") }
+
+// rawDB is a bare bbolt database with one bucket: the floors' store.
+type rawDB struct {
+	db     *bolt.DB
+	bucket []byte
+	next   uint64 // the last key written
+}
+
+// openRaw creates a bbolt database at path with fsync on, as a reprise
+// store has it.
+func openRaw(path string) (*rawDB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	r := &rawDB{db: db, bucket: []byte("floor")}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(r.bucket)
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// update is the floor of a durable write: one bbolt Update holding n puts
+// of value under increasing 8-byte keys. It returns how long it took.
+func (r *rawDB) update(n int, value []byte) (time.Duration, error) {
+	start := time.Now()
+	err := r.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(r.bucket)
+		for range n {
+			r.next++
+			if err := b.Put(binary.BigEndian.AppendUint64(nil, r.next), value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return time.Since(start), err
+}
+
+func (r *rawDB) Close() error { return r.db.Close() }
+
+// countingStore counts the appends made through it: the durable writes a
+// restore makes. Its Close leaves the store open when shared is set, so
+// that several Engines can be made over one store.
+type countingStore struct {
+	eventlog.Store
+	appends atomic.Int64
+	shared  bool
+}
+
+func (c *countingStore) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
+	c.appends.Add(1)
+	return c.Store.Append(ctx, expect, recs)
+}
+
+func (c *countingStore) Close() error {
+	if c.shared {
+		return nil
+	}
+	return c.Store.Close()
+}
+
+// quiet is the logger of the benches' Engines: failed hooks are part of no
+// bench, and logging them would only slow the run.
+var quiet = slog.New(slog.DiscardHandler)
+
+// engineAt opens an Engine on a new bbolt store at path, with fsync on
+// unless noSync, and returns it with the store's append counter.
+func engineAt(path string, noSync bool, hooks *hookexec.Registry) (*reprise.Engine, *countingStore, error) {
+	s, err := boltstore.Open(path, boltstore.Options{NoSync: noSync})
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &countingStore{Store: s}
+	e := reprise.New(c, reprise.Options{Hooks: hooks, Logger: quiet,
+		TranscriptDir: filepath.Join(filepath.Dir(path), "transcripts")})
+	return e, c, nil
+}
+
+// benchText is the text of the benches' messages: a typical short turn,
+// which makes a stored message of a little over 200 bytes.
+const benchText = "Why does TestRefund fail on CI but pass locally? It started after the retry change."
+
+// message returns the i-th message of a bench conversation.
+func message(i int) reprise.Message {
+	role := "user"
+	if i%2 == 1 {
+		role = "assistant"
+	}
+	return reprise.Text(role, benchText)
+}
+
+// storedSize returns the size of the envelope the store holds for the last
+// event of session id: the value size the floors write.
+func storedSize(ctx context.Context, s eventlog.Store, id string) (int, error) {
+	stream := projection.SessionStream(id)
+	head, err := s.Head(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	size := 0
+	err = s.ReadStream(ctx, stream, head, func(ev eventlog.Event) error {
+		size = eventlog.EnvelopeSize(ev)
+		return nil
+	})
+	if err == nil && size == 0 {
+		err = errors.New("no stored message")
+	}
+	return size, err
+}
+
+// timed runs f and returns how long it took.
+func timed(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
+// heapBytes returns the bytes of live heap objects after a full collection.
+func heapBytes() float64 {
+	runtime.GC()
+	runtime.GC() // a second cycle empties the sync.Pools' victim caches
+	return readMetric("/memory/classes/heap/objects:bytes")
+}
+
+// allocatedBytes returns the bytes allocated on the heap so far.
+func allocatedBytes() float64 { return readMetric("/gc/heap/allocs:bytes") }
+
+func readMetric(name string) float64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return float64(s[0].Value.Uint64())
+}
+
+// closeAll closes every closer, returning the first error.
+func closeAll(closers ...interface{ Close() error }) error {
+	var first error
+	for _, c := range closers {
+		if c == nil {
+			continue
+		}
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// mkdir makes a fresh directory for one bench under env.Dir.
+func mkdir(env *Env, name string) (string, error) {
+	dir, err := os.MkdirTemp(env.Dir, name+"-")
+	if err != nil {
+		return "", fmt.Errorf("bench directory: %w", err)
+	}
+	return dir, nil
+}
