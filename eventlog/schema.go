@@ -296,6 +296,10 @@ func Decode(ev Event) (Payload, error) {
 // NewRecord encodes p as a record for stream, stamped with time (UTC unix
 // nanoseconds) and restoreID.
 func NewRecord(stream string, p Payload, time int64, restoreID string) (Record, error) {
+	if m, ok := p.(*MessageAppended); ok {
+		return Record{Stream: stream, Type: TypeMessageAppended, Version: SchemaVersion, Time: time, RestoreID: restoreID,
+			Payload: appendMessageAppended(make([]byte, 0, 160+len(m.Message.Content)*32), m)}, nil
+	}
 	data, err := msgpack.Marshal(p)
 	if err != nil {
 		return Record{}, fmt.Errorf("eventlog: encode %s: %w", p.EventType(), err)
