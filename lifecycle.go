@@ -132,9 +132,9 @@ func (e *Engine) fork(ctx context.Context, parent, upTo string) (string, error) 
 	return id, nil
 }
 
-// compactSummaryPrefix opens the summary message of a compacted session, as
-// Claude Code words it.
-const compactSummaryPrefix = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n"
+// CompactSummaryPrefix opens the summary message of a compacted session, as
+// Claude Code words it; the summary given to Compact follows it.
+const CompactSummaryPrefix = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n"
 
 // Compact replaces, for the model, the current session's messages so far by
 // summary. The log keeps every message: a compaction boundary and the
@@ -182,7 +182,7 @@ func (e *Engine) compaction(s *session, summary string) (*sessionWrite, *eventlo
 	boundary := &eventlog.CompactBoundary{UUID: e.newID(), LogicalParent: last, Trigger: "manual",
 		PreMessages: len(s.conv.View()) + w.n}
 	msg := Message{UUID: e.newID(), ParentUUID: boundary.UUID, Role: "user", IsMeta: true, Summary: true,
-		Timestamp: e.stamp(), Content: []Block{{Type: "text", Text: compactSummaryPrefix + summary}}}
+		Timestamp: e.stamp(), Content: []Block{{Type: "text", Text: CompactSummaryPrefix + summary}}}
 	now := e.stamp()
 	for _, p := range []eventlog.Payload{boundary, &eventlog.MessageAppended{Message: msg}} {
 		rec, err := eventlog.NewRecord(stream, p, now, "")
