@@ -131,7 +131,9 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 }
 
 // New returns an Engine over store. The Engine owns store from then on and
-// closes it in Close.
+// closes it in Close. Several Engines may share a store only if it
+// implements eventlog.StreamLocker, as every store of this module does:
+// the lock keeps their restores of one agent apart.
 func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
 		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,

@@ -588,3 +588,43 @@ func TestCloseSavesBufferedMessages(t *testing.T) {
 		t.Fatalf("after reopen: %+v, %v", msgs, err)
 	}
 }
+
+// Two Engines sharing one store in a process take turns on an agent: the
+// second neither runs a restore of its own nor takes the first one's live
+// restore for an interrupted one.
+func TestTwoEnginesOnOneStoreDoNotTakeOverALiveRestore(t *testing.T) {
+	ctx := context.Background()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "r.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := reprise.New(store, reprise.Options{})
+	defer first.Close()
+	second := reprise.New(store, reprise.Options{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	first.Hooks().OnSessionEnd("slow", "", func(context.Context, hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+		close(entered)
+		<-release
+		return hookexec.SessionEndOutput{}, nil
+	})
+	mustSession(t, first, "a")
+	mustSession(t, first, "b")
+	a := mustAgent(t, first, "ide")
+	if _, err := a.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := a.Restore(ctx, "b"); done <- err }()
+	<-entered
+	if _, err := second.Agent(ctx, "ide"); !errors.Is(err, reprise.ErrRestoreInProgress) {
+		t.Fatalf("second Engine opening the agent mid-restore: err = %v, want ErrRestoreInProgress", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the first Engine's restore: %v", err)
+	}
+	b, err := second.Agent(ctx, "ide")
+	if err != nil || b.Current() != "b" || len(b.History()) != 2 || b.History()[1].EndInterrupted {
+		t.Fatalf("after the restore the second Engine sees %v, %v", b, err)
+	}
+}

@@ -16,6 +16,8 @@ const ctxCheckEvery = 256
 // copies payloads on the way in and on the way out, so neither the caller's
 // records nor the events it hands out alias what it keeps.
 type MemoryStore struct {
+	LocalLocks // Engines sharing the store take turns on an agent
+
 	mu      sync.RWMutex
 	closed  bool
 	events  []Event          // in position order: Position == index+1

@@ -66,6 +66,10 @@ type Options struct {
 // Store is an eventlog.Store kept in one bbolt file. It is safe for
 // concurrent use.
 type Store struct {
+	// The file belongs to one process; within it, Engines sharing the
+	// store take turns on an agent.
+	eventlog.LocalLocks
+
 	path     string
 	readOnly bool
 
