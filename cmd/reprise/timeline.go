@@ -74,11 +74,17 @@ func describe(p eventlog.Payload) string {
 			return "record"
 		}
 		return "record type=" + rec.Type
+	case *eventlog.CompactBoundary:
+		return fmt.Sprintf("compaction boundary, %d messages before it", p.PreMessages)
 	case *eventlog.SaveAttempted:
-		if p.Error != "" {
-			return fmt.Sprintf("%s -> %s save failed: %s", p.From, p.To, p.Error)
+		to := p.To
+		if to == "" {
+			to = "(end, reason " + p.Reason + ")"
 		}
-		return fmt.Sprintf("%s -> %s saved=%d", p.From, p.To, p.Saved)
+		if p.Error != "" {
+			return fmt.Sprintf("%s -> %s save failed: %s", p.From, to, p.Error)
+		}
+		return fmt.Sprintf("%s -> %s saved=%d", p.From, to, p.Saved)
 	case *eventlog.SessionEndHookStarted:
 		return fmt.Sprintf("session=%s reason=%s hooks=%s", p.Session, p.Reason, hookList(p.Hooks))
 	case *eventlog.SessionEndHookRan:
@@ -94,6 +100,20 @@ func describe(p eventlog.Payload) string {
 			return "session=" + p.Session + " none"
 		}
 		return "session=" + p.Session + " message=" + p.MessageUUID
+	case *eventlog.SessionCompacted:
+		return "session=" + p.Session + " summary=" + p.SummaryUUID
+	case *eventlog.SessionClosed:
+		return "session=" + p.Session + " closed"
+	case *eventlog.StopHookStarted:
+		if p.Capped {
+			return "session=" + p.Session + " capped"
+		}
+		return fmt.Sprintf("session=%s active=%v hooks=%s", p.Session, p.Active, hookList(p.Hooks))
+	case *eventlog.StopHookRan:
+		if p.Capped != "" {
+			return fmt.Sprintf("session=%s capped: %s", p.Session, p.Capped)
+		}
+		return fmt.Sprintf("session=%s blocked=%v %s", p.Session, p.Blocked, outcomes(p.Outcomes, p.Interrupted))
 	}
 	return ""
 }
@@ -111,6 +131,15 @@ func outcomes(list []eventlog.HookOutcome, interrupted bool) string {
 	parts := make([]string, len(list))
 	for i, o := range list {
 		parts[i] = o.Name + ":" + o.Status
+		if o.Summary != "" {
+			parts[i] += fmt.Sprintf(" summary=%q", clip(o.Summary, 40))
+		}
+		if len(o.Cleanup) > 0 {
+			parts[i] += fmt.Sprintf(" cleanup=%q", strings.Join(o.Cleanup, "; "))
+		}
+		if o.Decision == "block" {
+			parts[i] += fmt.Sprintf(" block=%q", clip(o.Reason, 40))
+		}
 	}
 	s := "[" + strings.Join(parts, " ") + "]"
 	if interrupted {
