@@ -313,6 +313,9 @@ func (a *Agent) advance(ctx context.Context) (*Restore, error) {
 }
 
 func interrupted(names []string) []eventlog.HookOutcome {
+	if len(names) == 0 {
+		return nil
+	}
 	out := make([]eventlog.HookOutcome, len(names))
 	for i, n := range names {
 		out[i] = eventlog.HookOutcome{Name: n, Status: eventlog.HookInterrupted}
@@ -503,5 +506,5 @@ func (a *Agent) record(ctx context.Context, rid string, p eventlog.Payload, w *s
 			return err
 		}
 	}
-	return a.view.Apply(evs[len(evs)-1])
+	return a.view.ApplyDecoded(evs[len(evs)-1], p)
 }

@@ -281,3 +281,24 @@ func TestCrashDuringStopHooksClosesThemAsInterrupted(t *testing.T) {
 		t.Fatalf("next stop: %+v, %v, runs %d", res, err, len(ran.get()))
 	}
 }
+
+// With no hooks at all, the live view of an agent still equals the one
+// rebuilt from the log.
+func TestRebuildEqualsLiveWithoutHooks(t *testing.T) {
+	ctx := context.Background()
+	e, _ := newEngine(t)
+	mustSession(t, e, "a", "hi")
+	mustSession(t, e, "b")
+	a := mustAgent(t, e, "ide")
+	a.Start(ctx, "a")
+	a.Restore(ctx, "b")
+	a.Stop(ctx)
+	a.End(ctx, reprise.ReasonComplete, reprise.EndOptions{})
+	rebuilt := projection.NewAgent("ide")
+	if err := e.Store().ReadStream(ctx, projection.AgentStream("ide"), 1, rebuilt.Apply); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rebuilt.History, a.History()) {
+		t.Fatalf("rebuilt %+v\nlive    %+v", rebuilt.History, a.History())
+	}
+}

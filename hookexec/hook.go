@@ -203,8 +203,11 @@ func (r *Registry) Match(event, value string) []Hook {
 	return out
 }
 
-// Names returns the hooks' names, in order, for intents.
+// Names returns the hooks' names, in order, for intents; nil for none.
 func Names(hooks []Hook) []string {
+	if len(hooks) == 0 {
+		return nil
+	}
 	out := make([]string, len(hooks))
 	for i, h := range hooks {
 		out[i] = h.Name

@@ -113,6 +113,9 @@ func join(texts []string) string {
 
 // runAll runs hooks in parallel and returns each one's outcome and text.
 func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]eventlog.HookOutcome, []string) {
+	if len(hooks) == 0 {
+		return nil, nil // as a decoded event has it
+	}
 	outcomes := make([]eventlog.HookOutcome, len(hooks))
 	texts := make([]string, len(hooks))
 	var wg sync.WaitGroup
@@ -177,7 +180,10 @@ func runOne(ctx context.Context, h Hook, fn call) (eventlog.HookOutcome, string)
 			o.Status, o.Error = eventlog.HookFailed, r.err.Error()
 		default:
 			o.Status, text = eventlog.HookOK, r.answer.text
-			o.Summary, o.Cleanup = r.answer.summary, r.answer.cleanup
+			o.Summary = r.answer.summary
+			if len(r.answer.cleanup) > 0 { // nil for none, as a decoded event has it
+				o.Cleanup = r.answer.cleanup
+			}
 			if r.answer.block {
 				o.Decision, o.Reason = "block", r.answer.text
 			}

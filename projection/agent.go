@@ -84,6 +84,20 @@ func (a *Agent) Apply(ev eventlog.Event) error {
 	if err != nil {
 		return err
 	}
+	return a.apply(ev, p)
+}
+
+// ApplyDecoded is Apply for an event whose payload p the caller already
+// has, as the Engine does for a step it has just encoded: it saves
+// decoding it again. p becomes part of a.
+func (a *Agent) ApplyDecoded(ev eventlog.Event, p eventlog.Payload) error {
+	if err := checkNext(ev, AgentStream(a.ID), a.Head); err != nil {
+		return err
+	}
+	return a.apply(ev, p)
+}
+
+func (a *Agent) apply(ev eventlog.Event, p eventlog.Payload) error {
 	if p == nil { // registered as ignorable
 		a.Head = ev.Seq
 		return nil
