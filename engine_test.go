@@ -476,28 +476,12 @@ func TestConcurrentRestoresOfOneAgentRunOnce(t *testing.T) {
 	ctx := context.Background()
 	e, _ := newEngine(t)
 	var c calls
-	entered, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	e.Hooks().OnSessionEnd("slow", "", func(context.Context, hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
-		once.Do(func() { close(entered) })
-		<-release
-		return hookexec.SessionEndOutput{}, nil
-	})
 	recordingHooks(t, e.Hooks(), &c, "")
-	mustSession(t, e, "a")
-	mustSession(t, e, "b")
-	a := mustAgent(t, e, "ide")
-	if _, err := a.Start(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	first := make(chan error, 1)
-	go func() { _, err := a.Restore(ctx, "b"); first <- err }()
-	<-entered
+	a, finish := restoreHeldInSessionEnd(t, e)
 	if _, err := a.Restore(ctx, "b"); !errors.Is(err, reprise.ErrRestoreInProgress) {
 		t.Fatalf("second Restore: err = %v, want ErrRestoreInProgress", err)
 	}
-	close(release)
-	if err := <-first; err != nil {
+	if err := finish(); err != nil {
 		t.Fatal(err)
 	}
 	starts := 0
@@ -601,30 +585,43 @@ func TestTwoEnginesOnOneStoreDoNotTakeOverALiveRestore(t *testing.T) {
 	first := reprise.New(store, reprise.Options{})
 	defer first.Close()
 	second := reprise.New(store, reprise.Options{})
+	_, finish := restoreHeldInSessionEnd(t, first)
+	if _, err := second.Agent(ctx, "ide"); !errors.Is(err, reprise.ErrRestoreInProgress) {
+		t.Fatalf("second Engine opening the agent mid-restore: err = %v, want ErrRestoreInProgress", err)
+	}
+	if err := finish(); err != nil {
+		t.Fatalf("the first Engine's restore: %v", err)
+	}
+	b, err := second.Agent(ctx, "ide")
+	if err != nil || b.Current() != "b" || len(b.History()) != 2 || b.History()[1].EndInterrupted {
+		t.Fatalf("after the restore the second Engine sees %v, %v", b, err)
+	}
+}
+
+// restoreHeldInSessionEnd makes sessions a and b in e, starts agent ide on
+// a, and begins its restore to b, which it returns while a SessionEnd hook
+// holds that restore. finish lets the restore go on and returns its error.
+func restoreHeldInSessionEnd(t *testing.T, e *reprise.Engine) (a *reprise.Agent, finish func() error) {
+	t.Helper()
+	ctx := context.Background()
 	entered, release := make(chan struct{}), make(chan struct{})
-	first.Hooks().OnSessionEnd("slow", "", func(context.Context, hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
-		close(entered)
+	var once sync.Once
+	e.Hooks().OnSessionEnd("slow", "", func(context.Context, hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+		once.Do(func() { close(entered) })
 		<-release
 		return hookexec.SessionEndOutput{}, nil
 	})
-	mustSession(t, first, "a")
-	mustSession(t, first, "b")
-	a := mustAgent(t, first, "ide")
+	mustSession(t, e, "a")
+	mustSession(t, e, "b")
+	a = mustAgent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { _, err := a.Restore(ctx, "b"); done <- err }()
 	<-entered
-	if _, err := second.Agent(ctx, "ide"); !errors.Is(err, reprise.ErrRestoreInProgress) {
-		t.Fatalf("second Engine opening the agent mid-restore: err = %v, want ErrRestoreInProgress", err)
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatalf("the first Engine's restore: %v", err)
-	}
-	b, err := second.Agent(ctx, "ide")
-	if err != nil || b.Current() != "b" || len(b.History()) != 2 || b.History()[1].EndInterrupted {
-		t.Fatalf("after the restore the second Engine sees %v, %v", b, err)
+	return a, func() error {
+		close(release)
+		return <-done
 	}
 }
