@@ -191,24 +191,18 @@ func (e *Engine) RemoveSessionHook(id, hookID string) bool { return e.scoped.Rem
 func (e *Engine) HooksFor(ctx context.Context, event, value, id string) []hookexec.Hook {
 	var hooks []hookexec.Hook
 	if e.claudeSettings {
-		hooks = e.projectHooks(ctx, id)
+		hooks = e.projectHooks(ctx, id).Match(event, value)
 	}
 	hooks = append(hooks, e.hooks.Match(event, value)...)
 	hooks = append(hooks, e.scoped.Match(id, event, value)...)
-	matched := hooks[:0]
-	for _, h := range hooks {
-		if h.Event == event && h.Matcher.Match(value) {
-			matched = append(matched, h)
-		}
-	}
-	return hookexec.Dedupe(matched)
+	return hookexec.Dedupe(hooks)
 }
 
 // projectHooks reads the Claude Code settings that apply to session id:
 // the user's, then its project's (its working directory's). They are read
 // at every run, so edits apply to the next restore. Files that cannot be
 // read or parsed are logged and skipped.
-func (e *Engine) projectHooks(ctx context.Context, id string) []hookexec.Hook {
+func (e *Engine) projectHooks(ctx context.Context, id string) *hookexec.Registry {
 	cwd := ""
 	if info, err := e.Session(ctx, id); err == nil {
 		cwd = info.Cwd
@@ -222,7 +216,11 @@ func (e *Engine) projectHooks(ctx context.Context, id string) []hookexec.Hook {
 	for _, err := range errs {
 		e.log.Warn("settings file skipped", "error", err)
 	}
-	return hooks
+	reg := hookexec.NewRegistry()
+	if err := reg.AddAll(hooks); err != nil {
+		e.log.Warn("settings hook skipped", "error", err)
+	}
+	return reg
 }
 
 // Store returns the event log under the Engine, for reading.
