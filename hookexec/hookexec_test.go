@@ -3,6 +3,9 @@ package hookexec_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +101,73 @@ func TestHooksRunInParallelAndJoinContextInOrder(t *testing.T) {
 		if o.Status != eventlog.HookOK || o.Name != hooks[i].Name {
 			t.Fatalf("outcome %d = %+v", i, o)
 		}
+	}
+}
+
+// Command and function hooks of one event run at once too: each command
+// hook makes a file and waits for the other's, and the function hook waits
+// for both files.
+func TestCommandAndFunctionHooksRunInParallel(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	wait := func(mine, other string) string {
+		return fmt.Sprintf("touch %s; i=0; while [ ! -e %s ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; [ -e %s ] && echo %s",
+			mine, other, other, filepath.Base(mine))
+	}
+	m, _ := hookexec.ParseMatcher("")
+	hooks := []hookexec.Hook{
+		startHook("func", 10*time.Second, func(ctx context.Context, _ hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			for {
+				_, errA := os.Stat(a)
+				_, errB := os.Stat(b)
+				if errA == nil && errB == nil {
+					return hookexec.SessionStartOutput{AdditionalContext: "func"}, nil
+				}
+				select {
+				case <-ctx.Done():
+					return hookexec.SessionStartOutput{}, ctx.Err()
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}),
+		{Event: hookexec.SessionStart, Matcher: m, Command: wait(a, b), Timeout: 10 * time.Second},
+		{Event: hookexec.SessionStart, Matcher: m, Command: wait(b, a), Timeout: 10 * time.Second},
+	}
+	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{ProjectDir: dir})
+	for i, o := range outcomes {
+		if o.Status != eventlog.HookOK {
+			t.Errorf("outcome %d = %+v", i, o)
+		}
+	}
+	if text != "func\na\nb" {
+		t.Fatalf("context = %q, want the three in configuration order", text)
+	}
+}
+
+// A function hook's outcome is decided by when it answered, not by when its
+// answer was collected: here a command hook runs for longer than the
+// function hooks' timeout before they are collected.
+func TestFunctionHookJudgedByWhenItAnswered(t *testing.T) {
+	m, _ := hookexec.ParseMatcher("")
+	hooks := []hookexec.Hook{
+		startHook("quick", 100*time.Millisecond, func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			return hookexec.SessionStartOutput{AdditionalContext: "in time"}, nil
+		}),
+		startHook("slow", 100*time.Millisecond, func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			time.Sleep(250 * time.Millisecond) // ignores its context, then answers late
+			return hookexec.SessionStartOutput{AdditionalContext: "too late"}, nil
+		}),
+		{Event: hookexec.SessionStart, Matcher: m, Command: "sleep 0.6", Timeout: 10 * time.Second},
+	}
+	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{ProjectDir: t.TempDir()})
+	want := []string{eventlog.HookOK, eventlog.HookTimedOut, eventlog.HookOK}
+	for i, o := range outcomes {
+		if o.Status != want[i] {
+			t.Errorf("outcome %d = %+v, want status %s", i, o, want[i])
+		}
+	}
+	if text != "in time" {
+		t.Fatalf("context = %q, want only the hook that answered in time", text)
 	}
 }
 

@@ -112,19 +112,38 @@ func join(texts []string) string {
 }
 
 // runAll runs hooks in parallel and returns each one's outcome and text.
+// Each function hook runs on a goroutine of its own, so that one which
+// ignores its timeout can be left behind. Command hooks end by their
+// timeout (their process group is killed), so the last of them runs on the
+// caller's goroutine: starting goroutines, and waking the threads that run
+// them, is a measurable part of a restore, and one hook is the usual case.
 func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]eventlog.HookOutcome, []string) {
 	if len(hooks) == 0 {
 		return nil, nil // as a decoded event has it
 	}
 	outcomes := make([]eventlog.HookOutcome, len(hooks))
 	texts := make([]string, len(hooks))
+	var funcs []*funcRun
+	last := -1 // the last command hook
+	for i, h := range hooks {
+		if h.Command == "" {
+			funcs = append(funcs, startFunc(ctx, h, fn, i))
+		} else {
+			last = i
+		}
+	}
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		if h.Command != "" {
+		if h.Command != "" && i != last {
 			wg.Go(func() { outcomes[i], texts[i] = runCommand(ctx, h, stdin, env, commandTimeout(h)) })
-			continue
 		}
-		wg.Go(func() { outcomes[i], texts[i] = runOne(ctx, h, fn) })
+	}
+	if last >= 0 {
+		h := hooks[last]
+		outcomes[last], texts[last] = runCommand(ctx, h, stdin, env, commandTimeout(h))
+	}
+	for _, f := range funcs {
+		outcomes[f.index], texts[f.index] = f.wait()
 	}
 	wg.Wait()
 	return outcomes, texts
@@ -145,57 +164,81 @@ type callResult struct {
 	answer   answer
 	err      error
 	panicked any
+	late     bool // returned once its time was up or the caller gave up
 }
 
-// runOne runs function hook h under its timeout, recovering a panic. It returns as soon
-// as the hook finishes or its time is up, whichever comes first.
-func runOne(ctx context.Context, h Hook, fn call) (eventlog.HookOutcome, string) {
-	timeout := h.Timeout
-	if timeout == 0 {
-		timeout = DefaultFuncTimeout
+// funcRun is a function hook running on its own goroutine.
+type funcRun struct {
+	h       Hook
+	index   int // in the hooks being run
+	ctx     context.Context
+	hctx    context.Context // ctx under the hook's timeout
+	cancel  context.CancelFunc
+	timeout time.Duration
+	began   time.Time
+	done    chan callResult // buffered: a late hook never blocks
+}
+
+// startFunc starts function hook h, the index-th of the hooks being run,
+// under its timeout, recovering a panic.
+func startFunc(ctx context.Context, h Hook, fn call, index int) *funcRun {
+	f := &funcRun{h: h, index: index, ctx: ctx, timeout: h.Timeout, began: time.Now(), done: make(chan callResult, 1)}
+	if f.timeout == 0 {
+		f.timeout = DefaultFuncTimeout
 	}
-	hctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	done := make(chan callResult, 1) // buffered: a late hook never blocks
-	began := time.Now()
+	f.hctx, f.cancel = context.WithTimeout(ctx, f.timeout)
 	go func() {
+		var r callResult
 		defer func() {
 			if p := recover(); p != nil {
-				done <- callResult{panicked: p}
+				r = callResult{panicked: p}
 			}
+			r.late = f.hctx.Err() != nil
+			f.done <- r
 		}()
-		a, err := fn(hctx, h)
-		done <- callResult{answer: a, err: err}
+		r.answer, r.err = fn(f.hctx, h)
 	}()
-	o := eventlog.HookOutcome{Name: h.Name, Source: h.Source}
+	return f
+}
+
+// wait returns f's outcome and text as soon as the hook finishes or its
+// time is up, whichever comes first. A hook that answers only once its time
+// is up has timed out, or was cancelled if the caller's context ended, even
+// when wait is called late.
+func (f *funcRun) wait() (eventlog.HookOutcome, string) {
+	defer f.cancel()
+	o := eventlog.HookOutcome{Name: f.h.Name, Source: f.h.Source}
 	var text string
+	var r callResult
 	select {
-	case r := <-done:
-		switch {
-		case r.panicked != nil:
-			o.Status, o.Error = eventlog.HookPanicked, fmt.Sprint("panic: ", r.panicked)
-		case r.err != nil && ctx.Err() != nil:
-			o.Status, o.Error = eventlog.HookCancelled, r.err.Error()
-		case r.err != nil:
-			o.Status, o.Error = eventlog.HookFailed, r.err.Error()
+	case r = <-f.done:
+	case <-f.hctx.Done():
+		select {
+		case r = <-f.done: // it answered just now
 		default:
-			o.Status, text = eventlog.HookOK, r.answer.text
-			o.Summary = r.answer.summary
-			if len(r.answer.cleanup) > 0 { // nil for none, as a decoded event has it
-				o.Cleanup = r.answer.cleanup
-			}
-			if r.answer.block {
-				o.Decision, o.Reason = "block", r.answer.text
-			}
-		}
-	case <-hctx.Done():
-		if ctx.Err() != nil {
-			o.Status, o.Error = eventlog.HookCancelled, ctx.Err().Error()
-		} else {
-			o.Status, o.Error = eventlog.HookTimedOut, fmt.Sprintf("no answer after %s", timeout)
+			r.late = true
 		}
 	}
-	o.Duration = time.Since(began).Nanoseconds()
+	switch {
+	case r.late && f.ctx.Err() != nil:
+		o.Status, o.Error = eventlog.HookCancelled, f.ctx.Err().Error()
+	case r.late:
+		o.Status, o.Error = eventlog.HookTimedOut, fmt.Sprintf("no answer after %s", f.timeout)
+	case r.panicked != nil:
+		o.Status, o.Error = eventlog.HookPanicked, fmt.Sprint("panic: ", r.panicked)
+	case r.err != nil:
+		o.Status, o.Error = eventlog.HookFailed, r.err.Error()
+	default:
+		o.Status, text = eventlog.HookOK, r.answer.text
+		o.Summary = r.answer.summary
+		if len(r.answer.cleanup) > 0 { // nil for none, as a decoded event has it
+			o.Cleanup = r.answer.cleanup
+		}
+		if r.answer.block {
+			o.Decision, o.Reason = "block", r.answer.text
+		}
+	}
+	o.Duration = time.Since(f.began).Nanoseconds()
 	o.ContextLen = len(text)
 	return o, text
 }
