@@ -345,6 +345,17 @@ func TestHookReadsTheTranscript(t *testing.T) {
 	if !strings.HasPrefix(string(after), string(before)) {
 		t.Fatal("transcript was rewritten instead of appended to")
 	}
+	// A transcript removed behind the Engine's back is written whole again.
+	if err := os.Remove(e.TranscriptPath("b")); err != nil {
+		t.Fatal(err)
+	}
+	a.Restore(ctx, "a")
+	if r, err = a.Restore(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.Context, "transcript has 5 lines, last: <system-reminder>") {
+		t.Fatalf("context after removal = %q", r.Context)
+	}
 }
 
 func TestHookWritesEnvFile(t *testing.T) {

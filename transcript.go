@@ -2,7 +2,9 @@ package reprise
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -16,28 +18,37 @@ func (e *Engine) TranscriptPath(id string) string {
 // syncTranscript brings s's transcript file up to date with its saved
 // messages and returns its path. The first sync in an Engine rewrites the
 // file, since one left by an earlier process may not match the log; later
-// syncs append only the messages saved since. s.mu must be held.
+// syncs append only the messages saved since, and rewrite it only if it was
+// removed. s.mu must be held.
 func (e *Engine) syncTranscript(s *session) (string, error) {
 	path := e.TranscriptPath(s.conv.ID)
-	if s.transcribed > 0 {
-		if _, err := os.Stat(path); err != nil {
-			s.transcribed = -1 // removed behind our back: rewrite
+	if from := s.transcribed; from >= 0 {
+		var err error
+		if from == s.conv.Entries() {
+			_, err = os.Stat(path)
+		} else {
+			err = e.writeTranscript(s, path, os.O_WRONLY|os.O_APPEND, from)
+		}
+		if err == nil {
+			s.transcribed = s.conv.Entries()
+			return path, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.transcribed = -1 // it may hold part of a line: rewrite it next time
+			return path, fmt.Errorf("transcript of %s: %w", s.conv.ID, err)
 		}
 	}
+	// A whole new file, renamed into place so that no hook reads half of it.
 	if err := os.MkdirAll(e.transcriptDir, 0o700); err != nil {
 		return path, fmt.Errorf("transcript of %s: %w", s.conv.ID, err)
 	}
-	from, flags, target := s.transcribed, os.O_WRONLY|os.O_APPEND, path
-	if from < 0 {
-		from, flags, target = 0, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, path+".tmp"
-	}
-	if err := e.writeTranscript(s, target, flags, from); err != nil {
+	tmp := path + ".tmp"
+	if err := e.writeTranscript(s, tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0); err != nil {
+		os.Remove(tmp)
 		return path, fmt.Errorf("transcript of %s: %w", s.conv.ID, err)
 	}
-	if target != path {
-		if err := os.Rename(target, path); err != nil {
-			return path, fmt.Errorf("transcript of %s: %w", s.conv.ID, err)
-		}
+	if err := os.Rename(tmp, path); err != nil {
+		return path, fmt.Errorf("transcript of %s: %w", s.conv.ID, err)
 	}
 	s.transcribed = s.conv.Entries()
 	return path, nil
