@@ -3,6 +3,7 @@ package boltstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -31,12 +32,47 @@ func appendRuns(t *testing.T, s *Store, heads map[string]uint64) []eventlog.Even
 	return evs
 }
 
+// The runs of new appends gather in the recent bucket, which bbolt keeps
+// inside its parent's page, until a commit moves them to positions.
+func TestRecentRunsStayInlineUntilMoved(t *testing.T) {
+	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
+	defer s.Close()
+	moves := 0
+	for i := range 200 {
+		stream := fmt.Sprintf("session/%036d", i%3) // as long as a session id
+		if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: stream, Seq: uint64(i / 3)}},
+			[]eventlog.Record{record(stream, "x")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.View(func(tx *bolt.Tx) error {
+			recent := tx.Bucket(recentBucket)
+			if recent.Root() != 0 {
+				t.Fatalf("after append %d the recent bucket has a page of its own", i)
+			}
+			if recent.Sequence() > recentLimit {
+				t.Fatalf("after append %d the recent bucket holds %d bytes of runs", i, recent.Sequence())
+			}
+			if k, _ := recent.Cursor().First(); k == nil {
+				moves++
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 77 bytes a run: ten runs to a move.
+	if moves < 15 || moves > 25 {
+		t.Fatalf("recent runs were moved %d times in 200 appends", moves)
+	}
+}
+
 func TestReadAllFromInsideRuns(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
 	defer s.Close()
 	heads := map[string]uint64{}
 	var want []eventlog.Event
-	for i := range 3 {
+	// Enough for runs in both the positions and the recent buckets.
+	for i := range 12 {
 		want = append(want, appendRuns(t, s, heads)...)
 		evs, err := s.Append(context.Background(), []eventlog.Expect{{Stream: "d", Seq: uint64(i)}}, []eventlog.Record{record("d", "single")})
 		if err != nil {
@@ -57,35 +93,56 @@ func TestReadAllFromInsideRuns(t *testing.T) {
 			t.Fatalf("ReadAll from %d returned %d events, want the last %d written", from+1, len(got), len(want)-from)
 		}
 	}
+	s.db.View(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{positionsBucket, recentBucket} {
+			if k, _ := tx.Bucket(name).Cursor().First(); k == nil {
+				t.Errorf("no runs in bucket %s", name)
+			}
+		}
+		return nil
+	})
 }
 
-// toLayout1 rewrites the positions of the store at path as layout 1 has
-// them, one entry per event, and marks the store as layout 1.
-func toLayout1(t *testing.T, path string) {
+// toLayout rewrites the store at path as layout 1 or 2 has it: no recent
+// bucket, its runs in positions; in layout 1, one positions entry per
+// event.
+func toLayout(t *testing.T, path string, version byte) {
 	t.Helper()
 	rawUpdate(t, path, func(tx *bolt.Tx) error {
-		p := tx.Bucket(positionsBucket)
-		type entry struct{ k, v []byte }
-		var entries []entry
-		if err := p.ForEach(func(k, v []byte) error {
-			r, ok := splitRun(v, "")
-			if !ok {
-				return errors.New("malformed run")
-			}
-			start := be64From(k)
-			for i := range r.count {
-				entries = append(entries, entry{be64(start + i), eventKey(r.stream, r.seq+i)})
-			}
-			return nil
-		}); err != nil {
+		b, err := (&Store{}).buckets(tx)
+		if err != nil {
 			return err
 		}
-		for _, e := range entries {
-			if err := p.Put(e.k, e.v); err != nil {
+		if err := moveRecent(tx, b); err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(recentBucket); err != nil {
+			return err
+		}
+		if version == 1 {
+			p := tx.Bucket(positionsBucket)
+			type entry struct{ k, v []byte }
+			var entries []entry
+			if err := p.ForEach(func(k, v []byte) error {
+				r, ok := splitRun(v, "")
+				if !ok {
+					return errors.New("malformed run")
+				}
+				start := be64From(k)
+				for i := range r.count {
+					entries = append(entries, entry{be64(start + i), eventKey(r.stream, r.seq+i)})
+				}
+				return nil
+			}); err != nil {
 				return err
 			}
+			for _, e := range entries {
+				if err := p.Put(e.k, e.v); err != nil {
+					return err
+				}
+			}
 		}
-		return tx.Bucket(metaBucket).Put(formatKey, []byte{1})
+		return tx.Bucket(metaBucket).Put(formatKey, []byte{version})
 	})
 }
 
@@ -97,32 +154,36 @@ func be64From(k []byte) uint64 {
 	return n
 }
 
-func TestReadsAndUpgradesLayout1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "events.db")
-	s := mustOpen(t, path, Options{})
-	heads := map[string]uint64{}
-	want := appendRuns(t, s, heads)
-	s.Close()
-	toLayout1(t, path)
+func TestReadsAndUpgradesOlderLayouts(t *testing.T) {
+	for _, version := range []byte{1, 2} {
+		t.Run(fmt.Sprint("Layout", version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "events.db")
+			s := mustOpen(t, path, Options{})
+			heads := map[string]uint64{}
+			want := appendRuns(t, s, heads)
+			s.Close()
+			toLayout(t, path, version)
 
-	r := mustOpen(t, path, Options{ReadOnly: true})
-	if got := readAll(t, r); !sameEvents(got, want) {
-		t.Errorf("read-only, a layout 1 store returned %d events, want %d", len(got), len(want))
-	}
-	r.Close()
-	if v := formatOf(t, path); v != 1 {
-		t.Fatalf("a read-only open changed the layout version to %d", v)
-	}
+			r := mustOpen(t, path, Options{ReadOnly: true})
+			if got := readAll(t, r); !sameEvents(got, want) {
+				t.Errorf("read-only, a layout %d store returned %d events, want %d", version, len(got), len(want))
+			}
+			r.Close()
+			if v := formatOf(t, path); v != version {
+				t.Fatalf("a read-only open changed the layout version to %d", v)
+			}
 
-	s = mustOpen(t, path, Options{})
-	defer s.Close()
-	want = append(want, appendRuns(t, s, heads)...)
-	if got := readAll(t, s); !sameEvents(got, want) {
-		t.Errorf("layout 1 positions followed by runs: ReadAll returned %d events, want %d", len(got), len(want))
-	}
-	s.Close()
-	if v := formatOf(t, path); v != layoutVersion {
-		t.Errorf("after a write-open the layout version is %d, want %d", v, layoutVersion)
+			s = mustOpen(t, path, Options{})
+			defer s.Close()
+			want = append(want, appendRuns(t, s, heads)...)
+			if got := readAll(t, s); !sameEvents(got, want) {
+				t.Errorf("layout %d positions followed by new runs: ReadAll returned %d events, want %d", version, len(got), len(want))
+			}
+			s.Close()
+			if v := formatOf(t, path); v != layoutVersion {
+				t.Errorf("after a write-open the layout version is %d, want %d", v, layoutVersion)
+			}
+		})
 	}
 }
 
@@ -136,40 +197,85 @@ func formatOf(t *testing.T, path string) byte {
 	return v
 }
 
+// runsIn returns the bucket that holds the runs of a small store: recent,
+// unless the runs were moved to positions.
+func runsIn(tx *bolt.Tx) *bolt.Bucket {
+	if k, _ := tx.Bucket(recentBucket).Cursor().First(); k != nil {
+		return tx.Bucket(recentBucket)
+	}
+	return tx.Bucket(positionsBucket)
+}
+
 func TestTamperedRuns(t *testing.T) {
 	tests := []struct {
 		name   string
-		tamper func(tx *bolt.Tx) error
+		tamper func(runs *bolt.Bucket) error
 	}{
-		{"RunPastTheLast", func(tx *bolt.Tx) error {
-			return tx.Bucket(positionsBucket).Put(be64(6), appendRun(nil, "c", 1, 9))
+		{"RunPastTheLast", func(runs *bolt.Bucket) error {
+			return runs.Put(be64(6), appendRun(nil, "c", 1, 9))
 		}},
-		{"RunsOverlap", func(tx *bolt.Tx) error {
-			return tx.Bucket(positionsBucket).Put(be64(2), appendRun(nil, "a", 2, 3))
+		{"RunsOverlap", func(runs *bolt.Bucket) error {
+			return runs.Put(be64(2), appendRun(nil, "a", 2, 3))
 		}},
-		{"RunOfOne", func(tx *bolt.Tx) error {
-			return tx.Bucket(positionsBucket).Put(be64(6), append(eventKey("c", 1), 0, 0, 0, 1))
+		{"RunOfOne", func(runs *bolt.Bucket) error {
+			return runs.Put(be64(6), append(eventKey("c", 1), 0, 0, 0, 1))
 		}},
-		{"RunTooShortForItsEvents", func(tx *bolt.Tx) error {
-			return tx.Bucket(positionsBucket).Put(be64(1), appendRun(nil, "a", 1, 2))
+		{"RunTooShortForItsEvents", func(runs *bolt.Bucket) error {
+			return runs.Put(be64(1), appendRun(nil, "a", 1, 2))
 		}},
-		{"RunFromSeqZero", func(tx *bolt.Tx) error {
-			return tx.Bucket(positionsBucket).Put(be64(1), appendRun(nil, "a", 0, 3))
+		{"RunFromSeqZero", func(runs *bolt.Bucket) error {
+			return runs.Put(be64(1), appendRun(nil, "a", 0, 3))
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "events.db")
-			s := mustOpen(t, path, Options{})
-			appendRuns(t, s, map[string]uint64{})
-			s.Close()
-			rawUpdate(t, path, tt.tamper)
-			s = mustOpen(t, path, Options{})
-			defer s.Close()
-			err := s.ReadAll(context.Background(), 0, func(eventlog.Event) error { return nil })
-			if !errors.Is(err, eventlog.ErrCorrupt) {
-				t.Errorf("ReadAll: err = %v, want ErrCorrupt", err)
+	for _, moved := range []bool{false, true} {
+		for _, tt := range tests {
+			name := tt.name + "InRecent"
+			if moved {
+				name = tt.name + "InPositions"
 			}
-		})
+			t.Run(name, func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "events.db")
+				s := mustOpen(t, path, Options{})
+				appendRuns(t, s, map[string]uint64{})
+				s.Close()
+				rawUpdate(t, path, func(tx *bolt.Tx) error {
+					if moved {
+						b, err := (&Store{}).buckets(tx)
+						if err != nil {
+							return err
+						}
+						if err := moveRecent(tx, b); err != nil {
+							return err
+						}
+					}
+					return tt.tamper(runsIn(tx))
+				})
+				s = mustOpen(t, path, Options{})
+				defer s.Close()
+				err := s.ReadAll(context.Background(), 0, func(eventlog.Event) error { return nil })
+				if !errors.Is(err, eventlog.ErrCorrupt) {
+					t.Errorf("ReadAll: err = %v, want ErrCorrupt", err)
+				}
+			})
+		}
+	}
+}
+
+// The positions bucket holds runs older than the recent bucket's: one in
+// positions that ends before the first in recent begins is a gap, even
+// where a run in recent would cover it.
+func TestRunsOverlapAcrossBuckets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	s := mustOpen(t, path, Options{})
+	appendRuns(t, s, map[string]uint64{})
+	s.Close()
+	rawUpdate(t, path, func(tx *bolt.Tx) error {
+		return tx.Bucket(positionsBucket).Put(be64(1), appendRun(nil, "a", 1, 2))
+	})
+	s = mustOpen(t, path, Options{})
+	defer s.Close()
+	err := s.ReadAll(context.Background(), 0, func(eventlog.Event) error { return nil })
+	if !errors.Is(err, eventlog.ErrCorrupt) {
+		t.Errorf("ReadAll: err = %v, want ErrCorrupt", err)
 	}
 }

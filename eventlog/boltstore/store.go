@@ -26,13 +26,21 @@ import (
 const DefaultTimeout = time.Second
 
 // layoutVersion is the version of the layout described in the package
-// documentation, stored under meta/format. Layout 1 stores are read and
-// written as they are: a write-open marks them as layout 2, since layout 2
-// adds runs of positions that builds reading only layout 1 do not know.
+// documentation, stored under meta/format. Stores of older layouts are
+// read as they are; a write-open adds what the current layout has (the
+// recent bucket) and marks them with it, since builds that know only an
+// older layout would miss what is there.
 const (
-	layoutVersion = 2
+	layoutVersion = 3
 	oldestLayout  = 1
 )
+
+// recentLimit is how many bytes of runs, each counted with the 16 bytes of
+// its page element, the recent bucket holds before a commit moves them to
+// the positions bucket. Below 1,008 bytes bbolt keeps the bucket inside
+// its parent's page (a quarter of a 4 KiB page, less the page header),
+// which every commit writes anyway.
+const recentLimit = 768
 
 // ctxCheckEvery is how many events a long read passes between checks of its
 // context.
@@ -42,6 +50,7 @@ var (
 	eventsBucket    = []byte("events")
 	positionsBucket = []byte("positions")
 	headsBucket     = []byte("heads")
+	recentBucket    = []byte("recent")
 	metaBucket      = []byte("meta")
 	formatKey       = []byte("format")
 )
@@ -232,15 +241,13 @@ func (s *Store) initLayout() error {
 		return nil
 	}
 	return s.update(func(tx *bolt.Tx) error {
-		empty, version, err := s.checkLayout(tx)
+		_, version, err := s.checkLayout(tx)
 		if err != nil || version == layoutVersion {
 			return err
 		}
-		if empty {
-			for _, name := range [][]byte{eventsBucket, positionsBucket, headsBucket, metaBucket} {
-				if _, err := tx.CreateBucket(name); err != nil {
-					return fmt.Errorf("boltstore: create %s: %w", s.path, err)
-				}
+		for _, name := range [][]byte{eventsBucket, positionsBucket, headsBucket, recentBucket, metaBucket} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("boltstore: create %s: %w", s.path, err)
 			}
 		}
 		return tx.Bucket(metaBucket).Put(formatKey, []byte{layoutVersion})
@@ -265,18 +272,23 @@ func (s *Store) checkLayout(tx *bolt.Tx) (empty bool, version byte, err error) {
 	if v[0] < oldestLayout || v[0] > layoutVersion {
 		return false, 0, fmt.Errorf("%w: %s has layout version %d; this build reads versions %d to %d", ErrFormat, s.path, v[0], oldestLayout, layoutVersion)
 	}
-	_, err = s.buckets(tx)
-	return false, v[0], err
+	for _, name := range [][]byte{eventsBucket, positionsBucket, headsBucket, recentBucket} {
+		if tx.Bucket(name) == nil && (v[0] >= 3 || !bytes.Equal(name, recentBucket)) {
+			return false, 0, fmt.Errorf("%w: %s: bucket %s is missing", eventlog.ErrCorrupt, s.path, name)
+		}
+	}
+	return false, v[0], nil
 }
 
-// buckets are the buckets of the layout other than meta.
+// buckets are the buckets of the layout other than meta. recent is nil in
+// a store of layout 1 or 2 opened read-only.
 type buckets struct {
-	events, positions, heads *bolt.Bucket
+	events, positions, heads, recent *bolt.Bucket
 }
 
 func (s *Store) buckets(tx *bolt.Tx) (buckets, error) {
-	b := buckets{tx.Bucket(eventsBucket), tx.Bucket(positionsBucket), tx.Bucket(headsBucket)}
-	if b.events == nil || b.positions == nil || b.heads == nil {
+	b := buckets{tx.Bucket(eventsBucket), tx.Bucket(positionsBucket), tx.Bucket(headsBucket), tx.Bucket(recentBucket)}
+	if b.events == nil || b.positions == nil || b.heads == nil || b.recent == nil && !s.readOnly {
 		return b, fmt.Errorf("%w: %s: a bucket is missing", eventlog.ErrCorrupt, s.path)
 	}
 	return b, nil
@@ -384,7 +396,10 @@ func (s *Store) commitGroup(group []*appendReq) {
 				return partial.err
 			}
 		}
-		return nil
+		if b.recent.Sequence() <= recentLimit {
+			return nil
+		}
+		return moveRecent(tx, b)
 	})
 	if err == nil {
 		return
@@ -451,7 +466,7 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 		p := len(buf)
 		buf = binary.BigEndian.AppendUint64(buf, evs[i].Position)
 		buf = appendRun(buf, evs[i].Stream, evs[i].Seq, uint32(j-i))
-		if err := b.positions.Put(buf[p:p+8:p+8], buf[p+8:len(buf):len(buf)]); err != nil {
+		if err := putRecent(b.recent, buf[p:p+8:p+8], buf[p+8:len(buf):len(buf)]); err != nil {
 			return nil, &partialWrite{fmt.Errorf("boltstore: append to %s: %w", evs[i].Stream, err)}
 		}
 		for ; i < j; i++ {
@@ -485,6 +500,37 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 		}
 	}
 	return evs, nil
+}
+
+// putRecent adds the run v at position k to the recent bucket, counting its
+// bytes in the bucket's sequence.
+func putRecent(recent *bolt.Bucket, k, v []byte) error {
+	if err := recent.Put(k, v); err != nil {
+		return err
+	}
+	return recent.SetSequence(recent.Sequence() + uint64(16+len(k)+len(v)))
+}
+
+// moveRecent moves the runs of the recent bucket to the positions bucket
+// and empties it. A commit that updates the big positions tree writes a
+// leaf and the branches above it; gathering runs in the small recent
+// bucket, which lives in the page every commit writes, does that once for
+// many appends instead of once for each.
+func moveRecent(tx *bolt.Tx, b buckets) error {
+	c := b.recent.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		// Cloned: the bucket is deleted before the commit writes them.
+		if err := b.positions.Put(bytes.Clone(k), bytes.Clone(v)); err != nil {
+			return fmt.Errorf("boltstore: move recent positions: %w", err)
+		}
+	}
+	if err := tx.DeleteBucket(recentBucket); err != nil {
+		return fmt.Errorf("boltstore: move recent positions: %w", err)
+	}
+	if _, err := tx.CreateBucket(recentBucket); err != nil {
+		return fmt.Errorf("boltstore: move recent positions: %w", err)
+	}
+	return nil
 }
 
 // streamIndex returns the index of stream in expect, trying hint first:
@@ -596,71 +642,97 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 		missing := func(want uint64) error {
 			return fmt.Errorf("%w: %s: position %d is missing; the last is %d", eventlog.ErrCorrupt, s.path, want, last)
 		}
-		// Find the run holding from: the last one starting at or before it.
-		c := b.positions.Cursor()
-		k, v := c.Seek(be64(from))
-		if k == nil || binary.BigEndian.Uint64(k) != from {
-			if k, v = c.Prev(); k == nil {
-				return missing(from)
+		// The runs are in the positions bucket, then, newer than all of
+		// those, in the recent bucket.
+		r := runReader{s: s, ctx: ctx, g: g, events: b.events.Cursor(), from: from, want: from, last: last, fn: fn}
+		for _, runs := range []*bolt.Bucket{b.positions, b.recent} {
+			if runs == nil || r.want > last {
+				continue
+			}
+			if err := r.read(runs.Cursor()); err != nil {
+				return err
 			}
 		}
-		var (
-			want   = from
-			stream string // the last run's, reused while runs share it
-			events = b.events.Cursor()
-			key    []byte
-		)
-		for ; k != nil && want <= last; k, v = c.Next() {
-			if len(k) != 8 {
-				return fmt.Errorf("%w: %s: malformed position key %x", eventlog.ErrCorrupt, s.path, k)
-			}
-			start := binary.BigEndian.Uint64(k)
-			run, ok := splitRun(v, stream)
-			switch {
-			case !ok:
-				return fmt.Errorf("%w: %s: position %d holds a malformed event key %x", eventlog.ErrCorrupt, s.path, start, v)
-			case start > want:
-				return missing(want)
-			case start < want && want != from:
-				return fmt.Errorf("%w: %s: expected position %d of %d, found %d", eventlog.ErrCorrupt, s.path, want, last, start)
-			case run.count > last-start+1:
-				return fmt.Errorf("%w: %s: positions %d to %d lie beyond the last, %d", eventlog.ErrCorrupt, s.path, start, start+run.count-1, last)
-			}
-			stream = run.stream
-			first := want - start
-			for i := first; i < run.count; i++ {
-				if err := checkCtx(ctx, want-from); err != nil {
-					return err
-				}
-				seq := run.seq + i
-				key = appendEventKey(key[:0], stream, seq)
-				var ek, ev []byte
-				if i == first {
-					ek, ev = events.Seek(key)
-				} else {
-					ek, ev = events.Next()
-				}
-				if !bytes.Equal(ek, key) {
-					return eventlog.Corruptf(stream, seq, "event at position %d is missing", want)
-				}
-				e, err := decodeEvent(stream, seq, ev)
-				if err != nil {
-					return err
-				}
-				if e.Position != want {
-					return eventlog.Corruptf(stream, seq, "event at position %d says it is at %d", want, e.Position)
-				}
-				if err := call(g, fn, e); err != nil {
-					return err
-				}
-				want++
-			}
-		}
-		if want <= last {
-			return missing(want)
+		if r.want <= last {
+			return missing(r.want)
 		}
 		return nil
 	})
+}
+
+// runReader reads the events of runs of positions in order, from position
+// from to last, checking that they follow each other without a gap.
+type runReader struct {
+	s          *Store
+	ctx        context.Context
+	g          *guard
+	events     *bolt.Cursor
+	from, want uint64 // the first position to read, the next
+	last       uint64
+	stream     string // the last run's, reused while runs share it
+	key        []byte
+	fn         func(eventlog.Event) error
+}
+
+// read reads the runs of one bucket, from the one holding r.want on.
+func (r *runReader) read(c *bolt.Cursor) error {
+	path := r.s.path
+	// The run holding want is the last one starting at or before it.
+	k, v := c.Seek(be64(r.want))
+	if k == nil || binary.BigEndian.Uint64(k) != r.want {
+		if k, v = c.Prev(); k == nil {
+			k, v = c.First()
+		}
+	}
+	// Only a read's first run may start before the position it reads.
+	for first := true; k != nil && r.want <= r.last; k, v = c.Next() {
+		if len(k) != 8 {
+			return fmt.Errorf("%w: %s: malformed position key %x", eventlog.ErrCorrupt, path, k)
+		}
+		start := binary.BigEndian.Uint64(k)
+		run, ok := splitRun(v, r.stream)
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %s: position %d holds a malformed event key %x", eventlog.ErrCorrupt, path, start, v)
+		case start > r.want:
+			return fmt.Errorf("%w: %s: position %d is missing; the last is %d", eventlog.ErrCorrupt, path, r.want, r.last)
+		case start < r.want && (!first || r.want != r.from):
+			return fmt.Errorf("%w: %s: expected position %d of %d, found %d", eventlog.ErrCorrupt, path, r.want, r.last, start)
+		case run.count > r.last-start+1:
+			return fmt.Errorf("%w: %s: positions %d to %d lie beyond the last, %d", eventlog.ErrCorrupt, path, start, start+run.count-1, r.last)
+		}
+		first = false
+		r.stream = run.stream
+		skip := r.want - start
+		for i := skip; i < run.count; i++ {
+			if err := checkCtx(r.ctx, r.want-r.from); err != nil {
+				return err
+			}
+			seq := run.seq + i
+			r.key = appendEventKey(r.key[:0], r.stream, seq)
+			var ek, ev []byte
+			if i == skip {
+				ek, ev = r.events.Seek(r.key)
+			} else {
+				ek, ev = r.events.Next()
+			}
+			if !bytes.Equal(ek, r.key) {
+				return eventlog.Corruptf(r.stream, seq, "event at position %d is missing", r.want)
+			}
+			e, err := decodeEvent(r.stream, seq, ev)
+			if err != nil {
+				return err
+			}
+			if e.Position != r.want {
+				return eventlog.Corruptf(r.stream, seq, "event at position %d says it is at %d", r.want, e.Position)
+			}
+			if err := call(r.g, r.fn, e); err != nil {
+				return err
+			}
+			r.want++
+		}
+	}
+	return nil
 }
 
 // Streams implements eventlog.Store.

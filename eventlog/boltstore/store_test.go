@@ -387,11 +387,11 @@ func TestTamperedLayout(t *testing.T) {
 			return b.Put(eventKey("s", 2), bytes.Clone(b.Get(eventKey("s", 1))))
 		}, readS, 2},
 		{"EnvelopeAtWrongPosition", func(tx *bolt.Tx) error {
-			b := tx.Bucket(positionsBucket)
+			b := runsIn(tx)
 			return b.Put(be64(2), bytes.Clone(b.Get(be64(1))))
 		}, readAll, 1},
 		{"PositionMissing", func(tx *bolt.Tx) error {
-			return tx.Bucket(positionsBucket).Delete(be64(2))
+			return runsIn(tx).Delete(be64(2))
 		}, readAll, 0},
 		{"EventBeyondHead", func(tx *bolt.Tx) error {
 			return tx.Bucket(headsBucket).Put([]byte("s"), be64(2))
