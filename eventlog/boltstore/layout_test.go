@@ -38,6 +38,7 @@ func TestRecentRunsStayInlineUntilMoved(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
 	defer s.Close()
 	moves := 0
+	var positionsRoot uint64
 	for i := range 200 {
 		stream := fmt.Sprintf("session/%036d", i%3) // as long as a session id
 		if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: stream, Seq: uint64(i / 3)}},
@@ -49,12 +50,21 @@ func TestRecentRunsStayInlineUntilMoved(t *testing.T) {
 			if recent.Root() != 0 {
 				t.Fatalf("after append %d the recent bucket has a page of its own", i)
 			}
-			if recent.Sequence() > recentLimit {
-				t.Fatalf("after append %d the recent bucket holds %d bytes of runs", i, recent.Sequence())
+			if n := recentSize(recent); n > recentLimit {
+				t.Fatalf("after append %d the recent bucket holds %d bytes of runs", i, n)
 			}
+			if recent.Sequence() != uint64(i+1) {
+				t.Fatalf("after append %d the recent bucket's sequence is %d, not the last position", i, recent.Sequence())
+			}
+			// bbolt writes a changed page elsewhere: an append that moves
+			// no runs must leave the positions tree's pages as they were.
+			root := uint64(tx.Bucket(positionsBucket).Root())
 			if k, _ := recent.Cursor().First(); k == nil {
 				moves++
+			} else if i > 0 && root != positionsRoot {
+				t.Fatalf("append %d moved no runs but rewrote the positions bucket", i)
 			}
+			positionsRoot = root
 			return nil
 		}); err != nil {
 			t.Fatal(err)
@@ -104,8 +114,8 @@ func TestReadAllFromInsideRuns(t *testing.T) {
 }
 
 // toLayout rewrites the store at path as layout 1 or 2 has it: no recent
-// bucket, its runs in positions; in layout 1, one positions entry per
-// event.
+// bucket, its runs and last position in positions; in layout 1, one
+// positions entry per event.
 func toLayout(t *testing.T, path string, version byte) {
 	t.Helper()
 	rawUpdate(t, path, func(tx *bolt.Tx) error {
@@ -114,6 +124,11 @@ func toLayout(t *testing.T, path string, version byte) {
 			return err
 		}
 		if err := moveRecent(tx, b); err != nil {
+			return err
+		}
+		// Older layouts keep the last position as the positions bucket's
+		// sequence.
+		if err := tx.Bucket(positionsBucket).SetSequence(tx.Bucket(recentBucket).Sequence()); err != nil {
 			return err
 		}
 		if err := tx.DeleteBucket(recentBucket); err != nil {

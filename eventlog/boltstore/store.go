@@ -250,6 +250,10 @@ func (s *Store) initLayout() error {
 				return fmt.Errorf("boltstore: create %s: %w", s.path, err)
 			}
 		}
+		// The last position moves to the recent bucket's sequence.
+		if err := tx.Bucket(recentBucket).SetSequence(tx.Bucket(positionsBucket).Sequence()); err != nil {
+			return fmt.Errorf("boltstore: upgrade %s: %w", s.path, err)
+		}
 		return tx.Bucket(metaBucket).Put(formatKey, []byte{layoutVersion})
 	})
 }
@@ -396,7 +400,7 @@ func (s *Store) commitGroup(group []*appendReq) {
 				return partial.err
 			}
 		}
-		if b.recent.Sequence() <= recentLimit {
+		if recentSize(b.recent) <= recentLimit {
 			return nil
 		}
 		return moveRecent(tx, b)
@@ -442,7 +446,7 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 	// in one buffer: bbolt keeps what it is given until the commit, and the
 	// events returned share their payloads with the envelopes written.
 	evs := make([]eventlog.Event, len(recs))
-	pos := b.positions.Sequence()
+	pos := lastPosition(b)
 	size, last := len(expect)*8, 0
 	for i, r := range recs {
 		last = streamIndex(expect, r.Stream, last)
@@ -466,7 +470,7 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 		p := len(buf)
 		buf = binary.BigEndian.AppendUint64(buf, evs[i].Position)
 		buf = appendRun(buf, evs[i].Stream, evs[i].Seq, uint32(j-i))
-		if err := putRecent(b.recent, buf[p:p+8:p+8], buf[p+8:len(buf):len(buf)]); err != nil {
+		if err := b.recent.Put(buf[p:p+8:p+8], buf[p+8:len(buf):len(buf)]); err != nil {
 			return nil, &partialWrite{fmt.Errorf("boltstore: append to %s: %w", evs[i].Stream, err)}
 		}
 		for ; i < j; i++ {
@@ -486,7 +490,7 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 			}
 		}
 	}
-	if err := b.positions.SetSequence(pos); err != nil {
+	if err := b.recent.SetSequence(pos); err != nil {
 		return nil, &partialWrite{fmt.Errorf("boltstore: append: %w", err)}
 	}
 	for i, e := range expect {
@@ -502,13 +506,27 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 	return evs, nil
 }
 
-// putRecent adds the run v at position k to the recent bucket, counting its
-// bytes in the bucket's sequence.
-func putRecent(recent *bolt.Bucket, k, v []byte) error {
-	if err := recent.Put(k, v); err != nil {
-		return err
+// lastPosition returns the last position given to an event. Layout 3 keeps
+// it as the recent bucket's sequence, older layouts as the positions
+// bucket's. Setting a bucket's sequence rewrites its root page, which for
+// the small recent bucket is part of the page every commit writes.
+func lastPosition(b buckets) uint64 {
+	last := b.positions.Sequence()
+	if b.recent != nil {
+		last = max(last, b.recent.Sequence())
 	}
-	return recent.SetSequence(recent.Sequence() + uint64(16+len(k)+len(v)))
+	return last
+}
+
+// recentSize returns the bytes the runs in the recent bucket take in its
+// page.
+func recentSize(recent *bolt.Bucket) int {
+	n := 0
+	c := recent.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		n += 16 + len(k) + len(v)
+	}
+	return n
 }
 
 // moveRecent moves the runs of the recent bucket to the positions bucket
@@ -524,10 +542,15 @@ func moveRecent(tx *bolt.Tx, b buckets) error {
 			return fmt.Errorf("boltstore: move recent positions: %w", err)
 		}
 	}
+	last := b.recent.Sequence()
 	if err := tx.DeleteBucket(recentBucket); err != nil {
 		return fmt.Errorf("boltstore: move recent positions: %w", err)
 	}
-	if _, err := tx.CreateBucket(recentBucket); err != nil {
+	recent, err := tx.CreateBucket(recentBucket)
+	if err == nil {
+		err = recent.SetSequence(last)
+	}
+	if err != nil {
 		return fmt.Errorf("boltstore: move recent positions: %w", err)
 	}
 	return nil
@@ -635,7 +658,7 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 		if err != nil {
 			return err
 		}
-		last := b.positions.Sequence()
+		last := lastPosition(b)
 		if from > last {
 			return nil
 		}
