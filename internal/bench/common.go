@@ -76,11 +76,15 @@ func (r *rawDB) Close() error { return r.db.Close() }
 type countingStore struct {
 	eventlog.Store
 	appends atomic.Int64
+	started atomic.Int64 // the count when SessionStart hooks last ran
 	shared  bool
 }
 
 func (c *countingStore) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
-	c.appends.Add(1)
+	n := c.appends.Add(1)
+	if len(recs) > 0 && recs[0].Type == eventlog.TypeSessionStartHookRan {
+		c.started.Store(n - 1) // the hooks ran after the appends before this one
+	}
 	return c.Store.Append(ctx, expect, recs)
 }
 
