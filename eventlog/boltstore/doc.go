@@ -16,30 +16,39 @@
 //
 // # Layout
 //
-// The file holds four buckets:
+// The file holds five buckets:
 //
 //	events     stream + 0x00 + seq (8 bytes, big-endian) -> eventlog.MarshalEnvelope(event)
 //	positions  position (8 bytes, big-endian)            -> a run: the key in events of its first event,
 //	                                                        then, unless the run is one event, its length
 //	                                                        (4 bytes, big-endian)
+//	recent     the newest runs, as in positions; its sequence is the last position given
 //	heads      stream                                    -> head seq (8 bytes, big-endian)
-//	meta       "format"                                  -> the layout version (one byte, 2)
+//	meta       "format"                                  -> the layout version (one byte, 3)
 //
 // Stream names hold no NUL byte, so an event key's stream part ends at the
 // first 0x00 and a stream's events sit together in sequence order: reading
 // a conversation is one sequential cursor scan. A run is a stretch of
 // consecutive positions that one append gave to consecutive events of one
-// stream, so saving a thousand messages writes one positions entry, not a
-// thousand. Positions come from the positions bucket's sequence, so they are
-// gapless: an append that fails rolls its positions back with the rest.
-// Every envelope repeats its stream, seq and position and ends in a CRC-32C,
-// and reads check them against the keys, so a damaged value or an event
-// under the wrong key is reported, never returned.
+// stream, so saving a thousand messages writes one run, not a thousand.
+// Positions are gapless: an append that fails rolls its positions back
+// with the rest. Every envelope repeats its stream, seq and position and
+// ends in a CRC-32C, and reads check them against the keys, so a damaged
+// value or an event under the wrong key is reported, never returned.
 //
-// Layout 1 had one positions entry per event, which is a run of one in
-// layout 2. This build reads and writes layout 1 stores as they are; a
-// write-open marks them as layout 2, which builds reading only layout 1
-// refuse rather than misread.
+// A commit that changes a big B+tree rewrites a leaf and every branch above
+// it. New runs therefore go to the recent bucket, which stays small enough
+// (under 768 bytes of runs) for bbolt to keep inside the root page that
+// every commit writes anyway; once it holds more, the commit moves its runs
+// to positions. ReadAll reads positions, then recent. The last position is
+// recent's sequence for the same reason: setting the sequence of positions
+// would rewrite its root page on every append.
+//
+// Layout 1 had one positions entry per event, which is a run of one;
+// layout 2 had runs, but no recent bucket, and kept the last position as
+// the positions bucket's sequence. This build reads both as they are; a
+// write-open adds the recent bucket and marks them as layout 3, which
+// builds reading only older layouts refuse rather than misread.
 //
 // Streams grow only at their end and positions only at theirs, so the
 // pages a split leaves behind take few or no more keys: Append fills the
@@ -50,7 +59,7 @@
 // # Appends and group commit
 //
 // An append checks every expectation against heads, then writes events,
-// positions and heads together, in one bbolt write transaction whose
+// its runs and heads together, in one bbolt write transaction whose
 // commit is the fsync that makes it durable. Appends that arrive while a
 // commit is under way wait for it, then the oldest of them commits all
 // that waited, up to 65,536 records, in one transaction and one fsync:

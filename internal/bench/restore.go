@@ -220,7 +220,7 @@ func (r *restoreRunner) exec() (time.Duration, error) {
 func (r *restoreRunner) Note(string) string {
 	note := fmt.Sprintf("%d appends a restore", r.appends)
 	if r.command {
-		note += fmt.Sprintf(", the hook after the %d before it; hook: %s", r.hookAt, hookCommand)
+		note += fmt.Sprintf(", the hook run after the first %d; hook: %s", r.hookAt, hookCommand)
 	}
 	return note
 }
