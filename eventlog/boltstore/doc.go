@@ -16,19 +16,19 @@
 //
 // # Layout
 //
-// The file holds five buckets:
+// The file holds four buckets:
 //
 //	events     stream + 0x00 + seq (8 bytes, big-endian) -> eventlog.MarshalEnvelope(event)
 //	positions  position (8 bytes, big-endian)            -> a run: the key in events of its first event,
 //	                                                        then, unless the run is one event, its length
 //	                                                        (4 bytes, big-endian)
 //	recent     the newest runs, as in positions; its sequence is the last position given
-//	heads      stream                                    -> head seq (8 bytes, big-endian)
 //	meta       "format"                                  -> the layout version (one byte, 3)
 //
 // Stream names hold no NUL byte, so an event key's stream part ends at the
 // first 0x00 and a stream's events sit together in sequence order: reading
-// a conversation is one sequential cursor scan. A run is a stretch of
+// a conversation is one sequential cursor scan, and a stream's head is the
+// seq in its last key, found with one cursor seek. A run is a stretch of
 // consecutive positions that one append gave to consecutive events of one
 // stream, so saving a thousand messages writes one run, not a thousand.
 // Positions are gapless: an append that fails rolls its positions back
@@ -44,11 +44,18 @@
 // recent's sequence for the same reason: setting the sequence of positions
 // would rewrite its root page on every append.
 //
+// Heads need no bucket of their own either: a bucket of heads, one entry
+// per stream, is a tree of its own once a store holds more than a few
+// dozen streams, and each append would rewrite a leaf and the branches
+// above it. A stream whose last events were lost reads as shorter; the
+// store-wide order still names them, so ReadAll reports the loss.
+//
 // Layout 1 had one positions entry per event, which is a run of one;
 // layout 2 had runs, but no recent bucket, and kept the last position as
-// the positions bucket's sequence. This build reads both as they are; a
-// write-open adds the recent bucket and marks them as layout 3, which
-// builds reading only older layouts refuse rather than misread.
+// the positions bucket's sequence; both kept heads in a bucket. This build
+// reads both as they are; a write-open adds the recent bucket, drops the
+// heads bucket and marks them as layout 3, which builds reading only older
+// layouts refuse rather than misread.
 //
 // Streams grow only at their end and positions only at theirs, so the
 // pages a split leaves behind take few or no more keys: Append fills the
@@ -58,8 +65,8 @@
 //
 // # Appends and group commit
 //
-// An append checks every expectation against heads, then writes events,
-// its runs and heads together, in one bbolt write transaction whose
+// An append checks every expectation against its stream's head, then writes
+// its events and runs together, in one bbolt write transaction whose
 // commit is the fsync that makes it durable. Appends that arrive while a
 // commit is under way wait for it, then the oldest of them commits all
 // that waited, up to 65,536 records, in one transaction and one fsync:

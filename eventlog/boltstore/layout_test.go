@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -114,8 +115,8 @@ func TestReadAllFromInsideRuns(t *testing.T) {
 }
 
 // toLayout rewrites the store at path as layout 1 or 2 has it: no recent
-// bucket, its runs and last position in positions; in layout 1, one
-// positions entry per event.
+// bucket, its runs and last position in positions, a heads bucket; in
+// layout 1, one positions entry per event.
 func toLayout(t *testing.T, path string, version byte) {
 	t.Helper()
 	rawUpdate(t, path, func(tx *bolt.Tx) error {
@@ -132,6 +133,17 @@ func toLayout(t *testing.T, path string, version byte) {
 			return err
 		}
 		if err := tx.DeleteBucket(recentBucket); err != nil {
+			return err
+		}
+		// They kept each stream's head in a bucket of its own.
+		heads, err := tx.CreateBucket(headsBucket)
+		if err != nil {
+			return err
+		}
+		if err := tx.Bucket(eventsBucket).ForEach(func(k, _ []byte) error {
+			end := bytes.IndexByte(k, 0)
+			return heads.Put(bytes.Clone(k[:end]), bytes.Clone(k[end+1:]))
+		}); err != nil {
 			return err
 		}
 		if version == 1 {
@@ -198,6 +210,12 @@ func TestReadsAndUpgradesOlderLayouts(t *testing.T) {
 			if v := formatOf(t, path); v != layoutVersion {
 				t.Errorf("after a write-open the layout version is %d, want %d", v, layoutVersion)
 			}
+			rawUpdate(t, path, func(tx *bolt.Tx) error {
+				if tx.Bucket(headsBucket) != nil {
+					t.Error("after a write-open the heads bucket is still there")
+				}
+				return nil
+			})
 		})
 	}
 }

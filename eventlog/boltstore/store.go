@@ -27,9 +27,9 @@ const DefaultTimeout = time.Second
 
 // layoutVersion is the version of the layout described in the package
 // documentation, stored under meta/format. Stores of older layouts are
-// read as they are; a write-open adds what the current layout has (the
-// recent bucket) and marks them with it, since builds that know only an
-// older layout would miss what is there.
+// read as they are; a write-open brings them to the current layout (adds
+// the recent bucket, drops the heads bucket) and marks them with it, since
+// builds that know only an older layout would misread them.
 const (
 	layoutVersion = 3
 	oldestLayout  = 1
@@ -49,7 +49,7 @@ const ctxCheckEvery = 256
 var (
 	eventsBucket    = []byte("events")
 	positionsBucket = []byte("positions")
-	headsBucket     = []byte("heads")
+	headsBucket     = []byte("heads") // layouts 1 and 2 only
 	recentBucket    = []byte("recent")
 	metaBucket      = []byte("meta")
 	formatKey       = []byte("format")
@@ -245,13 +245,17 @@ func (s *Store) initLayout() error {
 		if err != nil || version == layoutVersion {
 			return err
 		}
-		for _, name := range [][]byte{eventsBucket, positionsBucket, headsBucket, recentBucket, metaBucket} {
+		for _, name := range [][]byte{eventsBucket, positionsBucket, recentBucket, metaBucket} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("boltstore: create %s: %w", s.path, err)
 			}
 		}
-		// The last position moves to the recent bucket's sequence.
+		// The last position moves to the recent bucket's sequence, and the
+		// heads are the events' own keys.
 		if err := tx.Bucket(recentBucket).SetSequence(tx.Bucket(positionsBucket).Sequence()); err != nil {
+			return fmt.Errorf("boltstore: upgrade %s: %w", s.path, err)
+		}
+		if err := tx.DeleteBucket(headsBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return fmt.Errorf("boltstore: upgrade %s: %w", s.path, err)
 		}
 		return tx.Bucket(metaBucket).Put(formatKey, []byte{layoutVersion})
@@ -276,7 +280,7 @@ func (s *Store) checkLayout(tx *bolt.Tx) (empty bool, version byte, err error) {
 	if v[0] < oldestLayout || v[0] > layoutVersion {
 		return false, 0, fmt.Errorf("%w: %s has layout version %d; this build reads versions %d to %d", ErrFormat, s.path, v[0], oldestLayout, layoutVersion)
 	}
-	for _, name := range [][]byte{eventsBucket, positionsBucket, headsBucket, recentBucket} {
+	for _, name := range [][]byte{eventsBucket, positionsBucket, recentBucket} {
 		if tx.Bucket(name) == nil && (v[0] >= 3 || !bytes.Equal(name, recentBucket)) {
 			return false, 0, fmt.Errorf("%w: %s: bucket %s is missing", eventlog.ErrCorrupt, s.path, name)
 		}
@@ -287,12 +291,12 @@ func (s *Store) checkLayout(tx *bolt.Tx) (empty bool, version byte, err error) {
 // buckets are the buckets of the layout other than meta. recent is nil in
 // a store of layout 1 or 2 opened read-only.
 type buckets struct {
-	events, positions, heads, recent *bolt.Bucket
+	events, positions, recent *bolt.Bucket
 }
 
 func (s *Store) buckets(tx *bolt.Tx) (buckets, error) {
-	b := buckets{tx.Bucket(eventsBucket), tx.Bucket(positionsBucket), tx.Bucket(headsBucket), tx.Bucket(recentBucket)}
-	if b.events == nil || b.positions == nil || b.heads == nil || b.recent == nil && !s.readOnly {
+	b := buckets{tx.Bucket(eventsBucket), tx.Bucket(positionsBucket), tx.Bucket(recentBucket)}
+	if b.events == nil || b.positions == nil || b.recent == nil && !s.readOnly {
 		return b, fmt.Errorf("%w: %s: a bucket is missing", eventlog.ErrCorrupt, s.path)
 	}
 	return b, nil
@@ -432,7 +436,7 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 	var small [4]uint64
 	heads := small[:0]
 	for _, e := range expect {
-		head, err := readHead(b.heads, e.Stream)
+		head, err := readHead(b.events.Cursor(), e.Stream)
 		if err != nil {
 			return nil, err
 		}
@@ -492,16 +496,6 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 	}
 	if err := b.recent.SetSequence(pos); err != nil {
 		return nil, &partialWrite{fmt.Errorf("boltstore: append: %w", err)}
-	}
-	for i, e := range expect {
-		if heads[i] == e.Seq {
-			continue
-		}
-		h := len(buf)
-		buf = binary.BigEndian.AppendUint64(buf, heads[i])
-		if err := b.heads.Put([]byte(e.Stream), buf[h:len(buf):len(buf)]); err != nil {
-			return nil, &partialWrite{fmt.Errorf("boltstore: append to %s: %w", e.Stream, err)}
-		}
 	}
 	return evs, nil
 }
@@ -585,7 +579,7 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 		if err != nil {
 			return err
 		}
-		head, err = readHead(b.heads, stream)
+		head, err = readHead(b.events.Cursor(), stream)
 		return err
 	})
 	return head, err
@@ -606,10 +600,6 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 		if err != nil {
 			return err
 		}
-		head, err := readHead(b.heads, stream)
-		if err != nil || from > head {
-			return err
-		}
 		prefix := []byte(stream + "\x00")
 		want, lastPos := from, uint64(0)
 		c := b.events.Cursor()
@@ -623,9 +613,6 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 			if seq := binary.BigEndian.Uint64(k[len(prefix):]); seq != want {
 				return eventlog.Corruptf(stream, want, "event is missing; the next one stored is %d", seq)
 			}
-			if want > head {
-				return eventlog.Corruptf(stream, want, "event lies beyond the stream's head %d", head)
-			}
 			ev, err := decodeEvent(stream, want, v)
 			if err != nil {
 				return err
@@ -638,9 +625,6 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 				return err
 			}
 			want++
-		}
-		if want <= head {
-			return eventlog.Corruptf(stream, want, "event is missing; the stream's head is %d", head)
 		}
 		return nil
 	})
@@ -768,17 +752,25 @@ func (s *Store) Streams(ctx context.Context, prefix string, fn func(eventlog.Str
 		if err != nil {
 			return err
 		}
+		// One stream after another: its head is its last key, and the key
+		// after that is the next stream's first.
 		p := []byte(prefix)
-		c := b.heads.Cursor()
+		c := b.events.Cursor()
 		var n uint64
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
 			if err := checkCtx(ctx, n); err != nil {
 				return err
 			}
-			if len(v) != 8 {
-				return eventlog.Corruptf(string(k), 0, "head is %d bytes, want 8", len(v))
+			end := bytes.IndexByte(k, 0)
+			if end < 1 {
+				return fmt.Errorf("%w: %s: malformed event key %x", eventlog.ErrCorrupt, s.path, k)
 			}
-			if err := call(g, fn, eventlog.StreamInfo{Name: string(k), Head: binary.BigEndian.Uint64(v)}); err != nil {
+			stream := string(k[:end])
+			head, err := readHead(c, stream)
+			if err != nil {
+				return err
+			}
+			if err := call(g, fn, eventlog.StreamInfo{Name: stream, Head: head}); err != nil {
 				return err
 			}
 			n++
@@ -883,16 +875,24 @@ func checkCtx(ctx context.Context, n uint64) error {
 	return ctx.Err()
 }
 
-// readHead returns the head of stream from the heads bucket.
-func readHead(heads *bolt.Bucket, stream string) (uint64, error) {
-	v := heads.Get([]byte(stream))
-	if v == nil {
+// readHead returns the head of stream, the seq of its last event, or 0 if
+// it has none, leaving c on that event. The stream's keys end before
+// stream + 0x01, as stream names hold no control characters.
+func readHead(c *bolt.Cursor, stream string) (uint64, error) {
+	k, _ := c.Seek(append([]byte(stream), 1))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	prefix := len(stream) + 1
+	if k == nil || len(k) < prefix || string(k[:prefix-1]) != stream || k[prefix-1] != 0 {
 		return 0, nil
 	}
-	if len(v) != 8 {
-		return 0, eventlog.Corruptf(stream, 0, "head is %d bytes, want 8", len(v))
+	if len(k) != prefix+8 || binary.BigEndian.Uint64(k[prefix:]) == 0 {
+		return 0, eventlog.Corruptf(stream, 0, "malformed event key %x", k)
 	}
-	return binary.BigEndian.Uint64(v), nil
+	return binary.BigEndian.Uint64(k[prefix:]), nil
 }
 
 // decodeEvent decodes the envelope stored under stream and seq and checks

@@ -218,7 +218,10 @@ func TestNotAStore(t *testing.T) {
 			return tx.Bucket(metaBucket).Delete(formatKey)
 		}, eventlog.ErrCorrupt},
 		{"BucketMissing", func(tx *bolt.Tx) error {
-			return tx.DeleteBucket(headsBucket)
+			return tx.DeleteBucket(positionsBucket)
+		}, eventlog.ErrCorrupt},
+		{"RecentBucketMissing", func(tx *bolt.Tx) error {
+			return tx.DeleteBucket(recentBucket)
 		}, eventlog.ErrCorrupt},
 	}
 	for _, tt := range tests {
@@ -376,9 +379,11 @@ func TestTamperedLayout(t *testing.T) {
 		{"EventMissing", func(tx *bolt.Tx) error {
 			return tx.Bucket(eventsBucket).Delete(eventKey("s", 2))
 		}, readS, 2},
+		// A stream's head is its last event's key: losing that event
+		// shortens the stream, which the store-wide order reports.
 		{"LastEventMissing", func(tx *bolt.Tx) error {
 			return tx.Bucket(eventsBucket).Delete(eventKey("s", 3))
-		}, readS, 3},
+		}, readAll, 3},
 		{"EventMissingReadAll", func(tx *bolt.Tx) error {
 			return tx.Bucket(eventsBucket).Delete(eventKey("s", 2))
 		}, readAll, 2},
@@ -393,16 +398,19 @@ func TestTamperedLayout(t *testing.T) {
 		{"PositionMissing", func(tx *bolt.Tx) error {
 			return runsIn(tx).Delete(be64(2))
 		}, readAll, 0},
-		{"EventBeyondHead", func(tx *bolt.Tx) error {
-			return tx.Bucket(headsBucket).Put([]byte("s"), be64(2))
-		}, readS, 3},
-		{"HeadMalformed", func(tx *bolt.Tx) error {
-			return tx.Bucket(headsBucket).Put([]byte("s"), []byte{3})
+		{"LastKeyMalformed", func(tx *bolt.Tx) error {
+			return tx.Bucket(eventsBucket).Put([]byte("s\x00\xff"), []byte{3})
 		}, func(s *Store) error { _, err := s.Head(ctx, "s"); return err }, 0},
-		{"HeadMalformedStreams", func(tx *bolt.Tx) error {
-			return tx.Bucket(headsBucket).Put([]byte("s"), []byte{3})
+		{"LastKeyMalformedStreams", func(tx *bolt.Tx) error {
+			return tx.Bucket(eventsBucket).Put([]byte("s\x00\xff"), []byte{3})
 		}, func(s *Store) error {
 			return s.Streams(ctx, "", func(eventlog.StreamInfo) error { return nil })
+		}, 0},
+		{"LastKeyMalformedAppend", func(tx *bolt.Tx) error {
+			return tx.Bucket(eventsBucket).Put([]byte("s\x00\xff"), []byte{3})
+		}, func(s *Store) error {
+			_, err := s.Append(ctx, []eventlog.Expect{{Stream: "s", Seq: 3}}, []eventlog.Record{record("s", "4")})
+			return err
 		}, 0},
 	}
 	for _, tt := range tests {

@@ -329,7 +329,7 @@ func testReadAllFrom(t *testing.T, s eventlog.Store) {
 }
 
 func testStreamsByPrefix(t *testing.T, s eventlog.Store) {
-	heads := map[string]int{"agent/x": 1, "session/a": 2, "session/B": 3, "session/a0": 1, "session/a/b": 4, "sessionz": 2}
+	heads := map[string]int{"agent/x": 1, "session/a": 2, "session/B": 3, "session/a0": 1, "session/a/b": 4, "session/a b": 3, "sessionz": 2}
 	for name, n := range heads {
 		recs := make([]eventlog.Record, n)
 		for i := range recs {
@@ -341,9 +341,9 @@ func testStreamsByPrefix(t *testing.T, s eventlog.Store) {
 		prefix string
 		want   []string
 	}{
-		{"session/", []string{"session/B", "session/a", "session/a/b", "session/a0"}},
-		{"session/a", []string{"session/a", "session/a/b", "session/a0"}},
-		{"", []string{"agent/x", "session/B", "session/a", "session/a/b", "session/a0", "sessionz"}},
+		{"session/", []string{"session/B", "session/a", "session/a b", "session/a/b", "session/a0"}},
+		{"session/a", []string{"session/a", "session/a b", "session/a/b", "session/a0"}},
+		{"", []string{"agent/x", "session/B", "session/a", "session/a b", "session/a/b", "session/a0", "sessionz"}},
 		{"session/a/b", []string{"session/a/b"}},
 		{"nomatch", nil},
 		{"session/a/b/", nil},

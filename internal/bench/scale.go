@@ -55,7 +55,7 @@ const smallSessions = 10
 
 // scaleFormat versions the cached stores: a change to what they hold must
 // change it, so that stale caches are not used.
-const scaleFormat = 2
+const scaleFormat = 3
 
 type scaleRunner struct {
 	dir          string // transcripts
