@@ -280,8 +280,12 @@ func (s *Store) checkLayout(tx *bolt.Tx) (empty bool, version byte, err error) {
 	if v[0] < oldestLayout || v[0] > layoutVersion {
 		return false, 0, fmt.Errorf("%w: %s has layout version %d; this build reads versions %d to %d", ErrFormat, s.path, v[0], oldestLayout, layoutVersion)
 	}
-	for _, name := range [][]byte{eventsBucket, positionsBucket, recentBucket} {
-		if tx.Bucket(name) == nil && (v[0] >= 3 || !bytes.Equal(name, recentBucket)) {
+	required := [][]byte{eventsBucket, positionsBucket}
+	if v[0] >= 3 {
+		required = append(required, recentBucket)
+	}
+	for _, name := range required {
+		if tx.Bucket(name) == nil {
 			return false, 0, fmt.Errorf("%w: %s: bucket %s is missing", eventlog.ErrCorrupt, s.path, name)
 		}
 	}
@@ -646,9 +650,6 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 		if from > last {
 			return nil
 		}
-		missing := func(want uint64) error {
-			return fmt.Errorf("%w: %s: position %d is missing; the last is %d", eventlog.ErrCorrupt, s.path, want, last)
-		}
 		// The runs are in the positions bucket, then, newer than all of
 		// those, in the recent bucket.
 		r := runReader{s: s, ctx: ctx, g: g, events: b.events.Cursor(), from: from, want: from, last: last, fn: fn}
@@ -661,7 +662,7 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 			}
 		}
 		if r.want <= last {
-			return missing(r.want)
+			return r.missing()
 		}
 		return nil
 	})
@@ -679,6 +680,11 @@ type runReader struct {
 	stream     string // the last run's, reused while runs share it
 	key        []byte
 	fn         func(eventlog.Event) error
+}
+
+// missing reports that position r.want has no run.
+func (r *runReader) missing() error {
+	return fmt.Errorf("%w: %s: position %d is missing; the last is %d", eventlog.ErrCorrupt, r.s.path, r.want, r.last)
 }
 
 // read reads the runs of one bucket, from the one holding r.want on.
@@ -702,7 +708,7 @@ func (r *runReader) read(c *bolt.Cursor) error {
 		case !ok:
 			return fmt.Errorf("%w: %s: position %d holds a malformed event key %x", eventlog.ErrCorrupt, path, start, v)
 		case start > r.want:
-			return fmt.Errorf("%w: %s: position %d is missing; the last is %d", eventlog.ErrCorrupt, path, r.want, r.last)
+			return r.missing()
 		case start < r.want && (!first || r.want != r.from):
 			return fmt.Errorf("%w: %s: expected position %d of %d, found %d", eventlog.ErrCorrupt, path, r.want, r.last, start)
 		case run.count > r.last-start+1:
