@@ -117,3 +117,24 @@ func TestScaleStore(t *testing.T) {
 		t.Errorf("ScaleStore left %v", leftovers)
 	}
 }
+
+// The command restore's floor runs its exec where the restore runs its
+// hook: after the five appends up to SessionStartHookStarted.
+func TestCommandRestoreFloorFollowsTheRestore(t *testing.T) {
+	ctx := context.Background()
+	run, err := openRestore(ctx, NewEnv(t.TempDir(), t.TempDir(), true), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if _, err := run.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := run.(*restoreRunner)
+	if r.appends != 7 || r.hookAt != 5 {
+		t.Fatalf("a restore made %d appends with the hook after %d, want 7 and 5", r.appends, r.hookAt)
+	}
+	if note := r.Note(""); !strings.Contains(note, "after the first 5") {
+		t.Fatalf("note = %q", note)
+	}
+}
