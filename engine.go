@@ -427,7 +427,8 @@ func (e *Engine) flush(s *session, extra *Message) (*sessionWrite, error) {
 		return nil, nil
 	}
 	stream := projection.SessionStream(s.conv.ID)
-	w := &sessionWrite{s: s, expect: eventlog.Expect{Stream: stream, Seq: s.conv.Head}, n: len(s.pending)}
+	w := &sessionWrite{s: s, expect: eventlog.Expect{Stream: stream, Seq: s.conv.Head}, n: len(s.pending),
+		recs: make([]eventlog.Record, 0, len(msgs)), msgs: make([]Message, 0, len(msgs))}
 	parent := s.conv.LastUUID()
 	now := e.stamp()
 	for _, m := range msgs {

@@ -31,6 +31,9 @@ func TestFastMessageEncoding(t *testing.T) {
 		if got := appendMessageAppended(nil, p); !bytes.Equal(got, want) {
 			t.Fatalf("message %d differs", i)
 		}
+		if len(want) > messageSize(&m) {
+			t.Fatalf("message %d takes %d bytes, more than messageSize's %d", i, len(want), messageSize(&m))
+		}
 	}
 }
 

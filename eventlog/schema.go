@@ -293,12 +293,23 @@ func Decode(ev Event) (Payload, error) {
 	return p, nil
 }
 
+// messageSize bounds the size of m's MessageAppended encoding from above,
+// so that it is written into one allocation: about 96 bytes of field names
+// and headers, 32 more for each block, and the strings and bytes.
+func messageSize(m *Message) int {
+	n := 96 + len(m.UUID) + len(m.ParentUUID) + len(m.Role) + len(m.Record)
+	for _, b := range m.Content {
+		n += 32 + len(b.Type) + len(b.Text) + len(b.Raw)
+	}
+	return n
+}
+
 // NewRecord encodes p as a record for stream, stamped with time (UTC unix
 // nanoseconds) and restoreID.
 func NewRecord(stream string, p Payload, time int64, restoreID string) (Record, error) {
 	if m, ok := p.(*MessageAppended); ok {
 		return Record{Stream: stream, Type: TypeMessageAppended, Version: SchemaVersion, Time: time, RestoreID: restoreID,
-			Payload: appendMessageAppended(make([]byte, 0, 160+len(m.Message.Content)*32), m)}, nil
+			Payload: appendMessageAppended(make([]byte, 0, messageSize(&m.Message)), m)}, nil
 	}
 	data, err := msgpack.Marshal(p)
 	if err != nil {
