@@ -1,0 +1,437 @@
+// Package golden writes the golden stores: event logs written by this
+// build through the Engine's public API, committed under testdata/golden so
+// that later builds can prove they still open and read them.
+//
+// Generate drives one scripted history that holds every event type of the
+// schema, every hook outcome status and every SessionStart source. Its
+// clock and its ids are fixed, so two runs write the same events except for
+// the hooks' measured durations.
+package golden
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// Epoch is the time of the first event Generate writes; each reading of
+// the clock after it is one millisecond later.
+var Epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// settingsSource is the Source of the hooks Generate registers as if they
+// came from a settings file.
+const settingsSource = "golden/settings.json"
+
+// errInjected is the error the failing store returns for a save.
+var errInjected = errors.New("injected for the golden store: no space left on device")
+
+// script holds what the scripted history needs between its steps.
+type script struct {
+	ctx    context.Context
+	e      *reprise.Engine
+	store  *failingStore
+	mu     sync.Mutex
+	ticks  int64
+	nextID int
+}
+
+// now is the Engine's clock: Epoch, then one millisecond more per reading.
+func (s *script) now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := Epoch.Add(time.Duration(s.ticks) * time.Millisecond)
+	s.ticks++
+	return t
+}
+
+// newID makes UUID-shaped ids that count up.
+func (s *script) newID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	return fmt.Sprintf("00000000-0000-4000-8000-%012d", s.nextID)
+}
+
+// failingStore fails the next save armed by failNextSave: an append that
+// writes messages together with a SaveAttempted step. Every other call goes
+// to the store underneath.
+type failingStore struct {
+	eventlog.Store
+	mu    sync.Mutex
+	armed bool
+}
+
+func (f *failingStore) failNextSave() {
+	f.mu.Lock()
+	f.armed = true
+	f.mu.Unlock()
+}
+
+func (f *failingStore) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
+	f.mu.Lock()
+	fail := f.armed && hasType(recs, eventlog.TypeSaveAttempted) && hasType(recs, eventlog.TypeMessageAppended)
+	if fail {
+		f.armed = false
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, errInjected
+	}
+	return f.Store.Append(ctx, expect, recs)
+}
+
+// TryLock keeps the store underneath's stream locks, if it has them.
+func (f *failingStore) TryLock(ctx context.Context, stream string) (func(), error) {
+	if l, ok := f.Store.(eventlog.StreamLocker); ok {
+		return l.TryLock(ctx, stream)
+	}
+	return func() {}, nil
+}
+
+func hasType(recs []eventlog.Record, t eventlog.Type) bool {
+	for _, r := range recs {
+		if r.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Generate writes the scripted history into store through an Engine it
+// builds over it, and closes store. dir holds the Engine's transcripts and
+// env files; transcript is a Claude Code transcript (JSONL) to import.
+// Command hooks run /bin/sh in "/", the working directory of the sessions
+// they run for.
+func Generate(ctx context.Context, store eventlog.Store, dir string, transcript []byte) (err error) {
+	s := &script{ctx: ctx, store: &failingStore{Store: store}}
+	s.e = reprise.New(s.store, reprise.Options{
+		Logger:        slog.New(slog.DiscardHandler),
+		Now:           s.now,
+		NewID:         s.newID,
+		TranscriptDir: dir,
+		StopBlockCap:  1,
+	})
+	defer func() { err = errors.Join(err, s.e.Close()) }()
+	if err := s.registerHooks(); err != nil {
+		return err
+	}
+	if err := s.sessions(transcript); err != nil {
+		return err
+	}
+	if err := s.ide(); err != nil {
+		return fmt.Errorf("agent ide: %w", err)
+	}
+	if err := s.crashed(); err != nil {
+		return fmt.Errorf("agent crashed: %w", err)
+	}
+	return nil
+}
+
+// registerHooks adds the hooks every session has, each selected by the
+// source or reason of one step of the script.
+func (s *script) registerHooks() error {
+	r := s.e.Hooks()
+	command := func(event, matcher, cmd string) error {
+		m, err := hookexec.ParseMatcher(matcher)
+		if err != nil {
+			return err
+		}
+		return r.Add(hookexec.Hook{Event: event, Matcher: m, Command: cmd, Source: settingsSource})
+	}
+	for _, err := range []error{
+		command(hookexec.SessionStart, "startup", `echo "alpha is on branch main"`),
+		command(hookexec.SessionStart, "startup", `echo 'export GOLDEN_MODE=startup' >> "$CLAUDE_ENV_FILE"`),
+		r.OnSessionStart("compact-context", "compact", func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			return hookexec.SessionStartOutput{AdditionalContext: "the summary left out the stack trace"}, nil
+		}),
+		command(hookexec.SessionStart, "fork",
+			`printf '%s\n' '{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"forked from alpha"}}'`),
+		r.OnSessionStart("clear-quiet", "clear", func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			return hookexec.SessionStartOutput{}, nil
+		}),
+		command(hookexec.SessionStart, "new", `echo "a fresh session"`),
+		command(hookexec.SessionEnd, "clear", `cat > /dev/null`),
+		r.OnSessionEnd("end-summary", "error|user_exit", func(_ context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+			return hookexec.SessionEndOutput{SessionSummary: "ended with reason " + in.Reason,
+				CleanupActions: []string{"remove the scratch branch", "close the draft PR"}}, nil
+		}),
+		r.OnStop("stop-check", func(context.Context, hookexec.StopInput) (hookexec.StopOutput, error) {
+			return hookexec.StopOutput{}, nil
+		}),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionHook gives session id hook h for one step; the returned function
+// takes it away again.
+func (s *script) sessionHook(id string, h hookexec.Hook) (remove func(), err error) {
+	hid, err := s.e.AddSessionHook(id, h)
+	if err != nil {
+		return nil, err
+	}
+	return func() { s.e.RemoveSessionHook(id, hid) }, nil
+}
+
+// sessions creates alpha and beta, with a message holding a raw block, and
+// imports the transcript as session imported.
+func (s *script) sessions(transcript []byte) error {
+	ctx, e := s.ctx, s.e
+	for _, id := range []string{"alpha", "beta"} {
+		if _, err := e.CreateSession(ctx, id, "/"); err != nil {
+			return err
+		}
+	}
+	for _, m := range []struct{ id, role, text string }{
+		{"alpha", "user", "Why does TestRefund flake?"},
+		{"alpha", "assistant", "It shares a ledger with TestCharge."},
+		{"beta", "user", "Draft the retry design."},
+	} {
+		if _, err := e.Append(ctx, m.id, reprise.Text(m.role, m.text)); err != nil {
+			return err
+		}
+	}
+	tool := reprise.Message{Role: "assistant", Content: []reprise.Block{
+		{Type: "text", Text: "Reading the design notes."},
+		{Type: "tool_use", Raw: []byte(`{"type":"tool_use","id":"toolu_golden","name":"Read","input":{"file_path":"/docs/retry.md"}}`)},
+	}}
+	if _, err := e.Append(ctx, "beta", tool); err != nil {
+		return err
+	}
+	_, err := e.Import(ctx, bytes.NewReader(transcript), reprise.ImportOptions{ID: "imported"})
+	return err
+}
+
+// ide is the main agent's history: every source, every status but
+// interrupted, a compaction, a fork, stops blocked and capped, a failed
+// save and an End.
+func (s *script) ide() error {
+	ctx, e := s.ctx, s.e
+	a, err := e.Agent(ctx, "ide")
+	if err != nil {
+		return err
+	}
+	// Startup: context from stdout and an env file.
+	if _, err := a.Start(ctx, "alpha"); err != nil {
+		return err
+	}
+
+	// Resume alpha -> beta with a pending message: SessionEnd hooks that
+	// fail, panic and overflow their capture; SessionStart hooks that time
+	// out or say nothing, so nothing is injected.
+	if _, err := e.Buffer(ctx, "alpha", reprise.Text("user", "Also check TestCapture.")); err != nil {
+		return err
+	}
+	var removes []func()
+	for _, h := range []struct {
+		id string
+		h  hookexec.Hook
+	}{
+		{"alpha", hookexec.Hook{Event: hookexec.SessionEnd, Command: `echo "lint config missing" >&2; exit 3`}},
+		{"alpha", hookexec.Hook{Event: hookexec.SessionEnd, Name: "end-panics",
+			End: func(context.Context, hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+				panic("the golden hook panics")
+			}}},
+		{"alpha", hookexec.Hook{Event: hookexec.SessionEnd, Command: fmt.Sprintf("head -c %d /dev/zero >&2", hookexec.MaxCapture+100)}},
+		{"beta", hookexec.Hook{Event: hookexec.SessionStart, Command: "sleep 5", Timeout: 300 * time.Millisecond}},
+		{"beta", hookexec.Hook{Event: hookexec.SessionStart, Name: "start-quiet",
+			Start: func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+				return hookexec.SessionStartOutput{}, nil
+			}}},
+	} {
+		remove, err := s.sessionHook(h.id, h.h)
+		if err != nil {
+			return err
+		}
+		removes = append(removes, remove)
+	}
+	if _, err := a.Restore(ctx, "beta"); err != nil {
+		return err
+	}
+	for _, remove := range removes {
+		remove()
+	}
+
+	// Compaction of beta: boundary, summary, SessionStart "compact".
+	if _, err := e.Append(ctx, "beta", reprise.Text("assistant", "Retries back off exponentially, capped at a minute.")); err != nil {
+		return err
+	}
+	if _, err := a.Compact(ctx, "The user asked for a retry design; it backs off exponentially."); err != nil {
+		return err
+	}
+
+	// Stops: blocked by a command hook, then capped, then allowed.
+	removeBlock, err := s.sessionHook("beta", hookexec.Hook{Event: hookexec.Stop,
+		Command: `printf '%s\n' '{"decision":"block","reason":"the refund test still fails"}'`})
+	if err != nil {
+		return err
+	}
+	for range 2 {
+		if _, err := a.Stop(ctx); err != nil {
+			return err
+		}
+	}
+	removeBlock()
+	if _, err := a.Stop(ctx); err != nil {
+		return err
+	}
+
+	// Fork alpha while a save of beta fails: the message stays pending.
+	if _, err := e.Buffer(ctx, "beta", reprise.Text("user", "Write it down before we switch.")); err != nil {
+		return err
+	}
+	s.store.failNextSave()
+	if _, err := a.Fork(ctx, "alpha", ""); err != nil {
+		return err
+	}
+
+	// Clear the fork, then New.
+	if _, err := a.Clear(ctx); err != nil {
+		return err
+	}
+	if _, err := a.New(ctx, "gamma", "/"); err != nil {
+		return err
+	}
+
+	// Resume gamma -> imported while a SessionEnd hook cancels the
+	// restore's context: the hooks still running, and all after, are
+	// cancelled; the restore still records every step.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	removes = removes[:0]
+	for _, h := range []struct {
+		id string
+		h  hookexec.Hook
+	}{
+		{"gamma", hookexec.Hook{Event: hookexec.SessionEnd, Name: "end-cancels",
+			End: func(ctx context.Context, _ hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+				cancel()
+				<-ctx.Done()
+				return hookexec.SessionEndOutput{}, ctx.Err()
+			}}},
+		{"gamma", hookexec.Hook{Event: hookexec.SessionEnd, Command: "sleep 5", Timeout: time.Minute}},
+		{"imported", hookexec.Hook{Event: hookexec.SessionStart, Name: "start-after-cancel",
+			Start: func(ctx context.Context, _ hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+				<-ctx.Done()
+				return hookexec.SessionStartOutput{}, ctx.Err()
+			}}},
+	} {
+		remove, err := s.sessionHook(h.id, h.h)
+		if err != nil {
+			return err
+		}
+		removes = append(removes, remove)
+	}
+	if _, err := a.Restore(rctx, "imported"); err != nil {
+		return err
+	}
+	for _, remove := range removes {
+		remove()
+	}
+
+	// End: function SessionEnd hooks get the final message and error.
+	_, err = a.End(ctx, reprise.ReasonError, reprise.EndOptions{FinalMessage: "Stopping here.", Error: "the model API returned 529"})
+	return err
+}
+
+// crashed is the history of an agent whose processes died while hooks
+// ran, three times: during SessionStart hooks, during SessionEnd hooks and
+// during Stop hooks. Each time the steps up to and including the intent
+// are appended to the store as the dying process had appended them. The
+// Engine then meets the intent with no outcome, closes it as interrupted
+// and rolls on: the first time when it reads the agent for the first time,
+// as after a restart; the other two at the agent's next call, which reads
+// what was appended since, as a host sharing the store does.
+func (s *script) crashed() error {
+	ctx, e := s.ctx, s.e
+	const agent = "crashed"
+	stream := projection.AgentStream(agent)
+	var head uint64
+	appendSteps := func(rid string, steps ...eventlog.Payload) error {
+		recs := make([]eventlog.Record, len(steps))
+		for i, p := range steps {
+			rec, err := eventlog.NewRecord(stream, p, s.now().UnixNano(), rid)
+			if err != nil {
+				return err
+			}
+			recs[i] = rec
+		}
+		evs, err := e.Store().Append(ctx, []eventlog.Expect{{Stream: stream, Seq: head}}, recs)
+		if err != nil {
+			return err
+		}
+		head = evs[len(evs)-1].Seq
+		return nil
+	}
+	hookNames := func(event, value, id string) []string {
+		return hookexec.Names(e.HooksFor(ctx, event, value, id))
+	}
+
+	// A startup restore of alpha that died while its SessionStart hooks
+	// ran; Agent rolls it forward on first use.
+	alpha, err := e.Session(ctx, "alpha")
+	if err != nil {
+		return err
+	}
+	alphaHead, err := e.Store().Head(ctx, projection.SessionStream("alpha"))
+	if err != nil {
+		return err
+	}
+	if err := appendSteps(s.newID(),
+		&eventlog.SessionLoaded{Session: "alpha", Source: reprise.SourceStartup, Messages: alpha.Messages, Head: alphaHead},
+		&eventlog.SessionStartHookStarted{Session: "alpha", Source: reprise.SourceStartup,
+			Hooks: hookNames(hookexec.SessionStart, reprise.SourceStartup, "alpha")},
+	); err != nil {
+		return err
+	}
+	a, err := e.Agent(ctx, agent)
+	if err != nil {
+		return err
+	}
+	if head, err = e.Store().Head(ctx, stream); err != nil {
+		return err
+	}
+
+	// A resume alpha -> beta that died while alpha's SessionEnd hook ran;
+	// the agent's next call rolls it forward, then stops.
+	removeEnd, err := s.sessionHook("alpha", hookexec.Hook{Event: hookexec.SessionEnd, Command: `echo "never finished"`})
+	if err != nil {
+		return err
+	}
+	if err := appendSteps(s.newID(),
+		&eventlog.SaveAttempted{From: "alpha", To: "beta"},
+		&eventlog.SessionEndHookStarted{Session: "alpha", Reason: reprise.ReasonResume,
+			Hooks: hookNames(hookexec.SessionEnd, reprise.ReasonResume, "alpha")},
+	); err != nil {
+		return err
+	}
+	removeEnd()
+	if _, err := a.Stop(ctx); err != nil {
+		return err
+	}
+	if head, err = e.Store().Head(ctx, stream); err != nil {
+		return err
+	}
+
+	// A Stop that died while its hooks ran; the next call, an End, closes
+	// it as interrupted first. The End saves beta's pending message.
+	if err := appendSteps(s.newID(),
+		&eventlog.StopHookStarted{Session: "beta", Hooks: hookNames(hookexec.Stop, "", "beta")},
+	); err != nil {
+		return err
+	}
+	_, err = a.End(ctx, reprise.ReasonUserExit, reprise.EndOptions{FinalMessage: "Bye."})
+	return err
+}
