@@ -1,0 +1,396 @@
+package golden_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/internal/golden"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+var write = flag.Bool("golden.write", false,
+	"regenerate the golden store of the current format and its expected rendering; never for a released format")
+
+// dir holds the golden stores of the format this build writes: event
+// schema 1, envelope format 1, bbolt layout 3, PostgreSQL schema 1.
+const dir = "../../testdata/golden/v1"
+
+const (
+	boltFile     = "store.db"
+	sqlFile      = "postgres.sql"
+	expectedFile = "expected.txt"
+	transcript   = "../../testdata/transcripts/every-record.jsonl"
+)
+
+// urlEnv names the PostgreSQL server the test loads postgres.sql into.
+const urlEnv = "REPRISE_TEST_POSTGRES"
+
+// Every golden store reads back as the committed rendering: same events,
+// same decoded payloads, same projections.
+func TestGolden(t *testing.T) {
+	if *write {
+		regenerate(t)
+	}
+	want, err := os.ReadFile(filepath.Join(dir, expectedFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("bbolt", func(t *testing.T) {
+		compare(t, want, render(t, openBolt(t)))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		base := os.Getenv(urlEnv)
+		if base == "" {
+			t.Skip(urlEnv + " is not set: set it to a PostgreSQL URL, such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable, to read the PostgreSQL golden store")
+		}
+		sql, err := os.ReadFile(filepath.Join(dir, sqlFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := privateSchema(t, base)
+		conn, err := pgx.Connect(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(context.Background(), string(sql))
+		conn.Close(context.Background())
+		if err != nil {
+			t.Fatalf("load %s: %v", sqlFile, err)
+		}
+		compare(t, want, render(t, openEngine(t, u)))
+	})
+}
+
+// openBolt opens a copy of the golden bbolt file, read-only.
+func openBolt(t *testing.T) eventlog.Store {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, boltFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), boltFile)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return openEngine(t, path)
+}
+
+// openEngine opens the store at path (a file or a URL) read-only and
+// returns its event log, closed when t ends.
+func openEngine(t *testing.T, path string) eventlog.Store {
+	t.Helper()
+	e, err := reprise.Open(path, reprise.Options{ReadOnly: true, TranscriptDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e.Store()
+}
+
+// compare fails t at the first line where got differs from want.
+func compare(t *testing.T, want, got []byte) {
+	t.Helper()
+	if bytes.Equal(want, got) {
+		return
+	}
+	w, g := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := range min(len(w), len(g)) {
+		if w[i] != g[i] {
+			at := 0
+			for at < min(len(w[i]), len(g[i])) && w[i][at] == g[i][at] {
+				at++
+			}
+			from := max(0, at-60)
+			t.Fatalf("%s line %d differs at byte %d:\nwant …%s\ngot  …%s", expectedFile, i+1, at+1,
+				w[i][from:min(len(w[i]), at+60)], g[i][from:min(len(g[i]), at+60)])
+		}
+	}
+	t.Fatalf("%s has %d lines, the store renders %d", expectedFile, len(w), len(g))
+}
+
+// render writes what the log holds and what the projections make of it,
+// one item a line: every event with its decoded payload, every session's
+// conversation and transcript, the session index, every agent's history.
+func render(t *testing.T, store eventlog.Store) []byte {
+	t.Helper()
+	ctx := context.Background()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	put := func(prefix string, v any) {
+		b.WriteString(prefix)
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	b.WriteString("# events\n")
+	err := store.ReadAll(ctx, 1, func(ev eventlog.Event) error {
+		p, err := eventlog.Decode(ev)
+		if err != nil {
+			return err
+		}
+		put(fmt.Sprintf("%d %s %d %s v%d time=%d restore=%q ", ev.Position, ev.Stream, ev.Seq, ev.Type, ev.Version, ev.Time, ev.RestoreID), p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, stream := range streams(t, store, "session/") {
+		id := strings.TrimPrefix(stream, "session/")
+		c := projection.NewConversation(id)
+		if err := store.ReadStream(ctx, stream, 1, c.Apply); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "# session %s cwd=%q created=%d head=%d messages=%d view=%d..%d\n",
+			c.ID, c.Cwd, c.Created, c.Head, len(c.Messages), c.ViewStart, len(c.Messages))
+		for i, m := range c.Messages {
+			put(fmt.Sprintf("message %d ", i), m)
+		}
+		for _, m := range c.View() {
+			fmt.Fprintf(&b, "view %s\n", m.UUID)
+		}
+		for _, k := range c.Kept {
+			fmt.Fprintf(&b, "kept before=%d %q\n", k.Before, k.Record)
+		}
+		for line := range strings.Lines(string(transcriptLines(t, store, stream, id))) {
+			b.WriteString("transcript " + line)
+		}
+	}
+
+	b.WriteString("# index\n")
+	index := projection.NewIndex()
+	if err := store.ReadAll(ctx, 1, index.Apply); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range index.Sessions() {
+		put("", s)
+	}
+
+	for _, stream := range streams(t, store, "agent/") {
+		a := projection.NewAgent(strings.TrimPrefix(stream, "agent/"))
+		if err := store.ReadStream(ctx, stream, 1, a.Apply); err != nil {
+			t.Fatal(err)
+		}
+		history := a.History
+		a.History = nil
+		put("# agent ", a)
+		for i, r := range history {
+			put(fmt.Sprintf("restore %d ", i), r)
+		}
+	}
+	return b.Bytes()
+}
+
+// transcriptLines renders session stream's events as a Claude Code
+// transcript, the way export does.
+func transcriptLines(t *testing.T, store eventlog.Store, stream, id string) []byte {
+	t.Helper()
+	var out []byte
+	var cwd string
+	err := store.ReadStream(context.Background(), stream, 1, func(ev eventlog.Event) error {
+		p, err := eventlog.Decode(ev)
+		if err != nil {
+			return err
+		}
+		if created, ok := p.(*eventlog.SessionCreated); ok {
+			cwd = created.Cwd
+		}
+		line, err := projection.RecordLine(id, cwd, ev.Time, p)
+		out = append(out, line...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func streams(t *testing.T, store eventlog.Store, prefix string) []string {
+	t.Helper()
+	var names []string
+	err := store.Streams(context.Background(), prefix, func(s eventlog.StreamInfo) error {
+		names = append(names, s.Name)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// privateSchema creates a schema of its own on the server at base, dropped
+// when t ends, and returns base with that schema as search_path.
+func privateSchema(t *testing.T, base string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("%s: %v", urlEnv, err)
+	}
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	schema := "golden_test_" + hex.EncodeToString(suffix)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		admin.Close(ctx)
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		admin.Close(ctx)
+	})
+	if !pgstore.IsURL(base) {
+		return base + " search_path=" + schema
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", urlEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// regenerate writes the golden bbolt store, its copy as a PostgreSQL dump,
+// and the expected rendering of both.
+func regenerate(t *testing.T) {
+	ctx := context.Background()
+	base := os.Getenv(urlEnv)
+	if base == "" {
+		t.Fatalf("-golden.write needs %s, to write %s", urlEnv, sqlFile)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	path := filepath.Join(tmp, boltFile)
+	store, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonl, err := os.ReadFile(transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := golden.Generate(ctx, store, filepath.Join(tmp, "transcripts"), jsonl); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, boltFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same events, one append each, into a schema of its own, dumped.
+	src := openEngine(t, path)
+	var evs []eventlog.Event
+	if err := src.ReadAll(ctx, 1, func(ev eventlog.Event) error {
+		ev.Payload = bytes.Clone(ev.Payload)
+		evs = append(evs, ev)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	u := privateSchema(t, base)
+	schema := searchPath(t, u)
+	dst, err := pgstore.Open(ctx, u, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		rec := eventlog.Record{Stream: ev.Stream, Type: ev.Type, Version: ev.Version, Time: ev.Time, RestoreID: ev.RestoreID, Payload: ev.Payload}
+		got, err := dst.Append(ctx, []eventlog.Expect{{Stream: ev.Stream, Seq: ev.Seq - 1}}, []eventlog.Record{rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Position != ev.Position || got[0].Seq != ev.Seq {
+			t.Fatalf("copied %s %d to position %d, seq %d", ev.Stream, ev.Position, got[0].Position, got[0].Seq)
+		}
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("pg_dump", "--inserts", "--no-owner", "--no-privileges", "--schema="+schema, "--dbname="+base)
+	cmd.Stderr = os.Stderr
+	dump, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, sqlFile), schemaFree(dump, schema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, expectedFile), render(t, openBolt(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// searchPath returns the search_path of a URL privateSchema made.
+func searchPath(t *testing.T, u string) string {
+	t.Helper()
+	if i := strings.LastIndex(u, " search_path="); i >= 0 {
+		return u[i+len(" search_path="):]
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed.Query().Get("search_path")
+}
+
+// dumpNoise matches the lines of a dump that tie it to one schema, one
+// server version or psql: the schema's creation, settings, and psql's
+// backslash commands.
+var dumpNoise = regexp.MustCompile(`^(\\|SET |SELECT pg_catalog\.set_config|CREATE SCHEMA |ALTER SCHEMA )`)
+
+// dumpHeader opens postgres.sql.
+const dumpHeader = `-- The golden PostgreSQL store: pg_dump --inserts --no-owner --no-privileges
+-- of a store's schema, with the schema's name, settings and psql commands
+-- taken out. Run it with search_path naming an empty schema.
+`
+
+// schemaFree makes a dump of schema load into whichever schema the
+// connection's search_path names, and names no random schema.
+func schemaFree(dump []byte, schema string) []byte {
+	out := bytes.NewBufferString(dumpHeader)
+	for line := range strings.Lines(string(dump)) {
+		if dumpNoise.MatchString(line) {
+			continue
+		}
+		line = strings.ReplaceAll(line, schema+".", "")
+		out.WriteString(strings.ReplaceAll(line, schema, "reprise"))
+	}
+	return out.Bytes()
+}
