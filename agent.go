@@ -13,6 +13,7 @@ import (
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // Restore is the log's record of one restore, step by step.
@@ -225,14 +226,14 @@ func (a *Agent) Restore(ctx context.Context, id string) (*Restore, error) {
 	if _, err := a.target(ctx, id); err != nil {
 		return nil, err
 	}
-	return a.switchTo(ctx, &eventlog.SaveAttempted{From: from, To: id})
+	return a.switchTo(ctx, &schema.SaveAttempted{From: from, To: id})
 }
 
 // switchTo makes the target of step current: through the whole leave path
 // (save, SessionEnd) when the agent has a current session, or straight to
 // SessionLoaded when it has none. step names the target, the source its
 // SessionStart hooks get and the reason the current session ends with.
-func (a *Agent) switchTo(ctx context.Context, step *eventlog.SaveAttempted) (*Restore, error) {
+func (a *Agent) switchTo(ctx context.Context, step *schema.SaveAttempted) (*Restore, error) {
 	rid := a.e.newID()
 	if step.From == "" {
 		if err := a.loadStep(ctx, rid, step.To, step.Source, ""); err != nil {
@@ -247,7 +248,7 @@ func (a *Agent) switchTo(ctx context.Context, step *eventlog.SaveAttempted) (*Re
 // save is step 1: the current session's pending messages and SaveAttempted
 // go in one atomic append. If the messages cannot be written, SaveAttempted
 // records why, alone, and they stay pending.
-func (a *Agent) save(ctx context.Context, rid string, attempt *eventlog.SaveAttempted) error {
+func (a *Agent) save(ctx context.Context, rid string, attempt *schema.SaveAttempted) error {
 	from := attempt.From
 	s, err := a.e.session(ctx, from)
 	if err != nil {
@@ -286,19 +287,19 @@ func (a *Agent) advance(ctx context.Context) (*Restore, error) {
 		case fsm.Saved:
 			err = a.runEnd(ctx, wctx, r)
 		case fsm.Ending:
-			err = a.record(wctx, r.ID, &eventlog.SessionEndHookRan{
+			err = a.record(wctx, r.ID, &schema.SessionEndHookRan{
 				Session: r.From, Reason: r.EndReason, Outcomes: interrupted(r.EndHooks), Interrupted: true}, nil)
 		case fsm.Ended:
 			err = a.closeOrLoad(wctx, r)
 		case fsm.Loaded:
 			err = a.runStart(ctx, wctx, r)
 		case fsm.Starting:
-			err = a.record(wctx, r.ID, &eventlog.SessionStartHookRan{
+			err = a.record(wctx, r.ID, &schema.SessionStartHookRan{
 				Session: r.To, Source: r.Source, Outcomes: interrupted(r.StartHooks), Interrupted: true}, nil)
 		case fsm.Started:
 			err = a.inject(wctx, r)
 		case fsm.Stopping:
-			err = a.record(wctx, a.view.Stop.ID, &eventlog.StopHookRan{
+			err = a.record(wctx, a.view.Stop.ID, &schema.StopHookRan{
 				Session: a.view.Stop.Session, Outcomes: interrupted(a.view.Stop.Hooks), Interrupted: true}, nil)
 		}
 		if err != nil {
@@ -312,13 +313,13 @@ func (a *Agent) advance(ctx context.Context) (*Restore, error) {
 	return &done, nil
 }
 
-func interrupted(names []string) []eventlog.HookOutcome {
+func interrupted(names []string) []schema.HookOutcome {
 	if len(names) == 0 {
 		return nil
 	}
-	out := make([]eventlog.HookOutcome, len(names))
+	out := make([]schema.HookOutcome, len(names))
 	for i, n := range names {
-		out[i] = eventlog.HookOutcome{Name: n, Status: eventlog.HookInterrupted}
+		out[i] = schema.HookOutcome{Name: n, Status: schema.HookInterrupted}
 	}
 	return out
 }
@@ -351,7 +352,7 @@ func (a *Agent) hookEnv(ctx context.Context, id string, hooks []hookexec.Hook) (
 // dropped once it has ended.
 func (a *Agent) runEnd(ctx, wctx context.Context, r *Restore) error {
 	hooks := a.e.HooksFor(wctx, hookexec.SessionEnd, r.EndReason, r.From)
-	intent := &eventlog.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: hookexec.Names(hooks)}
+	intent := &schema.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: hookexec.Names(hooks)}
 	if err := a.record(wctx, r.ID, intent, nil); err != nil {
 		return err
 	}
@@ -361,7 +362,7 @@ func (a *Agent) runEnd(ctx, wctx context.Context, r *Restore) error {
 		Reason: r.EndReason, FinalMessage: r.EndMessage, Error: r.EndError,
 	}, env)
 	a.warnFailed(r, hookexec.SessionEnd, outcomes)
-	err := a.record(wctx, r.ID, &eventlog.SessionEndHookRan{Session: r.From, Reason: r.EndReason, Outcomes: outcomes}, nil)
+	err := a.record(wctx, r.ID, &schema.SessionEndHookRan{Session: r.From, Reason: r.EndReason, Outcomes: outcomes}, nil)
 	if err == nil {
 		a.e.scoped.Drop(r.From)
 	}
@@ -372,7 +373,7 @@ func (a *Agent) runEnd(ctx, wctx context.Context, r *Restore) error {
 // becomes current, or, for an End, the agent is left without a session.
 func (a *Agent) closeOrLoad(ctx context.Context, r *Restore) error {
 	if r.To == "" {
-		return a.record(ctx, r.ID, &eventlog.SessionClosed{Session: r.From}, nil)
+		return a.record(ctx, r.ID, &schema.SessionClosed{Session: r.From}, nil)
 	}
 	return a.loadStep(ctx, r.ID, r.To, r.Source, r.From)
 }
@@ -384,7 +385,7 @@ func (a *Agent) loadStep(ctx context.Context, rid, id, source, from string) erro
 		return fmt.Errorf("load %s for restore %s: %w", id, rid, err)
 	}
 	s.mu.Lock()
-	loaded := &eventlog.SessionLoaded{Session: id, Source: source, From: from, Messages: len(s.conv.Messages), Head: s.conv.Head}
+	loaded := &schema.SessionLoaded{Session: id, Source: source, From: from, Messages: len(s.conv.Messages), Head: s.conv.Head}
 	s.mu.Unlock()
 	return a.record(ctx, rid, loaded, nil)
 }
@@ -394,7 +395,7 @@ func (a *Agent) loadStep(ctx context.Context, rid, id, source, from string) erro
 // CLAUDE_ENV_FILE.
 func (a *Agent) runStart(ctx, wctx context.Context, r *Restore) error {
 	hooks := a.e.HooksFor(wctx, hookexec.SessionStart, r.Source, r.To)
-	intent := &eventlog.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: hookexec.Names(hooks)}
+	intent := &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: hookexec.Names(hooks)}
 	if err := a.record(wctx, r.ID, intent, nil); err != nil {
 		return err
 	}
@@ -404,7 +405,7 @@ func (a *Agent) runStart(ctx, wctx context.Context, r *Restore) error {
 		SessionID: r.To, TranscriptPath: transcript, Timestamp: a.e.now().UnixMilli(), Cwd: env.ProjectDir, Source: r.Source,
 	}, env)
 	a.warnFailed(r, hookexec.SessionStart, outcomes)
-	ran := &eventlog.SessionStartHookRan{Session: r.To, Source: r.Source, Outcomes: outcomes, Context: text}
+	ran := &schema.SessionStartHookRan{Session: r.To, Source: r.Source, Outcomes: outcomes, Context: text}
 	if env.EnvFile != "" {
 		written, _ := os.ReadFile(env.EnvFile)
 		ran.Env = string(written)
@@ -436,7 +437,7 @@ const maxInjectTries = 8
 // the host buffered for the target are saved first in that append, so the
 // reminder is last.
 func (a *Agent) inject(ctx context.Context, r *Restore) error {
-	done := &eventlog.ContextInjected{Session: r.To}
+	done := &schema.ContextInjected{Session: r.To}
 	if r.Context == "" {
 		return a.record(ctx, r.ID, done, nil)
 	}
@@ -464,9 +465,9 @@ func (a *Agent) inject(ctx context.Context, r *Restore) error {
 	}
 }
 
-func (a *Agent) warnFailed(r *Restore, event string, outcomes []eventlog.HookOutcome) {
+func (a *Agent) warnFailed(r *Restore, event string, outcomes []schema.HookOutcome) {
 	for _, o := range outcomes {
-		if o.Status != eventlog.HookOK {
+		if o.Status != schema.HookOK {
 			a.e.log.Warn("hook did not succeed", "agent", a.id, "restore", r.ID, "event", event,
 				"hook", o.Name, "status", o.Status, "error", o.Error)
 		}
@@ -478,12 +479,12 @@ func (a *Agent) warnFailed(r *Restore, event string, outcomes []eventlog.HookOut
 // allows the step from the state the log yields; the conditional append
 // then makes that check hold against every other writer. A moved agent
 // stream means another restore won: ErrRestoreInProgress.
-func (a *Agent) record(ctx context.Context, rid string, p eventlog.Payload, w *sessionWrite) error {
+func (a *Agent) record(ctx context.Context, rid string, p schema.Payload, w *sessionWrite) error {
 	step, _ := fsm.EventOf(p)
 	if _, err := fsm.Apply(a.view.State, step); err != nil {
 		return fmt.Errorf("agent %s: %w", a.id, err)
 	}
-	rec, err := eventlog.NewRecord(a.stream, p, a.e.stamp(), rid)
+	rec, err := schema.NewRecord(a.stream, p, a.e.stamp(), rid)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // Kinds of audit violation.
@@ -195,11 +196,11 @@ func (a *auditor) count(view *projection.Agent) {
 		for _, o := range append(slices.Clone(r.EndOutcomes), r.StartOutcomes...) {
 			a.rep.HooksRun++
 			switch o.Status {
-			case eventlog.HookFailed, eventlog.HookPanicked:
+			case schema.HookFailed, schema.HookPanicked:
 				a.rep.HooksFailed++
-			case eventlog.HookTimedOut, eventlog.HookCancelled:
+			case schema.HookTimedOut, schema.HookCancelled:
 				a.rep.HooksCancelled++
-			case eventlog.HookInterrupted:
+			case schema.HookInterrupted:
 				a.rep.HooksInterrupted++
 			}
 		}

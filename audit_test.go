@@ -9,6 +9,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // auditFile audits the bbolt store at path.
@@ -51,7 +52,7 @@ func TestAuditFindsAnOutOfOrderStep(t *testing.T) {
 	evs := fullRun(t)
 	// Drop the resume's SessionEndHookStarted: SessionEndHookRan then follows
 	// SaveAttempted directly.
-	cut := cutAfter(t, evs, "resume", eventlog.TypeSessionEndHookStarted) - 1
+	cut := cutAfter(t, evs, "resume", schema.TypeSessionEndHookStarted) - 1
 	broken := renumber(append(append([]eventlog.Event(nil), evs[:cut]...), evs[cut+1:]...))
 	rep := auditFile(t, storeWithPrefix(t, broken))
 	if len(rep.Violations) == 0 || rep.Violations[0].Kind != reprise.ViolationOutOfOrder || rep.Violations[0].Stream != "agent/ide" {
@@ -61,7 +62,7 @@ func TestAuditFindsAnOutOfOrderStep(t *testing.T) {
 
 func TestAuditFindsADuplicatedSessionStartHookRan(t *testing.T) {
 	evs := fullRun(t)
-	i := cutAfter(t, evs, "resume", eventlog.TypeSessionStartHookRan) - 1
+	i := cutAfter(t, evs, "resume", schema.TypeSessionStartHookRan) - 1
 	dup := evs[i]
 	broken := renumber(append(append(append([]eventlog.Event(nil), evs[:i+1]...), dup), evs[i+1:]...))
 	rep := auditFile(t, storeWithPrefix(t, broken))
@@ -100,7 +101,7 @@ func TestAuditFindsAFlippedByte(t *testing.T) {
 
 func TestAuditFindsAnUnresolvedIntent(t *testing.T) {
 	evs := fullRun(t)
-	cut := cutAfter(t, evs, "resume", eventlog.TypeSessionStartHookStarted)
+	cut := cutAfter(t, evs, "resume", schema.TypeSessionStartHookStarted)
 	rep := auditFile(t, storeWithPrefix(t, evs[:cut]))
 	if got := kinds(rep); len(got) != 1 || got[0] != reprise.ViolationUnresolved {
 		t.Fatalf("violations = %v", rep.Violations)

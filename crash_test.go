@@ -12,6 +12,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // fullRun records a startup restore into a and a runtime restore from a to
@@ -95,17 +96,17 @@ func TestCrashAfterEveryStepRollsForward(t *testing.T) {
 		injected    int // meta messages on the target afterwards
 		interrupted bool
 	}{
-		{"startup", eventlog.TypeSessionLoaded, []string{"Start a startup"}, "a", 1, false},
-		{"startup", eventlog.TypeSessionStartHookStarted, nil, "a", 0, true},
-		{"startup", eventlog.TypeSessionStartHookRan, nil, "a", 1, false},
-		{"startup", eventlog.TypeContextInjected, nil, "a", 1, false},
-		{"resume", eventlog.TypeSaveAttempted, []string{"End a resume", "Start b resume"}, "b", 1, false},
-		{"resume", eventlog.TypeSessionEndHookStarted, []string{"Start b resume"}, "b", 1, true},
-		{"resume", eventlog.TypeSessionEndHookRan, []string{"Start b resume"}, "b", 1, false},
-		{"resume", eventlog.TypeSessionLoaded, []string{"Start b resume"}, "b", 1, false},
-		{"resume", eventlog.TypeSessionStartHookStarted, nil, "b", 0, true},
-		{"resume", eventlog.TypeSessionStartHookRan, nil, "b", 1, false},
-		{"resume", eventlog.TypeContextInjected, nil, "b", 1, false},
+		{"startup", schema.TypeSessionLoaded, []string{"Start a startup"}, "a", 1, false},
+		{"startup", schema.TypeSessionStartHookStarted, nil, "a", 0, true},
+		{"startup", schema.TypeSessionStartHookRan, nil, "a", 1, false},
+		{"startup", schema.TypeContextInjected, nil, "a", 1, false},
+		{"resume", schema.TypeSaveAttempted, []string{"End a resume", "Start b resume"}, "b", 1, false},
+		{"resume", schema.TypeSessionEndHookStarted, []string{"Start b resume"}, "b", 1, true},
+		{"resume", schema.TypeSessionEndHookRan, []string{"Start b resume"}, "b", 1, false},
+		{"resume", schema.TypeSessionLoaded, []string{"Start b resume"}, "b", 1, false},
+		{"resume", schema.TypeSessionStartHookStarted, nil, "b", 0, true},
+		{"resume", schema.TypeSessionStartHookRan, nil, "b", 1, false},
+		{"resume", schema.TypeContextInjected, nil, "b", 1, false},
 	}
 	for _, c := range cases {
 		t.Run(c.restore+"/after-"+string(c.after), func(t *testing.T) {
@@ -254,7 +255,7 @@ func TestCrashDuringStopHooksClosesThemAsInterrupted(t *testing.T) {
 			break
 		}
 	}
-	rec, err := eventlog.NewRecord(last.Stream, &eventlog.StopHookStarted{Session: "b", Hooks: []string{"stopper"}}, last.Time+1, "stop-1")
+	rec, err := schema.NewRecord(last.Stream, &schema.StopHookStarted{Session: "b", Hooks: []string{"stopper"}}, last.Time+1, "stop-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestCrashDuringStopHooksClosesThemAsInterrupted(t *testing.T) {
 		t.Fatal("an interrupted Stop hook ran again on reopen")
 	}
 	steps := streamTypes(t, e.Store(), projection.AgentStream("ide"))
-	if steps[len(steps)-1] != eventlog.TypeStopHookRan || a.Current() != "b" {
+	if steps[len(steps)-1] != schema.TypeStopHookRan || a.Current() != "b" {
 		t.Fatalf("agent stream ends %v", steps[len(steps)-3:])
 	}
 	// An interrupted stop does not count as a block: the next stop asks

@@ -15,15 +15,16 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // Message is one conversation message. Hosts set Role, Content and IsMeta;
 // the Engine fills UUID and Timestamp when they are empty, and ParentUUID
 // when the message is saved.
-type Message = eventlog.Message
+type Message = schema.Message
 
 // Block is one content block of a Message.
-type Block = eventlog.Block
+type Block = schema.Block
 
 // Text returns a message of role with one text block.
 func Text(role, text string) Message {
@@ -258,7 +259,7 @@ func (e *Engine) CreateSession(ctx context.Context, id, cwd string) (string, err
 		return "", err
 	}
 	stream := projection.SessionStream(id)
-	rec, err := eventlog.NewRecord(stream, &eventlog.SessionCreated{ID: id, Cwd: cwd}, e.stamp(), "")
+	rec, err := schema.NewRecord(stream, &schema.SessionCreated{ID: id, Cwd: cwd}, e.stamp(), "")
 	if err != nil {
 		return "", err
 	}
@@ -433,7 +434,7 @@ func (e *Engine) flush(s *session, extra *Message) (*sessionWrite, error) {
 	now := e.stamp()
 	for _, m := range msgs {
 		m.ParentUUID, parent = parent, m.UUID
-		rec, err := eventlog.NewRecord(stream, &eventlog.MessageAppended{Message: m}, now, "")
+		rec, err := schema.NewRecord(stream, &schema.MessageAppended{Message: m}, now, "")
 		if err != nil {
 			return nil, err
 		}
@@ -452,9 +453,9 @@ func (w *sessionWrite) applied(evs []eventlog.Event) error {
 			continue
 		}
 		var err error
-		if i < len(w.msgs) && ev.Type == eventlog.TypeMessageAppended {
+		if i < len(w.msgs) && ev.Type == schema.TypeMessageAppended {
 			m := projection.CloneMessages(w.msgs[i : i+1])[0]
-			err = w.s.conv.ApplyDecoded(ev, &eventlog.MessageAppended{Message: m})
+			err = w.s.conv.ApplyDecoded(ev, &schema.MessageAppended{Message: m})
 		} else {
 			err = w.s.conv.Apply(ev)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // calls records every hook run, in the order they happened.
@@ -123,11 +124,11 @@ func lastPosition(t *testing.T, s eventlog.Store) uint64 {
 }
 
 var (
-	startupSteps = []eventlog.Type{eventlog.TypeSessionLoaded, eventlog.TypeSessionStartHookStarted,
-		eventlog.TypeSessionStartHookRan, eventlog.TypeContextInjected}
-	resumeSteps = []eventlog.Type{eventlog.TypeSaveAttempted, eventlog.TypeSessionEndHookStarted,
-		eventlog.TypeSessionEndHookRan, eventlog.TypeSessionLoaded, eventlog.TypeSessionStartHookStarted,
-		eventlog.TypeSessionStartHookRan, eventlog.TypeContextInjected}
+	startupSteps = []eventlog.Type{schema.TypeSessionLoaded, schema.TypeSessionStartHookStarted,
+		schema.TypeSessionStartHookRan, schema.TypeContextInjected}
+	resumeSteps = []eventlog.Type{schema.TypeSaveAttempted, schema.TypeSessionEndHookStarted,
+		schema.TypeSessionEndHookRan, schema.TypeSessionLoaded, schema.TypeSessionStartHookStarted,
+		schema.TypeSessionStartHookRan, schema.TypeContextInjected}
 )
 
 func TestRuntimeRestoreEndsTheOldSessionBeforeStartingTheNew(t *testing.T) {
@@ -156,7 +157,7 @@ func TestRuntimeRestoreEndsTheOldSessionBeforeStartingTheNew(t *testing.T) {
 	if want := append(slices.Clone(startupSteps), resumeSteps...); !reflect.DeepEqual(got, want) {
 		t.Fatalf("agent stream = %v, want %v", got, want)
 	}
-	if len(r.EndOutcomes) != 1 || r.EndOutcomes[0].Status != eventlog.HookOK || r.EndReason != "resume" {
+	if len(r.EndOutcomes) != 1 || r.EndOutcomes[0].Status != schema.HookOK || r.EndReason != "resume" {
 		t.Fatalf("end outcomes %+v reason %q", r.EndOutcomes, r.EndReason)
 	}
 }
@@ -386,9 +387,9 @@ func TestContextIsInjectedLastAsOneMetaUserMessage(t *testing.T) {
 	var msgPos, injPos uint64
 	e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
 		switch {
-		case ev.Type == eventlog.TypeMessageAppended && ev.Stream == "session/b":
+		case ev.Type == schema.TypeMessageAppended && ev.Stream == "session/b":
 			msgPos = ev.Position
-		case ev.Type == eventlog.TypeContextInjected:
+		case ev.Type == schema.TypeContextInjected:
 			injPos = ev.Position
 		}
 		return nil

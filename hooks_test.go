@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
-	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // scripts is the absolute path of testdata/hooks.
@@ -104,13 +104,13 @@ func TestCommandHookOutputs(t *testing.T) {
 		context string // "" means nothing is injected
 		stderr  string
 	}{
-		{"plain stdout", "HOOKS/plain.sh", eventlog.HookOK, 0, "plain context", ""},
-		{"json", "HOOKS/json.sh", eventlog.HookOK, 0, "json context", ""},
-		{"exit 1", "HOOKS/fail.sh 1", eventlog.HookFailed, 1, "", "failing on purpose with 1"},
-		{"exit 2", "HOOKS/fail.sh 2", eventlog.HookFailed, 2, "", "failing on purpose with 2"},
-		{"missing interpreter", "HOOKS/missing-interpreter.sh", eventlog.HookFailed, 127, "", "not found"},
-		{"brace garbage", "HOOKS/garbage.sh", eventlog.HookOK, 0, "{not json, just braces", ""},
-		{"invalid utf-8", "HOOKS/bad-utf8.sh", eventlog.HookOK, 0, "\ufffd latin1 caf\ufffd", ""},
+		{"plain stdout", "HOOKS/plain.sh", schema.HookOK, 0, "plain context", ""},
+		{"json", "HOOKS/json.sh", schema.HookOK, 0, "json context", ""},
+		{"exit 1", "HOOKS/fail.sh 1", schema.HookFailed, 1, "", "failing on purpose with 1"},
+		{"exit 2", "HOOKS/fail.sh 2", schema.HookFailed, 2, "", "failing on purpose with 2"},
+		{"missing interpreter", "HOOKS/missing-interpreter.sh", schema.HookFailed, 127, "", "not found"},
+		{"brace garbage", "HOOKS/garbage.sh", schema.HookOK, 0, "{not json, just braces", ""},
+		{"invalid utf-8", "HOOKS/bad-utf8.sh", schema.HookOK, 0, "\ufffd latin1 caf\ufffd", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -153,7 +153,7 @@ func TestHungHookIsKilledWithItsChildren(t *testing.T) {
 	if took := time.Since(began); took > 20*time.Second {
 		t.Fatalf("restore took %s", took)
 	}
-	if o := r.StartOutcomes[0]; o.Status != eventlog.HookTimedOut {
+	if o := r.StartOutcomes[0]; o.Status != schema.HookTimedOut {
 		t.Fatalf("hung hook outcome = %+v", o)
 	}
 	if r.Context != "plain context" {
@@ -219,7 +219,7 @@ func TestHugeOutputIsSpilledToAFile(t *testing.T) {
 	e := hookEngine(t, []string{settings}, nil)
 	r := restoreAB(t, e, t.TempDir())
 	o := r.StartOutcomes[0]
-	if o.Status != eventlog.HookOK || o.Dropped != 5000000-hookexec.MaxCapture {
+	if o.Status != schema.HookOK || o.Dropped != 5000000-hookexec.MaxCapture {
 		t.Fatalf("outcome = %+v", o)
 	}
 	if len(r.Context) > 3000 {

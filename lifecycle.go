@@ -9,6 +9,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // ErrMessageNotFound is returned by Fork when the fork point is not a
@@ -47,7 +48,7 @@ func (a *Agent) New(ctx context.Context, id, cwd string) (*Restore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.switchTo(ctx, &eventlog.SaveAttempted{From: a.view.Current, To: id, Reason: ReasonClear, Source: SourceNew})
+	return a.switchTo(ctx, &schema.SaveAttempted{From: a.view.Current, To: id, Reason: ReasonClear, Source: SourceNew})
 }
 
 // Clear ends the current session with reason "clear" and makes a fresh,
@@ -67,7 +68,7 @@ func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.switchTo(ctx, &eventlog.SaveAttempted{From: from, To: id, Reason: ReasonClear, Source: SourceClear})
+	return a.switchTo(ctx, &schema.SaveAttempted{From: from, To: id, Reason: ReasonClear, Source: SourceClear})
 }
 
 // Fork makes a new session that starts as a copy of session parent's
@@ -87,7 +88,7 @@ func (a *Agent) Fork(ctx context.Context, parent, upTo string) (*Restore, error)
 	if err != nil {
 		return nil, err
 	}
-	return a.switchTo(ctx, &eventlog.SaveAttempted{From: a.view.Current, To: id, Reason: ReasonResume, Source: SourceFork})
+	return a.switchTo(ctx, &schema.SaveAttempted{From: a.view.Current, To: id, Reason: ReasonResume, Source: SourceFork})
 }
 
 // fork writes the forked session in one atomic append and returns its id.
@@ -115,14 +116,14 @@ func (e *Engine) fork(ctx context.Context, parent, upTo string) (string, error) 
 	id := e.newID()
 	stream := projection.SessionStream(id)
 	now := e.stamp()
-	payloads := []eventlog.Payload{&eventlog.SessionCreated{ID: id, Cwd: cwd, Parent: parent, ForkPoint: upTo}}
+	payloads := []schema.Payload{&schema.SessionCreated{ID: id, Cwd: cwd, Parent: parent, ForkPoint: upTo}}
 	for _, m := range copied {
 		m.Record = nil
-		payloads = append(payloads, &eventlog.MessageAppended{Message: m})
+		payloads = append(payloads, &schema.MessageAppended{Message: m})
 	}
 	recs := make([]eventlog.Record, len(payloads))
 	for i, p := range payloads {
-		if recs[i], err = eventlog.NewRecord(stream, p, now, ""); err != nil {
+		if recs[i], err = schema.NewRecord(stream, p, now, ""); err != nil {
 			return "", err
 		}
 	}
@@ -166,7 +167,7 @@ func (a *Agent) Compact(ctx context.Context, summary string) (*Restore, error) {
 
 // compaction builds the write of a compaction: s's pending messages, the
 // boundary and the summary. s.mu must be held.
-func (e *Engine) compaction(s *session, summary string) (*sessionWrite, *eventlog.SessionCompacted, error) {
+func (e *Engine) compaction(s *session, summary string) (*sessionWrite, *schema.SessionCompacted, error) {
 	w, err := e.flush(s, nil)
 	if err != nil {
 		return nil, nil, err
@@ -179,19 +180,19 @@ func (e *Engine) compaction(s *session, summary string) (*sessionWrite, *eventlo
 	if w.n > 0 {
 		last = s.pending[len(s.pending)-1].UUID
 	}
-	boundary := &eventlog.CompactBoundary{UUID: e.newID(), LogicalParent: last, Trigger: "manual",
+	boundary := &schema.CompactBoundary{UUID: e.newID(), LogicalParent: last, Trigger: "manual",
 		PreMessages: len(s.conv.View()) + w.n}
 	msg := Message{UUID: e.newID(), ParentUUID: boundary.UUID, Role: "user", IsMeta: true, Summary: true,
 		Timestamp: e.stamp(), Content: []Block{{Type: "text", Text: CompactSummaryPrefix + summary}}}
 	now := e.stamp()
-	for _, p := range []eventlog.Payload{boundary, &eventlog.MessageAppended{Message: msg}} {
-		rec, err := eventlog.NewRecord(stream, p, now, "")
+	for _, p := range []schema.Payload{boundary, &schema.MessageAppended{Message: msg}} {
+		rec, err := schema.NewRecord(stream, p, now, "")
 		if err != nil {
 			return nil, nil, err
 		}
 		w.recs = append(w.recs, rec)
 	}
-	return w, &eventlog.SessionCompacted{Session: s.conv.ID, Boundary: boundary.UUID, SummaryUUID: msg.UUID}, nil
+	return w, &schema.SessionCompacted{Session: s.conv.ID, Boundary: boundary.UUID, SummaryUUID: msg.UUID}, nil
 }
 
 // EndOptions carry what SessionEnd function hooks receive besides the
@@ -218,7 +219,7 @@ func (a *Agent) End(ctx context.Context, reason string, opts EndOptions) (*Resto
 		return nil, err
 	}
 	defer end()
-	return a.switchTo(ctx, &eventlog.SaveAttempted{From: from, Reason: reason, FinalMessage: opts.FinalMessage, EndError: opts.Error})
+	return a.switchTo(ctx, &schema.SaveAttempted{From: from, Reason: reason, FinalMessage: opts.FinalMessage, EndError: opts.Error})
 }
 
 // DefaultStopBlockCap is how many consecutive stops hooks may block before
@@ -231,7 +232,7 @@ type StopResult struct {
 	Reason   string // why; it was also queued as the next user message
 	Message  *Message
 	Capped   bool // the hooks were not asked: too many consecutive blocks
-	Outcomes []eventlog.HookOutcome
+	Outcomes []schema.HookOutcome
 }
 
 // Stop runs the Stop hooks when the agent has finished a turn on its
@@ -252,23 +253,23 @@ func (a *Agent) Stop(ctx context.Context) (*StopResult, error) {
 	if a.view.StopBlocks >= a.e.stopCap {
 		why := fmt.Sprintf("%d consecutive stops were blocked; the hooks are not asked again until a stop is not blocked", a.view.StopBlocks)
 		a.e.log.Warn("stop hook cap reached", "agent", a.id, "session", id, "blocks", a.view.StopBlocks)
-		if err := a.record(ctx, rid, &eventlog.StopHookStarted{Session: id, Active: true, Capped: true}, nil); err != nil {
+		if err := a.record(ctx, rid, &schema.StopHookStarted{Session: id, Active: true, Capped: true}, nil); err != nil {
 			return nil, err
 		}
-		if err := a.record(wctx, rid, &eventlog.StopHookRan{Session: id, Capped: why}, nil); err != nil {
+		if err := a.record(wctx, rid, &schema.StopHookRan{Session: id, Capped: why}, nil); err != nil {
 			return nil, err
 		}
 		return &StopResult{Capped: true, Reason: why}, nil
 	}
 	hooks := a.e.HooksFor(ctx, hookexec.Stop, "", id)
 	active := a.view.StopBlocks > 0
-	if err := a.record(ctx, rid, &eventlog.StopHookStarted{Session: id, Active: active, Hooks: hookexec.Names(hooks)}, nil); err != nil {
+	if err := a.record(ctx, rid, &schema.StopHookStarted{Session: id, Active: active, Hooks: hookexec.Names(hooks)}, nil); err != nil {
 		return nil, err
 	}
 	transcript, env := a.hookEnv(wctx, id, hooks)
 	outcomes, blocked, reason := hookexec.RunStop(ctx, hooks, hookexec.StopInput{
 		SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, StopHookActive: active}, env)
-	ran := &eventlog.StopHookRan{Session: id, Outcomes: outcomes, Blocked: blocked, Reason: reason}
+	ran := &schema.StopHookRan{Session: id, Outcomes: outcomes, Blocked: blocked, Reason: reason}
 	res := &StopResult{Blocked: blocked, Reason: reason, Outcomes: outcomes}
 	if !blocked {
 		return res, a.record(wctx, rid, ran, nil)

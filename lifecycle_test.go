@@ -15,6 +15,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // stdinLog is a settings file whose SessionStart and SessionEnd command
@@ -203,10 +204,10 @@ func TestForkCopiesUpToAPointAndLeavesTheParentAlone(t *testing.T) {
 	if len(forked) != 2 || forked[1].UUID != msgs[1].UUID || r.Source != "fork" || a.Current() != r.To {
 		t.Fatalf("fork: %+v, messages %+v", r, forked)
 	}
-	var created *eventlog.SessionCreated
+	var created *schema.SessionCreated
 	e.Store().ReadStream(ctx, projection.SessionStream(r.To), 1, func(ev eventlog.Event) error {
-		p, _ := eventlog.Decode(ev)
-		if c, ok := p.(*eventlog.SessionCreated); ok {
+		p, _ := schema.Decode(ev)
+		if c, ok := p.(*schema.SessionCreated); ok {
 			created = c
 		}
 		return nil
@@ -251,7 +252,7 @@ func TestEndRunsSessionEndWithItsReasonAndRecordsWhatHooksSay(t *testing.T) {
 			if last["reason"] != reason || last["end_source"] != reason {
 				t.Fatalf("command hook stdin %v", last)
 			}
-			var summary eventlog.HookOutcome
+			var summary schema.HookOutcome
 			for _, o := range r.EndOutcomes {
 				if o.Name == "summarizer" {
 					summary = o
@@ -264,7 +265,7 @@ func TestEndRunsSessionEndWithItsReasonAndRecordsWhatHooksSay(t *testing.T) {
 				t.Fatalf("after End current = %q", a.Current())
 			}
 			steps := agentSteps(t, e, 4)
-			if steps[3] != eventlog.TypeSessionClosed {
+			if steps[3] != schema.TypeSessionClosed {
 				t.Fatalf("End steps %v", steps)
 			}
 			if _, err := a.Start(ctx, "s"); err != nil {

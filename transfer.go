@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // MaxTranscriptLine bounds one line of an imported transcript.
@@ -144,7 +145,7 @@ type importer struct {
 	opts   ImportOptions
 	stream string
 	head   uint64
-	batch  []eventlog.Payload
+	batch  []schema.Payload
 	size   int
 	cwd    string
 }
@@ -185,9 +186,9 @@ func (imp *importer) add(ctx context.Context, n int, raw []byte) error {
 		imp.cwd = rec.Cwd
 	}
 	record := append([]byte(nil), raw...) // the scanner reuses its buffer
-	var p eventlog.Payload = &eventlog.TranscriptRecord{Record: record}
+	var p schema.Payload = &schema.TranscriptRecord{Record: record}
 	if m, ok := importedMessage(rec, record); isMessage && ok {
-		p = &eventlog.MessageAppended{Message: m}
+		p = &schema.MessageAppended{Message: m}
 		imp.rep.Messages++
 	} else {
 		imp.rep.Records++
@@ -280,13 +281,13 @@ func (imp *importer) flush(ctx context.Context) error {
 		if cwd == "" {
 			cwd = imp.cwd
 		}
-		imp.batch = append([]eventlog.Payload{&eventlog.SessionCreated{ID: imp.rep.Session, Cwd: cwd}}, imp.batch...)
+		imp.batch = append([]schema.Payload{&schema.SessionCreated{ID: imp.rep.Session, Cwd: cwd}}, imp.batch...)
 	}
 	if len(imp.batch) == 0 {
 		return nil
 	}
 	for _, p := range imp.batch {
-		rec, err := eventlog.NewRecord(imp.stream, p, now, "")
+		rec, err := schema.NewRecord(imp.stream, p, now, "")
 		if err != nil {
 			return imp.partial(err)
 		}
@@ -324,11 +325,11 @@ func (e *Engine) Export(ctx context.Context, id string, w io.Writer) error {
 	var seen bool
 	err := e.store.ReadStream(ctx, projection.SessionStream(id), 1, func(ev eventlog.Event) error {
 		seen = true
-		p, err := eventlog.Decode(ev)
+		p, err := schema.Decode(ev)
 		if err != nil {
 			return err
 		}
-		if created, ok := p.(*eventlog.SessionCreated); ok {
+		if created, ok := p.(*schema.SessionCreated); ok {
 			cwd = created.Cwd
 		}
 		line, err := projection.RecordLine(id, cwd, ev.Time, p)

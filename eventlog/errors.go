@@ -27,14 +27,6 @@ var (
 	// log: a bad checksum, a sequence gap, an envelope under the wrong key.
 	ErrCorrupt = errors.New("eventlog: store is corrupt")
 
-	// ErrUnknownType is returned by Decode for an event type that is neither
-	// in the schema nor registered as ignorable.
-	ErrUnknownType = errors.New("eventlog: unknown event type")
-
-	// ErrBadVersion is returned by Decode for a schema version this build
-	// does not understand.
-	ErrBadVersion = errors.New("eventlog: unsupported schema version")
-
 	// ErrInvalidStream is returned for an empty or malformed stream name.
 	ErrInvalidStream = errors.New("eventlog: invalid stream name")
 
@@ -58,7 +50,7 @@ func (e *ConflictError) Error() string {
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // EventError locates a problem at one event of the log. It unwraps to the
-// cause, typically ErrCorrupt, ErrUnknownType or ErrBadVersion.
+// cause, typically ErrCorrupt, or the schema's ErrUnknownType or ErrBadVersion.
 type EventError struct {
 	Stream string
 	Seq    uint64

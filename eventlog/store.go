@@ -7,6 +7,10 @@ import (
 	"unicode/utf8"
 )
 
+// Type names an event type. It is stored in every envelope; package schema
+// defines the types reprise writes.
+type Type string
+
 // Event is one stored event: the envelope the store assigned plus the
 // msgpack-encoded payload.
 type Event struct {

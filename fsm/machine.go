@@ -5,7 +5,9 @@ import (
 	"sync"
 
 	"github.com/looplab/fsm"
+
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // State is where an agent's lifecycle stands.
@@ -31,21 +33,21 @@ type Event string
 
 // The transition labels.
 const (
-	SaveAttempted           = Event(eventlog.TypeSaveAttempted)
-	SessionEndHookStarted   = Event(eventlog.TypeSessionEndHookStarted)
-	SessionEndHookRan       = Event(eventlog.TypeSessionEndHookRan)
-	SessionLoadedStartup    = Event(eventlog.TypeSessionLoaded + "/startup")
-	SessionLoadedResume     = Event(eventlog.TypeSessionLoaded + "/resume")
-	SessionLoadedNew        = Event(eventlog.TypeSessionLoaded + "/new")
-	SessionLoadedClear      = Event(eventlog.TypeSessionLoaded + "/clear")
-	SessionLoadedFork       = Event(eventlog.TypeSessionLoaded + "/fork")
-	SessionCompacted        = Event(eventlog.TypeSessionCompacted)
-	SessionClosed           = Event(eventlog.TypeSessionClosed)
-	StopHookStarted         = Event(eventlog.TypeStopHookStarted)
-	StopHookRan             = Event(eventlog.TypeStopHookRan)
-	SessionStartHookStarted = Event(eventlog.TypeSessionStartHookStarted)
-	SessionStartHookRan     = Event(eventlog.TypeSessionStartHookRan)
-	ContextInjected         = Event(eventlog.TypeContextInjected)
+	SaveAttempted           = Event(schema.TypeSaveAttempted)
+	SessionEndHookStarted   = Event(schema.TypeSessionEndHookStarted)
+	SessionEndHookRan       = Event(schema.TypeSessionEndHookRan)
+	SessionLoadedStartup    = Event(schema.TypeSessionLoaded + "/startup")
+	SessionLoadedResume     = Event(schema.TypeSessionLoaded + "/resume")
+	SessionLoadedNew        = Event(schema.TypeSessionLoaded + "/new")
+	SessionLoadedClear      = Event(schema.TypeSessionLoaded + "/clear")
+	SessionLoadedFork       = Event(schema.TypeSessionLoaded + "/fork")
+	SessionCompacted        = Event(schema.TypeSessionCompacted)
+	SessionClosed           = Event(schema.TypeSessionClosed)
+	StopHookStarted         = Event(schema.TypeStopHookStarted)
+	StopHookRan             = Event(schema.TypeStopHookRan)
+	SessionStartHookStarted = Event(schema.TypeSessionStartHookStarted)
+	SessionStartHookRan     = Event(schema.TypeSessionStartHookRan)
+	ContextInjected         = Event(schema.TypeContextInjected)
 )
 
 // Transition is one row of the table: Event moves an agent from any of From
@@ -121,14 +123,14 @@ func Apply(s State, e Event) (State, error) {
 
 // EventOf maps a decoded payload to its transition label. ok is false for
 // payloads that are not lifecycle steps, such as messages.
-func EventOf(p eventlog.Payload) (e Event, ok bool) {
+func EventOf(p schema.Payload) (e Event, ok bool) {
 	switch p := p.(type) {
-	case *eventlog.SessionLoaded:
+	case *schema.SessionLoaded:
 		// Unknown sources get a label the table rejects.
-		return Event(eventlog.TypeSessionLoaded + "/" + eventlog.Type(p.Source)), true
-	case *eventlog.SaveAttempted, *eventlog.SessionEndHookStarted, *eventlog.SessionEndHookRan,
-		*eventlog.SessionStartHookStarted, *eventlog.SessionStartHookRan, *eventlog.ContextInjected,
-		*eventlog.SessionCompacted, *eventlog.SessionClosed, *eventlog.StopHookStarted, *eventlog.StopHookRan:
+		return Event(schema.TypeSessionLoaded + "/" + eventlog.Type(p.Source)), true
+	case *schema.SaveAttempted, *schema.SessionEndHookStarted, *schema.SessionEndHookRan,
+		*schema.SessionStartHookStarted, *schema.SessionStartHookRan, *schema.ContextInjected,
+		*schema.SessionCompacted, *schema.SessionClosed, *schema.StopHookStarted, *schema.StopHookRan:
 		return Event(p.EventType()), true
 	}
 	return "", false

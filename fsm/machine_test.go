@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/lifecycle.md's diagram from the table")
@@ -89,16 +89,16 @@ func TestApplyRejectsEverythingOutsideTheTable(t *testing.T) {
 
 func TestEventOfMapsPayloads(t *testing.T) {
 	cases := []struct {
-		payload eventlog.Payload
+		payload schema.Payload
 		want    fsm.Event
 		ok      bool
 	}{
-		{&eventlog.SessionLoaded{Source: "startup"}, fsm.SessionLoadedStartup, true},
-		{&eventlog.SessionLoaded{Source: "resume"}, fsm.SessionLoadedResume, true},
-		{&eventlog.SaveAttempted{}, fsm.SaveAttempted, true},
-		{&eventlog.ContextInjected{}, fsm.ContextInjected, true},
-		{&eventlog.MessageAppended{}, "", false},
-		{&eventlog.SessionCreated{}, "", false},
+		{&schema.SessionLoaded{Source: "startup"}, fsm.SessionLoadedStartup, true},
+		{&schema.SessionLoaded{Source: "resume"}, fsm.SessionLoadedResume, true},
+		{&schema.SaveAttempted{}, fsm.SaveAttempted, true},
+		{&schema.ContextInjected{}, fsm.ContextInjected, true},
+		{&schema.MessageAppended{}, "", false},
+		{&schema.SessionCreated{}, "", false},
 	}
 	for _, c := range cases {
 		got, ok := fsm.EventOf(c.payload)
@@ -106,7 +106,7 @@ func TestEventOfMapsPayloads(t *testing.T) {
 			t.Errorf("EventOf(%T) = %q, %v; want %q, %v", c.payload, got, ok, c.want, c.ok)
 		}
 	}
-	e, _ := fsm.EventOf(&eventlog.SessionLoaded{Source: "bogus"})
+	e, _ := fsm.EventOf(&schema.SessionLoaded{Source: "bogus"})
 	if _, err := fsm.Apply(fsm.Ended, e); err == nil {
 		t.Fatal("a SessionLoaded with an unknown source was accepted")
 	}

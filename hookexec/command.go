@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // CommandEnv is what a command hook needs besides its stdin.
@@ -56,7 +56,7 @@ type commandRun struct {
 // runCommand runs the command hook h with stdin and returns its outcome and
 // the context it contributes. The hook's whole process group is killed when
 // timeout passes or ctx is done.
-func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeout time.Duration) (eventlog.HookOutcome, string) {
+func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeout time.Duration) (schema.HookOutcome, string) {
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
 	}
@@ -65,7 +65,7 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 	defer cancel()
 	r := execute(hctx, h, stdin, env)
 
-	o := eventlog.HookOutcome{Name: h.Name, Source: h.Source}
+	o := schema.HookOutcome{Name: h.Name, Source: h.Source}
 	o.Dropped = r.stdout.dropped + r.stderr.dropped
 	var text string
 	switch {
@@ -73,26 +73,26 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 		o.Status, o.Error = stopped(ctx, timeout)
 		o.Stderr = excerpt(r.stderr.buf)
 	case r.state == nil:
-		o.Status, o.Error = eventlog.HookFailed, r.err.Error()
+		o.Status, o.Error = schema.HookFailed, r.err.Error()
 	case h.Event == Stop && exitCode(r.state) == 2:
 		// Exit 2 is how a Stop hook blocks: its stderr is the reason.
-		o.Status, o.ExitCode, o.Decision = eventlog.HookOK, 2, "block"
+		o.Status, o.ExitCode, o.Decision = schema.HookOK, 2, "block"
 		o.Reason = excerpt(r.stderr.buf)
 		text = o.Reason
 	case !r.state.Success():
-		o.Status, o.ExitCode, o.Error = eventlog.HookFailed, exitCode(r.state), r.state.String()
+		o.Status, o.ExitCode, o.Error = schema.HookFailed, exitCode(r.state), r.state.String()
 		o.Stderr = excerpt(r.stderr.buf)
 	case r.err != nil && !errors.Is(r.err, exec.ErrWaitDelay):
-		o.Status, o.Error = eventlog.HookFailed, r.err.Error()
+		o.Status, o.Error = schema.HookFailed, r.err.Error()
 		o.Stderr = excerpt(r.stderr.buf)
 	case h.Event == Stop:
-		o.Status = eventlog.HookOK
+		o.Status = schema.HookOK
 		if block, reason := ParseStopOutput(r.stdout.buf); block {
 			o.Decision, o.Reason, text = "block", reason, reason
 		}
 	default:
 		var err error
-		o.Status = eventlog.HookOK
+		o.Status = schema.HookOK
 		text, err = limitContext(ParseOutput(r.stdout.buf), env)
 		if err != nil {
 			o.Error = err.Error()
@@ -107,9 +107,9 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 // or its timeout passed.
 func stopped(ctx context.Context, timeout time.Duration) (status, msg string) {
 	if err := ctx.Err(); err != nil {
-		return eventlog.HookCancelled, err.Error()
+		return schema.HookCancelled, err.Error()
 	}
-	return eventlog.HookTimedOut, fmt.Sprintf("timed out after %s", timeout)
+	return schema.HookTimedOut, fmt.Sprintf("timed out after %s", timeout)
 }
 
 // stoppedBy reports whether the hook was stopped, or never started, because

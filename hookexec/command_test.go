@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // hookCommand returns a shell command that runs the test script name with
@@ -46,7 +46,7 @@ func testEnv(t *testing.T) CommandEnv {
 }
 
 // runTestHook runs command with a generous timeout and no stdin.
-func runTestHook(t *testing.T, command string, env CommandEnv) (eventlog.HookOutcome, string) {
+func runTestHook(t *testing.T, command string, env CommandEnv) (schema.HookOutcome, string) {
 	t.Helper()
 	h := Hook{Event: SessionStart, Name: "test-hook", Source: "settings", Command: command}
 	return runCommand(context.Background(), h, nil, env, 10*time.Second)
@@ -69,7 +69,7 @@ func TestCommandContextFromStdout(t *testing.T) {
 		t.Run(c.script, func(t *testing.T) {
 			t.Parallel()
 			o, text := runTestHook(t, hookCommand(t, c.script), testEnv(t))
-			if o.Status != eventlog.HookOK || o.Error != "" {
+			if o.Status != schema.HookOK || o.Error != "" {
 				t.Fatalf("outcome %+v, want ok", o)
 			}
 			if text != c.want {
@@ -88,7 +88,7 @@ func TestCommandNonZeroExitFails(t *testing.T) {
 		t.Run(strconv.Itoa(code), func(t *testing.T) {
 			t.Parallel()
 			o, text := runTestHook(t, hookCommand(t, "fail.sh", strconv.Itoa(code)), testEnv(t))
-			if o.Status != eventlog.HookFailed || o.ExitCode != code || text != "" || o.ContextLen != 0 {
+			if o.Status != schema.HookFailed || o.ExitCode != code || text != "" || o.ContextLen != 0 {
 				t.Fatalf("outcome %+v, context %q", o, text)
 			}
 			if want := "exit status " + strconv.Itoa(code); o.Error != want {
@@ -104,7 +104,7 @@ func TestCommandNonZeroExitFails(t *testing.T) {
 func TestCommandNotFoundExits127(t *testing.T) {
 	t.Parallel()
 	o, text := runTestHook(t, "reprise-no-such-command-here --flag", testEnv(t))
-	if o.Status != eventlog.HookFailed || o.ExitCode != 127 || text != "" {
+	if o.Status != schema.HookFailed || o.ExitCode != 127 || text != "" {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
 	if !strings.Contains(o.Stderr, "not found") {
@@ -115,7 +115,7 @@ func TestCommandNotFoundExits127(t *testing.T) {
 func TestCommandSignalDeathFails(t *testing.T) {
 	t.Parallel()
 	o, _ := runTestHook(t, "kill -TERM $$", testEnv(t))
-	if o.Status != eventlog.HookFailed || o.ExitCode != 128+int(syscall.SIGTERM) || o.Error != "signal: terminated" {
+	if o.Status != schema.HookFailed || o.ExitCode != 128+int(syscall.SIGTERM) || o.Error != "signal: terminated" {
 		t.Fatalf("outcome %+v", o)
 	}
 }
@@ -125,13 +125,13 @@ func TestCommandThatCannotStartFails(t *testing.T) {
 	env := testEnv(t)
 	env.ProjectDir = filepath.Join(env.ProjectDir, "missing")
 	o, _ := runTestHook(t, "echo hi", env)
-	if o.Status != eventlog.HookFailed || !strings.Contains(o.Error, "no such file or directory") {
+	if o.Status != schema.HookFailed || !strings.Contains(o.Error, "no such file or directory") {
 		t.Fatalf("missing working dir: outcome %+v", o)
 	}
 
 	h := Hook{Name: "ps", Command: "echo hi", Shell: "powershell"}
 	o, _ = runCommand(context.Background(), h, nil, testEnv(t), time.Second)
-	if o.Status != eventlog.HookFailed || !strings.Contains(o.Error, "unsupported shell") {
+	if o.Status != schema.HookFailed || !strings.Contains(o.Error, "unsupported shell") {
 		t.Fatalf("unknown shell: outcome %+v", o)
 	}
 }
@@ -142,7 +142,7 @@ func TestCommandReceivesExactStdin(t *testing.T) {
 	stdin := []byte(`{"session_id":"abc-123","hook_event_name":"SessionStart","source":"resume"}` + "\n")
 	h := Hook{Name: "stdin", Command: hookCommand(t, "stdin_echo.sh", saved)}
 	o, text := runCommand(context.Background(), h, stdin, testEnv(t), 10*time.Second)
-	if o.Status != eventlog.HookOK || text != "session is abc-123" {
+	if o.Status != schema.HookOK || text != "session is abc-123" {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
 	got, err := os.ReadFile(saved)
@@ -159,7 +159,7 @@ func TestCommandIgnoringLargeStdinSucceeds(t *testing.T) {
 	stdin := bytes.Repeat([]byte("y"), 1<<20)
 	h := Hook{Name: "ignore", Command: hookCommand(t, "ignore_stdin.sh")}
 	o, text := runCommand(context.Background(), h, stdin, testEnv(t), 10*time.Second)
-	if o.Status != eventlog.HookOK || o.Error != "" || text != "did not read stdin" {
+	if o.Status != schema.HookOK || o.Error != "" || text != "did not read stdin" {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
 	if d := time.Duration(o.Duration); d >= outputWaitDelay {
@@ -229,7 +229,7 @@ func TestCommandTimeoutKillsProcessGroup(t *testing.T) {
 	if elapsed := time.Since(began); elapsed > 2*time.Second {
 		t.Fatalf("returned after %s", elapsed)
 	}
-	if o.Status != eventlog.HookTimedOut || text != "" || !strings.Contains(o.Error, "300ms") {
+	if o.Status != schema.HookTimedOut || text != "" || !strings.Contains(o.Error, "300ms") {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
 	pids := readPids(t, pidFile)
@@ -243,7 +243,7 @@ func TestCommandCancelKillsProcessGroup(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, cancel)
 	h := Hook{Name: "sleeper", Command: hookCommand(t, "sleeper.sh", pidFile)}
 	o, text := runCommand(ctx, h, nil, testEnv(t), time.Minute)
-	if o.Status != eventlog.HookCancelled || text != "" || o.Error != context.Canceled.Error() {
+	if o.Status != schema.HookCancelled || text != "" || o.Error != context.Canceled.Error() {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
 	if d := time.Duration(o.Duration); d > 2*time.Second {
@@ -258,7 +258,7 @@ func TestCommandNotStartedWhenCancelled(t *testing.T) {
 	cancel()
 	marker := filepath.Join(t.TempDir(), "ran")
 	o, _ := runCommand(ctx, Hook{Name: "late", Command: "touch " + shellQuote(marker)}, nil, testEnv(t), time.Minute)
-	if o.Status != eventlog.HookCancelled {
+	if o.Status != schema.HookCancelled {
 		t.Fatalf("outcome %+v", o)
 	}
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
@@ -280,7 +280,7 @@ func TestCommandDoesNotWaitForBackgroundChild(t *testing.T) {
 	began := time.Now()
 	o, text := runCommand(context.Background(), h, nil, testEnv(t), time.Minute)
 	elapsed := time.Since(began)
-	if o.Status != eventlog.HookOK || text != "daemon started" {
+	if o.Status != schema.HookOK || text != "daemon started" {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
 	if elapsed > outputWaitDelay+1500*time.Millisecond {
@@ -305,7 +305,7 @@ func TestCommandBoundsCapturedOutput(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	o, text := runCommand(context.Background(), h, nil, env, time.Minute)
 	runtime.ReadMemStats(&after)
-	if o.Status != eventlog.HookOK {
+	if o.Status != schema.HookOK {
 		t.Fatalf("outcome %+v", o)
 	}
 	if want := int64(5<<20-MaxCapture) + int64(2<<20-MaxCapture); o.Dropped != want {
@@ -342,7 +342,7 @@ func spilledPath(t *testing.T, preview string) string {
 func TestCommandInvalidUTF8BecomesValid(t *testing.T) {
 	t.Parallel()
 	o, text := runTestHook(t, hookCommand(t, "invalid_utf8.sh"), testEnv(t))
-	if o.Status != eventlog.HookOK || !utf8.ValidString(text) {
+	if o.Status != schema.HookOK || !utf8.ValidString(text) {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
 	if want := "bad \uFFFD bytes \uFFFD end"; text != want {
@@ -355,7 +355,7 @@ func TestCommandLongContextIsSpilled(t *testing.T) {
 	env := testEnv(t)
 	o, text := runTestHook(t, hookCommand(t, "long_context.sh"), env)
 	full := strings.Repeat("é", 12000)
-	if o.Status != eventlog.HookOK || o.Error != "" || o.ContextLen != len(text) {
+	if o.Status != schema.HookOK || o.Error != "" || o.ContextLen != len(text) {
 		t.Fatalf("outcome %+v", o)
 	}
 	if !strings.HasPrefix(text, strings.Repeat("é", previewChars)+"\n... [full output: 12000 characters, saved to ") {
@@ -408,7 +408,7 @@ func TestCommandEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "project=" + env.ProjectDir + "\nplugin=/plugins/demo\nenvfile=" + env.EnvFile + "\nenvfile_set=yes\npwd=" + wd
-	if o.Status != eventlog.HookOK || text != want {
+	if o.Status != schema.HookOK || text != want {
 		t.Fatalf("outcome %+v\ncontext %q\nwant    %q", o, text, want)
 	}
 	if data, err := os.ReadFile(env.EnvFile); err != nil || string(data) != "export FROM_HOOK=1\n" {
@@ -428,7 +428,7 @@ func TestCommandBashShell(t *testing.T) {
 	t.Parallel()
 	h := Hook{Name: "bash", Shell: "bash", Command: `[[ -n $BASH_VERSION ]] && echo "bash $BASH_VERSION"`}
 	o, text := runCommand(context.Background(), h, nil, testEnv(t), 10*time.Second)
-	if o.Status != eventlog.HookOK || !strings.HasPrefix(text, "bash ") {
+	if o.Status != schema.HookOK || !strings.HasPrefix(text, "bash ") {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
 }

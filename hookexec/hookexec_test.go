@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 func TestMatcherFollowsClaudeCodeRules(t *testing.T) {
@@ -98,7 +98,7 @@ func TestHooksRunInParallelAndJoinContextInOrder(t *testing.T) {
 		t.Fatalf("context = %q", text)
 	}
 	for i, o := range outcomes {
-		if o.Status != eventlog.HookOK || o.Name != hooks[i].Name {
+		if o.Status != schema.HookOK || o.Name != hooks[i].Name {
 			t.Fatalf("outcome %d = %+v", i, o)
 		}
 	}
@@ -135,7 +135,7 @@ func TestCommandAndFunctionHooksRunInParallel(t *testing.T) {
 	}
 	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{ProjectDir: dir})
 	for i, o := range outcomes {
-		if o.Status != eventlog.HookOK {
+		if o.Status != schema.HookOK {
 			t.Errorf("outcome %d = %+v", i, o)
 		}
 	}
@@ -160,7 +160,7 @@ func TestFunctionHookJudgedByWhenItAnswered(t *testing.T) {
 		{Event: hookexec.SessionStart, Matcher: m, Command: "sleep 0.6", Timeout: 10 * time.Second},
 	}
 	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{ProjectDir: t.TempDir()})
-	want := []string{eventlog.HookOK, eventlog.HookTimedOut, eventlog.HookOK}
+	want := []string{schema.HookOK, schema.HookTimedOut, schema.HookOK}
 	for i, o := range outcomes {
 		if o.Status != want[i] {
 			t.Errorf("outcome %d = %+v, want status %s", i, o, want[i])
@@ -189,7 +189,7 @@ func TestFailuresAreOutcomesNotErrors(t *testing.T) {
 	if text != "" {
 		t.Fatalf("failed hooks gave context %q", text)
 	}
-	want := []string{eventlog.HookFailed, eventlog.HookPanicked, eventlog.HookTimedOut}
+	want := []string{schema.HookFailed, schema.HookPanicked, schema.HookTimedOut}
 	for i, o := range outcomes {
 		if o.Status != want[i] || o.Error == "" {
 			t.Errorf("outcome %d = %+v, want status %s with an error", i, o, want[i])
@@ -208,7 +208,7 @@ func TestCancelledCallerCancelsHooks(t *testing.T) {
 		return hookexec.SessionStartOutput{}, ctx.Err()
 	})}
 	outcomes, _ := hookexec.RunSessionStart(ctx, hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{})
-	if s := outcomes[0].Status; s != eventlog.HookCancelled {
+	if s := outcomes[0].Status; s != schema.HookCancelled {
 		t.Fatalf("status = %s, want cancelled", s)
 	}
 }
@@ -222,7 +222,7 @@ func TestSessionEndHooksGetTheirInput(t *testing.T) {
 	}}}
 	in := hookexec.SessionEndInput{SessionID: "s", Cwd: "/w", Reason: "resume", Timestamp: 42}
 	outcomes := hookexec.RunSessionEnd(context.Background(), hooks, in, hookexec.CommandEnv{})
-	if got != in || outcomes[0].Status != eventlog.HookOK {
+	if got != in || outcomes[0].Status != schema.HookOK {
 		t.Fatalf("input %+v outcome %+v", got, outcomes[0])
 	}
 }

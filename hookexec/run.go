@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // startStdin is what a SessionStart command hook reads on stdin, field for
@@ -35,7 +35,7 @@ type endStdin struct {
 // RunSessionStart runs hooks in parallel with in and returns their outcomes
 // and the additional context of those that succeeded, joined with newlines
 // in configuration order. Command hooks run with env.
-func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]eventlog.HookOutcome, string) {
+func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string) {
 	stdin, _ := json.Marshal(startStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionStart, in.Source}) // strings always marshal
 	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Start(ctx, in)
@@ -46,7 +46,7 @@ func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, en
 
 // RunSessionEnd runs hooks in parallel with in and returns their outcomes.
 // Command hooks run with env, whose EnvFile is ignored.
-func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []eventlog.HookOutcome {
+func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome {
 	stdin, _ := json.Marshal(endStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionEnd, in.Reason, in.Reason})
 	env.EnvFile = ""
 	outcomes, _ := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
@@ -67,7 +67,7 @@ type stopStdin struct {
 
 // RunStop runs Stop hooks in parallel with in. blocked is true when any hook
 // blocked the stop; reason joins their reasons in configuration order.
-func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []eventlog.HookOutcome, blocked bool, reason string) {
+func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
 	stdin, _ := json.Marshal(stopStdin{in.SessionID, in.TranscriptPath, in.Cwd, Stop, in.StopHookActive})
 	env.EnvFile = ""
 	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
@@ -117,11 +117,11 @@ func join(texts []string) string {
 // timeout (their process group is killed), so the last of them runs on the
 // caller's goroutine: starting goroutines, and waking the threads that run
 // them, is a measurable part of a restore, and one hook is the usual case.
-func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]eventlog.HookOutcome, []string) {
+func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]schema.HookOutcome, []string) {
 	if len(hooks) == 0 {
 		return nil, nil // as a decoded event has it
 	}
-	outcomes := make([]eventlog.HookOutcome, len(hooks))
+	outcomes := make([]schema.HookOutcome, len(hooks))
 	texts := make([]string, len(hooks))
 	var funcs []*funcRun
 	last := -1 // the last command hook
@@ -205,9 +205,9 @@ func startFunc(ctx context.Context, h Hook, fn call, index int) *funcRun {
 // time is up, whichever comes first. A hook that answers only once its time
 // is up has timed out, or was cancelled if the caller's context ended, even
 // when wait is called late.
-func (f *funcRun) wait() (eventlog.HookOutcome, string) {
+func (f *funcRun) wait() (schema.HookOutcome, string) {
 	defer f.cancel()
-	o := eventlog.HookOutcome{Name: f.h.Name, Source: f.h.Source}
+	o := schema.HookOutcome{Name: f.h.Name, Source: f.h.Source}
 	var text string
 	var r callResult
 	select {
@@ -221,15 +221,15 @@ func (f *funcRun) wait() (eventlog.HookOutcome, string) {
 	}
 	switch {
 	case r.late && f.ctx.Err() != nil:
-		o.Status, o.Error = eventlog.HookCancelled, f.ctx.Err().Error()
+		o.Status, o.Error = schema.HookCancelled, f.ctx.Err().Error()
 	case r.late:
-		o.Status, o.Error = eventlog.HookTimedOut, fmt.Sprintf("no answer after %s", f.timeout)
+		o.Status, o.Error = schema.HookTimedOut, fmt.Sprintf("no answer after %s", f.timeout)
 	case r.panicked != nil:
-		o.Status, o.Error = eventlog.HookPanicked, fmt.Sprint("panic: ", r.panicked)
+		o.Status, o.Error = schema.HookPanicked, fmt.Sprint("panic: ", r.panicked)
 	case r.err != nil:
-		o.Status, o.Error = eventlog.HookFailed, r.err.Error()
+		o.Status, o.Error = schema.HookFailed, r.err.Error()
 	default:
-		o.Status, text = eventlog.HookOK, r.answer.text
+		o.Status, text = schema.HookOK, r.answer.text
 		o.Summary = r.answer.summary
 		if len(r.answer.cleanup) > 0 { // nil for none, as a decoded event has it
 			o.Cleanup = r.answer.cleanup

@@ -3,6 +3,7 @@ package projection
 import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // Agent is the fold of one agent stream: its lifecycle state, its current
@@ -39,7 +40,7 @@ type Restore struct {
 	EndMessage     string // final message and error given to SessionEnd function hooks
 	EndError       string
 	EndHooks       []string // intent: the SessionEnd hooks about to run
-	EndOutcomes    []eventlog.HookOutcome
+	EndOutcomes    []schema.HookOutcome
 	EndInterrupted bool
 
 	Boundary    string // compaction: uuid of the CompactBoundary
@@ -48,7 +49,7 @@ type Restore struct {
 	Loaded           bool // SessionLoaded was recorded
 	Messages         int  // the target's message count when loaded
 	StartHooks       []string
-	StartOutcomes    []eventlog.HookOutcome
+	StartOutcomes    []schema.HookOutcome
 	Context          string
 	Env              string // what SessionStart hooks wrote to CLAUDE_ENV_FILE
 	StartInterrupted bool
@@ -63,7 +64,7 @@ type Stop struct {
 	Active      bool // stop_hook_active as the hooks saw it
 	Hooks       []string
 	Capped      bool
-	Outcomes    []eventlog.HookOutcome
+	Outcomes    []schema.HookOutcome
 	Blocked     bool
 	Reason      string
 	Interrupted bool
@@ -80,7 +81,7 @@ func (a *Agent) Apply(ev eventlog.Event) error {
 	if err := checkNext(ev, AgentStream(a.ID), a.Head); err != nil {
 		return err
 	}
-	p, err := eventlog.Decode(ev)
+	p, err := schema.Decode(ev)
 	if err != nil {
 		return err
 	}
@@ -90,14 +91,14 @@ func (a *Agent) Apply(ev eventlog.Event) error {
 // ApplyDecoded is Apply for an event whose payload p the caller already
 // has, as the Engine does for a step it has just encoded: it saves
 // decoding it again. p becomes part of a.
-func (a *Agent) ApplyDecoded(ev eventlog.Event, p eventlog.Payload) error {
+func (a *Agent) ApplyDecoded(ev eventlog.Event, p schema.Payload) error {
 	if err := checkNext(ev, AgentStream(a.ID), a.Head); err != nil {
 		return err
 	}
 	return a.apply(ev, p)
 }
 
-func (a *Agent) apply(ev eventlog.Event, p eventlog.Payload) error {
+func (a *Agent) apply(ev eventlog.Event, p schema.Payload) error {
 	if p == nil { // registered as ignorable
 		a.Head = ev.Seq
 		return nil
@@ -138,9 +139,9 @@ func (a *Agent) apply(ev eventlog.Event, p eventlog.Payload) error {
 
 // fold copies the step's facts into r and a. The step is already known to
 // be legal.
-func (a *Agent) fold(r *Restore, p eventlog.Payload) {
+func (a *Agent) fold(r *Restore, p schema.Payload) {
 	switch p := p.(type) {
-	case *eventlog.SaveAttempted:
+	case *schema.SaveAttempted:
 		r.Source, r.From, r.To = orResume(p.Source), p.From, p.To
 		r.EndReason = orResume(p.Reason)
 		if p.To == "" {
@@ -148,24 +149,24 @@ func (a *Agent) fold(r *Restore, p eventlog.Payload) {
 		}
 		r.Saved, r.SaveError = p.Saved, p.Error
 		r.EndMessage, r.EndError = p.FinalMessage, p.EndError
-	case *eventlog.SessionEndHookStarted:
+	case *schema.SessionEndHookStarted:
 		r.EndHooks = p.Hooks
-	case *eventlog.SessionEndHookRan:
+	case *schema.SessionEndHookRan:
 		r.EndOutcomes, r.EndInterrupted = p.Outcomes, p.Interrupted
-	case *eventlog.SessionLoaded:
+	case *schema.SessionLoaded:
 		r.Source, r.To, r.Loaded, r.Messages = p.Source, p.Session, true, p.Messages
 		a.Current, a.StopBlocks = p.Session, 0
-	case *eventlog.SessionCompacted:
+	case *schema.SessionCompacted:
 		r.Source, r.From, r.To, r.Loaded = "compact", p.Session, p.Session, true
 		r.Boundary, r.SummaryUUID = p.Boundary, p.SummaryUUID
 		a.StopBlocks = 0
-	case *eventlog.SessionClosed:
+	case *schema.SessionClosed:
 		a.Current, a.StopBlocks = "", 0
-	case *eventlog.SessionStartHookStarted:
+	case *schema.SessionStartHookStarted:
 		r.StartHooks = p.Hooks
-	case *eventlog.SessionStartHookRan:
+	case *schema.SessionStartHookRan:
 		r.StartOutcomes, r.Context, r.Env, r.StartInterrupted = p.Outcomes, p.Context, p.Env, p.Interrupted
-	case *eventlog.ContextInjected:
+	case *schema.ContextInjected:
 		r.InjectedUUID = p.MessageUUID
 	}
 }
@@ -178,11 +179,11 @@ func orResume(s string) string {
 }
 
 // foldStop folds a Stop hook step; the step is already known to be legal.
-func (a *Agent) foldStop(ev eventlog.Event, p eventlog.Payload) error {
+func (a *Agent) foldStop(ev eventlog.Event, p schema.Payload) error {
 	switch p := p.(type) {
-	case *eventlog.StopHookStarted:
+	case *schema.StopHookStarted:
 		a.Stop = &Stop{ID: ev.RestoreID, Session: p.Session, Active: p.Active, Hooks: p.Hooks, Capped: p.Capped}
-	case *eventlog.StopHookRan:
+	case *schema.StopHookRan:
 		if a.Stop.ID != ev.RestoreID {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "outcome of stop %q inside stop %q", ev.RestoreID, a.Stop.ID)
 		}

@@ -2,6 +2,7 @@ package projection
 
 import (
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // SessionStream returns the stream name of session id.
@@ -16,7 +17,7 @@ type Conversation struct {
 	Cwd      string
 	Created  int64  // UTC unix nanoseconds of SessionCreated
 	Head     uint64 // sequence of the last event applied
-	Messages []eventlog.Message
+	Messages []schema.Message
 	// Kept holds transcript records that are not messages (imported ones,
 	// and compaction boundaries), each with its place among the messages.
 	Kept []KeptRecord
@@ -41,7 +42,7 @@ func (c *Conversation) Apply(ev eventlog.Event) error {
 	if err := checkNext(ev, SessionStream(c.ID), c.Head); err != nil {
 		return err
 	}
-	p, err := eventlog.Decode(ev)
+	p, err := schema.Decode(ev)
 	if err != nil {
 		return err
 	}
@@ -51,31 +52,31 @@ func (c *Conversation) Apply(ev eventlog.Event) error {
 // ApplyDecoded is Apply for an event whose payload p the caller already
 // has, decoded or just encoded: it saves decoding it again. p becomes
 // part of c.
-func (c *Conversation) ApplyDecoded(ev eventlog.Event, p eventlog.Payload) error {
+func (c *Conversation) ApplyDecoded(ev eventlog.Event, p schema.Payload) error {
 	if err := checkNext(ev, SessionStream(c.ID), c.Head); err != nil {
 		return err
 	}
 	return c.apply(ev, p)
 }
 
-func (c *Conversation) apply(ev eventlog.Event, p eventlog.Payload) error {
+func (c *Conversation) apply(ev eventlog.Event, p schema.Payload) error {
 	switch p := p.(type) {
-	case *eventlog.SessionCreated:
+	case *schema.SessionCreated:
 		if ev.Seq != 1 {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "SessionCreated after the start of the stream")
 		}
 		c.Cwd, c.Created = p.Cwd, ev.Time
-	case *eventlog.MessageAppended:
+	case *schema.MessageAppended:
 		if ev.Seq == 1 {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "message before SessionCreated")
 		}
 		c.Messages = append(c.Messages, p.Message)
-	case *eventlog.TranscriptRecord:
+	case *schema.TranscriptRecord:
 		if ev.Seq == 1 {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "transcript record before SessionCreated")
 		}
 		c.Kept = append(c.Kept, KeptRecord{Before: len(c.Messages), Record: p.Record})
-	case *eventlog.CompactBoundary:
+	case *schema.CompactBoundary:
 		if ev.Seq == 1 {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "compaction before SessionCreated")
 		}
@@ -95,7 +96,7 @@ func (c *Conversation) apply(ev eventlog.Event, p eventlog.Payload) error {
 
 // View returns the messages the model sees: all of them, or, after a
 // compaction, the summary and what followed it. The slice aliases c.
-func (c *Conversation) View() []eventlog.Message { return c.Messages[c.ViewStart:] }
+func (c *Conversation) View() []schema.Message { return c.Messages[c.ViewStart:] }
 
 // LastUUID returns the uuid of the last message, the parent of the next one.
 func (c *Conversation) LastUUID() string {
@@ -125,17 +126,17 @@ func (c *Conversation) Clone() *Conversation {
 }
 
 // CloneMessages returns a deep copy of msgs.
-func CloneMessages(msgs []eventlog.Message) []eventlog.Message {
-	out := make([]eventlog.Message, len(msgs))
+func CloneMessages(msgs []schema.Message) []schema.Message {
+	out := make([]schema.Message, len(msgs))
 	for i, m := range msgs {
 		out[i] = cloneMessage(m)
 	}
 	return out
 }
 
-func cloneMessage(m eventlog.Message) eventlog.Message {
+func cloneMessage(m schema.Message) schema.Message {
 	m.Record = append([]byte(nil), m.Record...)
-	m.Content = append([]eventlog.Block(nil), m.Content...)
+	m.Content = append([]schema.Block(nil), m.Content...)
 	for i, b := range m.Content {
 		m.Content[i].Raw = append([]byte(nil), b.Raw...)
 		if b.Raw == nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // SessionInfo is one row of the session index.
@@ -28,25 +29,25 @@ func NewIndex() *Index { return &Index{sessions: map[string]*SessionInfo{}} }
 // Apply folds the next event of the log into x.
 func (x *Index) Apply(ev eventlog.Event) error {
 	switch ev.Type {
-	case eventlog.TypeSessionCreated, eventlog.TypeMessageAppended, eventlog.TypeSessionLoaded:
+	case schema.TypeSessionCreated, schema.TypeMessageAppended, schema.TypeSessionLoaded:
 	default:
 		return nil // only these three change the index
 	}
-	p, err := eventlog.Decode(ev)
+	p, err := schema.Decode(ev)
 	if err != nil {
 		return err
 	}
 	switch p := p.(type) {
-	case *eventlog.SessionCreated:
+	case *schema.SessionCreated:
 		x.sessions[p.ID] = &SessionInfo{ID: p.ID, Cwd: p.Cwd, Created: ev.Time}
-	case *eventlog.MessageAppended:
+	case *schema.MessageAppended:
 		id := strings.TrimPrefix(ev.Stream, "session/")
 		s, ok := x.sessions[id]
 		if !ok {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "message for a session that was never created")
 		}
 		s.Messages++
-	case *eventlog.SessionLoaded:
+	case *schema.SessionLoaded:
 		if s, ok := x.sessions[p.Session]; ok {
 			s.LastRestored = ev.Time
 		}

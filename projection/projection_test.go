@@ -7,6 +7,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // log builds events for one stream with consecutive sequences.
@@ -15,9 +16,9 @@ type log struct {
 	seq    uint64
 }
 
-func (l *log) next(t *testing.T, p eventlog.Payload, restore string) eventlog.Event {
+func (l *log) next(t *testing.T, p schema.Payload, restore string) eventlog.Event {
 	t.Helper()
-	rec, err := eventlog.NewRecord(l.stream, p, int64(l.seq+1)*1000, restore)
+	rec, err := schema.NewRecord(l.stream, p, int64(l.seq+1)*1000, restore)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,15 +26,15 @@ func (l *log) next(t *testing.T, p eventlog.Payload, restore string) eventlog.Ev
 	return eventlog.Event{Stream: rec.Stream, Seq: l.seq, Position: l.seq, Type: rec.Type, Version: rec.Version, Time: rec.Time, RestoreID: rec.RestoreID, Payload: rec.Payload}
 }
 
-func msg(uuid, parent, text string) *eventlog.MessageAppended {
-	return &eventlog.MessageAppended{Message: eventlog.Message{UUID: uuid, ParentUUID: parent, Role: "user", Content: []eventlog.Block{{Type: "text", Text: text}}}}
+func msg(uuid, parent, text string) *schema.MessageAppended {
+	return &schema.MessageAppended{Message: schema.Message{UUID: uuid, ParentUUID: parent, Role: "user", Content: []schema.Block{{Type: "text", Text: text}}}}
 }
 
 func TestConversationFoldsMessagesInOrder(t *testing.T) {
 	l := &log{stream: "session/s"}
 	c := projection.NewConversation("s")
 	for _, ev := range []eventlog.Event{
-		l.next(t, &eventlog.SessionCreated{ID: "s", Cwd: "/w"}, ""),
+		l.next(t, &schema.SessionCreated{ID: "s", Cwd: "/w"}, ""),
 		l.next(t, msg("1", "", "hello"), ""),
 		l.next(t, msg("2", "1", "again"), ""),
 	} {
@@ -53,13 +54,13 @@ func TestConversationFoldsMessagesInOrder(t *testing.T) {
 
 func TestConversationRejectsBrokenStreams(t *testing.T) {
 	l := &log{stream: "session/s"}
-	created := l.next(t, &eventlog.SessionCreated{ID: "s"}, "")
+	created := l.next(t, &schema.SessionCreated{ID: "s"}, "")
 	second := l.next(t, msg("1", "", "x"), "")
 	cases := map[string][]eventlog.Event{
-		"gap":                {created, {Stream: "session/s", Seq: 3, Type: eventlog.TypeMessageAppended, Version: 1, Payload: second.Payload}},
+		"gap":                {created, {Stream: "session/s", Seq: 3, Type: schema.TypeMessageAppended, Version: 1, Payload: second.Payload}},
 		"wrong stream":       {{Stream: "session/other", Seq: 1, Type: created.Type, Version: 1, Payload: created.Payload}},
 		"message first":      {{Stream: "session/s", Seq: 1, Type: second.Type, Version: 1, Payload: second.Payload}},
-		"lifecycle event":    {created, {Stream: "session/s", Seq: 2, Type: eventlog.TypeContextInjected, Version: 1, Payload: mustRecord(t, &eventlog.ContextInjected{}).Payload}},
+		"lifecycle event":    {created, {Stream: "session/s", Seq: 2, Type: schema.TypeContextInjected, Version: 1, Payload: mustRecord(t, &schema.ContextInjected{}).Payload}},
 		"unknown event type": {created, {Stream: "session/s", Seq: 2, Type: "Mystery", Version: 1}},
 	}
 	for name, evs := range cases {
@@ -77,8 +78,8 @@ func TestConversationRejectsBrokenStreams(t *testing.T) {
 	}
 }
 
-func mustRecord(t *testing.T, p eventlog.Payload) eventlog.Record {
-	rec, err := eventlog.NewRecord("x", p, 0, "")
+func mustRecord(t *testing.T, p schema.Payload) eventlog.Record {
+	rec, err := schema.NewRecord("x", p, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,22 +89,22 @@ func mustRecord(t *testing.T, p eventlog.Payload) eventlog.Record {
 func TestAgentFoldsARuntimeRestore(t *testing.T) {
 	l := &log{stream: "agent/ide"}
 	a := projection.NewAgent("ide")
-	steps := []eventlog.Payload{
-		&eventlog.SessionLoaded{Session: "a", Source: "startup"},
-		&eventlog.SessionStartHookStarted{Session: "a", Source: "startup"},
-		&eventlog.SessionStartHookRan{Session: "a", Source: "startup"},
-		&eventlog.ContextInjected{Session: "a"},
+	steps := []schema.Payload{
+		&schema.SessionLoaded{Session: "a", Source: "startup"},
+		&schema.SessionStartHookStarted{Session: "a", Source: "startup"},
+		&schema.SessionStartHookRan{Session: "a", Source: "startup"},
+		&schema.ContextInjected{Session: "a"},
 	}
 	for _, p := range steps {
 		if err := a.Apply(l.next(t, p, "r1")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	steps = []eventlog.Payload{
-		&eventlog.SaveAttempted{From: "a", To: "b", Saved: 2},
-		&eventlog.SessionEndHookStarted{Session: "a", Reason: "resume", Hooks: []string{"h"}},
-		&eventlog.SessionEndHookRan{Session: "a", Reason: "resume", Outcomes: []eventlog.HookOutcome{{Name: "h", Status: "ok"}}},
-		&eventlog.SessionLoaded{Session: "b", Source: "resume", From: "a", Messages: 4},
+	steps = []schema.Payload{
+		&schema.SaveAttempted{From: "a", To: "b", Saved: 2},
+		&schema.SessionEndHookStarted{Session: "a", Reason: "resume", Hooks: []string{"h"}},
+		&schema.SessionEndHookRan{Session: "a", Reason: "resume", Outcomes: []schema.HookOutcome{{Name: "h", Status: "ok"}}},
+		&schema.SessionLoaded{Session: "b", Source: "resume", From: "a", Messages: 4},
 	}
 	for _, p := range steps {
 		if err := a.Apply(l.next(t, p, "r2")); err != nil {
@@ -114,14 +115,14 @@ func TestAgentFoldsARuntimeRestore(t *testing.T) {
 		t.Fatalf("mid-restore view = %+v / %+v", a, a.Restore)
 	}
 	// A step of another restore inside this one is refused.
-	if err := a.Apply(l.next(t, &eventlog.SessionStartHookStarted{Session: "b", Source: "resume"}, "r3")); !errors.Is(err, eventlog.ErrCorrupt) {
+	if err := a.Apply(l.next(t, &schema.SessionStartHookStarted{Session: "b", Source: "resume"}, "r3")); !errors.Is(err, eventlog.ErrCorrupt) {
 		t.Fatalf("foreign restore id: err = %v", err)
 	}
 	l.seq--
-	for _, p := range []eventlog.Payload{
-		&eventlog.SessionStartHookStarted{Session: "b", Source: "resume"},
-		&eventlog.SessionStartHookRan{Session: "b", Source: "resume", Context: "hi"},
-		&eventlog.ContextInjected{Session: "b", MessageUUID: "m"},
+	for _, p := range []schema.Payload{
+		&schema.SessionStartHookStarted{Session: "b", Source: "resume"},
+		&schema.SessionStartHookRan{Session: "b", Source: "resume", Context: "hi"},
+		&schema.ContextInjected{Session: "b", MessageUUID: "m"},
 	} {
 		if err := a.Apply(l.next(t, p, "r2")); err != nil {
 			t.Fatal(err)
@@ -141,16 +142,16 @@ func TestAgentFoldsARuntimeRestore(t *testing.T) {
 func TestAgentRefusesADoubleHookRun(t *testing.T) {
 	l := &log{stream: "agent/ide"}
 	a := projection.NewAgent("ide")
-	for _, p := range []eventlog.Payload{
-		&eventlog.SessionLoaded{Session: "a", Source: "startup"},
-		&eventlog.SessionStartHookStarted{Session: "a", Source: "startup"},
-		&eventlog.SessionStartHookRan{Session: "a", Source: "startup"},
+	for _, p := range []schema.Payload{
+		&schema.SessionLoaded{Session: "a", Source: "startup"},
+		&schema.SessionStartHookStarted{Session: "a", Source: "startup"},
+		&schema.SessionStartHookRan{Session: "a", Source: "startup"},
 	} {
 		if err := a.Apply(l.next(t, p, "r1")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	err := a.Apply(l.next(t, &eventlog.SessionStartHookRan{Session: "a", Source: "startup"}, "r1"))
+	err := a.Apply(l.next(t, &schema.SessionStartHookRan{Session: "a", Source: "startup"}, "r1"))
 	if !errors.Is(err, fsm.ErrIllegalTransition) {
 		t.Fatalf("double SessionStartHookRan: err = %v", err)
 	}
@@ -164,10 +165,10 @@ func TestIndexCountsMessagesAndRestores(t *testing.T) {
 	ag := &log{stream: "agent/x"}
 	x := projection.NewIndex()
 	for _, ev := range []eventlog.Event{
-		s.next(t, &eventlog.SessionCreated{ID: "s", Cwd: "/w"}, ""),
+		s.next(t, &schema.SessionCreated{ID: "s", Cwd: "/w"}, ""),
 		s.next(t, msg("1", "", "a"), ""),
 		s.next(t, msg("2", "1", "b"), ""),
-		ag.next(t, &eventlog.SessionLoaded{Session: "s", Source: "startup"}, "r"),
+		ag.next(t, &schema.SessionLoaded{Session: "s", Source: "startup"}, "r"),
 	} {
 		if err := x.Apply(ev); err != nil {
 			t.Fatal(err)

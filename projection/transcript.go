@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // transcriptRecord is one line of a Claude Code transcript. Field order is
@@ -55,13 +55,13 @@ type compactMetadata struct {
 // written at time at, with payload p, as its transcript line, or nil for
 // events that have none, such as SessionCreated. Export streams a session
 // through it.
-func RecordLine(id, cwd string, at int64, p eventlog.Payload) ([]byte, error) {
+func RecordLine(id, cwd string, at int64, p schema.Payload) ([]byte, error) {
 	switch p := p.(type) {
-	case *eventlog.MessageAppended:
+	case *schema.MessageAppended:
 		return TranscriptLine(id, cwd, p.Message)
-	case *eventlog.TranscriptRecord:
+	case *schema.TranscriptRecord:
 		return append(p.Record[:len(p.Record):len(p.Record)], '\n'), nil
-	case *eventlog.CompactBoundary:
+	case *schema.CompactBoundary:
 		return boundaryLine(id, cwd, at, p)
 	}
 	return nil, nil
@@ -69,7 +69,7 @@ func RecordLine(id, cwd string, at int64, p eventlog.Payload) ([]byte, error) {
 
 // boundaryLine renders a compaction boundary of session id as a transcript
 // line, newline included.
-func boundaryLine(id, cwd string, at int64, b *eventlog.CompactBoundary) ([]byte, error) {
+func boundaryLine(id, cwd string, at int64, b *schema.CompactBoundary) ([]byte, error) {
 	return encodeLine(boundaryRecord{
 		LogicalParentUUID: b.LogicalParent, UserType: "external", Cwd: cwd, SessionID: id,
 		Type: "system", Subtype: "compact_boundary", Content: "Conversation compacted",
@@ -114,7 +114,7 @@ type bareBlock struct {
 // text block has a string content, as Claude Code writes typed prompts;
 // other messages have an array of blocks, non-text blocks copied verbatim
 // from their JSON.
-func TranscriptLine(id, cwd string, m eventlog.Message) ([]byte, error) {
+func TranscriptLine(id, cwd string, m schema.Message) ([]byte, error) {
 	if m.Record != nil {
 		return append(m.Record[:len(m.Record):len(m.Record)], '\n'), nil
 	}
@@ -131,7 +131,7 @@ func TranscriptLine(id, cwd string, m eventlog.Message) ([]byte, error) {
 	return encodeLine(rec)
 }
 
-func transcriptContent(m eventlog.Message) any {
+func transcriptContent(m schema.Message) any {
 	if m.Role == "user" && len(m.Content) == 1 && m.Content[0].Type == "text" && m.Content[0].Raw == nil {
 		return m.Content[0].Text
 	}

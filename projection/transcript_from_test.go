@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 func TestTranscriptFromEveryEntry(t *testing.T) {
@@ -17,7 +17,7 @@ func TestTranscriptFromEveryEntry(t *testing.T) {
 			for range r.IntN(3) * r.IntN(2) {
 				c.Kept = append(c.Kept, KeptRecord{Before: len(c.Messages), Record: fmt.Appendf(nil, `{"k":%d}`, i)})
 			}
-			c.Messages = append(c.Messages, eventlog.Message{UUID: fmt.Sprint(i), Role: "user", Content: []eventlog.Block{{Type: "text", Text: "x"}}})
+			c.Messages = append(c.Messages, schema.Message{UUID: fmt.Sprint(i), Role: "user", Content: []schema.Block{{Type: "text", Text: "x"}}})
 		}
 		for range r.IntN(3) {
 			c.Kept = append(c.Kept, KeptRecord{Before: len(c.Messages), Record: []byte(`{"end":1}`)})

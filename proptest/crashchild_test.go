@@ -16,6 +16,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // childEnv, when set, makes the test binary a crash child instead of
@@ -219,7 +220,7 @@ func appendKind(recs []eventlog.Record) string {
 		return string(last.Type)
 	}
 	for _, r := range recs {
-		if r.Type != eventlog.TypeMessageAppended {
+		if r.Type != schema.TypeMessageAppended {
 			return "other"
 		}
 	}

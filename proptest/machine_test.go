@@ -21,6 +21,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // TestEngineStateMachine drives a real Engine on a real bbolt file with
@@ -654,7 +655,7 @@ func checkRestore(t interface{ Fatalf(string, ...any) }, r reprise.Restore, want
 	fail := func(what string, got, exp any) {
 		t.Fatalf("restore %s of %s -> %s (%s): %s = %v, want %v", r.ID, want.from, want.to, want.source, what, got, exp)
 	}
-	outcomes := func(os []eventlog.HookOutcome) (names, statuses []string) {
+	outcomes := func(os []schema.HookOutcome) (names, statuses []string) {
 		for _, o := range os {
 			names, statuses = append(names, o.Name), append(statuses, o.Status)
 		}

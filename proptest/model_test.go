@@ -7,6 +7,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // The model is what the Engine should do, written as plainly as possible:
@@ -93,19 +94,19 @@ func (r modelRestore) steps() []eventlog.Type {
 var (
 	// startupSteps are the steps of a restore that leaves no session: Start,
 	// or New on an agent without a current session.
-	startupSteps = []eventlog.Type{eventlog.TypeSessionLoaded, eventlog.TypeSessionStartHookStarted,
-		eventlog.TypeSessionStartHookRan, eventlog.TypeContextInjected}
+	startupSteps = []eventlog.Type{schema.TypeSessionLoaded, schema.TypeSessionStartHookStarted,
+		schema.TypeSessionStartHookRan, schema.TypeContextInjected}
 	// resumeSteps are the steps of a restore that leaves a session: Restore,
 	// Clear, or New on an agent with a current session.
-	resumeSteps = []eventlog.Type{eventlog.TypeSaveAttempted, eventlog.TypeSessionEndHookStarted,
-		eventlog.TypeSessionEndHookRan, eventlog.TypeSessionLoaded, eventlog.TypeSessionStartHookStarted,
-		eventlog.TypeSessionStartHookRan, eventlog.TypeContextInjected}
+	resumeSteps = []eventlog.Type{schema.TypeSaveAttempted, schema.TypeSessionEndHookStarted,
+		schema.TypeSessionEndHookRan, schema.TypeSessionLoaded, schema.TypeSessionStartHookStarted,
+		schema.TypeSessionStartHookRan, schema.TypeContextInjected}
 	// compactSteps are the steps of a compaction.
-	compactSteps = []eventlog.Type{eventlog.TypeSessionCompacted, eventlog.TypeSessionStartHookStarted,
-		eventlog.TypeSessionStartHookRan, eventlog.TypeContextInjected}
+	compactSteps = []eventlog.Type{schema.TypeSessionCompacted, schema.TypeSessionStartHookStarted,
+		schema.TypeSessionStartHookRan, schema.TypeContextInjected}
 	// endSteps are the steps of an End.
-	endSteps = []eventlog.Type{eventlog.TypeSaveAttempted, eventlog.TypeSessionEndHookStarted,
-		eventlog.TypeSessionEndHookRan, eventlog.TypeSessionClosed}
+	endSteps = []eventlog.Type{schema.TypeSaveAttempted, schema.TypeSessionEndHookStarted,
+		schema.TypeSessionEndHookRan, schema.TypeSessionClosed}
 )
 
 // crash says where the process running a restore dies: during the k-th
@@ -199,14 +200,14 @@ func (m *model) run(hooks []hookSpec, event, session, value string) (statuses []
 		if b == "" {
 			b = m.behaviour[h.slot]
 		}
-		status := eventlog.HookOK
+		status := schema.HookOK
 		switch b {
 		case behaveFail:
-			status = eventlog.HookFailed
+			status = schema.HookFailed
 		case behavePanic:
-			status = eventlog.HookPanicked
+			status = schema.HookPanicked
 		case behaveHang:
-			status = eventlog.HookTimedOut
+			status = schema.HookTimedOut
 		}
 		statuses = append(statuses, status)
 		if b != behaveHang {
@@ -252,13 +253,13 @@ func (m *model) phase(event, value, session string, intent int, c crash) phase {
 	if byOld && !c.alive(intent) {
 		// The intent is in the log but its writer died before running the
 		// hooks: the next process closes it without running them.
-		p.statuses, p.interrupted = repeat(eventlog.HookInterrupted, len(hooks)), true
+		p.statuses, p.interrupted = repeat(schema.HookInterrupted, len(hooks)), true
 		return p
 	}
 	p.statuses, p.context, p.lines = m.run(hooks, event, session, value)
 	if byOld && !c.recorded(intent+1) {
 		// The hooks ran, their outcome was lost: closed as interrupted.
-		p.statuses, p.context, p.interrupted = repeat(eventlog.HookInterrupted, len(hooks)), "", true
+		p.statuses, p.context, p.interrupted = repeat(schema.HookInterrupted, len(hooks)), "", true
 	}
 	return p
 }
@@ -378,7 +379,7 @@ func (m *model) interruptedHooks() (restores, interrupted int) {
 		for _, r := range h {
 			restores++
 			for _, s := range append(slices.Clone(r.endStatuses), r.startStatuses...) {
-				if s == eventlog.HookInterrupted {
+				if s == schema.HookInterrupted {
 					interrupted++
 				}
 			}

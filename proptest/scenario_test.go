@@ -12,6 +12,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // A crash scenario is what a child process of the crash test does, drawn
@@ -261,9 +262,9 @@ func (p point) crashOf() crash {
 	typ := eventlog.Type(p.what)
 	switch {
 	case p.when == "running" && p.what == hookexec.SessionEnd:
-		typ = eventlog.TypeSessionEndHookRan
+		typ = schema.TypeSessionEndHookRan
 	case p.when == "running":
-		typ = eventlog.TypeSessionStartHookRan
+		typ = schema.TypeSessionStartHookRan
 	}
 	return crash{k: slices.Index(steps, typ) + 1, after: p.when == "after"}
 }

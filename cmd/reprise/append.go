@@ -5,8 +5,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/reprise-dev/reprise"
 	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
 )
 
 // newAppendCmd returns the append command: add a message to a session.

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/reprise-dev/reprise"
 	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
 )
 
 // auditJSON is the output of audit --json.

@@ -15,6 +15,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // fullRun runs a startup restore of session a and a runtime restore to b,
@@ -166,7 +167,7 @@ func TestAuditFindsAnOutOfOrderStep(t *testing.T) {
 	evs := fullRun(t)
 	// Without the resume's SessionEndHookStarted, SessionEndHookRan follows
 	// SaveAttempted.
-	i := indexOf(t, evs, eventlog.TypeSessionEndHookStarted, 1)
+	i := indexOf(t, evs, schema.TypeSessionEndHookStarted, 1)
 	broken := append(slices.Clone(evs[:i]), evs[i+1:]...)
 	auditStore(t, c, writeStore(t, broken), reprise.ViolationOutOfOrder, "agent/ide", evs[i].Seq)
 }
@@ -174,7 +175,7 @@ func TestAuditFindsAnOutOfOrderStep(t *testing.T) {
 func TestAuditFindsADuplicatedSessionStartHookRan(t *testing.T) {
 	c := newCLI(t)
 	evs := fullRun(t)
-	i := indexOf(t, evs, eventlog.TypeSessionStartHookRan, 2)
+	i := indexOf(t, evs, schema.TypeSessionStartHookRan, 2)
 	broken := slices.Insert(slices.Clone(evs), i+1, evs[i])
 	auditStore(t, c, writeStore(t, broken), reprise.ViolationDoubleHookRun, "agent/ide", evs[i].Seq+1)
 }

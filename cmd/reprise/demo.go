@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/spf13/cobra"
+
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
-	"github.com/spf13/cobra"
 )
 
 // newDemoCmd returns the demo command: restores on a scratch store.

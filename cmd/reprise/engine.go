@@ -19,6 +19,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // storeEnv names the environment variable that chooses the store when
@@ -175,11 +176,11 @@ func sessionCwd(ctx context.Context, store eventlog.Store, id string) (string, b
 	var cwd string
 	var found bool
 	err := store.ReadStream(ctx, projection.SessionStream(id), 1, func(ev eventlog.Event) error {
-		p, err := eventlog.Decode(ev)
+		p, err := schema.Decode(ev)
 		if err != nil {
 			return err
 		}
-		created, ok := p.(*eventlog.SessionCreated)
+		created, ok := p.(*schema.SessionCreated)
 		if !ok {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "%s before SessionCreated", ev.Type)
 		}

@@ -7,8 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/reprise-dev/reprise"
 	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
 )
 
 // newExportCmd returns the export command: a session as a Claude Code transcript.

@@ -6,10 +6,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
-	"github.com/spf13/cobra"
 )
 
 // hookEventJSON is one event of hooks --json and the hooks it would run.

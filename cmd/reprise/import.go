@@ -6,8 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/reprise-dev/reprise"
 	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
 )
 
 // maxSkippedListed is how many skipped lines Import reports.

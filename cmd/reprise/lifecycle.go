@@ -6,9 +6,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/projection"
-	"github.com/spf13/cobra"
 )
 
 // agentStep is one lifecycle call on an agent: clear, compact, fork, end.

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/projection"
 	"github.com/spf13/cobra"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // eventJSON is one line of log --json.
@@ -93,7 +95,7 @@ with the keys listed in docs/events.md.`,
 // of the schema.
 func newEventJSON(ev eventlog.Event) (eventJSON, error) {
 	// Decode checks the type and version; the map keeps the schema's keys.
-	if _, err := eventlog.Decode(ev); err != nil {
+	if _, err := schema.Decode(ev); err != nil {
 		return eventJSON{}, err
 	}
 	var payload map[string]any

@@ -6,9 +6,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/projection"
 	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // The formats of replay.
@@ -43,7 +44,7 @@ type textBlockJSON struct {
 }
 
 // newMessageJSON describes m for JSON output.
-func newMessageJSON(m eventlog.Message) messageJSON {
+func newMessageJSON(m schema.Message) messageJSON {
 	out := messageJSON{UUID: m.UUID, ParentUUID: m.ParentUUID, Role: m.Role, Meta: m.IsMeta,
 		Time: formatTime(m.Timestamp), Content: make([]any, len(m.Content))}
 	for i, b := range m.Content {

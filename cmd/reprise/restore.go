@@ -11,10 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reprise-dev/reprise"
-	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // hookFlags are the flags that choose where hooks come from, shared by
@@ -190,7 +191,7 @@ type outcomeJSON struct {
 }
 
 // newOutcomesJSON describes hook outcomes for JSON output.
-func newOutcomesJSON(list []eventlog.HookOutcome) []outcomeJSON {
+func newOutcomesJSON(list []schema.HookOutcome) []outcomeJSON {
 	out := make([]outcomeJSON, len(list))
 	for i, o := range list {
 		out[i] = outcomeJSON{
@@ -257,7 +258,7 @@ func printRestore(w io.Writer, agent string, r *reprise.Restore) {
 }
 
 // printOutcomes writes one line per hook outcome.
-func printOutcomes(w io.Writer, list []eventlog.HookOutcome, interrupted bool) {
+func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "  none")
 	}

@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/reprise-dev/reprise"
 	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
 )
 
 // newStartCmd returns the start command: the startup restore.

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // printTimeline writes one line per event: position, stream, seq, type and
 // the fields that matter for that type.
 func printTimeline(w io.Writer, evs []eventlog.Event) error {
 	for _, ev := range evs {
-		p, err := eventlog.Decode(ev)
+		p, err := schema.Decode(ev)
 		if err != nil {
 			return err
 		}
@@ -26,7 +27,7 @@ func printTimeline(w io.Writer, evs []eventlog.Event) error {
 // printLogLine writes one event of a stream for log: its sequence, time,
 // type and the fields that matter for that type.
 func printLogLine(w io.Writer, ev eventlog.Event) error {
-	p, err := eventlog.Decode(ev)
+	p, err := schema.Decode(ev)
 	if err != nil {
 		return err
 	}
@@ -55,18 +56,18 @@ func shortTime(ns int64) string {
 }
 
 // describe summarises a payload in one line.
-func describe(p eventlog.Payload) string {
+func describe(p schema.Payload) string {
 	switch p := p.(type) {
-	case *eventlog.SessionCreated:
+	case *schema.SessionCreated:
 		return "cwd=" + p.Cwd
-	case *eventlog.MessageAppended:
+	case *schema.MessageAppended:
 		m := p.Message
 		meta := ""
 		if m.IsMeta {
 			meta = " meta"
 		}
 		return fmt.Sprintf("%s%s %q", m.Role, meta, clip(firstText(m), 60))
-	case *eventlog.TranscriptRecord:
+	case *schema.TranscriptRecord:
 		var rec struct {
 			Type string `json:"type"`
 		}
@@ -74,9 +75,9 @@ func describe(p eventlog.Payload) string {
 			return "record"
 		}
 		return "record type=" + rec.Type
-	case *eventlog.CompactBoundary:
+	case *schema.CompactBoundary:
 		return fmt.Sprintf("compaction boundary, %d messages before it", p.PreMessages)
-	case *eventlog.SaveAttempted:
+	case *schema.SaveAttempted:
 		to := p.To
 		if to == "" {
 			to = "(end, reason " + p.Reason + ")"
@@ -85,31 +86,31 @@ func describe(p eventlog.Payload) string {
 			return fmt.Sprintf("%s -> %s save failed: %s", p.From, to, p.Error)
 		}
 		return fmt.Sprintf("%s -> %s saved=%d", p.From, to, p.Saved)
-	case *eventlog.SessionEndHookStarted:
+	case *schema.SessionEndHookStarted:
 		return fmt.Sprintf("session=%s reason=%s hooks=%s", p.Session, p.Reason, hookList(p.Hooks))
-	case *eventlog.SessionEndHookRan:
+	case *schema.SessionEndHookRan:
 		return fmt.Sprintf("session=%s reason=%s %s", p.Session, p.Reason, outcomes(p.Outcomes, p.Interrupted))
-	case *eventlog.SessionLoaded:
+	case *schema.SessionLoaded:
 		return fmt.Sprintf("session=%s source=%s messages=%d", p.Session, p.Source, p.Messages)
-	case *eventlog.SessionStartHookStarted:
+	case *schema.SessionStartHookStarted:
 		return fmt.Sprintf("session=%s source=%s hooks=%s", p.Session, p.Source, hookList(p.Hooks))
-	case *eventlog.SessionStartHookRan:
+	case *schema.SessionStartHookRan:
 		return fmt.Sprintf("session=%s source=%s %s context=%q", p.Session, p.Source, outcomes(p.Outcomes, p.Interrupted), clip(p.Context, 40))
-	case *eventlog.ContextInjected:
+	case *schema.ContextInjected:
 		if p.MessageUUID == "" {
 			return "session=" + p.Session + " none"
 		}
 		return "session=" + p.Session + " message=" + p.MessageUUID
-	case *eventlog.SessionCompacted:
+	case *schema.SessionCompacted:
 		return "session=" + p.Session + " summary=" + p.SummaryUUID
-	case *eventlog.SessionClosed:
+	case *schema.SessionClosed:
 		return "session=" + p.Session + " closed"
-	case *eventlog.StopHookStarted:
+	case *schema.StopHookStarted:
 		if p.Capped {
 			return "session=" + p.Session + " capped"
 		}
 		return fmt.Sprintf("session=%s active=%v hooks=%s", p.Session, p.Active, hookList(p.Hooks))
-	case *eventlog.StopHookRan:
+	case *schema.StopHookRan:
 		if p.Capped != "" {
 			return fmt.Sprintf("session=%s capped: %s", p.Session, p.Capped)
 		}
@@ -127,7 +128,7 @@ func hookList(names []string) string {
 }
 
 // outcomes lists hook outcomes as name:status, in brackets.
-func outcomes(list []eventlog.HookOutcome, interrupted bool) string {
+func outcomes(list []schema.HookOutcome, interrupted bool) string {
 	parts := make([]string, len(list))
 	for i, o := range list {
 		parts[i] = o.Name + ":" + o.Status
@@ -149,7 +150,7 @@ func outcomes(list []eventlog.HookOutcome, interrupted bool) string {
 }
 
 // firstText returns the text of m's first text block.
-func firstText(m eventlog.Message) string {
+func firstText(m schema.Message) string {
 	for _, b := range m.Content {
 		if b.Type == "text" {
 			return b.Text

@@ -15,6 +15,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // The benchmarks below measure the backend against the floors it stands
@@ -79,7 +80,7 @@ func (f *floorDB) update(b *testing.B, n int, value []byte) time.Duration {
 
 // storedSize is the size of the envelope the store writes for rec.
 func storedSize(rec eventlog.Record) int {
-	return eventlog.EnvelopeSize(eventlog.Event{Stream: rec.Stream, Seq: 1 << 20, Position: 1 << 20, Type: rec.Type,
+	return EnvelopeSize(eventlog.Event{Stream: rec.Stream, Seq: 1 << 20, Position: 1 << 20, Type: rec.Type,
 		Version: rec.Version, Time: rec.Time, RestoreID: rec.RestoreID, Payload: rec.Payload})
 }
 
@@ -121,7 +122,7 @@ func openBench(b *testing.B, opts Options) *Store {
 }
 
 func benchRecord() eventlog.Record {
-	return eventlog.Record{Stream: benchStream, Type: eventlog.TypeMessageAppended, Version: 1,
+	return eventlog.Record{Stream: benchStream, Type: schema.TypeMessageAppended, Version: 1,
 		Time: 1_750_000_000_000_000_000, Payload: benchPayload}
 }
 
@@ -219,10 +220,10 @@ func BenchmarkReadStream100k(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
 	s, floor := openBench(b, Options{NoSync: true}), openFloor(b)
-	msg := eventlog.MessageAppended{Message: eventlog.Message{UUID: "0b8a1f52-3f0e-4d2b-9a57-0c8e4b1d2f3a",
+	msg := schema.MessageAppended{Message: schema.Message{UUID: "0b8a1f52-3f0e-4d2b-9a57-0c8e4b1d2f3a",
 		ParentUUID: "6f1c8a52-3f0e-4d2b-9a57-0c8e4b1d2f3a", Role: "user", Timestamp: 1_750_000_000_000_000_000,
-		Content: []eventlog.Block{{Type: "text", Text: "Why does TestRefund fail on CI but pass locally?"}}}}
-	rec, err := eventlog.NewRecord(benchStream, &msg, 1_750_000_000_000_000_000, "")
+		Content: []schema.Block{{Type: "text", Text: "Why does TestRefund fail on CI but pass locally?"}}}}
+	rec, err := schema.NewRecord(benchStream, &msg, 1_750_000_000_000_000_000, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -244,8 +245,8 @@ func BenchmarkReadStream100k(b *testing.B) {
 	for range n / 10_000 {
 		floor.update(b, 10_000, value)
 	}
-	decode := func(data []byte, msgs []eventlog.Message) []eventlog.Message {
-		var p eventlog.MessageAppended
+	decode := func(data []byte, msgs []schema.Message) []schema.Message {
+		var p schema.MessageAppended
 		if err := msgpack.Unmarshal(data, &p); err != nil {
 			b.Fatal(err)
 		}
@@ -253,7 +254,7 @@ func BenchmarkReadStream100k(b *testing.B) {
 	}
 	pairs(b, func() time.Duration {
 		start := time.Now()
-		var msgs []eventlog.Message
+		var msgs []schema.Message
 		_ = floor.db.View(func(tx *bolt.Tx) error {
 			c := tx.Bucket([]byte("b")).Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -264,7 +265,7 @@ func BenchmarkReadStream100k(b *testing.B) {
 		return time.Since(start)
 	}, func() time.Duration {
 		start := time.Now()
-		var msgs []eventlog.Message
+		var msgs []schema.Message
 		if err := s.ReadStream(ctx, benchStream, 1, func(ev eventlog.Event) error {
 			msgs = decode(ev.Payload, msgs)
 			return nil

@@ -18,7 +18,7 @@
 //
 // The file holds four buckets:
 //
-//	events     stream + 0x00 + seq (8 bytes, big-endian) -> eventlog.MarshalEnvelope(event)
+//	events     stream + 0x00 + seq (8 bytes, big-endian) -> marshalEnvelope(event)
 //	positions  position (8 bytes, big-endian)            -> a run: the key in events of its first event,
 //	                                                        then, unless the run is one event, its length
 //	                                                        (4 bytes, big-endian)
@@ -77,7 +77,7 @@
 // or whose context ended, fails alone and writes nothing. If the
 // transaction itself fails, each append of the group is tried again in a
 // transaction of its own, so that no append fails for another's sake.
-
+//
 // # Caveats
 //
 // Only one process may have a store open for writing; others wait up to

@@ -12,6 +12,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // referenceEnvelope encodes ev with the msgpack library's encoder, as the
@@ -70,14 +71,14 @@ func TestStoredEnvelopeBytes(t *testing.T) {
 	events = append(events, eventlog.Event{}, eventlog.Event{Seq: math.MaxUint64, Position: math.MaxUint64, Version: math.MaxUint16})
 	for _, ev := range events {
 		want := referenceEnvelope(t, ev)
-		got := eventlog.MarshalEnvelope(ev)
+		got := marshalEnvelope(ev)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("envelope of %+v:\n got %x\nwant %x", short(ev), got, want)
 		}
-		if n := eventlog.EnvelopeSize(ev); n != len(want) {
+		if n := EnvelopeSize(ev); n != len(want) {
 			t.Fatalf("EnvelopeSize of %+v = %d, want %d", short(ev), n, len(want))
 		}
-		back, err := eventlog.UnmarshalEnvelope(want)
+		back, err := unmarshalEnvelope(want)
 		if err != nil {
 			t.Fatalf("reference envelope of %+v does not decode: %v", short(ev), err)
 		}
@@ -104,11 +105,11 @@ func TestEnvelopeLongIntegerForms(t *testing.T) {
 	_ = enc.EncodeBytes([]byte("p"))
 	body := buf.Bytes()
 	data := binary.BigEndian.AppendUint32(body, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
-	ev, err := eventlog.UnmarshalEnvelope(data)
+	ev, err := unmarshalEnvelope(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := eventlog.Event{Stream: "session/s", Seq: 7, Position: 9, Type: eventlog.TypeMessageAppended, Version: 1, Time: -5, Payload: []byte("p")}
+	want := eventlog.Event{Stream: "session/s", Seq: 7, Position: 9, Type: schema.TypeMessageAppended, Version: 1, Time: -5, Payload: []byte("p")}
 	if !sameEvents([]eventlog.Event{ev}, []eventlog.Event{want}) {
 		t.Errorf("decoded %+v, want %+v", ev, want)
 	}

@@ -462,7 +462,7 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 		pos++
 		evs[i] = eventlog.Event{Stream: r.Stream, Seq: heads[last], Position: pos, Type: r.Type,
 			Version: r.Version, Time: r.Time, RestoreID: r.RestoreID, Payload: r.Payload}
-		n := eventlog.EnvelopeSize(evs[i])
+		n := EnvelopeSize(evs[i])
 		if n > bolt.MaxValueSize {
 			return nil, fmt.Errorf("boltstore: append to %s: a record of %d bytes is larger than the %d a value may hold", r.Stream, n, bolt.MaxValueSize)
 		}
@@ -486,7 +486,7 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 			k := len(buf)
 			buf = appendEventKey(buf, ev.Stream, ev.Seq)
 			e := len(buf)
-			buf = eventlog.AppendEnvelope(buf, *ev)
+			buf = appendEnvelope(buf, *ev)
 			env := buf[e:len(buf):len(buf)]
 			if err := b.events.Put(buf[k:e:e], env); err != nil {
 				return nil, &partialWrite{fmt.Errorf("boltstore: append to %s: %w", ev.Stream, err)}
@@ -904,7 +904,7 @@ func readHead(c *bolt.Cursor, stream string) (uint64, error) {
 // decodeEvent decodes the envelope stored under stream and seq and checks
 // that it names them. The Payload aliases v.
 func decodeEvent(stream string, seq uint64, v []byte) (eventlog.Event, error) {
-	ev, err := eventlog.UnmarshalEnvelopeOn(v, stream)
+	ev, err := unmarshalEnvelopeOn(v, stream)
 	if err != nil {
 		return ev, &eventlog.EventError{Stream: stream, Seq: seq, Err: err}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // benchPayload is the ~200-byte payload boltstore's BenchmarkAppendOne
@@ -24,7 +25,7 @@ var benchPayload = bytes.Repeat([]byte("p"), 200)
 func BenchmarkAppendOne(b *testing.B) {
 	s := newDB(b).open(b, pgstore.Options{})
 	ctx := context.Background()
-	rec := eventlog.Record{Stream: "session/bench", Type: eventlog.TypeMessageAppended, Version: 1, Payload: benchPayload}
+	rec := eventlog.Record{Stream: "session/bench", Type: schema.TypeMessageAppended, Version: 1, Payload: benchPayload}
 	var head uint64
 	for b.Loop() {
 		evs, err := s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: head}}, []eventlog.Record{rec})

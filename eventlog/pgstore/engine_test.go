@@ -17,6 +17,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // readSide returns the lines the tests' command hooks wrote to path.
@@ -44,7 +45,7 @@ func lastRestore(t *testing.T, db *testDB, dir string) (current string, history 
 	return a.Current(), a.History()
 }
 
-func statuses(outcomes []eventlog.HookOutcome) string {
+func statuses(outcomes []schema.HookOutcome) string {
 	var s []string
 	for _, o := range outcomes {
 		s = append(s, o.Status)
@@ -115,7 +116,7 @@ func TestTwoProcessesRestoreOneAgent(t *testing.T) {
 		t.Fatalf("agent at %q after %d restores, want %q after the startup restore and one runtime restore", current, len(history), toID)
 	}
 	r := history[1]
-	if r.From != fromID || r.To != toID || statuses(r.EndOutcomes) != eventlog.HookOK || statuses(r.StartOutcomes) != eventlog.HookOK {
+	if r.From != fromID || r.To != toID || statuses(r.EndOutcomes) != schema.HookOK || statuses(r.StartOutcomes) != schema.HookOK {
 		t.Errorf("restore %s -> %s with SessionEnd %q and SessionStart %q; want %s -> %s, each hook ok",
 			r.From, r.To, statuses(r.EndOutcomes), statuses(r.StartOutcomes), fromID, toID)
 	}
@@ -182,7 +183,7 @@ func TestKilledMidRestoreIsRolledForward(t *testing.T) {
 		t.Fatalf("%d restores, want 2", len(history))
 	}
 	r := history[1]
-	if !r.EndInterrupted || statuses(r.EndOutcomes) != eventlog.HookInterrupted || statuses(r.StartOutcomes) != eventlog.HookOK {
+	if !r.EndInterrupted || statuses(r.EndOutcomes) != schema.HookInterrupted || statuses(r.StartOutcomes) != schema.HookOK {
 		t.Errorf("the rolled-forward restore has SessionEnd %q (interrupted %v) and SessionStart %q; want interrupted, then ok",
 			statuses(r.EndOutcomes), r.EndInterrupted, statuses(r.StartOutcomes))
 	}
@@ -246,7 +247,7 @@ func TestConnectionLossMidRestore(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if last != eventlog.TypeSessionEndHookStarted {
+	if last != schema.TypeSessionEndHookStarted {
 		t.Fatalf("the agent's log ends with %s, want the SessionEnd intent", last)
 	}
 
@@ -259,7 +260,7 @@ func TestConnectionLossMidRestore(t *testing.T) {
 	}
 	history := a.History()
 	done := history[len(history)-1]
-	if !done.EndInterrupted || statuses(done.StartOutcomes) != eventlog.HookOK || done.InjectedUUID == "" {
+	if !done.EndInterrupted || statuses(done.StartOutcomes) != schema.HookOK || done.InjectedUUID == "" {
 		t.Errorf("restore with SessionEnd %q (interrupted %v), SessionStart %q, injected %q; want interrupted, ok, a reminder",
 			statuses(done.EndOutcomes), done.EndInterrupted, statuses(done.StartOutcomes), done.InjectedUUID)
 	}

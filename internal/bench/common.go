@@ -20,6 +20,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // DefaultCacheDir is where the scale stores are kept between runs unless
@@ -82,7 +83,7 @@ type countingStore struct {
 
 func (c *countingStore) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
 	n := c.appends.Add(1)
-	if len(recs) > 0 && recs[0].Type == eventlog.TypeSessionStartHookRan {
+	if len(recs) > 0 && recs[0].Type == schema.TypeSessionStartHookRan {
 		c.started.Store(n - 1) // the hooks ran after the appends before this one
 	}
 	return c.Store.Append(ctx, expect, recs)
@@ -135,7 +136,7 @@ func storedSize(ctx context.Context, s eventlog.Store, id string) (int, error) {
 	}
 	size := 0
 	err = s.ReadStream(ctx, stream, head, func(ev eventlog.Event) error {
-		size = eventlog.EnvelopeSize(ev)
+		size = boltstore.EnvelopeSize(ev)
 		return nil
 	})
 	if err == nil && size == 0 {

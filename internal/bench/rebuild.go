@@ -17,6 +17,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // rebuildBench is target 4: rebuilding a 100,000-message conversation from
@@ -100,7 +101,7 @@ func (r *rebuildRunner) fill(ctx context.Context, env *Env) error {
 	if err != nil && !errors.Is(err, errStop) {
 		return err
 	}
-	var p eventlog.MessageAppended
+	var p schema.MessageAppended
 	if err := msgpack.Unmarshal(payload, &p); err != nil {
 		return err
 	}
@@ -170,11 +171,11 @@ func (r *rebuildRunner) Run(ctx context.Context) ([]Sample, error) {
 // scan is F3: one read transaction, a cursor over every record, each
 // decoded into a message kept in a slice.
 func (r *rebuildRunner) scan() error {
-	var msgs []eventlog.Message
+	var msgs []schema.Message
 	err := r.floor.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(r.floor.bucket).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var p eventlog.MessageAppended
+			var p schema.MessageAppended
 			if err := msgpack.Unmarshal(v, &p); err != nil {
 				return err
 			}

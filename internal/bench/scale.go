@@ -18,6 +18,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // scaleBench is target 7: restoring on a store of 100,000 sessions and 10
@@ -246,7 +247,7 @@ func writeScaleStore(ctx context.Context, path string, scale Scale, progress fun
 			stream := projection.SessionStream(id)
 			expect = append(expect, eventlog.Expect{Stream: stream})
 			t := int64(base + i*1000)
-			rec, err := eventlog.NewRecord(stream, &eventlog.SessionCreated{ID: id, Cwd: "/src/project"}, t, "")
+			rec, err := schema.NewRecord(stream, &schema.SessionCreated{ID: id, Cwd: "/src/project"}, t, "")
 			if err != nil {
 				return err
 			}
@@ -256,7 +257,7 @@ func writeScaleStore(ctx context.Context, path string, scale Scale, progress fun
 				m := message(j)
 				m.UUID, m.ParentUUID, m.Timestamp = pseudoUUID(uint64(i)<<20|uint64(j)), parent, t+int64(j)
 				parent = m.UUID
-				rec, err := eventlog.NewRecord(stream, &eventlog.MessageAppended{Message: m}, m.Timestamp, "")
+				rec, err := schema.NewRecord(stream, &schema.MessageAppended{Message: m}, m.Timestamp, "")
 				if err != nil {
 					return err
 				}

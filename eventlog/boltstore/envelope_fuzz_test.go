@@ -1,4 +1,4 @@
-package eventlog_test
+package boltstore
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // FuzzUnmarshalEnvelope feeds arbitrary bytes to the envelope decoder, as
@@ -16,13 +17,13 @@ import (
 // every event type and damaged ones.
 func FuzzUnmarshalEnvelope(f *testing.F) {
 	for _, ev := range fuzzSeedEvents(f) {
-		data := eventlog.MarshalEnvelope(ev)
+		data := marshalEnvelope(ev)
 		f.Add(data)
 		f.Add(data[:len(data)/2])
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		orig := bytes.Clone(data)
-		ev, err := eventlog.UnmarshalEnvelope(data)
+		ev, err := unmarshalEnvelope(data)
 		if !bytes.Equal(data, orig) {
 			t.Fatal("UnmarshalEnvelope modified its input")
 		}
@@ -32,14 +33,14 @@ func FuzzUnmarshalEnvelope(f *testing.F) {
 			}
 			return
 		}
-		again, err := eventlog.UnmarshalEnvelope(eventlog.MarshalEnvelope(ev))
+		again, err := unmarshalEnvelope(marshalEnvelope(ev))
 		if err != nil {
 			t.Fatalf("re-encoded envelope of %+v does not decode: %v", ev, err)
 		}
 		if !sameEvent(ev, again) {
 			t.Fatalf("round trip changed the event:\n%+v\n%+v", ev, again)
 		}
-		if p, err := eventlog.Decode(ev); err != nil {
+		if p, err := schema.Decode(ev); err != nil {
 			var ee *eventlog.EventError
 			if !errors.As(err, &ee) || ee.Stream != ev.Stream || ee.Seq != ev.Seq {
 				t.Fatalf("Decode of %+v = %v, not an EventError naming the event", ev, err)
@@ -59,7 +60,7 @@ func FuzzEnvelopeRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream string, seq, pos uint64, typ string, version uint16, time int64, restore string, payload []byte) {
 		ev := eventlog.Event{Stream: stream, Seq: seq, Position: pos, Type: eventlog.Type(typ), Version: version,
 			Time: time, RestoreID: restore, Payload: payload}
-		got, err := eventlog.UnmarshalEnvelope(eventlog.MarshalEnvelope(ev))
+		got, err := unmarshalEnvelope(marshalEnvelope(ev))
 		if err != nil {
 			t.Fatalf("envelope of %+v does not decode: %v", ev, err)
 		}
@@ -79,24 +80,24 @@ func sameEvent(a, b eventlog.Event) bool {
 func fuzzSeedEvents(f *testing.F) []eventlog.Event {
 	payloads := []struct {
 		stream string
-		p      eventlog.Payload
+		p      schema.Payload
 	}{
-		{"session/s1", &eventlog.SessionCreated{ID: "s1", Cwd: "/src/app"}},
-		{"session/s1", &eventlog.MessageAppended{Message: eventlog.Message{UUID: "u1", Role: "user", Timestamp: 1,
-			Content: []eventlog.Block{{Type: "text", Text: "hello"}, {Type: "tool_use", Raw: []byte(`{"type":"tool_use"}`)}}}}},
-		{"session/s1", &eventlog.TranscriptRecord{Record: []byte(`{"type":"summary"}`)}},
-		{"agent/ide", &eventlog.SaveAttempted{From: "s1", To: "s2", Saved: 2}},
-		{"agent/ide", &eventlog.SessionEndHookStarted{Session: "s1", Reason: "resume", Hooks: []string{"a", "b"}}},
-		{"agent/ide", &eventlog.SessionEndHookRan{Session: "s1", Reason: "resume", Outcomes: []eventlog.HookOutcome{{Name: "a", Status: "ok"}}}},
-		{"agent/ide", &eventlog.SessionLoaded{Session: "s2", Source: "resume", From: "s1", Messages: 3, Head: 4}},
-		{"agent/ide", &eventlog.SessionStartHookStarted{Session: "s2", Source: "resume", Hooks: []string{"c"}}},
-		{"agent/ide", &eventlog.SessionStartHookRan{Session: "s2", Source: "resume", Context: "ctx",
-			Outcomes: []eventlog.HookOutcome{{Name: "c", Status: "interrupted"}}, Interrupted: true}},
-		{"agent/ide", &eventlog.ContextInjected{Session: "s2", MessageUUID: "u9"}},
+		{"session/s1", &schema.SessionCreated{ID: "s1", Cwd: "/src/app"}},
+		{"session/s1", &schema.MessageAppended{Message: schema.Message{UUID: "u1", Role: "user", Timestamp: 1,
+			Content: []schema.Block{{Type: "text", Text: "hello"}, {Type: "tool_use", Raw: []byte(`{"type":"tool_use"}`)}}}}},
+		{"session/s1", &schema.TranscriptRecord{Record: []byte(`{"type":"summary"}`)}},
+		{"agent/ide", &schema.SaveAttempted{From: "s1", To: "s2", Saved: 2}},
+		{"agent/ide", &schema.SessionEndHookStarted{Session: "s1", Reason: "resume", Hooks: []string{"a", "b"}}},
+		{"agent/ide", &schema.SessionEndHookRan{Session: "s1", Reason: "resume", Outcomes: []schema.HookOutcome{{Name: "a", Status: "ok"}}}},
+		{"agent/ide", &schema.SessionLoaded{Session: "s2", Source: "resume", From: "s1", Messages: 3, Head: 4}},
+		{"agent/ide", &schema.SessionStartHookStarted{Session: "s2", Source: "resume", Hooks: []string{"c"}}},
+		{"agent/ide", &schema.SessionStartHookRan{Session: "s2", Source: "resume", Context: "ctx",
+			Outcomes: []schema.HookOutcome{{Name: "c", Status: "interrupted"}}, Interrupted: true}},
+		{"agent/ide", &schema.ContextInjected{Session: "s2", MessageUUID: "u9"}},
 	}
 	var out []eventlog.Event
 	for i, p := range payloads {
-		rec, err := eventlog.NewRecord(p.stream, p.p, 1_700_000_000_000_000_000+int64(i), "r1")
+		rec, err := schema.NewRecord(p.stream, p.p, 1_700_000_000_000_000_000+int64(i), "r1")
 		if err != nil {
 			f.Fatal(err)
 		}

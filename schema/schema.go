@@ -1,39 +1,38 @@
-package eventlog
+package schema
 
 import (
 	"fmt"
 	"sync"
 
+	"github.com/reprise-dev/reprise/eventlog"
+
 	"github.com/vmihailenco/msgpack/v5"
 )
-
-// Type names an event type. It is stored in every envelope.
-type Type string
 
 // The event types of schema version 1. Session streams hold SessionCreated
 // and MessageAppended; agent streams hold the lifecycle steps.
 const (
-	TypeSessionCreated   Type = "SessionCreated"
-	TypeMessageAppended  Type = "MessageAppended"
-	TypeTranscriptRecord Type = "TranscriptRecord"
-	TypeCompactBoundary  Type = "CompactBoundary"
+	TypeSessionCreated   eventlog.Type = "SessionCreated"
+	TypeMessageAppended  eventlog.Type = "MessageAppended"
+	TypeTranscriptRecord eventlog.Type = "TranscriptRecord"
+	TypeCompactBoundary  eventlog.Type = "CompactBoundary"
 
-	TypeSaveAttempted           Type = "SaveAttempted"
-	TypeSessionEndHookStarted   Type = "SessionEndHookStarted"
-	TypeSessionEndHookRan       Type = "SessionEndHookRan"
-	TypeSessionLoaded           Type = "SessionLoaded"
-	TypeSessionStartHookStarted Type = "SessionStartHookStarted"
-	TypeSessionStartHookRan     Type = "SessionStartHookRan"
-	TypeContextInjected         Type = "ContextInjected"
-	TypeSessionCompacted        Type = "SessionCompacted"
-	TypeSessionClosed           Type = "SessionClosed"
-	TypeStopHookStarted         Type = "StopHookStarted"
-	TypeStopHookRan             Type = "StopHookRan"
+	TypeSaveAttempted           eventlog.Type = "SaveAttempted"
+	TypeSessionEndHookStarted   eventlog.Type = "SessionEndHookStarted"
+	TypeSessionEndHookRan       eventlog.Type = "SessionEndHookRan"
+	TypeSessionLoaded           eventlog.Type = "SessionLoaded"
+	TypeSessionStartHookStarted eventlog.Type = "SessionStartHookStarted"
+	TypeSessionStartHookRan     eventlog.Type = "SessionStartHookRan"
+	TypeContextInjected         eventlog.Type = "ContextInjected"
+	TypeSessionCompacted        eventlog.Type = "SessionCompacted"
+	TypeSessionClosed           eventlog.Type = "SessionClosed"
+	TypeStopHookStarted         eventlog.Type = "StopHookStarted"
+	TypeStopHookRan             eventlog.Type = "StopHookRan"
 )
 
 // Payload is the typed body of an event.
 type Payload interface {
-	EventType() Type
+	EventType() eventlog.Type
 }
 
 // SessionCreated starts a session stream. A forked session names the
@@ -227,27 +226,27 @@ type HookOutcome struct {
 	Reason   string   `msgpack:"reason,omitempty"`
 }
 
-func (SessionCreated) EventType() Type          { return TypeSessionCreated }
-func (MessageAppended) EventType() Type         { return TypeMessageAppended }
-func (TranscriptRecord) EventType() Type        { return TypeTranscriptRecord }
-func (SaveAttempted) EventType() Type           { return TypeSaveAttempted }
-func (SessionEndHookStarted) EventType() Type   { return TypeSessionEndHookStarted }
-func (SessionEndHookRan) EventType() Type       { return TypeSessionEndHookRan }
-func (SessionLoaded) EventType() Type           { return TypeSessionLoaded }
-func (SessionStartHookStarted) EventType() Type { return TypeSessionStartHookStarted }
-func (SessionStartHookRan) EventType() Type     { return TypeSessionStartHookRan }
-func (ContextInjected) EventType() Type         { return TypeContextInjected }
-func (CompactBoundary) EventType() Type         { return TypeCompactBoundary }
-func (SessionCompacted) EventType() Type        { return TypeSessionCompacted }
-func (SessionClosed) EventType() Type           { return TypeSessionClosed }
-func (StopHookStarted) EventType() Type         { return TypeStopHookStarted }
-func (StopHookRan) EventType() Type             { return TypeStopHookRan }
+func (SessionCreated) EventType() eventlog.Type          { return TypeSessionCreated }
+func (MessageAppended) EventType() eventlog.Type         { return TypeMessageAppended }
+func (TranscriptRecord) EventType() eventlog.Type        { return TypeTranscriptRecord }
+func (SaveAttempted) EventType() eventlog.Type           { return TypeSaveAttempted }
+func (SessionEndHookStarted) EventType() eventlog.Type   { return TypeSessionEndHookStarted }
+func (SessionEndHookRan) EventType() eventlog.Type       { return TypeSessionEndHookRan }
+func (SessionLoaded) EventType() eventlog.Type           { return TypeSessionLoaded }
+func (SessionStartHookStarted) EventType() eventlog.Type { return TypeSessionStartHookStarted }
+func (SessionStartHookRan) EventType() eventlog.Type     { return TypeSessionStartHookRan }
+func (ContextInjected) EventType() eventlog.Type         { return TypeContextInjected }
+func (CompactBoundary) EventType() eventlog.Type         { return TypeCompactBoundary }
+func (SessionCompacted) EventType() eventlog.Type        { return TypeSessionCompacted }
+func (SessionClosed) EventType() eventlog.Type           { return TypeSessionClosed }
+func (StopHookStarted) EventType() eventlog.Type         { return TypeStopHookStarted }
+func (StopHookRan) EventType() eventlog.Type             { return TypeStopHookRan }
 
 // SchemaVersion is the payload schema version this build writes and the
 // highest it reads.
 const SchemaVersion = 1
 
-var schema = map[Type]func() Payload{
+var payloads = map[eventlog.Type]func() Payload{
 	TypeSessionCreated:          func() Payload { return new(SessionCreated) },
 	TypeMessageAppended:         func() Payload { return new(MessageAppended) },
 	TypeTranscriptRecord:        func() Payload { return new(TranscriptRecord) },
@@ -265,30 +264,39 @@ var schema = map[Type]func() Payload{
 	TypeStopHookRan:             func() Payload { return new(StopHookRan) },
 }
 
-var ignorable sync.Map // Type -> struct{}
+// Types returns every event type of the schema, in no particular order.
+func Types() []eventlog.Type {
+	out := make([]eventlog.Type, 0, len(payloads))
+	for t := range payloads {
+		out = append(out, t)
+	}
+	return out
+}
+
+var ignorable sync.Map // eventlog.Type -> struct{}
 
 // RegisterIgnorable makes Decode skip events of type t instead of failing:
 // it returns (nil, nil) for them. Hosts that write their own event types
 // into a shared store register them here so reprise's readers pass them by.
-func RegisterIgnorable(t Type) { ignorable.Store(t, struct{}{}) }
+func RegisterIgnorable(t eventlog.Type) { ignorable.Store(t, struct{}{}) }
 
 // Decode returns the typed payload of ev (a pointer to one of the schema
-// structs). An unknown type or version returns an *EventError naming the
+// structs). An unknown type or version returns an *eventlog.EventError naming the
 // stream and sequence, matching ErrUnknownType or ErrBadVersion.
-func Decode(ev Event) (Payload, error) {
-	newPayload, ok := schema[ev.Type]
+func Decode(ev eventlog.Event) (Payload, error) {
+	newPayload, ok := payloads[ev.Type]
 	if !ok {
 		if _, skip := ignorable.Load(ev.Type); skip {
 			return nil, nil
 		}
-		return nil, &EventError{Stream: ev.Stream, Seq: ev.Seq, Err: fmt.Errorf("%w %q", ErrUnknownType, ev.Type)}
+		return nil, &eventlog.EventError{Stream: ev.Stream, Seq: ev.Seq, Err: fmt.Errorf("%w %q", ErrUnknownType, ev.Type)}
 	}
 	if ev.Version == 0 || ev.Version > SchemaVersion {
-		return nil, &EventError{Stream: ev.Stream, Seq: ev.Seq, Err: fmt.Errorf("%w %d of %s", ErrBadVersion, ev.Version, ev.Type)}
+		return nil, &eventlog.EventError{Stream: ev.Stream, Seq: ev.Seq, Err: fmt.Errorf("%w %d of %s", ErrBadVersion, ev.Version, ev.Type)}
 	}
 	p := newPayload()
 	if err := msgpack.Unmarshal(ev.Payload, p); err != nil {
-		return nil, Corruptf(ev.Stream, ev.Seq, "%s payload: %v", ev.Type, err)
+		return nil, eventlog.Corruptf(ev.Stream, ev.Seq, "%s payload: %v", ev.Type, err)
 	}
 	return p, nil
 }
@@ -306,14 +314,14 @@ func messageSize(m *Message) int {
 
 // NewRecord encodes p as a record for stream, stamped with time (UTC unix
 // nanoseconds) and restoreID.
-func NewRecord(stream string, p Payload, time int64, restoreID string) (Record, error) {
+func NewRecord(stream string, p Payload, time int64, restoreID string) (eventlog.Record, error) {
 	if m, ok := p.(*MessageAppended); ok {
-		return Record{Stream: stream, Type: TypeMessageAppended, Version: SchemaVersion, Time: time, RestoreID: restoreID,
+		return eventlog.Record{Stream: stream, Type: TypeMessageAppended, Version: SchemaVersion, Time: time, RestoreID: restoreID,
 			Payload: appendMessageAppended(make([]byte, 0, messageSize(&m.Message)), m)}, nil
 	}
 	data, err := msgpack.Marshal(p)
 	if err != nil {
-		return Record{}, fmt.Errorf("eventlog: encode %s: %w", p.EventType(), err)
+		return eventlog.Record{}, fmt.Errorf("schema: encode %s: %w", p.EventType(), err)
 	}
-	return Record{Stream: stream, Type: p.EventType(), Version: SchemaVersion, Time: time, RestoreID: restoreID, Payload: data}, nil
+	return eventlog.Record{Stream: stream, Type: p.EventType(), Version: SchemaVersion, Time: time, RestoreID: restoreID, Payload: data}, nil
 }
