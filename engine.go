@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
-	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
@@ -108,18 +108,21 @@ func Open(path string, opts Options) (*Engine, error) {
 	return OpenContext(context.Background(), path, opts)
 }
 
-// OpenContext opens (creating if needed) the store named by path and
-// returns an Engine that owns it: a PostgreSQL database for a postgres://
-// or postgresql:// URL (see docs/postgres.md), otherwise the bbolt file at
-// path. ctx bounds connecting to a database; a bbolt file another process
-// holds is waited for Options.LockTimeout.
+// OpenContext opens (creating if needed) the bbolt file at path and returns
+// an Engine that owns it. A file another process holds is waited for
+// Options.LockTimeout, then fails with eventlog.ErrLocked. ctx is checked
+// before the file is opened.
+//
+// Other backends are the caller's choice: open one (PostgreSQL through
+// package pgstore) and hand it to New. A postgres:// URL given here is
+// ErrDatabaseURL, so that an embedder of the file store never links a
+// database driver.
 func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error) {
-	if pgstore.IsURL(path) {
-		store, err := pgstore.Open(ctx, path, pgstore.Options{ReadOnly: opts.ReadOnly})
-		if err != nil {
-			return nil, err
-		}
-		return New(store, opts), nil
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
+		return nil, fmt.Errorf("%w: open it with pgstore.Open and pass the store to New", ErrDatabaseURL)
 	}
 	store, err := boltstore.Open(path, boltstore.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly})
 	if err != nil {

@@ -24,6 +24,11 @@ var (
 	// store. Nothing was done for the caller.
 	ErrRestoreInProgress = errors.New("reprise: a restore of this agent is already in progress")
 
+	// ErrDatabaseURL is returned by Open for a database URL: the root
+	// package opens only bbolt files, and a database store is opened by its
+	// own package and handed to New.
+	ErrDatabaseURL = errors.New("reprise: Open takes a bbolt file, not a database URL")
+
 	// ErrNoCurrentSession is returned by Restore on an agent that has no
 	// current session yet; use Start for its first one.
 	ErrNoCurrentSession = errors.New("reprise: agent has no current session")

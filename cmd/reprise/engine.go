@@ -54,7 +54,7 @@ func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engi
 	if err != nil {
 		return nil, err
 	}
-	e, err := reprise.OpenContext(ctx, path, reprise.Options{ReadOnly: true, Logger: warnLogger(stderr)})
+	e, err := openStore(ctx, path, reprise.Options{ReadOnly: true, Logger: warnLogger(stderr)})
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, pgstore.ErrFormat) {
 		return nil, fmt.Errorf("no store at %s (reprise new or reprise import creates one): %w", redact(path), err)
 	}
@@ -76,11 +76,30 @@ func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engi
 			return nil, fmt.Errorf("create the store's directory: %w", err)
 		}
 	}
-	e, err := reprise.OpenContext(ctx, path, reprise.Options{Logger: warnLogger(stderr)})
+	e, err := openStore(ctx, path, reprise.Options{Logger: warnLogger(stderr)})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	return e, nil
+}
+
+// openStore opens an Engine over the store at path: a PostgreSQL database
+// for a postgres:// URL, with transcripts under the user's cache directory,
+// otherwise a bbolt file.
+func openStore(ctx context.Context, path string, opts reprise.Options) (*reprise.Engine, error) {
+	if !pgstore.IsURL(path) {
+		return reprise.OpenContext(ctx, path, opts)
+	}
+	store, err := pgstore.Open(ctx, path, pgstore.Options{ReadOnly: opts.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	opts.TranscriptDir = filepath.Join(base, "reprise", "transcripts")
+	return reprise.New(store, opts), nil
 }
 
 // redact hides the password of a database URL; file paths are returned as

@@ -94,8 +94,12 @@
 // truncated copy, say), a value whose checksum fails, a gap in a stream or in
 // the positions. Open compares the file's size with its meta pages before it
 // opens the file for writing, and reads run with memory faults turned into
-// panics that are recovered, so a bad page costs an error, not the process.
-// bbolt does not checksum its tree pages, though, so damage inside them is
+// panics that are recovered, so a read past the end of a shrunk mapping
+// costs an error naming the stream and sequence, not the process. Only
+// memory faults are recovered inside a transaction: any other panic, in
+// bbolt, in this package or in a callback, is a bug and is raised again,
+// never reported as damage. While opening, bbolt reads only the meta and
+// freelist pages, so a panic there is reported as ErrCorrupt. bbolt does not checksum its tree pages, though, so damage inside them is
 // caught only when it breaks a read; the event values themselves are always
 // verified. One kind of damage cannot be caught: a page header whose
 // overflow count is wrong makes bbolt's next write of that page try to free

@@ -160,7 +160,7 @@ func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 			return f, err
 		},
 	}
-	g := &guard{path: path}
+	g := &guard{path: path, opening: true}
 	err := g.run(func() error {
 		var err error
 		db, err = bolt.Open(path, 0o600, bopts)
@@ -174,6 +174,7 @@ func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 		}
 		return nil, openError(path, opts.Timeout, err)
 	}
+	g.opening = false
 	if readOnly {
 		if err := g.run(func() error { return checkSize(path, db) }); err != nil {
 			_ = db.Close()
@@ -607,6 +608,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 		prefix := []byte(stream + "\x00")
 		want, lastPos := from, uint64(0)
 		c := b.events.Cursor()
+		g.at(stream, from)
 		for k, v := c.Seek(eventKey(stream, from)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			if err := checkCtx(ctx, want-from); err != nil {
 				return err
@@ -625,10 +627,11 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 				return eventlog.Corruptf(stream, want, "position %d does not follow the previous event's %d", ev.Position, lastPos)
 			}
 			lastPos = ev.Position
-			if err := call(g, fn, ev); err != nil {
+			if err := fn(ev); err != nil {
 				return err
 			}
 			want++
+			g.at(stream, want)
 		}
 		return nil
 	})
@@ -722,6 +725,7 @@ func (r *runReader) read(c *bolt.Cursor) error {
 				return err
 			}
 			seq := run.seq + i
+			r.g.at(r.stream, seq)
 			r.key = appendEventKey(r.key[:0], r.stream, seq)
 			var ek, ev []byte
 			if i == skip {
@@ -739,7 +743,7 @@ func (r *runReader) read(c *bolt.Cursor) error {
 			if e.Position != r.want {
 				return eventlog.Corruptf(r.stream, seq, "event at position %d says it is at %d", r.want, e.Position)
 			}
-			if err := call(r.g, r.fn, e); err != nil {
+			if err := r.fn(e); err != nil {
 				return err
 			}
 			r.want++
@@ -776,7 +780,7 @@ func (s *Store) Streams(ctx context.Context, prefix string, fn func(eventlog.Str
 			if err != nil {
 				return err
 			}
-			if err := call(g, fn, eventlog.StreamInfo{Name: stream, Head: head}); err != nil {
+			if err := fn(eventlog.StreamInfo{Name: stream, Head: head}); err != nil {
 				return err
 			}
 			n++
@@ -842,35 +846,49 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	})
 }
 
-// guard turns a panic or memory fault inside bbolt into an error matching
-// eventlog.ErrCorrupt: in a damaged file bbolt can index past a page or
-// touch the mapping beyond the end of the file. A panic in a caller's
-// callback is not bbolt's and is raised again.
+// guard turns a memory fault inside bbolt into an error matching
+// eventlog.ErrCorrupt: in a damaged or truncated file bbolt can touch the
+// mapping beyond the end of the file. Readers note the stream and sequence
+// they are at, so the error names them. Any other panic, in bbolt, in this
+// package or in a caller's callback, is a programmer error or a broken
+// invariant, and is raised again: it is not disk damage. The one exception
+// is opening: bolt.Open reads nothing but the file's meta and freelist
+// pages, and panics when they are damaged, so while opening (opening set)
+// any panic is reported as corruption.
 type guard struct {
-	path       string
-	inCallback bool
+	path    string
+	opening bool
+	stream string // where a read is, for the error
+	seq    uint64
 }
+
+// at notes that the read is at seq of stream.
+func (g *guard) at(stream string, seq uint64) { g.stream, g.seq = stream, seq }
 
 func (g *guard) run(f func() error) (err error) {
 	defer func() {
-		if r := recover(); r != nil {
-			if g.inCallback {
-				panic(r)
-			}
+		r := recover()
+		if r == nil {
+			return
+		}
+		fault, ok := r.(interface{ Addr() uintptr })
+		if !ok && g.opening {
 			err = fmt.Errorf("%w: %s: %v", eventlog.ErrCorrupt, g.path, r)
+			return
+		}
+		if !ok {
+			panic(r)
+		}
+		if g.stream != "" {
+			err = eventlog.Corruptf(g.stream, g.seq, "memory fault at %#x reading %s", fault.Addr(), g.path)
+		} else {
+			err = fmt.Errorf("%w: %s: memory fault at %#x", eventlog.ErrCorrupt, g.path, fault.Addr())
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return f()
 }
 
-// call passes v to the caller's callback fn, marking the time spent in it.
-func call[T any](g *guard, fn func(T) error, v T) error {
-	g.inCallback = true
-	err := fn(v)
-	g.inCallback = false
-	return err
-}
 
 // checkCtx checks ctx once every ctxCheckEvery events; n counts the events
 // read so far.

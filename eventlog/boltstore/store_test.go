@@ -497,8 +497,42 @@ func TestFileShrunkWhileOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.ReadAll(context.Background(), 0, func(eventlog.Event) error { return nil })
-	if !errors.Is(err, eventlog.ErrCorrupt) {
-		t.Errorf("ReadAll of a file shrunk under the mapping: err = %v, want ErrCorrupt", err)
+	if !errors.Is(err, eventlog.ErrCorrupt) || !strings.Contains(err.Error(), "memory fault") {
+		t.Errorf("ReadAll of a file shrunk under the mapping: err = %v, want ErrCorrupt from a memory fault", err)
+	}
+}
+
+// TestMemoryFaultNamesTheStream checks that a read that runs off the end
+// of a file shrunk under the mapping names the stream and sequence it was
+// reading.
+func TestMemoryFaultNamesTheStream(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a mapped file cannot be truncated on Windows")
+	}
+	path := filepath.Join(t.TempDir(), "events.db")
+	s := mustOpen(t, path, Options{})
+	defer s.Close()
+	big := bytes.Repeat([]byte("x"), 3000)
+	for i := range 64 {
+		rec := eventlog.Record{Stream: "session/long", Type: "Blob", Version: 1, Payload: big}
+		if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: rec.Stream, Seq: uint64(i)}}, []eventlog.Record{rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, info.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	err = s.ReadStream(context.Background(), "session/long", 1, func(eventlog.Event) error { return nil })
+	var ee *eventlog.EventError
+	if !errors.Is(err, eventlog.ErrCorrupt) || !errors.As(err, &ee) || ee.Stream != "session/long" || ee.Seq == 0 {
+		t.Fatalf("ReadStream of a stream cut off under the mapping: err = %v, want ErrCorrupt at session/long#N", err)
+	}
+	if !strings.Contains(err.Error(), "memory fault") {
+		t.Errorf("err = %v, want it to say it was a memory fault", err)
 	}
 }
 

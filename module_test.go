@@ -1,0 +1,124 @@
+package reprise_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestFileStoreLinksNoDatabaseDriver checks that a program using only the
+// root package (reprise.Open on a bbolt file) does not link PostgreSQL's
+// driver: the database backend is the caller's choice.
+func TestFileStoreLinksNoDatabaseDriver(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 || !contains(deps, "go.etcd.io/bbolt") {
+		t.Fatalf("go list -deps listed %d packages without bbolt: %q", len(deps), deps)
+	}
+	for _, d := range deps {
+		if strings.Contains(d, "jackc/pgx") || strings.HasSuffix(d, "/pgstore") {
+			t.Errorf("the root package links %s", d)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEveryPackageDocRendersFromItsFirstLine checks that each package's
+// documentation, as go doc shows it, starts with "Package <name>" (a
+// command's with "Command <name>"): a blank line inside a doc comment detaches
+// what comes before it, and go doc would then start in the middle.
+func TestEveryPackageDocRendersFromItsFirstLine(t *testing.T) {
+	checked := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
+			return filepath.SkipDir
+		}
+		if path != "." {
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir // a nested module
+			}
+		}
+		pkg, ok := parsePackage(t, path)
+		if !ok {
+			return nil
+		}
+		checked++
+		want := "Package " + pkg.name + " "
+		if pkg.name == "main" {
+			want = "Command " + filepath.Base(path) + " "
+		}
+		if !strings.HasPrefix(pkg.doc, want) {
+			t.Errorf("%s: documentation starts %q, want %q", path, firstLine(pkg.doc), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 8 {
+		t.Fatalf("checked only %d packages", checked)
+	}
+}
+
+type packageDoc struct{ name, doc string }
+
+// parsePackage reads the package comment of the non-test files in dir the
+// way go doc does: the comments directly above the package clauses,
+// joined.
+func parsePackage(t *testing.T, dir string) (packageDoc, bool) {
+	t.Helper()
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pd packageDoc
+	found := false
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = true
+		pd.name = f.Name.Name
+		if f.Doc != nil {
+			pd.doc += f.Doc.Text()
+		}
+	}
+	return pd, found
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
