@@ -858,8 +858,8 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 type guard struct {
 	path    string
 	opening bool
-	stream string // where a read is, for the error
-	seq    uint64
+	stream  string // where a read is, for the error
+	seq     uint64
 }
 
 // at notes that the read is at seq of stream.
@@ -888,7 +888,6 @@ func (g *guard) run(f func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return f()
 }
-
 
 // checkCtx checks ctx once every ctxCheckEvery events; n counts the events
 // read so far.
