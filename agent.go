@@ -19,30 +19,36 @@ import (
 // Restore is the log's record of one restore, step by step.
 type Restore = projection.Restore
 
-// The sources SessionStart hooks get: how the session became current.
+// Source says how a session became current: what SessionStart hooks get.
+type Source = schema.Source
+
+// The sources SessionStart hooks get.
 const (
-	SourceStartup = "startup" // the host process started (Start)
-	SourceResume  = "resume"  // switched to an existing session (Restore)
-	SourceNew     = "new"     // a fresh session (New)
-	SourceClear   = "clear"   // a fresh session replacing a cleared one (Clear)
-	SourceCompact = "compact" // the same session, compacted (Compact)
-	SourceFork    = "fork"    // a copy of another session (Fork)
+	SourceStartup = schema.SourceStartup // the host process started (Start)
+	SourceResume  = schema.SourceResume  // switched to an existing session (Restore)
+	SourceNew     = schema.SourceNew     // a fresh session (New)
+	SourceClear   = schema.SourceClear   // a fresh session replacing a cleared one (Clear)
+	SourceCompact = schema.SourceCompact // the same session, compacted (Compact)
+	SourceFork    = schema.SourceFork    // a copy of another session (Fork)
 )
 
-// The reasons SessionEnd hooks get: why the session stopped being current.
-// Restore and Fork end the current session with ReasonResume, New and Clear
-// with ReasonClear; End takes any of the others.
+// Reason says why a session stopped being current: what SessionEnd hooks
+// get. Restore and Fork end the current session with ReasonResume, New and
+// Clear with ReasonClear; End takes any of the others.
+type Reason = schema.Reason
+
+// The reasons SessionEnd hooks get.
 const (
-	ReasonResume          = "resume"
-	ReasonClear           = "clear"
-	ReasonComplete        = "complete"
-	ReasonError           = "error"
-	ReasonAbort           = "abort"
-	ReasonTimeout         = "timeout"
-	ReasonUserExit        = "user_exit"
-	ReasonLogout          = "logout"
-	ReasonPromptInputExit = "prompt_input_exit"
-	ReasonOther           = "other"
+	ReasonResume          = schema.ReasonResume
+	ReasonClear           = schema.ReasonClear
+	ReasonComplete        = schema.ReasonComplete
+	ReasonError           = schema.ReasonError
+	ReasonAbort           = schema.ReasonAbort
+	ReasonTimeout         = schema.ReasonTimeout
+	ReasonUserExit        = schema.ReasonUserExit
+	ReasonLogout          = schema.ReasonLogout
+	ReasonPromptInputExit = schema.ReasonPromptInputExit
+	ReasonOther           = schema.ReasonOther
 )
 
 // reminder wraps hook context the way the model expects to see it.
@@ -351,7 +357,7 @@ func (a *Agent) hookEnv(ctx context.Context, id string, hooks []hookexec.Hook) (
 // session being left, record their outcomes. The session's scoped hooks are
 // dropped once it has ended.
 func (a *Agent) runEnd(ctx, wctx context.Context, r *Restore) error {
-	hooks := a.e.HooksFor(wctx, hookexec.SessionEnd, r.EndReason, r.From)
+	hooks := a.e.HooksFor(wctx, hookexec.SessionEnd, string(r.EndReason), r.From)
 	intent := &schema.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: hookexec.Names(hooks)}
 	if err := a.record(wctx, r.ID, intent, nil); err != nil {
 		return err
@@ -379,7 +385,7 @@ func (a *Agent) closeOrLoad(ctx context.Context, r *Restore) error {
 }
 
 // loadStep records that session id became current through source.
-func (a *Agent) loadStep(ctx context.Context, rid, id, source, from string) error {
+func (a *Agent) loadStep(ctx context.Context, rid, id string, source Source, from string) error {
 	s, err := a.e.session(ctx, id)
 	if err != nil {
 		return fmt.Errorf("load %s for restore %s: %w", id, rid, err)
@@ -394,7 +400,7 @@ func (a *Agent) loadStep(ctx context.Context, rid, id, source, from string) erro
 // target, record their outcomes, joined context and what they wrote to
 // CLAUDE_ENV_FILE.
 func (a *Agent) runStart(ctx, wctx context.Context, r *Restore) error {
-	hooks := a.e.HooksFor(wctx, hookexec.SessionStart, r.Source, r.To)
+	hooks := a.e.HooksFor(wctx, hookexec.SessionStart, string(r.Source), r.To)
 	intent := &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: hookexec.Names(hooks)}
 	if err := a.record(wctx, r.ID, intent, nil); err != nil {
 		return err
@@ -417,7 +423,7 @@ func (a *Agent) runStart(ctx, wctx context.Context, r *Restore) error {
 // run of hooks, or "" when no command hook would see it or it cannot be
 // written.
 func (a *Agent) emptyEnvFile(id string, hooks []hookexec.Hook) string {
-	if !slices.ContainsFunc(hooks, func(h hookexec.Hook) bool { return h.Command != "" }) {
+	if !slices.ContainsFunc(hooks, func(h hookexec.Hook) bool { return h.IsCommand() }) {
 		return ""
 	}
 	path := filepath.Join(a.e.transcriptDir, id+".env")
@@ -465,7 +471,7 @@ func (a *Agent) inject(ctx context.Context, r *Restore) error {
 	}
 }
 
-func (a *Agent) warnFailed(r *Restore, event string, outcomes []schema.HookOutcome) {
+func (a *Agent) warnFailed(r *Restore, event hookexec.Event, outcomes []schema.HookOutcome) {
 	for _, o := range outcomes {
 		if o.Status != schema.HookOK {
 			a.e.log.Warn("hook did not succeed", "agent", a.id, "restore", r.ID, "event", event,

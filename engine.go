@@ -192,7 +192,7 @@ func (e *Engine) RemoveSessionHook(id, hookID string) bool { return e.scoped.Rem
 // project's Claude Code settings files; then the registry's; then the
 // session's own; each command once. Each hook's Source says where it came
 // from.
-func (e *Engine) HooksFor(ctx context.Context, event, value, id string) []hookexec.Hook {
+func (e *Engine) HooksFor(ctx context.Context, event hookexec.Event, value, id string) []hookexec.Hook {
 	var hooks []hookexec.Hook
 	if e.claudeSettings {
 		hooks = e.projectHooks(ctx, id).Match(event, value)

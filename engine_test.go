@@ -312,7 +312,7 @@ func TestFailingHooksAreRecordedAndNeverBlockTheRestore(t *testing.T) {
 	add := func(name string, timeout time.Duration, fn hookexec.SessionStartFunc) {
 		t.Helper()
 		m, _ := hookexec.ParseMatcher("")
-		if err := reg.Add(hookexec.Hook{Event: hookexec.SessionStart, Name: name, Source: "function", Matcher: m, Timeout: timeout, Start: fn}); err != nil {
+		if err := reg.Add(hookexec.Hook{Event: hookexec.SessionStart, Name: name, Source: "function", Matcher: m, Timeout: timeout, Body: hookexec.SessionStartFunc(fn)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -380,10 +380,10 @@ func TestSessionScopedHooks(t *testing.T) {
 	m, _ := hookexec.ParseMatcher("")
 	var c calls
 	endHook := hookexec.Hook{Event: hookexec.SessionEnd, Name: "scoped-end", Matcher: m,
-		End: func(_ context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+		Body: hookexec.SessionEndFunc(func(_ context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
 			c.add("scoped end " + in.SessionID)
 			return hookexec.SessionEndOutput{}, nil
-		}}
+		})}
 	id1, err := e.AddSessionHook("a", endHook)
 	if err != nil {
 		t.Fatal(err)
@@ -392,14 +392,14 @@ func TestSessionScopedHooks(t *testing.T) {
 	if id1 != id2 {
 		t.Fatalf("equal hook added twice got ids %s and %s", id1, id2)
 	}
-	cmd := hookexec.Hook{Event: hookexec.SessionStart, Matcher: m, Command: scripts(t) + "/plain.sh"}
+	cmd := hookexec.Hook{Event: hookexec.SessionStart, Matcher: m, Body: hookexec.Command{Line: scripts(t) + "/plain.sh"}}
 	cmdID, _ := e.AddSessionHook("b", cmd)
-	removed, _ := e.AddSessionHook("b", hookexec.Hook{Event: hookexec.SessionStart, Matcher: m, Command: scripts(t) + "/json.sh"})
+	removed, _ := e.AddSessionHook("b", hookexec.Hook{Event: hookexec.SessionStart, Matcher: m, Body: hookexec.Command{Line: scripts(t) + "/json.sh"}})
 	if !e.RemoveSessionHook("b", removed) || e.RemoveSessionHook("b", removed) {
 		t.Fatal("remove by id did not work exactly once")
 	}
 	hooks := e.HooksFor(ctx, hookexec.SessionStart, "resume", "b")
-	if len(hooks) != 1 || hooks[0].Source != "session" || hooks[0].Command != cmd.Command {
+	if len(hooks) != 1 || hooks[0].Source != "session" || hooks[0].CommandLine() != cmd.CommandLine() {
 		t.Fatalf("HooksFor = %+v", hooks)
 	}
 	a := mustAgent(t, e, "ide")

@@ -202,7 +202,7 @@ type EndOptions struct {
 	Error        string
 }
 
-var endReasons = []string{ReasonComplete, ReasonError, ReasonAbort, ReasonTimeout, ReasonUserExit,
+var endReasons = []Reason{ReasonComplete, ReasonError, ReasonAbort, ReasonTimeout, ReasonUserExit,
 	ReasonLogout, ReasonPromptInputExit, ReasonOther, ReasonClear, ReasonResume}
 
 // End ends the current session for reason (complete, error, abort,
@@ -210,7 +210,7 @@ var endReasons = []string{ReasonComplete, ReasonError, ReasonAbort, ReasonTimeou
 // SessionEnd hooks run with that reason, and the agent is left without a
 // current session until the next Start or New. What the hooks return
 // (summaries, cleanup actions) is recorded with their outcomes.
-func (a *Agent) End(ctx context.Context, reason string, opts EndOptions) (*Restore, error) {
+func (a *Agent) End(ctx context.Context, reason Reason, opts EndOptions) (*Restore, error) {
 	if !slices.Contains(endReasons, reason) {
 		return nil, fmt.Errorf("%w: %q", ErrBadReason, reason)
 	}

@@ -228,8 +228,8 @@ func TestForkCopiesUpToAPointAndLeavesTheParentAlone(t *testing.T) {
 
 func TestEndRunsSessionEndWithItsReasonAndRecordsWhatHooksSay(t *testing.T) {
 	ctx := context.Background()
-	for _, reason := range []string{"complete", "error", "abort", "timeout", "user_exit", "logout", "prompt_input_exit", "other"} {
-		t.Run(reason, func(t *testing.T) {
+	for _, reason := range []reprise.Reason{"complete", "error", "abort", "timeout", "user_exit", "logout", "prompt_input_exit", "other"} {
+		t.Run(string(reason), func(t *testing.T) {
 			settings, side := stdinLog(t)
 			e := hookEngine(t, []string{settings}, nil)
 			var got hookexec.SessionEndInput
@@ -249,7 +249,7 @@ func TestEndRunsSessionEndWithItsReasonAndRecordsWhatHooksSay(t *testing.T) {
 			}
 			in := hookInputs(t, side)
 			last := in[len(in)-1]
-			if last["reason"] != reason || last["end_source"] != reason {
+			if last["reason"] != string(reason) || last["end_source"] != string(reason) {
 				t.Fatalf("command hook stdin %v", last)
 			}
 			var summary schema.HookOutcome

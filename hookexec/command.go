@@ -125,7 +125,8 @@ func (r *commandRun) stoppedBy(ctx context.Context) bool {
 // done the group is killed with SIGKILL.
 func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *commandRun {
 	r := &commandRun{stdout: capture{limit: MaxCapture}, stderr: capture{limit: MaxCapture}}
-	shell, err := shellPath(h.Shell)
+	body, _ := h.Body.(Command)
+	shell, err := shellPath(body.Shell)
 	if err != nil {
 		r.err = err
 		return r
@@ -141,7 +142,7 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 			return r
 		}
 	}
-	cmd := exec.CommandContext(ctx, shell, "-c", h.Command)
+	cmd := exec.CommandContext(ctx, shell, "-c", body.Line)
 	cmd.Dir = env.ProjectDir
 	cmd.Env = commandEnviron(h, env)
 	cmd.Stdin = bytes.NewReader(stdin)
@@ -193,8 +194,8 @@ func commandEnviron(h Hook, env CommandEnv) []string {
 		}
 	}
 	vars = append(vars, "CLAUDE_PROJECT_DIR="+env.ProjectDir)
-	if h.PluginRoot != "" {
-		vars = append(vars, "CLAUDE_PLUGIN_ROOT="+h.PluginRoot)
+	if c, _ := h.Body.(Command); c.PluginRoot != "" {
+		vars = append(vars, "CLAUDE_PLUGIN_ROOT="+c.PluginRoot)
 	}
 	if env.EnvFile != "" {
 		vars = append(vars, "CLAUDE_ENV_FILE="+env.EnvFile)

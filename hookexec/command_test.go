@@ -48,7 +48,7 @@ func testEnv(t *testing.T) CommandEnv {
 // runTestHook runs command with a generous timeout and no stdin.
 func runTestHook(t *testing.T, command string, env CommandEnv) (schema.HookOutcome, string) {
 	t.Helper()
-	h := Hook{Event: SessionStart, Name: "test-hook", Source: "settings", Command: command}
+	h := Hook{Event: SessionStart, Name: "test-hook", Source: "settings", Body: Command{Line: command}}
 	return runCommand(context.Background(), h, nil, env, 10*time.Second)
 }
 
@@ -129,7 +129,7 @@ func TestCommandThatCannotStartFails(t *testing.T) {
 		t.Fatalf("missing working dir: outcome %+v", o)
 	}
 
-	h := Hook{Name: "ps", Command: "echo hi", Shell: "powershell"}
+	h := Hook{Name: "ps", Body: Command{Line: "echo hi", Shell: "powershell"}}
 	o, _ = runCommand(context.Background(), h, nil, testEnv(t), time.Second)
 	if o.Status != schema.HookFailed || !strings.Contains(o.Error, "unsupported shell") {
 		t.Fatalf("unknown shell: outcome %+v", o)
@@ -140,7 +140,7 @@ func TestCommandReceivesExactStdin(t *testing.T) {
 	t.Parallel()
 	saved := filepath.Join(t.TempDir(), "stdin.json")
 	stdin := []byte(`{"session_id":"abc-123","hook_event_name":"SessionStart","source":"resume"}` + "\n")
-	h := Hook{Name: "stdin", Command: hookCommand(t, "stdin_echo.sh", saved)}
+	h := Hook{Name: "stdin", Body: Command{Line: hookCommand(t, "stdin_echo.sh", saved)}}
 	o, text := runCommand(context.Background(), h, stdin, testEnv(t), 10*time.Second)
 	if o.Status != schema.HookOK || text != "session is abc-123" {
 		t.Fatalf("outcome %+v, context %q", o, text)
@@ -157,7 +157,7 @@ func TestCommandReceivesExactStdin(t *testing.T) {
 func TestCommandIgnoringLargeStdinSucceeds(t *testing.T) {
 	t.Parallel()
 	stdin := bytes.Repeat([]byte("y"), 1<<20)
-	h := Hook{Name: "ignore", Command: hookCommand(t, "ignore_stdin.sh")}
+	h := Hook{Name: "ignore", Body: Command{Line: hookCommand(t, "ignore_stdin.sh")}}
 	o, text := runCommand(context.Background(), h, stdin, testEnv(t), 10*time.Second)
 	if o.Status != schema.HookOK || o.Error != "" || text != "did not read stdin" {
 		t.Fatalf("outcome %+v, context %q", o, text)
@@ -223,7 +223,7 @@ func assertGroupGone(t *testing.T, pgid int) {
 func TestCommandTimeoutKillsProcessGroup(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	h := Hook{Name: "sleeper", Command: hookCommand(t, "sleeper.sh", pidFile)}
+	h := Hook{Name: "sleeper", Body: Command{Line: hookCommand(t, "sleeper.sh", pidFile)}}
 	began := time.Now()
 	o, text := runCommand(context.Background(), h, nil, testEnv(t), 300*time.Millisecond)
 	if elapsed := time.Since(began); elapsed > 2*time.Second {
@@ -241,7 +241,7 @@ func TestCommandCancelKillsProcessGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	h := Hook{Name: "sleeper", Command: hookCommand(t, "sleeper.sh", pidFile)}
+	h := Hook{Name: "sleeper", Body: Command{Line: hookCommand(t, "sleeper.sh", pidFile)}}
 	o, text := runCommand(ctx, h, nil, testEnv(t), time.Minute)
 	if o.Status != schema.HookCancelled || text != "" || o.Error != context.Canceled.Error() {
 		t.Fatalf("outcome %+v, context %q", o, text)
@@ -257,7 +257,7 @@ func TestCommandNotStartedWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	marker := filepath.Join(t.TempDir(), "ran")
-	o, _ := runCommand(ctx, Hook{Name: "late", Command: "touch " + shellQuote(marker)}, nil, testEnv(t), time.Minute)
+	o, _ := runCommand(ctx, Hook{Name: "late", Body: Command{Line: "touch " + shellQuote(marker)}}, nil, testEnv(t), time.Minute)
 	if o.Status != schema.HookCancelled {
 		t.Fatalf("outcome %+v", o)
 	}
@@ -276,7 +276,7 @@ func TestCommandDoesNotWaitForBackgroundChild(t *testing.T) {
 			}
 		}
 	})
-	h := Hook{Name: "daemon", Command: hookCommand(t, "daemon.sh", pidFile)}
+	h := Hook{Name: "daemon", Body: Command{Line: hookCommand(t, "daemon.sh", pidFile)}}
 	began := time.Now()
 	o, text := runCommand(context.Background(), h, nil, testEnv(t), time.Minute)
 	elapsed := time.Since(began)
@@ -299,7 +299,7 @@ func TestCommandDoesNotWaitForBackgroundChild(t *testing.T) {
 // Not parallel: it measures allocations.
 func TestCommandBoundsCapturedOutput(t *testing.T) {
 	env := testEnv(t)
-	h := Hook{Name: "big", Command: hookCommand(t, "big_output.sh")}
+	h := Hook{Name: "big", Body: Command{Line: hookCommand(t, "big_output.sh")}}
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -401,7 +401,7 @@ func TestCommandEnvironment(t *testing.T) {
 	t.Setenv("CLAUDE_PLUGIN_ROOT", "/inherited/plugin")
 	env := testEnv(t)
 	env.EnvFile = filepath.Join(t.TempDir(), "session.env")
-	h := Hook{Name: "env", Command: hookCommand(t, "env.sh"), PluginRoot: "/plugins/demo"}
+	h := Hook{Name: "env", Body: Command{Line: hookCommand(t, "env.sh"), PluginRoot: "/plugins/demo"}}
 	o, text := runCommand(context.Background(), h, nil, env, 10*time.Second)
 	wd, err := filepath.EvalSymlinks(env.ProjectDir)
 	if err != nil {
@@ -417,7 +417,7 @@ func TestCommandEnvironment(t *testing.T) {
 
 	// Without an env file or a plugin root, inherited values do not leak.
 	env.EnvFile = ""
-	h.PluginRoot = ""
+	h.Body = Command{Line: hookCommand(t, "env.sh")}
 	_, text = runCommand(context.Background(), h, nil, env, 10*time.Second)
 	if !strings.Contains(text, "\nplugin=\nenvfile=\nenvfile_set=\n") {
 		t.Fatalf("context %q", text)
@@ -426,7 +426,7 @@ func TestCommandEnvironment(t *testing.T) {
 
 func TestCommandBashShell(t *testing.T) {
 	t.Parallel()
-	h := Hook{Name: "bash", Shell: "bash", Command: `[[ -n $BASH_VERSION ]] && echo "bash $BASH_VERSION"`}
+	h := Hook{Name: "bash", Body: Command{Shell: "bash", Line: `[[ -n $BASH_VERSION ]] && echo "bash $BASH_VERSION"`}}
 	o, text := runCommand(context.Background(), h, nil, testEnv(t), 10*time.Second)
 	if o.Status != schema.HookOK || !strings.HasPrefix(text, "bash ") {
 		t.Fatalf("outcome %+v, context %q", o, text)

@@ -5,13 +5,18 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/reprise-dev/reprise/schema"
 )
+
+// Event names a hook event, as Claude Code's settings files spell it.
+type Event string
 
 // The hook events reprise runs.
 const (
-	SessionStart = "SessionStart"
-	SessionEnd   = "SessionEnd"
-	Stop         = "Stop" // the agent finished a turn
+	SessionStart Event = "SessionStart"
+	SessionEnd   Event = "SessionEnd"
+	Stop         Event = "Stop" // the agent finished a turn
 )
 
 // Default timeouts for hooks that set none of their own.
@@ -29,7 +34,7 @@ type SessionStartInput struct {
 	TranscriptPath string // the session's transcript in Claude Code's JSONL format
 	Timestamp      int64  // unix milliseconds when the hook was triggered
 	Cwd            string // the session's working directory
-	Source         string // "startup" or "resume"
+	Source         schema.Source
 	InitialPrompt  string
 }
 
@@ -47,7 +52,7 @@ type SessionEndInput struct {
 	TranscriptPath string // the session's transcript in Claude Code's JSONL format
 	Timestamp      int64  // unix milliseconds
 	Cwd            string // the session's working directory
-	Reason         string // "resume" when a restore ends the session
+	Reason         schema.Reason
 	FinalMessage   string
 	Error          string
 }
@@ -86,26 +91,50 @@ type SessionStartFunc func(ctx context.Context, in SessionStartInput) (SessionSt
 // SessionEndFunc is a Go SessionEnd hook. It should return when ctx is done.
 type SessionEndFunc func(ctx context.Context, in SessionEndInput) (SessionEndOutput, error)
 
-// Hook is one configured hook. Exactly one body is set: Command, or the
-// function matching Event.
+// Hook is one configured hook: when it runs (Event and Matcher), where it
+// was configured, and its Body, whose type says what kind of hook it is.
 type Hook struct {
-	Event   string // SessionStart or SessionEnd
+	Event   Event
 	Name    string // shown in outcomes and intents; a command hook's command
 	Source  string // where it was configured: "function", a settings file, "plugin:<dir>"
 	Matcher Matcher
 	Timeout time.Duration // 0 means the default for its kind
+	Body    Body
+}
 
-	Start SessionStartFunc
-	End   SessionEndFunc
-	Stop  StopFunc
+// Body is what a hook runs: a Command, or the Go function type of its event
+// (SessionStartFunc, SessionEndFunc or StopFunc).
+type Body interface {
+	// runsOn reports whether the body can serve event.
+	runsOn(Event) bool
+}
 
-	// Command is a shell command run with /bin/sh -c, or with bash when
-	// Shell is "bash".
-	Command string
-	Shell   string
+// Command is the body of a command hook: a shell command run with
+// /bin/sh -c, or with bash when Shell is "bash".
+type Command struct {
+	Line  string
+	Shell string
 	// PluginRoot is the plugin directory of a plugin hook: already
-	// substituted for ${CLAUDE_PLUGIN_ROOT} in Command, and exported to it.
+	// substituted for ${CLAUDE_PLUGIN_ROOT} in Line, and exported to it.
 	PluginRoot string
+}
+
+func (c Command) runsOn(Event) bool            { return c.Line != "" }
+func (f SessionStartFunc) runsOn(e Event) bool { return f != nil && e == SessionStart }
+func (f SessionEndFunc) runsOn(e Event) bool   { return f != nil && e == SessionEnd }
+func (f StopFunc) runsOn(e Event) bool         { return f != nil && e == Stop }
+
+// IsCommand reports whether h runs a shell command.
+func (h Hook) IsCommand() bool {
+	_, ok := h.Body.(Command)
+	return ok
+}
+
+// CommandLine returns the command of a command hook, "" for a function
+// hook.
+func (h Hook) CommandLine() string {
+	c, _ := h.Body.(Command)
+	return c.Line
 }
 
 // Registry holds hooks in configuration order. It is safe for concurrent
@@ -118,18 +147,11 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{} }
 
-// validate checks that h has exactly one body, for an event reprise runs.
+// validate checks that h has a body that serves an event reprise runs.
 func validate(h Hook) error {
-	bodies := 0
-	for _, set := range [...]bool{h.Command != "", h.Start != nil, h.End != nil, h.Stop != nil} {
-		if set {
-			bodies++
-		}
-	}
-	matching := h.Command != "" && (h.Event == SessionStart || h.Event == SessionEnd || h.Event == Stop) ||
-		h.Event == SessionStart && h.Start != nil || h.Event == SessionEnd && h.End != nil || h.Event == Stop && h.Stop != nil
-	if bodies != 1 || !matching {
-		return fmt.Errorf("%w: %q needs exactly one body matching event %q", ErrBadHook, h.Name, h.Event)
+	known := h.Event == SessionStart || h.Event == SessionEnd || h.Event == Stop
+	if !known || h.Body == nil || !h.Body.runsOn(h.Event) {
+		return fmt.Errorf("%w: %q needs a body that runs on event %q", ErrBadHook, h.Name, h.Event)
 	}
 	if h.Timeout < 0 {
 		return fmt.Errorf("%w: %q has a negative timeout", ErrBadHook, h.Name)
@@ -145,8 +167,8 @@ func (r *Registry) Add(h Hook) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case h.Name == "" && h.Command != "":
-		h.Name = h.Command
+	case h.Name == "" && h.IsCommand():
+		h.Name = h.CommandLine()
 	case h.Name == "":
 		h.Name = fmt.Sprintf("%s#%d", h.Event, len(r.hooks)+1)
 	}
@@ -171,13 +193,13 @@ func (r *Registry) OnSessionStart(name, matcher string, fn SessionStartFunc) err
 	if err != nil {
 		return err
 	}
-	return r.Add(Hook{Event: SessionStart, Name: name, Source: "function", Matcher: m, Start: fn})
+	return r.Add(Hook{Event: SessionStart, Name: name, Source: "function", Matcher: m, Body: fn})
 }
 
 // OnStop registers a Go Stop hook. Stop hooks have no matcher: they run at
 // the end of every turn.
 func (r *Registry) OnStop(name string, fn StopFunc) error {
-	return r.Add(Hook{Event: Stop, Name: name, Source: "function", Stop: fn})
+	return r.Add(Hook{Event: Stop, Name: name, Source: "function", Body: fn})
 }
 
 // OnSessionEnd registers a Go SessionEnd hook whose matcher selects reasons.
@@ -186,12 +208,12 @@ func (r *Registry) OnSessionEnd(name, matcher string, fn SessionEndFunc) error {
 	if err != nil {
 		return err
 	}
-	return r.Add(Hook{Event: SessionEnd, Name: name, Source: "function", Matcher: m, End: fn})
+	return r.Add(Hook{Event: SessionEnd, Name: name, Source: "function", Matcher: m, Body: fn})
 }
 
 // Match returns the hooks of event whose matcher selects value, in
 // configuration order. The slice is the caller's.
-func (r *Registry) Match(event, value string) []Hook {
+func (r *Registry) Match(event Event, value string) []Hook {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []Hook

@@ -72,7 +72,7 @@ func TestRegistryMatchesInConfigurationOrder(t *testing.T) {
 
 func startHook(name string, timeout time.Duration, fn hookexec.SessionStartFunc) hookexec.Hook {
 	m, _ := hookexec.ParseMatcher("")
-	return hookexec.Hook{Event: hookexec.SessionStart, Name: name, Source: "function", Matcher: m, Timeout: timeout, Start: fn}
+	return hookexec.Hook{Event: hookexec.SessionStart, Name: name, Source: "function", Matcher: m, Timeout: timeout, Body: hookexec.SessionStartFunc(fn)}
 }
 
 // All hooks of an event run at once: each waits until every other has
@@ -130,8 +130,8 @@ func TestCommandAndFunctionHooksRunInParallel(t *testing.T) {
 				}
 			}
 		}),
-		{Event: hookexec.SessionStart, Matcher: m, Command: wait(a, b), Timeout: 10 * time.Second},
-		{Event: hookexec.SessionStart, Matcher: m, Command: wait(b, a), Timeout: 10 * time.Second},
+		{Event: hookexec.SessionStart, Matcher: m, Body: hookexec.Command{Line: wait(a, b)}, Timeout: 10 * time.Second},
+		{Event: hookexec.SessionStart, Matcher: m, Body: hookexec.Command{Line: wait(b, a)}, Timeout: 10 * time.Second},
 	}
 	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{ProjectDir: dir})
 	for i, o := range outcomes {
@@ -157,7 +157,7 @@ func TestFunctionHookJudgedByWhenItAnswered(t *testing.T) {
 			time.Sleep(250 * time.Millisecond) // ignores its context, then answers late
 			return hookexec.SessionStartOutput{AdditionalContext: "too late"}, nil
 		}),
-		{Event: hookexec.SessionStart, Matcher: m, Command: "sleep 0.6", Timeout: 10 * time.Second},
+		{Event: hookexec.SessionStart, Matcher: m, Body: hookexec.Command{Line: "sleep 0.6"}, Timeout: 10 * time.Second},
 	}
 	outcomes, text := hookexec.RunSessionStart(context.Background(), hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{ProjectDir: t.TempDir()})
 	want := []string{schema.HookOK, schema.HookTimedOut, schema.HookOK}
@@ -216,10 +216,10 @@ func TestCancelledCallerCancelsHooks(t *testing.T) {
 func TestSessionEndHooksGetTheirInput(t *testing.T) {
 	var got hookexec.SessionEndInput
 	m, _ := hookexec.ParseMatcher("resume")
-	hooks := []hookexec.Hook{{Event: hookexec.SessionEnd, Name: "e", Matcher: m, End: func(_ context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+	hooks := []hookexec.Hook{{Event: hookexec.SessionEnd, Name: "e", Matcher: m, Body: hookexec.SessionEndFunc(func(_ context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
 		got = in
 		return hookexec.SessionEndOutput{}, nil
-	}}}
+	})}}
 	in := hookexec.SessionEndInput{SessionID: "s", Cwd: "/w", Reason: "resume", Timestamp: 42}
 	outcomes := hookexec.RunSessionEnd(context.Background(), hooks, in, hookexec.CommandEnv{})
 	if got != in || outcomes[0].Status != schema.HookOK {

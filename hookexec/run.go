@@ -14,22 +14,22 @@ import (
 // startStdin is what a SessionStart command hook reads on stdin, field for
 // field as Claude Code sends it.
 type startStdin struct {
-	SessionID      string `json:"session_id"`
-	TranscriptPath string `json:"transcript_path"`
-	Cwd            string `json:"cwd"`
-	HookEventName  string `json:"hook_event_name"`
-	Source         string `json:"source"`
+	SessionID      string        `json:"session_id"`
+	TranscriptPath string        `json:"transcript_path"`
+	Cwd            string        `json:"cwd"`
+	HookEventName  Event         `json:"hook_event_name"`
+	Source         schema.Source `json:"source"`
 }
 
 // endStdin is what a SessionEnd command hook reads on stdin. end_source
 // repeats reason under the name other hosts use.
 type endStdin struct {
-	SessionID      string `json:"session_id"`
-	TranscriptPath string `json:"transcript_path"`
-	Cwd            string `json:"cwd"`
-	HookEventName  string `json:"hook_event_name"`
-	Reason         string `json:"reason"`
-	EndSource      string `json:"end_source"`
+	SessionID      string        `json:"session_id"`
+	TranscriptPath string        `json:"transcript_path"`
+	Cwd            string        `json:"cwd"`
+	HookEventName  Event         `json:"hook_event_name"`
+	Reason         schema.Reason `json:"reason"`
+	EndSource      schema.Reason `json:"end_source"`
 }
 
 // RunSessionStart runs hooks in parallel with in and returns their outcomes
@@ -38,7 +38,7 @@ type endStdin struct {
 func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string) {
 	stdin, _ := json.Marshal(startStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionStart, in.Source}) // strings always marshal
 	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
-		out, err := h.Start(ctx, in)
+		out, err := h.Body.(SessionStartFunc)(ctx, in)
 		return answer{text: out.AdditionalContext}, err
 	})
 	return outcomes, join(texts)
@@ -50,7 +50,7 @@ func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env Co
 	stdin, _ := json.Marshal(endStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionEnd, in.Reason, in.Reason})
 	env.EnvFile = ""
 	outcomes, _ := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
-		out, err := h.End(ctx, in)
+		out, err := h.Body.(SessionEndFunc)(ctx, in)
 		return answer{summary: out.SessionSummary, cleanup: out.CleanupActions}, err
 	})
 	return outcomes
@@ -61,7 +61,7 @@ type stopStdin struct {
 	SessionID      string `json:"session_id"`
 	TranscriptPath string `json:"transcript_path"`
 	Cwd            string `json:"cwd"`
-	HookEventName  string `json:"hook_event_name"`
+	HookEventName  Event  `json:"hook_event_name"`
 	StopHookActive bool   `json:"stop_hook_active"`
 }
 
@@ -71,7 +71,7 @@ func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (o
 	stdin, _ := json.Marshal(stopStdin{in.SessionID, in.TranscriptPath, in.Cwd, Stop, in.StopHookActive})
 	env.EnvFile = ""
 	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
-		out, err := h.Stop(ctx, in)
+		out, err := h.Body.(StopFunc)(ctx, in)
 		return answer{text: out.Reason, block: out.Decision == "block"}, err
 	})
 	for i, o := range outcomes {
@@ -126,7 +126,7 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn 
 	var funcs []*funcRun
 	last := -1 // the last command hook
 	for i, h := range hooks {
-		if h.Command == "" {
+		if !h.IsCommand() {
 			funcs = append(funcs, startFunc(ctx, h, fn, i))
 		} else {
 			last = i
@@ -134,7 +134,7 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn 
 	}
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		if h.Command != "" && i != last {
+		if h.IsCommand() && i != last {
 			wg.Go(func() { outcomes[i], texts[i] = runCommand(ctx, h, stdin, env, commandTimeout(h)) })
 		}
 	}

@@ -30,24 +30,24 @@ type scopedHook struct {
 // identity says when two hooks are "equal" for deduplication: same event,
 // matcher and command (and shell), or, for function hooks, same name.
 func identity(h Hook) string {
-	if h.Command != "" {
-		return h.Event + "\x00" + h.Matcher.String() + "\x00cmd\x00" + h.Shell + "\x00" + h.Command
+	if c, ok := h.Body.(Command); ok {
+		return string(h.Event) + "\x00" + h.Matcher.String() + "\x00cmd\x00" + c.Shell + "\x00" + c.Line
 	}
-	return h.Event + "\x00" + h.Matcher.String() + "\x00func\x00" + h.Name
+	return string(h.Event) + "\x00" + h.Matcher.String() + "\x00func\x00" + h.Name
 }
 
 // Add gives session a hook and returns its id. Adding a hook equal to one
 // the session already has returns the existing id and keeps one copy.
 // Function hooks need a Name, which is their identity.
 func (s *Scoped) Add(session string, h Hook) (string, error) {
-	if h.Command == "" && h.Name == "" {
+	if !h.IsCommand() && h.Name == "" {
 		return "", fmt.Errorf("%w: a session-scoped function hook needs a name", ErrBadHook)
 	}
 	if err := validate(h); err != nil {
 		return "", err
 	}
 	if h.Name == "" {
-		h.Name = h.Command
+		h.Name = h.CommandLine()
 	}
 	h.Source = "session"
 	v, _ := s.sessions.LoadOrStore(session, &scopedSet{byID: map[string]scopedHook{}, byKey: map[string]string{}})
@@ -89,7 +89,7 @@ func (s *Scoped) Drop(session string) { s.sessions.Delete(session) }
 
 // Match returns session's hooks of event whose matcher selects value, in
 // the order they were added.
-func (s *Scoped) Match(session, event, value string) []Hook {
+func (s *Scoped) Match(session string, event Event, value string) []Hook {
 	v, ok := s.sessions.Load(session)
 	if !ok {
 		return nil

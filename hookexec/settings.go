@@ -81,9 +81,9 @@ func LoadPluginDir(dir string) ([]Hook, error) {
 		return nil, err
 	}
 	for i := range hooks {
-		hooks[i].Command = strings.ReplaceAll(hooks[i].Command, pluginRootVar, root)
-		hooks[i].Name = hooks[i].Command
-		hooks[i].PluginRoot = root
+		c := hooks[i].Body.(Command)
+		c.Line, c.PluginRoot = strings.ReplaceAll(c.Line, pluginRootVar, root), root
+		hooks[i].Body, hooks[i].Name = c, c.Line
 	}
 	return hooks, nil
 }
@@ -156,12 +156,15 @@ func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 // copy whose matcher selects the value is not lost to one whose matcher
 // does not.
 func Dedupe(hooks []Hook) []Hook {
-	type key struct{ event, command string }
+	type key struct {
+		event   Event
+		command string
+	}
 	seen := make(map[key]bool)
 	out := make([]Hook, 0, len(hooks))
 	for _, h := range hooks {
-		if h.Command != "" {
-			k := key{h.Event, h.Command}
+		if h.IsCommand() {
+			k := key{h.Event, h.CommandLine()}
 			if seen[k] {
 				continue
 			}
@@ -196,7 +199,7 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 	}
 	var hooks []Hook
 	for _, ev := range []struct {
-		name   string
+		name   Event
 		groups []settingsGroup
 	}{
 		{SessionStart, f.Hooks.SessionStart},
@@ -245,15 +248,11 @@ func settingsHook(e settingsEntry) (Hook, bool, error) {
 	if e.Timeout < 0 || e.Timeout*float64(time.Second) >= math.MaxInt64 {
 		return Hook{}, false, fmt.Errorf("timeout: %v seconds is out of range", e.Timeout)
 	}
-	h := Hook{
-		Name:    e.Command,
-		Command: e.Command,
-		Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second))),
-	}
+	body := Command{Line: e.Command}
 	if e.Shell == "bash" {
-		h.Shell = "bash"
+		body.Shell = "bash"
 	}
-	return h, true, nil
+	return Hook{Name: e.Command, Body: body, Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
 }
 
 // settingsJSONError describes a json.Unmarshal error of the file at path

@@ -41,13 +41,14 @@ func FuzzParseSettings(f *testing.F) {
 			return
 		}
 		for i, h := range hooks {
+			c, _ := h.Body.(Command)
 			switch {
 			case validate(h) != nil:
 				t.Fatalf("hook %d of %q is invalid: %v", i, data, validate(h))
-			case strings.TrimSpace(h.Command) == "" || h.Name != h.Command:
-				t.Fatalf("hook %d of %q has command %q and name %q", i, data, h.Command, h.Name)
-			case h.Source != "user" || h.Timeout < 0 || h.Shell != "" && h.Shell != "bash":
-				t.Fatalf("hook %d of %q: source %q, timeout %v, shell %q", i, data, h.Source, h.Timeout, h.Shell)
+			case strings.TrimSpace(c.Line) == "" || h.Name != c.Line:
+				t.Fatalf("hook %d of %q has command %q and name %q", i, data, c.Line, h.Name)
+			case h.Source != "user" || h.Timeout < 0 || c.Shell != "" && c.Shell != "bash":
+				t.Fatalf("hook %d of %q: source %q, timeout %v, shell %q", i, data, h.Source, h.Timeout, c.Shell)
 			}
 			if _, err := ParseMatcher(h.Matcher.String()); err != nil {
 				t.Fatalf("hook %d of %q has a matcher that does not parse again: %v", i, data, err)

@@ -54,14 +54,14 @@ func mustLoadSettings(t *testing.T, path string) []hookexec.Hook {
 func commands(hooks []hookexec.Hook) []string {
 	out := make([]string, len(hooks))
 	for i, h := range hooks {
-		out[i] = h.Command
+		out[i] = h.CommandLine()
 	}
 	return out
 }
 
 // matching keeps the hooks of event whose matcher selects value, as the
 // Engine does before it dedupes.
-func matching(hooks []hookexec.Hook, event, value string) []hookexec.Hook {
+func matching(hooks []hookexec.Hook, event hookexec.Event, value string) []hookexec.Hook {
 	var out []hookexec.Hook
 	for _, h := range hooks {
 		if h.Event == event && h.Matcher.Match(value) {
@@ -106,7 +106,10 @@ func TestUserProjectAndLocalSettingsMergeInOrder(t *testing.T) {
 	if len(errs) != 0 {
 		t.Fatalf("errors: %v", errs)
 	}
-	want := []struct{ event, command, source string }{
+	want := []struct {
+		event           hookexec.Event
+		command, source string
+	}{
 		{hookexec.SessionStart, "echo shared", locs[0].Path},
 		{hookexec.SessionStart, "echo user", locs[0].Path},
 		{hookexec.SessionEnd, "echo user-end", locs[0].Path},
@@ -120,8 +123,8 @@ func TestUserProjectAndLocalSettingsMergeInOrder(t *testing.T) {
 	reg := hookexec.NewRegistry()
 	for i, h := range hooks {
 		w := want[i]
-		if h.Event != w.event || h.Command != w.command || h.Name != w.command || h.Source != w.source {
-			t.Errorf("hook %d = %s %q %q from %s, want %s %q from %s", i, h.Event, h.Name, h.Command, h.Source, w.event, w.command, w.source)
+		if h.Event != w.event || h.CommandLine() != w.command || h.Name != w.command || h.Source != w.source {
+			t.Errorf("hook %d = %s %q %q from %s, want %s %q from %s", i, h.Event, h.Name, h.CommandLine(), h.Source, w.event, w.command, w.source)
 		}
 		if err := reg.Add(h); err != nil {
 			t.Errorf("Registry.Add(%q): %v", h.Name, err)
@@ -130,8 +133,8 @@ func TestUserProjectAndLocalSettingsMergeInOrder(t *testing.T) {
 	if hooks[0].Timeout != 30*time.Second || hooks[1].Timeout != 0 {
 		t.Errorf("timeouts %v, %v; want 30s, 0", hooks[0].Timeout, hooks[1].Timeout)
 	}
-	if hooks[5].Shell != "bash" || hooks[0].Shell != "" {
-		t.Errorf("shells %q, %q; want bash, empty", hooks[5].Shell, hooks[0].Shell)
+	if shell(hooks[5]) != "bash" || shell(hooks[0]) != "" {
+		t.Errorf("shells %q, %q; want bash, empty", shell(hooks[5]), shell(hooks[0]))
 	}
 	if got := commands(reg.Match(hookexec.SessionStart, "startup")); !reflect.DeepEqual(got, []string{"echo shared", "echo user", "echo local"}) {
 		t.Errorf("startup matched %q", got)
@@ -151,7 +154,7 @@ func TestDedupeKeepsTheFirstOfTheSameCommand(t *testing.T) {
 		t.Errorf("kept the copy from %s with timeout %v, want the first", got[0].Source, got[0].Timeout)
 	}
 
-	endHook := hookexec.Hook{Event: hookexec.SessionEnd, Name: "end", Command: "echo shared"}
+	endHook := hookexec.Hook{Event: hookexec.SessionEnd, Name: "end", Body: hookexec.Command{Line: "echo shared"}}
 	fn := hookexec.Hook{Event: hookexec.SessionEnd, Name: "f"}
 	got = hookexec.Dedupe([]hookexec.Hook{fn, hooks[0], endHook, fn, hooks[3], endHook})
 	if names := hookexec.Names(got); !reflect.DeepEqual(names, []string{"f", "echo shared", "end", "f"}) {
@@ -174,11 +177,11 @@ func TestPluginDirSubstitutesPluginRoot(t *testing.T) {
 	}
 	h := hooks[0]
 	want := root + "/scripts/x.sh --root " + root
-	if h.Command != want || h.Name != want {
-		t.Errorf("command %q, name %q; want %q", h.Command, h.Name, want)
+	if h.CommandLine() != want || h.Name != want {
+		t.Errorf("command %q, name %q; want %q", h.CommandLine(), h.Name, want)
 	}
-	if h.PluginRoot != root || h.Source != "plugin:"+root {
-		t.Errorf("root %q, source %q; want %q", h.PluginRoot, h.Source, root)
+	if c := h.Body.(hookexec.Command); c.PluginRoot != root || h.Source != "plugin:"+root {
+		t.Errorf("root %q, source %q; want %q", c.PluginRoot, h.Source, root)
 	}
 	if h.Event != hookexec.SessionStart || h.Matcher.String() != "startup" || h.Timeout != 10*time.Second {
 		t.Errorf("hook %+v", h)
@@ -190,7 +193,7 @@ func TestUnknownKeysAndEventsAreIgnored(t *testing.T) {
 	if len(hooks) != 1 {
 		t.Fatalf("loaded %q, want only the SessionStart hook", commands(hooks))
 	}
-	if h := hooks[0]; h.Command != "cat NOTES.md" || h.Shell != "" || h.Matcher.String() != "startup" {
+	if h := hooks[0]; h.CommandLine() != "cat NOTES.md" || shell(h) != "" || h.Matcher.String() != "startup" {
 		t.Errorf("hook %+v", h)
 	}
 }
@@ -331,3 +334,5 @@ func TestLoadAllKeepsGoingPastABadFile(t *testing.T) {
 		t.Errorf("loaded %q, want %q", got, want)
 	}
 }
+
+func shell(h hookexec.Hook) string { return h.Body.(hookexec.Command).Shell }

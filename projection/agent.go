@@ -26,7 +26,7 @@ type Agent struct {
 // step by step: a restore, a new, clear, fork or compaction, or an End.
 type Restore struct {
 	ID     string
-	Source string // SessionStart source: startup, resume, new, clear, fork, compact; "" for an End
+	Source schema.Source // SessionStart source: startup, resume, new, clear, fork, compact; "" for an End
 	From   string // the session current before; "" when there was none
 	To     string // the session current after; "" for an End
 	Began  int64  // UTC unix nanoseconds of the first step
@@ -36,7 +36,7 @@ type Restore struct {
 	Saved     int
 	SaveError string
 
-	EndReason      string
+	EndReason      schema.Reason
 	EndMessage     string // final message and error given to SessionEnd function hooks
 	EndError       string
 	EndHooks       []string // intent: the SessionEnd hooks about to run
@@ -142,8 +142,8 @@ func (a *Agent) apply(ev eventlog.Event, p schema.Payload) error {
 func (a *Agent) fold(r *Restore, p schema.Payload) {
 	switch p := p.(type) {
 	case *schema.SaveAttempted:
-		r.Source, r.From, r.To = orResume(p.Source), p.From, p.To
-		r.EndReason = orResume(p.Reason)
+		r.Source, r.From, r.To = orResume(p.Source, schema.SourceResume), p.From, p.To
+		r.EndReason = orResume(p.Reason, schema.ReasonResume)
 		if p.To == "" {
 			r.Source = ""
 		}
@@ -157,7 +157,7 @@ func (a *Agent) fold(r *Restore, p schema.Payload) {
 		r.Source, r.To, r.Loaded, r.Messages = p.Source, p.Session, true, p.Messages
 		a.Current, a.StopBlocks = p.Session, 0
 	case *schema.SessionCompacted:
-		r.Source, r.From, r.To, r.Loaded = "compact", p.Session, p.Session, true
+		r.Source, r.From, r.To, r.Loaded = schema.SourceCompact, p.Session, p.Session, true
 		r.Boundary, r.SummaryUUID = p.Boundary, p.SummaryUUID
 		a.StopBlocks = 0
 	case *schema.SessionClosed:
@@ -171,11 +171,12 @@ func (a *Agent) fold(r *Restore, p schema.Payload) {
 	}
 }
 
-func orResume(s string) string {
-	if s == "" {
-		return "resume"
+// orResume returns v, or resume when v is empty, as older steps left it.
+func orResume[T ~string](v, resume T) T {
+	if v == "" {
+		return resume
 	}
-	return s
+	return v
 }
 
 // foldStop folds a Stop hook step; the step is already known to be legal.

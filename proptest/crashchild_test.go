@@ -15,6 +15,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -84,13 +85,13 @@ func runChild(report func(string, ...any)) error {
 		return err
 	}
 	side := newSideFile(paths.dir)
-	block := func(event, session, tag string) {
+	block := func(event hookexec.Event, session, tag string) {
 		_, peers := sc.blockFor(p)
 		for {
 			runs, _ := side.all()
 			n := 0
 			for _, r := range runs {
-				if strings.HasPrefix(r, event+" "+session+" ") {
+				if strings.HasPrefix(r, string(event)+" "+session+" ") {
 					n++
 				}
 			}

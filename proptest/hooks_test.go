@@ -68,13 +68,13 @@ func hookScript(t fataler) string {
 // hookContext is the context a succeeding hook tagged tag returns when it
 // runs for session with source (or reason) value. Function hooks and
 // testdata/hooks/hook.sh build it the same way.
-func hookContext(tag, session, value string) string {
-	return tag + " for " + session + " " + value
+func hookContext[V ~string](tag, session string, value V) string {
+	return tag + " for " + session + " " + string(value)
 }
 
 // runLine is how a hook run is written to the side file.
-func runLine(event, session, value, tag string) string {
-	return strings.Join([]string{event, session, value, tag}, " ")
+func runLine[V ~string](event hookexec.Event, session string, value V, tag string) string {
+	return strings.Join([]string{string(event), session, string(value), tag}, " ")
 }
 
 // sideFile is the file every hook run appends one line to, so that tests

@@ -64,8 +64,10 @@ var (
 // scopedKinds are the session-scoped hooks the machine may add. The last is
 // the registry's own command, which deduplication must drop.
 var scopedKinds = []struct {
-	tag, event, behaviour string
-	command               bool
+	tag       string
+	event     hookexec.Event
+	behaviour string
+	command   bool
 }{
 	{"scoped-fn-text", hookexec.SessionStart, behaveContext, false},
 	{"scoped-fn-hang", hookexec.SessionStart, behaveHang, false},
@@ -160,7 +162,10 @@ func (s *machine) now() time.Time {
 func (s *machine) registerHooks(t *rapid.T) []hookSpec {
 	slot := func(name string) func() string { return func() string { return s.beh.get(name) } }
 	var specs []hookSpec
-	for _, f := range []struct{ event, tag, matcher string }{
+	for _, f := range []struct {
+		event        hookexec.Event
+		tag, matcher string
+	}{
 		{hookexec.SessionStart, "fn-start", ""},
 		{hookexec.SessionStart, "fn-start-resume", "resume"},
 		{hookexec.SessionEnd, "fn-end", ""},
@@ -171,9 +176,9 @@ func (s *machine) registerHooks(t *rapid.T) []hookSpec {
 		}
 		h := hookexec.Hook{Event: f.event, Name: f.tag, Source: "function", Matcher: m, Timeout: workingTimeout}
 		if f.event == hookexec.SessionStart {
-			h.Start = startFunc(f.tag, s.side, slot(f.tag))
+			h.Body = startFunc(f.tag, s.side, slot(f.tag))
 		} else {
-			h.End = endFunc(f.tag, s.side, slot(f.tag))
+			h.Body = endFunc(f.tag, s.side, slot(f.tag))
 		}
 		if err := s.reg.Add(h); err != nil {
 			t.Fatal(err)
@@ -186,7 +191,10 @@ func (s *machine) registerHooks(t *rapid.T) []hookSpec {
 	}
 	// Command hooks come from a Claude Code settings file, as hosts load them.
 	s.cmds = map[string]hookSpec{}
-	for _, c := range []struct{ event, tag, matcher string }{
+	for _, c := range []struct {
+		event        hookexec.Event
+		tag, matcher string
+	}{
 		{hookexec.SessionStart, "cmd-start", "startup|resume"},
 		{hookexec.SessionEnd, "cmd-end", ""},
 	} {
@@ -571,7 +579,7 @@ func (s *machine) Stop(t *rapid.T) {
 }
 
 // endReasons are the reasons End accepts besides resume and clear.
-var endReasons = []string{reprise.ReasonComplete, reprise.ReasonError, reprise.ReasonAbort, reprise.ReasonTimeout,
+var endReasons = []reprise.Reason{reprise.ReasonComplete, reprise.ReasonError, reprise.ReasonAbort, reprise.ReasonTimeout,
 	reprise.ReasonUserExit, reprise.ReasonLogout, reprise.ReasonPromptInputExit, reprise.ReasonOther}
 
 // End ends the current session, leaving the agent without one.
@@ -609,7 +617,7 @@ func (s *machine) EndNothing(t *rapid.T) {
 
 // restore runs a startup or runtime restore to an existing session and
 // checks what it returns and which hooks ran.
-func (s *machine) restore(t *rapid.T, agent, to, source string) {
+func (s *machine) restore(t *rapid.T, agent, to string, source reprise.Source) {
 	want, groups := s.m.restore(agent, to, source, reprise.ReasonResume, crash{})
 	a, ctx := s.agents[agent], context.Background()
 	var r *reprise.Restore
@@ -665,7 +673,7 @@ func checkRestore(t interface{ Fatalf(string, ...any) }, r reprise.Restore, want
 	startNames, startStatuses := outcomes(r.StartOutcomes)
 	switch {
 	case r.Source != want.source || r.From != want.from || r.To != want.to:
-		fail("source, from, to", []string{r.Source, r.From, r.To}, []string{want.source, want.from, want.to})
+		fail("source, from, to", []string{string(r.Source), r.From, r.To}, []string{string(want.source), want.from, want.to})
 	case !slices.Equal(r.Steps, want.steps()):
 		fail("steps", r.Steps, want.steps())
 	case r.Saved != want.saved || r.SaveError != "":
@@ -711,17 +719,17 @@ func (s *machine) AddSessionHook(t *rapid.T) {
 	case k.behaviour == "": // the registry's command
 		spec = s.cmds[k.tag]
 		spec.matcher = matcher
-		h.Command = spec.command
+		h.Body = hookexec.Command{Line: spec.command}
 	case k.command:
 		spec.command = commandLine(s.script, k.tag, k.behaviour, s.side.path)
-		spec.name, h.Command = spec.command, spec.command
+		spec.name, h.Body = spec.command, hookexec.Command{Line: spec.command}
 	default:
 		spec.name, h.Name = k.tag, k.tag
 		fixed := func() string { return k.behaviour }
 		if k.event == hookexec.SessionStart {
-			h.Start = startFunc(k.tag, s.side, fixed)
+			h.Body = startFunc(k.tag, s.side, fixed)
 		} else {
-			h.End = endFunc(k.tag, s.side, fixed)
+			h.Body = endFunc(k.tag, s.side, fixed)
 		}
 	}
 	got, err := s.e.AddSessionHook(id, h)
@@ -879,9 +887,12 @@ func (s *machine) Check(t *rapid.T) {
 		}
 	}
 	for _, id := range s.m.order {
-		for _, q := range []struct{ event, value string }{
-			{hookexec.SessionStart, reprise.SourceStartup}, {hookexec.SessionStart, reprise.SourceResume},
-			{hookexec.SessionEnd, reprise.ReasonResume}, {hookexec.SessionEnd, reprise.ReasonOther},
+		for _, q := range []struct {
+			event hookexec.Event
+			value string
+		}{
+			{hookexec.SessionStart, string(reprise.SourceStartup)}, {hookexec.SessionStart, string(reprise.SourceResume)},
+			{hookexec.SessionEnd, string(reprise.ReasonResume)}, {hookexec.SessionEnd, string(reprise.ReasonOther)},
 		} {
 			got := hookexec.Names(s.e.HooksFor(ctx, q.event, q.value, id))
 			if want := names(s.m.hooksFor(q.event, q.value, id, true)); !slices.Equal(got, want) {

@@ -30,7 +30,7 @@ func reminder(context string) msg {
 
 // hookSpec is a hook as the model sees it.
 type hookSpec struct {
-	event   string // hookexec.SessionStart or hookexec.SessionEnd
+	event   hookexec.Event
 	matcher string // "", or words joined by "|"
 	tag     string // what its runs write to the side file
 	name    string // its name in intents and outcomes
@@ -46,9 +46,9 @@ func (h hookSpec) matches(value string) bool {
 // identity is what makes two session-scoped hooks equal.
 func (h hookSpec) identity() string {
 	if h.command != "" {
-		return h.event + "\x00" + h.matcher + "\x00cmd\x00" + h.command
+		return string(h.event) + "\x00" + h.matcher + "\x00cmd\x00" + h.command
 	}
-	return h.event + "\x00" + h.matcher + "\x00func\x00" + h.name
+	return string(h.event) + "\x00" + h.matcher + "\x00func\x00" + h.name
 }
 
 type scopedEntry struct {
@@ -66,8 +66,9 @@ type modelSession struct {
 // modelRestore is what the log should say about one completed restore.
 // An End is a restore to "" with no source.
 type modelRestore struct {
-	source, from, to string
-	reason           string // the SessionEnd reason, "" when no session was left
+	source           reprise.Source
+	from, to         string
+	reason           reprise.Reason // the SessionEnd reason, "" when no session was left
 	saved            int
 	endNames         []string
 	endStatuses      []string
@@ -166,7 +167,7 @@ func (s *modelSession) keep(msgs ...msg) {
 // hooksFor lists the hooks a restore runs, as Engine.HooksFor does: the
 // registry's, then (unless the process is a new one, which has none) the
 // session's own, each command once.
-func (m *model) hooksFor(event, value, session string, scoped bool) []hookSpec {
+func (m *model) hooksFor(event hookexec.Event, value, session string, scoped bool) []hookSpec {
 	var out []hookSpec
 	for _, h := range m.registry {
 		if h.event == event && h.matches(value) {
@@ -193,7 +194,7 @@ func (m *model) hooksFor(event, value, session string, scoped bool) []hookSpec {
 
 // run runs hooks in the model and returns their statuses, their joined
 // context and the side-file lines their runs write.
-func (m *model) run(hooks []hookSpec, event, session, value string) (statuses []string, context string, lines []string) {
+func (m *model) run(hooks []hookSpec, event hookexec.Event, session, value string) (statuses []string, context string, lines []string) {
 	var texts []string
 	for _, h := range hooks {
 		b := h.fixed
@@ -246,7 +247,7 @@ type phase struct {
 	lines       []string // side-file lines of the runs
 }
 
-func (m *model) phase(event, value, session string, intent int, c crash) phase {
+func (m *model) phase(event hookexec.Event, value, session string, intent int, c crash) phase {
 	byOld := c.recorded(intent)
 	hooks := m.hooksFor(event, value, session, byOld)
 	p := phase{names: names(hooks)}
@@ -270,7 +271,7 @@ func (m *model) phase(event, value, session string, intent int, c crash) phase {
 // c and is rolled forward by the next process if c says so. It returns the
 // restore, nil if it never began, and the side-file lines of its hook
 // runs, grouped by phase in the order the phases ran.
-func (m *model) restore(agent, to, source, reason string, c crash) (*modelRestore, [][]string) {
+func (m *model) restore(agent, to string, source reprise.Source, reason reprise.Reason, c crash) (*modelRestore, [][]string) {
 	defer func() {
 		if c.k != 0 {
 			m.crashed()
@@ -301,7 +302,7 @@ func (m *model) restore(agent, to, source, reason string, c crash) (*modelRestor
 	if source != reprise.SourceStartup && source != reprise.SourceCompact && from != "" {
 		r.reason = reason
 		r.saved = m.save(from)
-		end := m.phase(hookexec.SessionEnd, reason, from, 2, c)
+		end := m.phase(hookexec.SessionEnd, string(reason), from, 2, c)
 		r.endNames, r.endStatuses, r.endInterrupted = end.names, end.statuses, end.interrupted
 		add(end)
 		if c.k == 0 {
@@ -314,7 +315,7 @@ func (m *model) restore(agent, to, source, reason string, c crash) (*modelRestor
 		m.history[agent] = append(m.history[agent], *r)
 		return r, groups
 	}
-	start := m.phase(hookexec.SessionStart, source, to, step+2, c)
+	start := m.phase(hookexec.SessionStart, string(source), to, step+2, c)
 	r.startNames, r.startStatuses, r.startInterrupted, r.context = start.names, start.statuses, start.interrupted, start.context
 	add(start)
 	if r.context != "" {

@@ -118,14 +118,17 @@ var hookKinds = []string{"function", "command"}
 // crashHooks returns the registry of a scenario run with hooks of kind,
 // recording runs in side, and the model's view of it. In a child, block
 // is called by a function hook that is to block.
-func (sc scenario) crashHooks(kind, script string, side *sideFile, block func(event, session, tag string)) (*hookexec.Registry, []hookSpec, error) {
+func (sc scenario) crashHooks(kind, script string, side *sideFile, block func(event hookexec.Event, session, tag string)) (*hookexec.Registry, []hookSpec, error) {
 	reg := hookexec.NewRegistry()
 	any, err := hookexec.ParseMatcher("")
 	if err != nil {
 		return nil, nil, err
 	}
 	var specs []hookSpec
-	for _, h := range []struct{ event, tag, behaviour string }{
+	for _, h := range []struct {
+		event          hookexec.Event
+		tag, behaviour string
+	}{
 		{hookexec.SessionStart, tagStartA, sc.startA},
 		{hookexec.SessionStart, tagStartB, sc.startB},
 		{hookexec.SessionEnd, tagEnd, sc.end},
@@ -135,32 +138,32 @@ func (sc scenario) crashHooks(kind, script string, side *sideFile, block func(ev
 		if kind == "command" {
 			spec.command = commandLine(script, h.tag, h.behaviour, side.path)
 			spec.name = spec.command
-			hook = hookexec.Hook{Event: h.event, Command: spec.command, Source: "test", Matcher: any, Timeout: workingTimeout}
+			hook = hookexec.Hook{Event: h.event, Body: hookexec.Command{Line: spec.command}, Source: "test", Matcher: any, Timeout: workingTimeout}
 		} else {
 			behave := func() string { return h.behaviour }
 			line := func(session, value string) string { return runLine(h.event, session, value, h.tag) }
 			if h.event == hookexec.SessionStart {
 				run := startFunc(h.tag, side, behave)
-				hook.Start = func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+				hook.Body = hookexec.SessionStartFunc(func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
 					if block != nil && blocks(h.event, in.SessionID, h.tag) {
-						if err := side.appendRun(line(in.SessionID, in.Source)); err != nil {
+						if err := side.appendRun(line(in.SessionID, string(in.Source))); err != nil {
 							return hookexec.SessionStartOutput{}, err
 						}
 						block(h.event, in.SessionID, h.tag)
 					}
 					return run(ctx, in)
-				}
+				})
 			} else {
 				run := endFunc(h.tag, side, behave)
-				hook.End = func(ctx context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+				hook.Body = hookexec.SessionEndFunc(func(ctx context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
 					if block != nil && blocks(h.event, in.SessionID, h.tag) {
-						if err := side.appendRun(line(in.SessionID, in.Reason)); err != nil {
+						if err := side.appendRun(line(in.SessionID, string(in.Reason))); err != nil {
 							return hookexec.SessionEndOutput{}, err
 						}
 						block(h.event, in.SessionID, h.tag)
 					}
 					return run(ctx, in)
-				}
+				})
 			}
 		}
 		if err := reg.Add(hook); err != nil {
@@ -180,8 +183,8 @@ const (
 
 // blocks reports whether the hook tagged tag is the one to block when it
 // runs for event on session.
-func blocks(event, session, tag string) bool {
-	return os.Getenv(blockEnv) == strings.Join([]string{event, session, tag}, " ")
+func blocks(event hookexec.Event, session, tag string) bool {
+	return os.Getenv(blockEnv) == strings.Join([]string{string(event), session, tag}, " ")
 }
 
 // point is where a crash child is killed.
@@ -223,8 +226,8 @@ func crashPoints() []point {
 		steps  []eventlog.Type
 		events []string
 	}{
-		{"startup", startupSteps, []string{hookexec.SessionStart}},
-		{"resume", resumeSteps, []string{hookexec.SessionEnd, hookexec.SessionStart}},
+		{"startup", startupSteps, []string{string(hookexec.SessionStart)}},
+		{"resume", resumeSteps, []string{string(hookexec.SessionEnd), string(hookexec.SessionStart)}},
 	} {
 		for _, typ := range r.steps {
 			for _, when := range []string{"before", "after"} {
@@ -261,7 +264,7 @@ func (p point) crashOf() crash {
 	}
 	typ := eventlog.Type(p.what)
 	switch {
-	case p.when == "running" && p.what == hookexec.SessionEnd:
+	case p.when == "running" && p.what == string(hookexec.SessionEnd):
 		typ = schema.TypeSessionEndHookRan
 	case p.when == "running":
 		typ = schema.TypeSessionStartHookRan
@@ -273,10 +276,10 @@ func (p point) crashOf() crash {
 // session and tag, and how many runs of its phase it waits for.
 func (sc scenario) blockFor(p point) (key string, peers int) {
 	i := sc.restoreIndex(p)
-	if p.what == hookexec.SessionEnd {
-		return strings.Join([]string{hookexec.SessionEnd, sessionName(i - 1), tagEnd}, " "), 1
+	if p.what == string(hookexec.SessionEnd) {
+		return strings.Join([]string{string(hookexec.SessionEnd), sessionName(i - 1), tagEnd}, " "), 1
 	}
-	return strings.Join([]string{hookexec.SessionStart, sessionName(i), tagStartA}, " "), 2
+	return strings.Join([]string{string(hookexec.SessionStart), sessionName(i), tagStartA}, " "), 2
 }
 
 // expect runs the scenario in the model, dying at p, and returns the
@@ -307,7 +310,7 @@ func (sc scenario) expect(p point, specs []hookSpec) (*model, []string) {
 			s := m.sessions[o.session]
 			s.pending = append(s.pending, msg{role: "user", text: o.text})
 		case "start", "restore":
-			source, reason := reprise.SourceStartup, ""
+			source, reason := reprise.SourceStartup, reprise.Reason("")
 			if o.kind == "restore" {
 				source, reason = reprise.SourceResume, reprise.ReasonResume
 			}

@@ -100,8 +100,8 @@ type SaveAttempted struct {
 	To     string `msgpack:"to"`
 	Saved  int    `msgpack:"saved"`
 	Error  string `msgpack:"error,omitempty"`
-	Reason string `msgpack:"reason,omitempty"` // SessionEnd reason; "resume" when empty
-	Source string `msgpack:"source,omitempty"` // SessionStart source of To; "resume" when empty
+	Reason Reason `msgpack:"reason,omitempty"` // SessionEnd reason; "resume" when empty
+	Source Source `msgpack:"source,omitempty"` // SessionStart source of To; "resume" when empty
 	// FinalMessage and EndError are passed to function SessionEnd hooks.
 	FinalMessage string `msgpack:"finalmsg,omitempty"`
 	EndError     string `msgpack:"enderror,omitempty"`
@@ -111,7 +111,7 @@ type SaveAttempted struct {
 // hooks run. Hooks names them in configuration order.
 type SessionEndHookStarted struct {
 	Session string   `msgpack:"session"`
-	Reason  string   `msgpack:"reason"`
+	Reason  Reason   `msgpack:"reason"`
 	Hooks   []string `msgpack:"hooks,omitempty"`
 }
 
@@ -120,7 +120,7 @@ type SessionEndHookStarted struct {
 // not run again.
 type SessionEndHookRan struct {
 	Session     string        `msgpack:"session"`
-	Reason      string        `msgpack:"reason"`
+	Reason      Reason        `msgpack:"reason"`
 	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
 }
@@ -129,7 +129,7 @@ type SessionEndHookRan struct {
 // first step of a startup restore. From is the session it replaced, if any.
 type SessionLoaded struct {
 	Session  string `msgpack:"session"`
-	Source   string `msgpack:"source"` // "startup" or "resume"
+	Source   Source `msgpack:"source"`
 	From     string `msgpack:"from,omitempty"`
 	Messages int    `msgpack:"messages"`
 	Head     uint64 `msgpack:"head"`
@@ -139,7 +139,7 @@ type SessionLoaded struct {
 // hooks run.
 type SessionStartHookStarted struct {
 	Session string   `msgpack:"session"`
-	Source  string   `msgpack:"source"`
+	Source  Source   `msgpack:"source"`
 	Hooks   []string `msgpack:"hooks,omitempty"`
 }
 
@@ -147,7 +147,7 @@ type SessionStartHookStarted struct {
 // additional context they returned, joined in configuration order.
 type SessionStartHookRan struct {
 	Session     string        `msgpack:"session"`
-	Source      string        `msgpack:"source"`
+	Source      Source        `msgpack:"source"`
 	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
 	Context     string        `msgpack:"context,omitempty"`
 	Env         string        `msgpack:"env,omitempty"` // what hooks wrote to CLAUDE_ENV_FILE

@@ -57,11 +57,11 @@ directory; only then is the store read, read-only.
   reprise hooks --settings ./hooks.json --no-default-settings --json`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			events := []string{hookexec.SessionStart, hookexec.SessionEnd}
-			switch event {
+			events := []hookexec.Event{hookexec.SessionStart, hookexec.SessionEnd}
+			switch hookexec.Event(event) {
 			case "":
 			case hookexec.SessionStart, hookexec.SessionEnd:
-				events = []string{event}
+				events = []hookexec.Event{hookexec.Event(event)}
 			default:
 				return usagef("--event must be SessionStart or SessionEnd, not %q", event)
 			}
@@ -92,7 +92,7 @@ directory; only then is the store read, read-only.
 			hf.load(e, dir, cmd.ErrOrStderr())
 			var out []hookEventJSON
 			for _, ev := range events {
-				x := hookEventJSON{Event: ev, Hooks: []hookJSON{}}
+				x := hookEventJSON{Event: string(ev), Hooks: []hookJSON{}}
 				if ev == hookexec.SessionStart {
 					x.Source = value
 				} else {
@@ -110,7 +110,7 @@ directory; only then is the store read, read-only.
 		},
 	}
 	cmd.Flags().StringVar(&event, "event", "", "list only `EVENT`: SessionStart or SessionEnd")
-	cmd.Flags().StringVar(&value, "source", reprise.SourceResume, "the SessionStart `SOURCE` or SessionEnd reason to match")
+	cmd.Flags().StringVar(&value, "source", string(reprise.SourceResume), "the SessionStart `SOURCE` or SessionEnd reason to match")
 	cmd.Flags().StringVar(&session, "session", "", "the session `ID` whose project settings apply")
 	hf.register(cmd)
 	return cmd
@@ -118,15 +118,16 @@ directory; only then is the store read, read-only.
 
 // newHookJSON describes h for JSON output, with its effective timeout.
 func newHookJSON(h hookexec.Hook) hookJSON {
-	out := hookJSON{Name: h.Name, Type: "function", Command: h.Command, Shell: h.Shell,
-		Matcher: h.Matcher.String(), Source: h.Source, PluginRoot: h.PluginRoot}
+	c, isCommand := h.Body.(hookexec.Command)
+	out := hookJSON{Name: h.Name, Type: "function", Command: c.Line, Shell: c.Shell,
+		Matcher: h.Matcher.String(), Source: h.Source, PluginRoot: c.PluginRoot}
 	timeout := h.Timeout
-	if h.Command != "" {
+	if isCommand {
 		out.Type = "command"
 	}
 	if timeout == 0 {
 		switch {
-		case h.Command == "":
+		case !isCommand:
 			timeout = hookexec.DefaultFuncTimeout
 		case h.Event == hookexec.SessionEnd:
 			timeout = hookexec.DefaultSessionEndCommandTimeout
@@ -144,7 +145,7 @@ func printHooks(w io.Writer, events []hookEventJSON) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if ev.Event == hookexec.SessionStart {
+		if ev.Event == string(hookexec.SessionStart) {
 			fmt.Fprintf(w, "%s (source %s):\n", ev.Event, ev.Source)
 		} else {
 			fmt.Fprintf(w, "%s (reason %s):\n", ev.Event, ev.Reason)

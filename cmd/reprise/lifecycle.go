@@ -188,7 +188,7 @@ is recorded with their outcomes.
 				return usagef("missing --reason")
 			}
 			r, err := a.runAgent(cmd, &f, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
-				return agent.End(ctx, reason, opts)
+				return agent.End(ctx, reprise.Reason(reason), opts)
 			})
 			if err != nil {
 				return err

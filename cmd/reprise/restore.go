@@ -210,14 +210,14 @@ func newRestoreJSON(agent, to string, r *reprise.Restore) restoreJSON {
 		return restoreJSON{Agent: agent, To: to}
 	}
 	out := restoreJSON{
-		Agent: agent, Restored: true, RestoreID: r.ID, Source: r.Source, From: r.From, To: r.To,
+		Agent: agent, Restored: true, RestoreID: r.ID, Source: string(r.Source), From: r.From, To: r.To,
 		Saved: r.Saved, SaveError: r.SaveError,
-		SessionStart: &hookRunJSON{Source: r.Source, Hooks: newOutcomesJSON(r.StartOutcomes), Interrupted: r.StartInterrupted},
+		SessionStart: &hookRunJSON{Source: string(r.Source), Hooks: newOutcomesJSON(r.StartOutcomes), Interrupted: r.StartInterrupted},
 		Context:      r.Context, Injected: r.InjectedUUID, Env: r.Env,
 		Began: formatTime(r.Began), Ended: formatTime(r.Ended),
 	}
 	if r.EndReason != "" { // the agent left a session
-		out.SessionEnd = &hookRunJSON{Reason: r.EndReason, Hooks: newOutcomesJSON(r.EndOutcomes), Interrupted: r.EndInterrupted}
+		out.SessionEnd = &hookRunJSON{Reason: string(r.EndReason), Hooks: newOutcomesJSON(r.EndOutcomes), Interrupted: r.EndInterrupted}
 	}
 	if r.To == "" { // an End: no session started
 		out.SessionStart = nil

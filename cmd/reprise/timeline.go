@@ -80,7 +80,7 @@ func describe(p schema.Payload) string {
 	case *schema.SaveAttempted:
 		to := p.To
 		if to == "" {
-			to = "(end, reason " + p.Reason + ")"
+			to = "(end, reason " + string(p.Reason) + ")"
 		}
 		if p.Error != "" {
 			return fmt.Sprintf("%s -> %s save failed: %s", p.From, to, p.Error)

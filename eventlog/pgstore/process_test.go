@@ -121,12 +121,12 @@ func helperRestore() error {
 // each unless empty.
 func addCommandHooks(reg *hookexec.Registry, end, start string) error {
 	if end != "" {
-		if err := reg.Add(hookexec.Hook{Event: hookexec.SessionEnd, Command: end, Timeout: time.Minute}); err != nil {
+		if err := reg.Add(hookexec.Hook{Event: hookexec.SessionEnd, Body: hookexec.Command{Line: end}, Timeout: time.Minute}); err != nil {
 			return err
 		}
 	}
 	if start != "" {
-		if err := reg.Add(hookexec.Hook{Event: hookexec.SessionStart, Command: start, Timeout: time.Minute}); err != nil {
+		if err := reg.Add(hookexec.Hook{Event: hookexec.SessionStart, Body: hookexec.Command{Line: start}, Timeout: time.Minute}); err != nil {
 			return err
 		}
 	}

@@ -78,7 +78,7 @@ func (r *restoreRunner) setup(ctx context.Context) error {
 	hooks := hookexec.NewRegistry()
 	var err error
 	if r.command {
-		err = hooks.Add(hookexec.Hook{Event: hookexec.SessionStart, Command: hookCommand, Source: "bench"})
+		err = hooks.Add(hookexec.Hook{Event: hookexec.SessionStart, Body: hookexec.Command{Line: hookCommand}, Source: "bench"})
 	} else {
 		err = hooks.OnSessionEnd("bench-end", "", func(context.Context, hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
 			return hookexec.SessionEndOutput{SessionSummary: "left cleanly"}, nil
@@ -205,7 +205,7 @@ func (r *restoreRunner) exec() (time.Duration, error) {
 		Cwd            string `json:"cwd"`
 		HookEventName  string `json:"hook_event_name"`
 		Source         string `json:"source"`
-	}{target, r.e.TranscriptPath(target), r.dir, hookexec.SessionStart, reprise.SourceResume})
+	}{target, r.e.TranscriptPath(target), r.dir, string(hookexec.SessionStart), string(reprise.SourceResume)})
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,33 @@
+package schema
+
+// Source says how a session became current; SessionStart hooks get it and
+// match on it.
+type Source string
+
+// The sources.
+const (
+	SourceStartup Source = "startup" // the host process started
+	SourceResume  Source = "resume"  // switched to an existing session
+	SourceNew     Source = "new"     // a fresh session
+	SourceClear   Source = "clear"   // a fresh session replacing a cleared one
+	SourceCompact Source = "compact" // the same session, compacted
+	SourceFork    Source = "fork"    // a copy of another session
+)
+
+// Reason says why a session stopped being current; SessionEnd hooks get it
+// and match on it.
+type Reason string
+
+// The reasons.
+const (
+	ReasonResume          Reason = "resume"
+	ReasonClear           Reason = "clear"
+	ReasonComplete        Reason = "complete"
+	ReasonError           Reason = "error"
+	ReasonAbort           Reason = "abort"
+	ReasonTimeout         Reason = "timeout"
+	ReasonUserExit        Reason = "user_exit"
+	ReasonLogout          Reason = "logout"
+	ReasonPromptInputExit Reason = "prompt_input_exit"
+	ReasonOther           Reason = "other"
+)
