@@ -21,6 +21,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // Epoch is the time of the first event Generate writes; each reading of
@@ -78,7 +79,7 @@ func (f *failingStore) failNextSave() {
 
 func (f *failingStore) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
 	f.mu.Lock()
-	fail := f.armed && hasType(recs, eventlog.TypeSaveAttempted) && hasType(recs, eventlog.TypeMessageAppended)
+	fail := f.armed && hasType(recs, schema.TypeSaveAttempted) && hasType(recs, schema.TypeMessageAppended)
 	if fail {
 		f.armed = false
 	}
@@ -140,12 +141,12 @@ func Generate(ctx context.Context, store eventlog.Store, dir string, transcript 
 // source or reason of one step of the script.
 func (s *script) registerHooks() error {
 	r := s.e.Hooks()
-	command := func(event, matcher, cmd string) error {
+	command := func(event hookexec.Event, matcher, cmd string) error {
 		m, err := hookexec.ParseMatcher(matcher)
 		if err != nil {
 			return err
 		}
-		return r.Add(hookexec.Hook{Event: event, Matcher: m, Command: cmd, Source: settingsSource})
+		return r.Add(hookexec.Hook{Event: event, Matcher: m, Body: hookexec.Command{Line: cmd}, Source: settingsSource})
 	}
 	for _, err := range []error{
 		command(hookexec.SessionStart, "startup", `echo "alpha is on branch main"`),
@@ -161,7 +162,7 @@ func (s *script) registerHooks() error {
 		command(hookexec.SessionStart, "new", `echo "a fresh session"`),
 		command(hookexec.SessionEnd, "clear", `cat > /dev/null`),
 		r.OnSessionEnd("end-summary", "error|user_exit", func(_ context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
-			return hookexec.SessionEndOutput{SessionSummary: "ended with reason " + in.Reason,
+			return hookexec.SessionEndOutput{SessionSummary: "ended with reason " + string(in.Reason),
 				CleanupActions: []string{"remove the scratch branch", "close the draft PR"}}, nil
 		}),
 		r.OnStop("stop-check", func(context.Context, hookexec.StopInput) (hookexec.StopOutput, error) {
@@ -239,17 +240,17 @@ func (s *script) ide() error {
 		id string
 		h  hookexec.Hook
 	}{
-		{"alpha", hookexec.Hook{Event: hookexec.SessionEnd, Command: `echo "lint config missing" >&2; exit 3`}},
+		{"alpha", hookexec.Hook{Event: hookexec.SessionEnd, Body: hookexec.Command{Line: `echo "lint config missing" >&2; exit 3`}}},
 		{"alpha", hookexec.Hook{Event: hookexec.SessionEnd, Name: "end-panics",
-			End: func(context.Context, hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+			Body: hookexec.SessionEndFunc(func(context.Context, hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
 				panic("the golden hook panics")
-			}}},
-		{"alpha", hookexec.Hook{Event: hookexec.SessionEnd, Command: fmt.Sprintf("head -c %d /dev/zero >&2", hookexec.MaxCapture+100)}},
-		{"beta", hookexec.Hook{Event: hookexec.SessionStart, Command: "sleep 5", Timeout: 300 * time.Millisecond}},
+			})}},
+		{"alpha", hookexec.Hook{Event: hookexec.SessionEnd, Body: hookexec.Command{Line: fmt.Sprintf("head -c %d /dev/zero >&2", hookexec.MaxCapture+100)}}},
+		{"beta", hookexec.Hook{Event: hookexec.SessionStart, Body: hookexec.Command{Line: "sleep 5"}, Timeout: 300 * time.Millisecond}},
 		{"beta", hookexec.Hook{Event: hookexec.SessionStart, Name: "start-quiet",
-			Start: func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			Body: hookexec.SessionStartFunc(func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
 				return hookexec.SessionStartOutput{}, nil
-			}}},
+			})}},
 	} {
 		remove, err := s.sessionHook(h.id, h.h)
 		if err != nil {
@@ -274,7 +275,7 @@ func (s *script) ide() error {
 
 	// Stops: blocked by a command hook, then capped, then allowed.
 	removeBlock, err := s.sessionHook("beta", hookexec.Hook{Event: hookexec.Stop,
-		Command: `printf '%s\n' '{"decision":"block","reason":"the refund test still fails"}'`})
+		Body: hookexec.Command{Line: `printf '%s\n' '{"decision":"block","reason":"the refund test still fails"}'`}})
 	if err != nil {
 		return err
 	}
@@ -316,17 +317,17 @@ func (s *script) ide() error {
 		h  hookexec.Hook
 	}{
 		{"gamma", hookexec.Hook{Event: hookexec.SessionEnd, Name: "end-cancels",
-			End: func(ctx context.Context, _ hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+			Body: hookexec.SessionEndFunc(func(ctx context.Context, _ hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
 				cancel()
 				<-ctx.Done()
 				return hookexec.SessionEndOutput{}, ctx.Err()
-			}}},
-		{"gamma", hookexec.Hook{Event: hookexec.SessionEnd, Command: "sleep 5", Timeout: time.Minute}},
+			})}},
+		{"gamma", hookexec.Hook{Event: hookexec.SessionEnd, Body: hookexec.Command{Line: "sleep 5"}, Timeout: time.Minute}},
 		{"imported", hookexec.Hook{Event: hookexec.SessionStart, Name: "start-after-cancel",
-			Start: func(ctx context.Context, _ hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			Body: hookexec.SessionStartFunc(func(ctx context.Context, _ hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
 				<-ctx.Done()
 				return hookexec.SessionStartOutput{}, ctx.Err()
-			}}},
+			})}},
 	} {
 		remove, err := s.sessionHook(h.id, h.h)
 		if err != nil {
@@ -359,10 +360,10 @@ func (s *script) crashed() error {
 	const agent = "crashed"
 	stream := projection.AgentStream(agent)
 	var head uint64
-	appendSteps := func(rid string, steps ...eventlog.Payload) error {
+	appendSteps := func(rid string, steps ...schema.Payload) error {
 		recs := make([]eventlog.Record, len(steps))
 		for i, p := range steps {
-			rec, err := eventlog.NewRecord(stream, p, s.now().UnixNano(), rid)
+			rec, err := schema.NewRecord(stream, p, s.now().UnixNano(), rid)
 			if err != nil {
 				return err
 			}
@@ -375,7 +376,7 @@ func (s *script) crashed() error {
 		head = evs[len(evs)-1].Seq
 		return nil
 	}
-	hookNames := func(event, value, id string) []string {
+	hookNames := func(event hookexec.Event, value, id string) []string {
 		return hookexec.Names(e.HooksFor(ctx, event, value, id))
 	}
 
@@ -390,9 +391,9 @@ func (s *script) crashed() error {
 		return err
 	}
 	if err := appendSteps(s.newID(),
-		&eventlog.SessionLoaded{Session: "alpha", Source: reprise.SourceStartup, Messages: alpha.Messages, Head: alphaHead},
-		&eventlog.SessionStartHookStarted{Session: "alpha", Source: reprise.SourceStartup,
-			Hooks: hookNames(hookexec.SessionStart, reprise.SourceStartup, "alpha")},
+		&schema.SessionLoaded{Session: "alpha", Source: reprise.SourceStartup, Messages: alpha.Messages, Head: alphaHead},
+		&schema.SessionStartHookStarted{Session: "alpha", Source: reprise.SourceStartup,
+			Hooks: hookNames(hookexec.SessionStart, string(reprise.SourceStartup), "alpha")},
 	); err != nil {
 		return err
 	}
@@ -406,14 +407,14 @@ func (s *script) crashed() error {
 
 	// A resume alpha -> beta that died while alpha's SessionEnd hook ran;
 	// the agent's next call rolls it forward, then stops.
-	removeEnd, err := s.sessionHook("alpha", hookexec.Hook{Event: hookexec.SessionEnd, Command: `echo "never finished"`})
+	removeEnd, err := s.sessionHook("alpha", hookexec.Hook{Event: hookexec.SessionEnd, Body: hookexec.Command{Line: `echo "never finished"`}})
 	if err != nil {
 		return err
 	}
 	if err := appendSteps(s.newID(),
-		&eventlog.SaveAttempted{From: "alpha", To: "beta"},
-		&eventlog.SessionEndHookStarted{Session: "alpha", Reason: reprise.ReasonResume,
-			Hooks: hookNames(hookexec.SessionEnd, reprise.ReasonResume, "alpha")},
+		&schema.SaveAttempted{From: "alpha", To: "beta"},
+		&schema.SessionEndHookStarted{Session: "alpha", Reason: reprise.ReasonResume,
+			Hooks: hookNames(hookexec.SessionEnd, string(reprise.ReasonResume), "alpha")},
 	); err != nil {
 		return err
 	}
@@ -428,7 +429,7 @@ func (s *script) crashed() error {
 	// A Stop that died while its hooks ran; the next call, an End, closes
 	// it as interrupted first. The End saves beta's pending message.
 	if err := appendSteps(s.newID(),
-		&eventlog.StopHookStarted{Session: "beta", Hooks: hookNames(hookexec.Stop, "", "beta")},
+		&schema.StopHookStarted{Session: "beta", Hooks: hookNames(hookexec.Stop, "", "beta")},
 	); err != nil {
 		return err
 	}

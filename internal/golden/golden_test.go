@@ -25,6 +25,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/internal/golden"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 var write = flag.Bool("golden.write", false,
@@ -76,7 +77,11 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("load %s: %v", sqlFile, err)
 		}
-		compare(t, want, render(t, openEngine(t, u)))
+		store, err := pgstore.Open(context.Background(), u, pgstore.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		compare(t, want, render(t, engineStore(t, reprise.New(store, reprise.Options{TranscriptDir: t.TempDir()}))))
 	})
 }
 
@@ -102,6 +107,11 @@ func openEngine(t *testing.T, path string) eventlog.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return engineStore(t, e)
+}
+
+// engineStore returns e's store, closing e when t ends.
+func engineStore(t *testing.T, e *reprise.Engine) eventlog.Store {
 	t.Cleanup(func() {
 		if err := e.Close(); err != nil {
 			t.Error(err)
@@ -149,7 +159,7 @@ func render(t *testing.T, store eventlog.Store) []byte {
 
 	b.WriteString("# events\n")
 	err := store.ReadAll(ctx, 1, func(ev eventlog.Event) error {
-		p, err := eventlog.Decode(ev)
+		p, err := schema.Decode(ev)
 		if err != nil {
 			return err
 		}
@@ -213,11 +223,11 @@ func transcriptLines(t *testing.T, store eventlog.Store, stream, id string) []by
 	var out []byte
 	var cwd string
 	err := store.ReadStream(context.Background(), stream, 1, func(ev eventlog.Event) error {
-		p, err := eventlog.Decode(ev)
+		p, err := schema.Decode(ev)
 		if err != nil {
 			return err
 		}
-		if created, ok := p.(*eventlog.SessionCreated); ok {
+		if created, ok := p.(*schema.SessionCreated); ok {
 			cwd = created.Cwd
 		}
 		line, err := projection.RecordLine(id, cwd, ev.Time, p)
@@ -288,6 +298,9 @@ func regenerate(t *testing.T) {
 	base := os.Getenv(urlEnv)
 	if base == "" {
 		t.Fatalf("-golden.write needs %s, to write %s", urlEnv, sqlFile)
+	}
+	if _, err := os.Stat(filepath.Join(dir, boltFile)); err == nil {
+		t.Fatalf("%s already holds a released golden store, which is never regenerated: write a new format's stores into a new directory", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
