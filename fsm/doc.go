@@ -26,6 +26,11 @@
 //
 // # Caveats
 //
+// Apply takes a looplab machine from a pool for each call, so no lock is
+// shared between agents or audits; looplab machines are never shared
+// between goroutines and never given a cancellable context, which would
+// leave one "in transition".
+//
 // The state is whatever the log yields: callers fold an agent stream through
 // Apply and append an event only when Apply accepts it from that state. The
 // conditional append of the event log makes that check race-free; this

@@ -88,12 +88,10 @@ func Table() []Transition {
 	return out
 }
 
-// machine is the looplab FSM built once from table. looplab FSMs are not
-// meant to be shared unlocked, so every use holds mu.
-var machine = struct {
-	mu sync.Mutex
-	m  *fsm.FSM
-}{m: newLooplab(Idle)}
+// machines holds looplab FSMs built from table. Each Apply takes one that
+// no other call is using, so agents and audits step in parallel without a
+// shared lock; looplab itself decides every transition.
+var machines = sync.Pool{New: func() any { return newLooplab(Idle) }}
 
 func newLooplab(initial State) *fsm.FSM {
 	descs := make([]fsm.EventDesc, 0, len(table))
@@ -110,15 +108,15 @@ func newLooplab(initial State) *fsm.FSM {
 // Apply returns the state that e leads to from s, or a *TransitionError when
 // the table does not allow e from s. It is pure and safe for concurrent use.
 func Apply(s State, e Event) (State, error) {
-	machine.mu.Lock()
-	defer machine.mu.Unlock()
-	machine.m.SetState(string(s))
+	m := machines.Get().(*fsm.FSM)
+	defer machines.Put(m)
+	m.SetState(string(s))
 	// context.Background never cancels, so looplab cannot be left "in
 	// transition"; with no callbacks the only errors are illegal events.
-	if err := machine.m.Event(context.Background(), string(e)); err != nil {
+	if err := m.Event(context.Background(), string(e)); err != nil {
 		return s, &TransitionError{From: s, Event: e}
 	}
-	return State(machine.m.Current()), nil
+	return State(m.Current()), nil
 }
 
 // EventOf maps a decoded payload to its transition label. ok is false for
@@ -141,10 +139,7 @@ func InFlight(s State) bool { return s != Idle && s != Active }
 
 // Diagram returns the table as a Mermaid state diagram, starting from Idle.
 func Diagram() string {
-	machine.mu.Lock()
-	defer machine.mu.Unlock()
-	machine.m.SetState(string(Idle))
 	// StateDiagram is a known diagram type, so this cannot fail.
-	out, _ := fsm.VisualizeForMermaidWithGraphType(machine.m, fsm.StateDiagram)
+	out, _ := fsm.VisualizeForMermaidWithGraphType(newLooplab(Idle), fsm.StateDiagram)
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/reprise-dev/reprise/fsm"
@@ -54,37 +55,122 @@ func TestStartupEntersFromIdleOrActiveOnly(t *testing.T) {
 	}
 }
 
-// Every (state, event) pair not in the table is rejected and leaves the
-// state unchanged; this is what makes a second hook run for one restore
-// impossible to record.
-func TestApplyRejectsEverythingOutsideTheTable(t *testing.T) {
-	legal := map[fsm.State]map[fsm.Event]fsm.State{}
-	for _, tr := range fsm.Table() {
-		for _, from := range tr.From {
-			if legal[from] == nil {
-				legal[from] = map[fsm.Event]fsm.State{}
-			}
-			legal[from][tr.Event] = tr.To
-		}
+// legalSteps is the lifecycle as the product describes it, written out by
+// hand, one line per legal step, independently of the package's table:
+// the runtime restore's five steps with their two intents, the startup
+// path, New, Clear, Fork, End, Compact and Stop.
+var legalSteps = []struct {
+	from  fsm.State
+	event fsm.Event
+	to    fsm.State
+}{
+	// A startup restore: from a fresh agent, or one whose process restarts
+	// with a current session.
+	{fsm.Idle, fsm.SessionLoadedStartup, fsm.Loaded},
+	{fsm.Active, fsm.SessionLoadedStartup, fsm.Loaded},
+	// Leaving the current session: save, SessionEnd intent, SessionEnd.
+	{fsm.Active, fsm.SaveAttempted, fsm.Saved},
+	{fsm.Saved, fsm.SessionEndHookStarted, fsm.Ending},
+	{fsm.Ending, fsm.SessionEndHookRan, fsm.Ended},
+	// Once it has ended: a restore, a clear, a new or a fork loads the
+	// target; an End closes it.
+	{fsm.Ended, fsm.SessionLoadedResume, fsm.Loaded},
+	{fsm.Ended, fsm.SessionLoadedClear, fsm.Loaded},
+	{fsm.Ended, fsm.SessionLoadedNew, fsm.Loaded},
+	{fsm.Ended, fsm.SessionLoadedFork, fsm.Loaded},
+	{fsm.Ended, fsm.SessionClosed, fsm.Idle},
+	// With no current session, New and Fork load their session at once.
+	{fsm.Idle, fsm.SessionLoadedNew, fsm.Loaded},
+	{fsm.Idle, fsm.SessionLoadedFork, fsm.Loaded},
+	// A compaction keeps the session and starts again at SessionStart.
+	{fsm.Active, fsm.SessionCompacted, fsm.Loaded},
+	// SessionStart intent, SessionStart, injection.
+	{fsm.Loaded, fsm.SessionStartHookStarted, fsm.Starting},
+	{fsm.Starting, fsm.SessionStartHookRan, fsm.Started},
+	{fsm.Started, fsm.ContextInjected, fsm.Active},
+	// A Stop hook run at the end of a turn.
+	{fsm.Active, fsm.StopHookStarted, fsm.Stopping},
+	{fsm.Stopping, fsm.StopHookRan, fsm.Active},
+}
+
+var allEvents = []fsm.Event{
+	fsm.SaveAttempted, fsm.SessionEndHookStarted, fsm.SessionEndHookRan,
+	fsm.SessionLoadedStartup, fsm.SessionLoadedResume, fsm.SessionLoadedNew, fsm.SessionLoadedClear, fsm.SessionLoadedFork,
+	fsm.SessionCompacted, fsm.SessionClosed, fsm.StopHookStarted, fsm.StopHookRan,
+	fsm.SessionStartHookStarted, fsm.SessionStartHookRan, fsm.ContextInjected,
+}
+
+// TestApplyAcceptsExactlyTheLegalSteps checks every (state, event) pair
+// against the hand-written list: each legal step leads where the list says,
+// and every other pair is rejected and leaves the state as it was. This is
+// what makes a second hook run for one restore impossible to record.
+func TestApplyAcceptsExactlyTheLegalSteps(t *testing.T) {
+	legal := map[[2]string]fsm.State{}
+	for _, l := range legalSteps {
+		legal[[2]string{string(l.from), string(l.event)}] = l.to
 	}
+	accepted := 0
 	for _, s := range allStates {
-		for _, tr := range fsm.Table() {
-			next, err := fsm.Apply(s, tr.Event)
-			want, ok := legal[s][tr.Event]
+		for _, e := range allEvents {
+			next, err := fsm.Apply(s, e)
+			want, ok := legal[[2]string{string(s), string(e)}]
 			switch {
 			case ok && (err != nil || next != want):
-				t.Errorf("Apply(%s, %s) = %s, %v; want %s", s, tr.Event, next, err, want)
-			case !ok && err == nil:
-				t.Errorf("Apply(%s, %s) = %s; want an error", s, tr.Event, next)
+				t.Errorf("Apply(%s, %s) = %s, %v; want %s", s, e, next, err, want)
+			case !ok && !errors.Is(err, fsm.ErrIllegalTransition):
+				t.Errorf("Apply(%s, %s) = %s, %v; want ErrIllegalTransition", s, e, next, err)
 			case !ok && next != s:
-				t.Errorf("rejected Apply(%s, %s) moved the state to %s", s, tr.Event, next)
+				t.Errorf("rejected Apply(%s, %s) moved the state to %s", s, e, next)
+			case ok:
+				accepted++
 			}
 		}
+	}
+	if accepted != len(legalSteps) {
+		t.Errorf("accepted %d steps, the list has %d", accepted, len(legalSteps))
 	}
 	var te *fsm.TransitionError
 	if _, err := fsm.Apply(fsm.Started, fsm.SessionStartHookRan); !errors.As(err, &te) || te.From != fsm.Started || te.Event != fsm.SessionStartHookRan {
 		t.Fatalf("second SessionStartHookRan: err = %v, want a TransitionError naming it", err)
 	}
+}
+
+// TestTableEventsAreTheKnownOnes keeps allEvents complete: an event added
+// to the table without a line above would otherwise go unchecked.
+func TestTableEventsAreTheKnownOnes(t *testing.T) {
+	for _, tr := range fsm.Table() {
+		found := false
+		for _, e := range allEvents {
+			found = found || e == tr.Event
+		}
+		if !found {
+			t.Errorf("the table's event %s is not in allEvents", tr.Event)
+		}
+	}
+}
+
+// TestApplyIsSafeInParallel steps many walks at once; run with -race.
+func TestApplyIsSafeInParallel(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				s := fsm.Active
+				for _, e := range []fsm.Event{fsm.SaveAttempted, fsm.SessionEndHookStarted, fsm.SessionEndHookRan,
+					fsm.SessionLoadedResume, fsm.SessionStartHookStarted, fsm.SessionStartHookRan, fsm.ContextInjected} {
+					var err error
+					if s, err = fsm.Apply(s, e); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				if s != fsm.Active {
+					t.Errorf("walk ended in %s", s)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestEventOfMapsPayloads(t *testing.T) {
