@@ -129,7 +129,7 @@ func printDemoLog(ctx context.Context, w io.Writer, e *reprise.Engine, path, id 
 		if m.IsMeta {
 			role += " (meta)"
 		}
-		fmt.Fprintf(w, "%2d  %-12s %s\n", i+1, role, firstText(m))
+		fmt.Fprintf(w, "%2d  %-12s %s\n", i+1, role, projection.FirstText(m))
 	}
 	return nil
 }

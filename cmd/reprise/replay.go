@@ -140,7 +140,7 @@ func printConversation(w io.Writer, conv *projection.Conversation) {
 				fmt.Fprintln(w, strings.TrimRight(b.Text, "\n"))
 				continue
 			}
-			fmt.Fprintf(w, "[%s] %s\n", b.Type, clip(string(b.Raw), 200))
+			fmt.Fprintf(w, "[%s] %s\n", b.Type, projection.Clip(string(b.Raw), 200))
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -271,7 +272,7 @@ func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 			detail = fmt.Sprintf(": exit %d", o.ExitCode)
 		}
 		if s := strings.TrimSpace(o.Stderr); s != "" {
-			detail += fmt.Sprintf("; stderr %q", clip(s, 200))
+			detail += fmt.Sprintf("; stderr %q", projection.Clip(s, 200))
 		}
 		fmt.Fprintf(w, "  %-11s %8s  %s%s  (%s)\n", o.Status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, o.Source)
 	}

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -19,7 +18,7 @@ func printTimeline(w io.Writer, evs []eventlog.Event) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%4d  %-22s %3d  %-24s %s\n", ev.Position, ev.Stream, ev.Seq, ev.Type, describe(p))
+		fmt.Fprintf(w, "%4d  %-22s %3d  %-24s %s\n", ev.Position, ev.Stream, ev.Seq, ev.Type, projection.Describe(p))
 	}
 	return nil
 }
@@ -31,7 +30,7 @@ func printLogLine(w io.Writer, ev eventlog.Event) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%4d  %s  %-24s %s\n", ev.Seq, time.Unix(0, ev.Time).UTC().Format(logTime), ev.Type, describe(p))
+	_, err = fmt.Fprintf(w, "%4d  %s  %-24s %s\n", ev.Seq, time.Unix(0, ev.Time).UTC().Format(logTime), ev.Type, projection.Describe(p))
 	return err
 }
 
@@ -53,117 +52,4 @@ func shortTime(ns int64) string {
 		return "-"
 	}
 	return time.Unix(0, ns).UTC().Format(time.RFC3339)
-}
-
-// describe summarises a payload in one line.
-func describe(p schema.Payload) string {
-	switch p := p.(type) {
-	case *schema.SessionCreated:
-		return "cwd=" + p.Cwd
-	case *schema.MessageAppended:
-		m := p.Message
-		meta := ""
-		if m.IsMeta {
-			meta = " meta"
-		}
-		return fmt.Sprintf("%s%s %q", m.Role, meta, clip(firstText(m), 60))
-	case *schema.TranscriptRecord:
-		var rec struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(p.Record, &rec) != nil || rec.Type == "" {
-			return "record"
-		}
-		return "record type=" + rec.Type
-	case *schema.CompactBoundary:
-		return fmt.Sprintf("compaction boundary, %d messages before it", p.PreMessages)
-	case *schema.SaveAttempted:
-		to := p.To
-		if to == "" {
-			to = "(end, reason " + string(p.Reason) + ")"
-		}
-		if p.Error != "" {
-			return fmt.Sprintf("%s -> %s save failed: %s", p.From, to, p.Error)
-		}
-		return fmt.Sprintf("%s -> %s saved=%d", p.From, to, p.Saved)
-	case *schema.SessionEndHookStarted:
-		return fmt.Sprintf("session=%s reason=%s hooks=%s", p.Session, p.Reason, hookList(p.Hooks))
-	case *schema.SessionEndHookRan:
-		return fmt.Sprintf("session=%s reason=%s %s", p.Session, p.Reason, outcomes(p.Outcomes, p.Interrupted))
-	case *schema.SessionLoaded:
-		return fmt.Sprintf("session=%s source=%s messages=%d", p.Session, p.Source, p.Messages)
-	case *schema.SessionStartHookStarted:
-		return fmt.Sprintf("session=%s source=%s hooks=%s", p.Session, p.Source, hookList(p.Hooks))
-	case *schema.SessionStartHookRan:
-		return fmt.Sprintf("session=%s source=%s %s context=%q", p.Session, p.Source, outcomes(p.Outcomes, p.Interrupted), clip(p.Context, 40))
-	case *schema.ContextInjected:
-		if p.MessageUUID == "" {
-			return "session=" + p.Session + " none"
-		}
-		return "session=" + p.Session + " message=" + p.MessageUUID
-	case *schema.SessionCompacted:
-		return "session=" + p.Session + " summary=" + p.SummaryUUID
-	case *schema.SessionClosed:
-		return "session=" + p.Session + " closed"
-	case *schema.StopHookStarted:
-		if p.Capped {
-			return "session=" + p.Session + " capped"
-		}
-		return fmt.Sprintf("session=%s active=%v hooks=%s", p.Session, p.Active, hookList(p.Hooks))
-	case *schema.StopHookRan:
-		if p.Capped != "" {
-			return fmt.Sprintf("session=%s capped: %s", p.Session, p.Capped)
-		}
-		return fmt.Sprintf("session=%s blocked=%v %s", p.Session, p.Blocked, outcomes(p.Outcomes, p.Interrupted))
-	}
-	return ""
-}
-
-// hookList joins hook names, or says there are none.
-func hookList(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ",")
-}
-
-// outcomes lists hook outcomes as name:status, in brackets.
-func outcomes(list []schema.HookOutcome, interrupted bool) string {
-	parts := make([]string, len(list))
-	for i, o := range list {
-		parts[i] = o.Name + ":" + o.Status
-		if o.Summary != "" {
-			parts[i] += fmt.Sprintf(" summary=%q", clip(o.Summary, 40))
-		}
-		if len(o.Cleanup) > 0 {
-			parts[i] += fmt.Sprintf(" cleanup=%q", strings.Join(o.Cleanup, "; "))
-		}
-		if o.Decision == "block" {
-			parts[i] += fmt.Sprintf(" block=%q", clip(o.Reason, 40))
-		}
-	}
-	s := "[" + strings.Join(parts, " ") + "]"
-	if interrupted {
-		s += " interrupted"
-	}
-	return s
-}
-
-// firstText returns the text of m's first text block.
-func firstText(m schema.Message) string {
-	for _, b := range m.Content {
-		if b.Type == "text" {
-			return b.Text
-		}
-	}
-	return ""
-}
-
-// clip shortens s to n characters on one line.
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", "⏎")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }
