@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -30,8 +31,12 @@ type violationJSON struct {
 	Detail string `json:"detail"`
 }
 
+// auditOptions are the options of audit: none of its own.
+type auditOptions struct{}
+
 // newAuditCmd returns the audit command: check the whole log.
 func newAuditCmd(a *app) *cobra.Command {
+	var o auditOptions
 	return &cobra.Command{
 		Use:   "audit",
 		Short: "Check that the log is consistent and every restore followed the rules",
@@ -48,27 +53,33 @@ timed out, interrupted). It exits with 1 when it finds any violation.`,
 		Example: `  reprise audit
   reprise audit --json | jq '.violations[] | .kind'`,
 		Args: positional(),
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer closeEngine(e, &err)
-			rep, err := reprise.Audit(cmd.Context(), e.Store())
-			if err != nil {
-				return fmt.Errorf("audit: %w", err)
-			}
-			if a.json {
-				err = printJSON(cmd.OutOrStdout(), newAuditJSON(rep))
-			} else {
-				printAudit(cmd.OutOrStdout(), rep)
-			}
-			if err == nil && len(rep.Violations) > 0 {
-				err = fmt.Errorf("audit found %d violation(s)", len(rep.Violations))
-			}
-			return err
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAudit(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+}
+
+// runAudit checks the whole log and prints what it found; it fails when it
+// finds a violation.
+func runAudit(ctx context.Context, a *app, _ auditOptions, stdout, stderr io.Writer) (err error) {
+	e, err := a.openReadOnly(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	rep, err := reprise.Audit(ctx, e.Store())
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	if a.json {
+		err = printJSON(stdout, newAuditJSON(rep))
+	} else {
+		printAudit(stdout, rep)
+	}
+	if err == nil && len(rep.Violations) > 0 {
+		err = fmt.Errorf("audit found %d violation(s)", len(rep.Violations))
+	}
+	return err
 }
 
 // newAuditJSON describes rep for JSON output.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,12 +18,8 @@ import (
 
 // newBenchCmd returns the bench command: reprise measured against the
 // physical floors of its storage.
-func newBenchCmd() *cobra.Command {
-	var (
-		quick, markdown bool
-		cacheDir        string
-		only            []string
-	)
+func newBenchCmd(a *app) *cobra.Command {
+	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure reprise against the physical floors of its storage",
@@ -49,31 +46,44 @@ smaller scale store, in under a minute.`,
   reprise bench --only append,save`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a := &app{store: stringFlag(cmd, "store"), json: boolFlag(cmd, "json")}
-			if a.json && markdown {
-				return usagef("--json and --markdown do not go together")
-			}
-			known := map[string]bool{}
-			for _, b := range bench.Benches() {
-				known[b.Name] = true
-			}
-			for _, name := range only {
-				if !known[name] {
-					return usagef("no bench named %q", name)
-				}
-			}
-			store, err := a.storePath()
-			if err != nil {
-				return err
-			}
-			return runBench(cmd, a, store, bench.Options{CacheDir: cacheDir, Quick: quick, Only: only}, markdown)
+			return runBench(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().BoolVar(&quick, "quick", false, "fewer rounds and a smaller scale store, to finish in under a minute")
-	cmd.Flags().BoolVar(&markdown, "markdown", false, "print the table in Markdown")
-	cmd.Flags().StringVar(&cacheDir, "cache-dir", bench.DefaultCacheDir(), "`DIR` that keeps the large stores of target 7 between runs")
-	cmd.Flags().StringSliceVar(&only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, rebuild, restore-func, restore-command, scale)")
+	cmd.Flags().BoolVar(&o.quick, "quick", false, "fewer rounds and a smaller scale store, to finish in under a minute")
+	cmd.Flags().BoolVar(&o.markdown, "markdown", false, "print the table in Markdown")
+	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", bench.DefaultCacheDir(), "`DIR` that keeps the large stores of target 7 between runs")
+	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, rebuild, restore-func, restore-command, scale)")
 	return cmd
+}
+
+// benchOptions are the options of bench.
+type benchOptions struct {
+	quick    bool     // --quick
+	markdown bool     // --markdown
+	cacheDir string   // --cache-dir
+	only     []string // --only, nil for every bench
+}
+
+// runBench checks o, then runs the benches next to the store and prints
+// their results.
+func runBench(ctx context.Context, a *app, o benchOptions, stdout, stderr io.Writer) error {
+	if a.json && o.markdown {
+		return usagef("--json and --markdown do not go together")
+	}
+	known := map[string]bool{}
+	for _, b := range bench.Benches() {
+		known[b.Name] = true
+	}
+	for _, name := range o.only {
+		if !known[name] {
+			return usagef("no bench named %q", name)
+		}
+	}
+	store, err := a.storePath()
+	if err != nil {
+		return err
+	}
+	return benchNextTo(ctx, a, store, bench.Options{CacheDir: o.cacheDir, Quick: o.quick, Only: o.only}, o.markdown, stdout, stderr)
 }
 
 // benchReport is what bench --json prints.
@@ -86,9 +96,9 @@ type benchReport struct {
 	Results []bench.Result `json:"results"`
 }
 
-// runBench runs the benches in a temporary directory on the disk of store
-// and prints their results.
-func runBench(cmd *cobra.Command, a *app, store string, opts bench.Options, markdown bool) error {
+// benchNextTo runs the benches in a temporary directory on the disk of
+// store and prints their results.
+func benchNextTo(ctx context.Context, a *app, store string, opts bench.Options, markdown bool, stdout, stderr io.Writer) error {
 	parent, err := existingDir(filepath.Dir(store))
 	if err != nil {
 		return err
@@ -100,12 +110,11 @@ func runBench(cmd *cobra.Command, a *app, store string, opts bench.Options, mark
 	defer os.RemoveAll(dir)
 	opts.Dir = dir
 
-	bar := newBenchBar(cmd.ErrOrStderr())
+	bar := newBenchBar(stderr)
 	if bar != nil {
 		opts.Progress = bar.update
 	}
 	start := time.Now()
-	ctx := cmd.Context()
 	results, err := bench.Run(ctx, opts)
 	if bar != nil {
 		bar.finish()
@@ -115,11 +124,10 @@ func runBench(cmd *cobra.Command, a *app, store string, opts bench.Options, mark
 	}
 	report := benchReport{Quick: opts.Quick, Dir: parent, Rounds: bench.Rounds(opts.Quick),
 		Seconds: time.Since(start).Seconds(), Pass: bench.Passed(results), Results: results}
-	w := cmd.OutOrStdout()
 	if a.json {
-		err = printJSON(w, report)
+		err = printJSON(stdout, report)
 	} else {
-		err = printBench(w, report, markdown)
+		err = printBench(stdout, report, markdown)
 	}
 	if err != nil {
 		return err
@@ -165,22 +173,6 @@ func existingDir(dir string) (string, error) {
 		}
 		dir = parent
 	}
-}
-
-// stringFlag returns the value of the string flag name, "" when the
-// command has no such flag.
-func stringFlag(cmd *cobra.Command, name string) string {
-	if f := cmd.Flags().Lookup(name); f != nil {
-		return f.Value.String()
-	}
-	return ""
-}
-
-// boolFlag returns the value of the boolean flag name, false when the
-// command has no such flag.
-func boolFlag(cmd *cobra.Command, name string) bool {
-	f := cmd.Flags().Lookup(name)
-	return f != nil && f.Value.String() == "true"
 }
 
 // benchBar draws how far a bench run got, on one line of a terminal.

@@ -18,6 +18,7 @@ import (
 
 // newDemoCmd returns the demo command: restores on a scratch store.
 func newDemoCmd(a *app) *cobra.Command {
+	var o demoOptions
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Run a startup and a runtime restore on a scratch store and show the log",
@@ -31,25 +32,34 @@ it ignores $REPRISE_STORE and the default store.`,
   reprise demo --store /tmp/demo.db && reprise --store /tmp/demo.db audit`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.json {
-				return usagef("demo has no JSON output")
-			}
-			store := a.store
-			if store == "" {
-				dir, err := os.MkdirTemp("", "reprise-demo-")
-				if err != nil {
-					return err
-				}
-				defer os.RemoveAll(dir)
-				store = filepath.Join(dir, "demo.db")
-			}
-			return runDemo(cmd.Context(), cmd.OutOrStdout(), store)
+			return runDemo(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 }
 
-// runDemo runs the demo on the store at path, writing its story to w.
-func runDemo(ctx context.Context, w io.Writer, path string) error {
+// demoOptions are the options of demo: none of its own.
+type demoOptions struct{}
+
+// runDemo runs the demo on --store, or on a temporary bbolt file that it
+// removes afterwards.
+func runDemo(ctx context.Context, a *app, _ demoOptions, stdout, _ io.Writer) error {
+	if a.json {
+		return usagef("demo has no JSON output")
+	}
+	store := a.store
+	if store == "" {
+		dir, err := os.MkdirTemp("", "reprise-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		store = filepath.Join(dir, "demo.db")
+	}
+	return demo(ctx, stdout, store)
+}
+
+// demo runs the demo on the store at path, writing its story to w.
+func demo(ctx context.Context, w io.Writer, path string) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}

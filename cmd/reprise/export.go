@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +13,15 @@ import (
 	"github.com/reprise-dev/reprise"
 )
 
+// exportOptions are the options of export.
+type exportOptions struct {
+	session string // SESSION
+	output  string // -o, "" for standard output
+}
+
 // newExportCmd returns the export command: a session as a Claude Code transcript.
 func newExportCmd(a *app) *cobra.Command {
-	var out string
+	var o exportOptions
 	cmd := &cobra.Command{
 		Use:   "export SESSION [-o FILE]",
 		Short: "Write a session as a Claude Code transcript",
@@ -30,37 +37,44 @@ its permissions, a new one is readable by its owner only. With -o and
 		Example: `  reprise export "$id" > transcript.jsonl
   reprise export "$id" -o ~/.claude/projects/-src-app/"$id".jsonl`,
 		Args: positional("SESSION"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			id := args[0]
-			if err := validID("session", id); err != nil {
-				return err
-			}
-			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer closeEngine(e, &err)
-			if out == "" {
-				return e.Export(cmd.Context(), id, cmd.OutOrStdout())
-			}
-			n, err := exportFile(cmd, e, id, out)
-			if err != nil || !a.json {
-				return err
-			}
-			return printJSON(cmd.OutOrStdout(), struct {
-				Session string `json:"session"`
-				File    string `json:"file"`
-				Bytes   int64  `json:"bytes"`
-			}{id, out, n})
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.session = args[0]
+			return runExport(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write to `FILE`, atomically, instead of standard output")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to `FILE`, atomically, instead of standard output")
 	return cmd
+}
+
+// runExport writes o.session as a Claude Code transcript to stdout, or to
+// the file o.output.
+func runExport(ctx context.Context, a *app, o exportOptions, stdout, stderr io.Writer) (err error) {
+	id := o.session
+	if err := validID("session", id); err != nil {
+		return err
+	}
+	e, err := a.openReadOnly(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	if o.output == "" {
+		return e.Export(ctx, id, stdout)
+	}
+	n, err := exportFile(ctx, e, id, o.output)
+	if err != nil || !a.json {
+		return err
+	}
+	return printJSON(stdout, struct {
+		Session string `json:"session"`
+		File    string `json:"file"`
+		Bytes   int64  `json:"bytes"`
+	}{id, o.output, n})
 }
 
 // exportFile writes session id's transcript to a temporary file next to
 // path, then renames it to path. It returns the bytes written.
-func exportFile(cmd *cobra.Command, e *reprise.Engine, id, path string) (n int64, err error) {
+func exportFile(ctx context.Context, e *reprise.Engine, id, path string) (n int64, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return 0, err
@@ -72,7 +86,7 @@ func exportFile(cmd *cobra.Command, e *reprise.Engine, id, path string) (n int64
 		}
 	}()
 	w := &countingWriter{w: tmp}
-	if err := e.Export(cmd.Context(), id, w); err != nil {
+	if err := e.Export(ctx, id, w); err != nil {
 		return 0, err
 	}
 	if st, err := os.Stat(path); err == nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -33,10 +34,17 @@ type hookJSON struct {
 	PluginRoot string  `json:"plugin_root,omitempty"`
 }
 
+// hooksOptions are the options of hooks.
+type hooksOptions struct {
+	hooks   hookOptions
+	event   string // --event, "" for both
+	value   string // --source: the SessionStart source or SessionEnd reason
+	session string // --session, "" for none
+}
+
 // newHooksCmd returns the hooks command: which hooks a restore would run.
 func newHooksCmd(a *app) *cobra.Command {
-	var hf hookFlags
-	var event, value, session string
+	var o hooksOptions
 	cmd := &cobra.Command{
 		Use:   "hooks [--event SessionStart|SessionEnd] [--source S] [--session ID]",
 		Short: "Show which hooks a restore would run, in order, and where each comes from",
@@ -56,64 +64,69 @@ directory; only then is the store read, read-only.
   reprise hooks --event SessionStart --source startup --session "$id"
   reprise hooks --settings ./hooks.json --no-default-settings --json`,
 		Args: positional(),
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			events := []hookexec.Event{hookexec.SessionStart, hookexec.SessionEnd}
-			switch hookexec.Event(event) {
-			case "":
-			case hookexec.SessionStart, hookexec.SessionEnd:
-				events = []hookexec.Event{hookexec.Event(event)}
-			default:
-				return usagef("--event must be SessionStart or SessionEnd, not %q", event)
-			}
-			if value == "" {
-				return usagef("--source must not be empty")
-			}
-			// Without --session no store is needed: the hooks come from
-			// files, and an Engine over an empty log matches them.
-			var e *reprise.Engine
-			if session == "" {
-				e = reprise.New(eventlog.NewMemoryStore(), reprise.Options{Logger: warnLogger(cmd.ErrOrStderr())})
-			} else {
-				if err := validID("--session", session); err != nil {
-					return err
-				}
-				if e, err = a.openReadOnly(cmd.Context(), cmd.ErrOrStderr()); err != nil {
-					return err
-				}
-			}
-			defer closeEngine(e, &err)
-			dir, found, err := projectDir(cmd.Context(), e, session)
-			if err != nil {
-				return err
-			}
-			if session != "" && !found {
-				return fmt.Errorf("%w: %s", reprise.ErrSessionNotFound, session)
-			}
-			hf.load(e, dir, cmd.ErrOrStderr())
-			var out []hookEventJSON
-			for _, ev := range events {
-				x := hookEventJSON{Event: string(ev), Hooks: []hookJSON{}}
-				if ev == hookexec.SessionStart {
-					x.Source = value
-				} else {
-					x.Reason = value
-				}
-				for _, h := range e.HooksFor(cmd.Context(), ev, value, session) {
-					x.Hooks = append(x.Hooks, newHookJSON(h))
-				}
-				out = append(out, x)
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), out)
-			}
-			return printHooks(cmd.OutOrStdout(), out)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runHooks(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&event, "event", "", "list only `EVENT`: SessionStart or SessionEnd")
-	cmd.Flags().StringVar(&value, "source", string(reprise.SourceResume), "the SessionStart `SOURCE` or SessionEnd reason to match")
-	cmd.Flags().StringVar(&session, "session", "", "the session `ID` whose project settings apply")
-	hf.register(cmd)
+	cmd.Flags().StringVar(&o.event, "event", "", "list only `EVENT`: SessionStart or SessionEnd")
+	cmd.Flags().StringVar(&o.value, "source", string(reprise.SourceResume), "the SessionStart `SOURCE` or SessionEnd reason to match")
+	cmd.Flags().StringVar(&o.session, "session", "", "the session `ID` whose project settings apply")
+	o.hooks.register(cmd)
 	return cmd
+}
+
+// runHooks lists, for each event, the hooks a restore would run.
+func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Writer) (err error) {
+	events := []hookexec.Event{hookexec.SessionStart, hookexec.SessionEnd}
+	switch hookexec.Event(o.event) {
+	case "":
+	case hookexec.SessionStart, hookexec.SessionEnd:
+		events = []hookexec.Event{hookexec.Event(o.event)}
+	default:
+		return usagef("--event must be SessionStart or SessionEnd, not %q", o.event)
+	}
+	if o.value == "" {
+		return usagef("--source must not be empty")
+	}
+	// Without --session no store is needed: the hooks come from
+	// files, and an Engine over an empty log matches them.
+	var e *reprise.Engine
+	if o.session == "" {
+		e = reprise.New(eventlog.NewMemoryStore(), reprise.Options{Logger: warnLogger(stderr)})
+	} else {
+		if err := validID("--session", o.session); err != nil {
+			return err
+		}
+		if e, err = a.openReadOnly(ctx, stderr); err != nil {
+			return err
+		}
+	}
+	defer closeEngine(e, &err)
+	dir, found, err := projectDir(ctx, e, o.session)
+	if err != nil {
+		return err
+	}
+	if o.session != "" && !found {
+		return fmt.Errorf("%w: %s", reprise.ErrSessionNotFound, o.session)
+	}
+	o.hooks.load(e, dir, stderr)
+	var out []hookEventJSON
+	for _, ev := range events {
+		x := hookEventJSON{Event: string(ev), Hooks: []hookJSON{}}
+		if ev == hookexec.SessionStart {
+			x.Source = o.value
+		} else {
+			x.Reason = o.value
+		}
+		for _, h := range e.HooksFor(ctx, ev, o.value, o.session) {
+			x.Hooks = append(x.Hooks, newHookJSON(h))
+		}
+		out = append(out, x)
+	}
+	if a.json {
+		return printJSON(stdout, out)
+	}
+	return printHooks(stdout, out)
 }
 
 // newHookJSON describes h for JSON output, with its effective timeout.

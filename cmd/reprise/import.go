@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -28,10 +29,18 @@ type skippedJSON struct {
 	Error string `json:"error"`
 }
 
+// importOptions are the options of import.
+type importOptions struct {
+	file   string // FILE, "-" for standard input
+	id     string // --id, "" for a new UUID
+	idSet  bool   // --id was given, even empty
+	cwd    string // --cwd, "" for the transcript's
+	strict bool   // --strict
+}
+
 // newImportCmd returns the import command: a Claude Code transcript into a new session.
 func newImportCmd(a *app) *cobra.Command {
-	var id, cwd string
-	var strict bool
+	var o importOptions
 	cmd := &cobra.Command{
 		Use:   "import FILE.jsonl [--id ID] [--cwd DIR] [--strict]",
 		Short: "Import a Claude Code transcript into a new session",
@@ -53,64 +62,71 @@ directory (default the cwd of the transcript's first record that has one).`,
   reprise import --id refund-bug --cwd ~/src/payments transcript.jsonl
   gunzip -c old.jsonl.gz | reprise import --json - | jq -r .session`,
 		Args: positional("FILE"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			if cmd.Flags().Changed("id") {
-				if err := validID("--id", id); err != nil {
-					return err
-				}
-			}
-			if cwd != "" {
-				if cwd, err = filepath.Abs(cwd); err != nil {
-					return fmt.Errorf("--cwd: %w", err)
-				}
-			}
-			name := args[0]
-			in, size, closeIn, err := openInput(cmd.InOrStdin(), name)
-			if err != nil {
-				return err
-			}
-			defer closeIn()
-			e, err := a.openWritable(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer closeEngine(e, &err)
-			opts := reprise.ImportOptions{ID: id, Cwd: cwd, Strict: strict}
-			bar := newProgress(cmd.ErrOrStderr(), "importing "+name, size)
-			if bar != nil {
-				opts.Progress = bar.update
-			}
-			rep, err := e.Import(cmd.Context(), in, opts)
-			if bar != nil {
-				bar.finish()
-			}
-			stderr := cmd.ErrOrStderr()
-			for _, s := range rep.Skipped {
-				warn(stderr, "%s: line %d skipped: %s", name, s.Line, s.Err)
-			}
-			if len(rep.Skipped) >= maxSkippedListed {
-				warn(stderr, "%s: only the first %d skipped lines are listed", name, maxSkippedListed)
-			}
-			if err != nil {
-				return err
-			}
-			if a.json {
-				out := importJSON{Session: rep.Session, Messages: rep.Messages, Records: rep.Records,
-					Skipped: make([]skippedJSON, len(rep.Skipped)), Bytes: rep.Bytes}
-				for i, s := range rep.Skipped {
-					out.Skipped[i] = skippedJSON{Line: s.Line, Error: s.Err}
-				}
-				return printJSON(cmd.OutOrStdout(), out)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %d message(s), %d other record(s), %d skipped line(s), %d bytes\n",
-				rep.Session, rep.Messages, rep.Records, len(rep.Skipped), rep.Bytes)
-			return err
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.file, o.idSet = args[0], cmd.Flags().Changed("id")
+			return runImport(cmd.Context(), a, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "the new session's `ID` (default a new UUID)")
-	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's working `DIR` (default the transcript's)")
-	cmd.Flags().BoolVar(&strict, "strict", false, "fail on a line that is not a JSON object instead of skipping it")
+	cmd.Flags().StringVar(&o.id, "id", "", "the new session's `ID` (default a new UUID)")
+	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working `DIR` (default the transcript's)")
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "fail on a line that is not a JSON object instead of skipping it")
 	return cmd
+}
+
+// runImport reads the transcript o.file into a new session and prints
+// what it imported; skipped lines are warned about on stderr.
+func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	if o.idSet {
+		if err := validID("--id", o.id); err != nil {
+			return err
+		}
+	}
+	cwd := o.cwd
+	if cwd != "" {
+		if cwd, err = filepath.Abs(cwd); err != nil {
+			return fmt.Errorf("--cwd: %w", err)
+		}
+	}
+	name := o.file
+	in, size, closeIn, err := openInput(stdin, name)
+	if err != nil {
+		return err
+	}
+	defer closeIn()
+	e, err := a.openWritable(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	opts := reprise.ImportOptions{ID: o.id, Cwd: cwd, Strict: o.strict}
+	bar := newProgress(stderr, "importing "+name, size)
+	if bar != nil {
+		opts.Progress = bar.update
+	}
+	rep, err := e.Import(ctx, in, opts)
+	if bar != nil {
+		bar.finish()
+	}
+	for _, s := range rep.Skipped {
+		warn(stderr, "%s: line %d skipped: %s", name, s.Line, s.Err)
+	}
+	if len(rep.Skipped) >= maxSkippedListed {
+		warn(stderr, "%s: only the first %d skipped lines are listed", name, maxSkippedListed)
+	}
+	if err != nil {
+		return err
+	}
+	if a.json {
+		out := importJSON{Session: rep.Session, Messages: rep.Messages, Records: rep.Records,
+			Skipped: make([]skippedJSON, len(rep.Skipped)), Bytes: rep.Bytes}
+		for i, s := range rep.Skipped {
+			out.Skipped[i] = skippedJSON{Line: s.Line, Error: s.Err}
+		}
+		return printJSON(stdout, out)
+	}
+	_, err = fmt.Fprintf(stdout, "%s: %d message(s), %d other record(s), %d skipped line(s), %d bytes\n",
+		rep.Session, rep.Messages, rep.Records, len(rep.Skipped), rep.Bytes)
+	return err
 }
 
 // openInput opens the file an import reads, "-" for stdin, and returns its

@@ -19,15 +19,14 @@ type agentStep func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore
 // directory dir (when empty, the directory of session projectOf, or of the
 // agent's current session when that is empty too), gets the agent and runs
 // step on it.
-func (a *app) runAgent(cmd *cobra.Command, f *restoreFlags, projectOf, dir string, step agentStep) (r *reprise.Restore, err error) {
+func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir string, step agentStep, stderr io.Writer) (r *reprise.Restore, err error) {
 	if f.agent == "" {
 		return nil, usagef("missing --agent")
 	}
 	if err := validID("--agent", f.agent); err != nil {
 		return nil, err
 	}
-	ctx := cmd.Context()
-	e, err := a.openWritable(cmd.Context(), cmd.ErrOrStderr())
+	e, err := a.openWritable(ctx, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +41,7 @@ func (a *app) runAgent(cmd *cobra.Command, f *restoreFlags, projectOf, dir strin
 			return nil, err
 		}
 	}
-	f.hooks.load(e, dir, cmd.ErrOrStderr())
+	f.hooks.load(e, dir, stderr)
 	agent, err := e.Agent(ctx, f.agent)
 	if err != nil {
 		return nil, err
@@ -69,8 +68,13 @@ func (a *app) report(w io.Writer, agent string, r *reprise.Restore) error {
 	return nil
 }
 
+// clearOptions are the options of clear.
+type clearOptions struct {
+	restoreOptions
+}
+
 func newClearCmd(a *app) *cobra.Command {
-	var f restoreFlags
+	var o clearOptions
 	cmd := &cobra.Command{
 		Use:   "clear --agent NAME",
 		Short: "End the agent's session and start a fresh one, as /clear does",
@@ -82,21 +86,32 @@ directory current and runs its SessionStart hooks with source "clear".
 		Example: `  reprise clear --agent ide`,
 		Args:    positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := a.runAgent(cmd, &f, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
-				return agent.Clear(ctx)
-			})
-			if err != nil {
-				return err
-			}
-			return a.report(cmd.OutOrStdout(), f.agent, r)
+			return runClear(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd)
+	o.register(cmd)
 	return cmd
 }
 
+// runClear ends the agent's session and starts a fresh one.
+func runClear(ctx context.Context, a *app, o clearOptions, stdout, stderr io.Writer) error {
+	r, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		return agent.Clear(ctx)
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	return a.report(stdout, o.agent, r)
+}
+
+// compactOptions are the options of compact.
+type compactOptions struct {
+	restoreOptions
+	summary string // SUMMARY, "-" for standard input
+}
+
 func newCompactCmd(a *app) *cobra.Command {
-	var f restoreFlags
+	var o compactOptions
 	cmd := &cobra.Command{
 		Use:   "compact --agent NAME SUMMARY",
 		Short: "Replace the agent's conversation so far by a summary",
@@ -111,30 +126,42 @@ injected after the summary. SUMMARY "-" reads it from standard input.
 		Example: `  reprise compact --agent ide "We fixed the refund race; the ledger now locks."`,
 		Args:    positional("SUMMARY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			summary := args[0]
-			if summary == "-" {
-				data, err := io.ReadAll(cmd.InOrStdin())
-				if err != nil {
-					return fmt.Errorf("read summary: %w", err)
-				}
-				summary = strings.TrimSpace(string(data))
-			}
-			r, err := a.runAgent(cmd, &f, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
-				return agent.Compact(ctx, summary)
-			})
-			if err != nil {
-				return err
-			}
-			return a.report(cmd.OutOrStdout(), f.agent, r)
+			o.summary = args[0]
+			return runCompact(cmd.Context(), a, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd)
+	o.register(cmd)
 	return cmd
 }
 
+// runCompact replaces the agent's conversation so far by o.summary.
+func runCompact(ctx context.Context, a *app, o compactOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	summary := o.summary
+	if summary == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return fmt.Errorf("read summary: %w", err)
+		}
+		summary = strings.TrimSpace(string(data))
+	}
+	r, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		return agent.Compact(ctx, summary)
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	return a.report(stdout, o.agent, r)
+}
+
+// forkOptions are the options of fork.
+type forkOptions struct {
+	restoreOptions
+	session string // SESSION, the one copied
+	at      string // --at, "" for its last message
+}
+
 func newForkCmd(a *app) *cobra.Command {
-	var f restoreFlags
-	var at string
+	var o forkOptions
 	cmd := &cobra.Command{
 		Use:   "fork --agent NAME SESSION [--at MESSAGE]",
 		Short: "Start a new session as a copy of another one and make it current",
@@ -149,27 +176,38 @@ resume: saved, and ended with reason "resume".
   reprise fork --agent ide "$id" --at 3ac9ad09-50c8-4441-a851-0230a890fe81`,
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validID("session", args[0]); err != nil {
-				return err
-			}
-			r, err := a.runAgent(cmd, &f, args[0], "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
-				return agent.Fork(ctx, args[0], at)
-			})
-			if err != nil {
-				return err
-			}
-			return a.report(cmd.OutOrStdout(), f.agent, r)
+			o.session = args[0]
+			return runFork(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd)
-	cmd.Flags().StringVar(&at, "at", "", "the uuid of the last `MESSAGE` to copy (default the last one)")
+	o.register(cmd)
+	cmd.Flags().StringVar(&o.at, "at", "", "the uuid of the last `MESSAGE` to copy (default the last one)")
 	return cmd
 }
 
+// runFork makes a copy of o.session the agent's current session.
+func runFork(ctx context.Context, a *app, o forkOptions, stdout, stderr io.Writer) error {
+	if err := validID("session", o.session); err != nil {
+		return err
+	}
+	r, err := a.runAgent(ctx, o.restoreOptions, o.session, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		return agent.Fork(ctx, o.session, o.at)
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	return a.report(stdout, o.agent, r)
+}
+
+// endOptions are the options of end.
+type endOptions struct {
+	restoreOptions
+	reason string // --reason
+	end    reprise.EndOptions
+}
+
 func newEndCmd(a *app) *cobra.Command {
-	var f restoreFlags
-	var reason string
-	var opts reprise.EndOptions
+	var o endOptions
 	cmd := &cobra.Command{
 		Use:   "end --agent NAME --reason REASON",
 		Short: "End the agent's current session",
@@ -184,27 +222,37 @@ is recorded with their outcomes.
   reprise end --agent ide --reason error --error "model overloaded"`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if reason == "" {
-				return usagef("missing --reason")
-			}
-			r, err := a.runAgent(cmd, &f, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
-				return agent.End(ctx, reprise.Reason(reason), opts)
-			})
-			if err != nil {
-				return err
-			}
-			return a.report(cmd.OutOrStdout(), f.agent, r)
+			return runEnd(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd)
-	cmd.Flags().StringVar(&reason, "reason", "", "why the session ends (`REASON`)")
-	cmd.Flags().StringVar(&opts.FinalMessage, "final-message", "", "the agent's last `MESSAGE`, for function hooks")
-	cmd.Flags().StringVar(&opts.Error, "error", "", "the `ERROR` that ended the session, for function hooks")
+	o.register(cmd)
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why the session ends (`REASON`)")
+	cmd.Flags().StringVar(&o.end.FinalMessage, "final-message", "", "the agent's last `MESSAGE`, for function hooks")
+	cmd.Flags().StringVar(&o.end.Error, "error", "", "the `ERROR` that ended the session, for function hooks")
 	return cmd
 }
 
+// runEnd ends the agent's current session with o.reason.
+func runEnd(ctx context.Context, a *app, o endOptions, stdout, stderr io.Writer) error {
+	if o.reason == "" {
+		return usagef("missing --reason")
+	}
+	r, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		return agent.End(ctx, reprise.Reason(o.reason), o.end)
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	return a.report(stdout, o.agent, r)
+}
+
+// stopOptions are the options of stop.
+type stopOptions struct {
+	restoreOptions
+}
+
 func newStopCmd(a *app) *cobra.Command {
-	var f restoreFlags
+	var o stopOptions
 	cmd := &cobra.Command{
 		Use:   "stop --agent NAME",
 		Short: "Run the Stop hooks at the end of the agent's turn",
@@ -219,36 +267,41 @@ not asked and the stop is recorded as capped. Exit code 0 either way.
 		Example: `  reprise stop --agent ide`,
 		Args:    positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var res *reprise.StopResult
-			_, err := a.runAgent(cmd, &f, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
-				var err error
-				res, err = agent.Stop(ctx)
-				return nil, err
-			})
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if a.json {
-				return printJSON(w, struct {
-					Blocked bool          `json:"blocked"`
-					Capped  bool          `json:"capped"`
-					Reason  string        `json:"reason,omitempty"`
-					Hooks   []outcomeJSON `json:"hooks"`
-				}{res.Blocked, res.Capped, res.Reason, newOutcomesJSON(res.Outcomes)})
-			}
-			switch {
-			case res.Capped:
-				fmt.Fprintf(w, "hooks not asked: %s\n", res.Reason)
-			case res.Blocked:
-				fmt.Fprintf(w, "blocked: %s\n", res.Reason)
-			default:
-				fmt.Fprintln(w, "the agent may stop")
-			}
-			printOutcomes(w, res.Outcomes, false)
-			return nil
+			return runStop(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd)
+	o.register(cmd)
 	return cmd
+}
+
+// runStop runs the Stop hooks of the agent's current session and prints
+// whether they let it stop.
+func runStop(ctx context.Context, a *app, o stopOptions, stdout, stderr io.Writer) error {
+	var res *reprise.StopResult
+	_, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		var err error
+		res, err = agent.Stop(ctx)
+		return nil, err
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return printJSON(stdout, struct {
+			Blocked bool          `json:"blocked"`
+			Capped  bool          `json:"capped"`
+			Reason  string        `json:"reason,omitempty"`
+			Hooks   []outcomeJSON `json:"hooks"`
+		}{res.Blocked, res.Capped, res.Reason, newOutcomesJSON(res.Outcomes)})
+	}
+	switch {
+	case res.Capped:
+		fmt.Fprintf(stdout, "hooks not asked: %s\n", res.Reason)
+	case res.Blocked:
+		fmt.Fprintf(stdout, "blocked: %s\n", res.Reason)
+	default:
+		fmt.Fprintln(stdout, "the agent may stop")
+	}
+	printOutcomes(stdout, res.Outcomes, false)
+	return nil
 }

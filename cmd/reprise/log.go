@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -24,9 +26,16 @@ type eventJSON struct {
 	Payload   map[string]any `json:"payload"`
 }
 
+// logOptions are the options of log: one of session and agent.
+type logOptions struct {
+	session   string // SESSION
+	agent     string // --agent
+	bySession bool   // SESSION was given, even empty
+}
+
 // newLogCmd returns the log command: the events of one stream.
 func newLogCmd(a *app) *cobra.Command {
-	var agent string
+	var o logOptions
 	cmd := &cobra.Command{
 		Use:   "log (SESSION | --agent NAME)",
 		Short: "Show the events of a session or of an agent",
@@ -44,51 +53,56 @@ with the keys listed in docs/events.md.`,
 			switch {
 			case len(args) > 1:
 				return usagef("unexpected argument %q", args[1])
-			case len(args) == 1 && agent != "":
+			case len(args) == 1 && o.agent != "":
 				return usagef("give SESSION or --agent, not both")
-			case len(args) == 0 && agent == "":
+			case len(args) == 0 && o.agent == "":
 				return usagef("missing SESSION or --agent")
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			what, stream := "agent", projection.AgentStream(agent)
-			id := agent
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				id = args[0]
-				what, stream = "session", projection.SessionStream(id)
+				o.session, o.bySession = args[0], true
 			}
-			if err := validID(what, id); err != nil {
-				return err
-			}
-			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer closeEngine(e, &err)
-			ctx := cmd.Context()
-			head, err := e.Store().Head(ctx, stream)
-			if err != nil {
-				return err
-			}
-			if head == 0 {
-				return fmt.Errorf("%s %s has no events", what, id)
-			}
-			w := cmd.OutOrStdout()
-			return e.Store().ReadStream(ctx, stream, 1, func(ev eventlog.Event) error {
-				if a.json {
-					line, err := newEventJSON(ev)
-					if err != nil {
-						return err
-					}
-					return printJSON(w, line)
-				}
-				return printLogLine(w, ev)
-			})
+			return runLog(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&agent, "agent", "", "show the restores of agent `NAME` instead of a session")
+	cmd.Flags().StringVar(&o.agent, "agent", "", "show the restores of agent `NAME` instead of a session")
 	return cmd
+}
+
+// runLog prints the events of o.session's stream, or of o.agent's when no
+// session is given.
+func runLog(ctx context.Context, a *app, o logOptions, stdout, stderr io.Writer) (err error) {
+	what, stream, id := "agent", projection.AgentStream(o.agent), o.agent
+	if o.bySession {
+		what, stream, id = "session", projection.SessionStream(o.session), o.session
+	}
+	if err := validID(what, id); err != nil {
+		return err
+	}
+	e, err := a.openReadOnly(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	head, err := e.Store().Head(ctx, stream)
+	if err != nil {
+		return err
+	}
+	if head == 0 {
+		return fmt.Errorf("%s %s has no events", what, id)
+	}
+	return e.Store().ReadStream(ctx, stream, 1, func(ev eventlog.Event) error {
+		if a.json {
+			line, err := newEventJSON(ev)
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout, line)
+		}
+		return printLogLine(stdout, ev)
+	})
 }
 
 // newEventJSON describes ev, its payload decoded into a map with the keys

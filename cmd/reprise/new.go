@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -11,10 +12,18 @@ import (
 	"github.com/reprise-dev/reprise"
 )
 
+// newOptions are the options of new.
+type newOptions struct {
+	restoreOptions
+	id       string // --id, "" for a new UUID
+	idSet    bool   // --id was given, even empty
+	cwd      string // --cwd, "" for the current directory
+	agentSet bool   // --agent was given, even empty
+}
+
 // newNewCmd returns the new command: create a session.
 func newNewCmd(a *app) *cobra.Command {
-	var id, cwd string
-	var f restoreFlags
+	var o newOptions
 	cmd := &cobra.Command{
 		Use:   "new [--id ID] [--cwd DIR]",
 		Short: "Create a session and print its id",
@@ -36,53 +45,62 @@ the id.
   id=$(reprise new) && reprise append "$id" --role user "hello"
   reprise new --agent ide --cwd ~/src/payments`,
 		Args: positional(),
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			if cmd.Flags().Changed("id") {
-				if err := validID("--id", id); err != nil {
-					return err
-				}
-			}
-			if cwd == "" {
-				if cwd, err = os.Getwd(); err != nil {
-					return fmt.Errorf("current directory: %w", err)
-				}
-			}
-			if cwd, err = filepath.Abs(cwd); err != nil {
-				return fmt.Errorf("--cwd: %w", err)
-			}
-			if f.agent != "" || cmd.Flags().Changed("agent") {
-				r, err := a.runAgent(cmd, &f, "", cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
-					return agent.New(ctx, id, cwd)
-				})
-				if err != nil {
-					return err
-				}
-				if !a.json {
-					fmt.Fprintln(cmd.OutOrStdout(), r.To)
-				}
-				return a.report(cmd.OutOrStdout(), f.agent, r)
-			}
-			e, err := a.openWritable(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer closeEngine(e, &err)
-			id, err := e.CreateSession(cmd.Context(), id, cwd)
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), struct {
-					Session string `json:"session"`
-					Cwd     string `json:"cwd"`
-				}{id, cwd})
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), id)
-			return err
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.idSet = cmd.Flags().Changed("id")
+			o.agentSet = cmd.Flags().Changed("agent")
+			return runNew(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "the session's `ID` (default a new UUID)")
-	cmd.Flags().StringVar(&cwd, "cwd", "", "the session's working `DIR` (default the current directory)")
-	f.register(cmd)
+	cmd.Flags().StringVar(&o.id, "id", "", "the session's `ID` (default a new UUID)")
+	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working `DIR` (default the current directory)")
+	o.register(cmd)
 	return cmd
+}
+
+// runNew creates a session and prints its id; with an agent, it also makes
+// the session the agent's current one and prints what happened.
+func runNew(ctx context.Context, a *app, o newOptions, stdout, stderr io.Writer) (err error) {
+	if o.idSet {
+		if err := validID("--id", o.id); err != nil {
+			return err
+		}
+	}
+	cwd := o.cwd
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return fmt.Errorf("current directory: %w", err)
+		}
+	}
+	if cwd, err = filepath.Abs(cwd); err != nil {
+		return fmt.Errorf("--cwd: %w", err)
+	}
+	if o.agent != "" || o.agentSet {
+		r, err := a.runAgent(ctx, o.restoreOptions, "", cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+			return agent.New(ctx, o.id, cwd)
+		}, stderr)
+		if err != nil {
+			return err
+		}
+		if !a.json {
+			fmt.Fprintln(stdout, r.To)
+		}
+		return a.report(stdout, o.agent, r)
+	}
+	e, err := a.openWritable(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	id, err := e.CreateSession(ctx, o.id, cwd)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return printJSON(stdout, struct {
+			Session string `json:"session"`
+			Cwd     string `json:"cwd"`
+		}{id, cwd})
+	}
+	_, err = fmt.Fprintln(stdout, id)
+	return err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,9 +63,16 @@ func newMessageJSON(m schema.Message) messageJSON {
 	return out
 }
 
+// replayOptions are the options of replay.
+type replayOptions struct {
+	session   string // SESSION
+	format    string // --format
+	formatSet bool   // --format was given
+}
+
 // newReplayCmd returns the replay command: a conversation rebuilt from its events.
 func newReplayCmd(a *app) *cobra.Command {
-	var format string
+	var o replayOptions
 	cmd := &cobra.Command{
 		Use:   "replay SESSION [--format text|json|claude]",
 		Short: "Rebuild a session's conversation from its events",
@@ -80,49 +88,55 @@ from them alone, as any reader of the log would.
   reprise replay "$id" --format json | jq '.messages | length'
   reprise replay "$id" --format claude > transcript.jsonl`,
 		Args: positional("SESSION"),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			id := args[0]
-			if !cmd.Flags().Changed("format") && a.json {
-				format = formatJSON
-			}
-			switch {
-			case format != formatText && format != formatJSON && format != formatClaude:
-				return usagef("--format must be text, json or claude, not %q", format)
-			case format == formatText && a.json:
-				return usagef("--json and --format text disagree")
-			}
-			if err := validID("session", id); err != nil {
-				return err
-			}
-			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer closeEngine(e, &err)
-			w := cmd.OutOrStdout()
-			if format == formatClaude {
-				return e.Export(cmd.Context(), id, w)
-			}
-			conv := projection.NewConversation(id)
-			if err := e.Store().ReadStream(cmd.Context(), projection.SessionStream(id), 1, conv.Apply); err != nil {
-				return err
-			}
-			if conv.Head == 0 {
-				return fmt.Errorf("session %s has no events", id)
-			}
-			if format == formatJSON {
-				out := conversationJSON{Session: id, Cwd: conv.Cwd, Created: formatTime(conv.Created), Messages: make([]messageJSON, len(conv.Messages))}
-				for i, m := range conv.Messages {
-					out.Messages[i] = newMessageJSON(m)
-				}
-				return printJSON(w, out)
-			}
-			printConversation(w, conv)
-			return nil
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.session, o.formatSet = args[0], cmd.Flags().Changed("format")
+			return runReplay(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", formatText, "output `FORMAT`: text, json or claude")
+	cmd.Flags().StringVar(&o.format, "format", formatText, "output `FORMAT`: text, json or claude")
 	return cmd
+}
+
+// runReplay rebuilds o.session's conversation from its events and prints
+// it in o.format.
+func runReplay(ctx context.Context, a *app, o replayOptions, stdout, stderr io.Writer) (err error) {
+	id, format := o.session, o.format
+	if !o.formatSet && a.json {
+		format = formatJSON
+	}
+	switch {
+	case format != formatText && format != formatJSON && format != formatClaude:
+		return usagef("--format must be text, json or claude, not %q", format)
+	case format == formatText && a.json:
+		return usagef("--json and --format text disagree")
+	}
+	if err := validID("session", id); err != nil {
+		return err
+	}
+	e, err := a.openReadOnly(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	if format == formatClaude {
+		return e.Export(ctx, id, stdout)
+	}
+	conv := projection.NewConversation(id)
+	if err := e.Store().ReadStream(ctx, projection.SessionStream(id), 1, conv.Apply); err != nil {
+		return err
+	}
+	if conv.Head == 0 {
+		return fmt.Errorf("session %s has no events", id)
+	}
+	if format == formatJSON {
+		out := conversationJSON{Session: id, Cwd: conv.Cwd, Created: formatTime(conv.Created), Messages: make([]messageJSON, len(conv.Messages))}
+		for i, m := range conv.Messages {
+			out.Messages[i] = newMessageJSON(m)
+		}
+		return printJSON(stdout, out)
+	}
+	printConversation(stdout, conv)
+	return nil
 }
 
 // printConversation writes conv for people: a header per message, then its

@@ -19,16 +19,16 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// hookFlags are the flags that choose where hooks come from, shared by
-// start, resume and hooks.
-type hookFlags struct {
+// hookOptions choose where hooks come from, shared by start, resume, the
+// lifecycle commands and hooks.
+type hookOptions struct {
 	settings  []string // --settings, in order
 	plugins   []string // --plugin-dir, in order
 	noDefault bool     // --no-default-settings
 }
 
-// register adds the flags to cmd.
-func (f *hookFlags) register(cmd *cobra.Command) {
+// register binds f to its flags on cmd.
+func (f *hookOptions) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.settings, "settings", nil,
 		"also load hooks from the Claude Code settings `FILE` (repeatable)")
 	cmd.Flags().StringArrayVar(&f.plugins, "plugin-dir", nil,
@@ -38,7 +38,7 @@ func (f *hookFlags) register(cmd *cobra.Command) {
 }
 
 // hookSourcesHelp describes where hooks come from, for the Long help of the
-// commands that take hookFlags.
+// commands that take hookOptions.
 const hookSourcesHelp = `Hooks come from, in this order: ~/.claude/settings.json, then the
 project's .claude/settings.json and .claude/settings.local.json (the project
 is the working directory of the session the command is about, or the current
@@ -51,7 +51,7 @@ reported too, while missing default files are skipped silently.`
 // load registers in e the hooks of the settings and plugins f names, with
 // projectDir as the project of the default settings. Configuration errors
 // are printed to stderr as warnings.
-func (f *hookFlags) load(e *reprise.Engine, projectDir string, stderr io.Writer) {
+func (f *hookOptions) load(e *reprise.Engine, projectDir string, stderr io.Writer) {
 	var paths []string
 	if !f.noDefault {
 		home, err := os.UserHomeDir()
@@ -100,14 +100,15 @@ func projectDir(ctx context.Context, e *reprise.Engine, id string) (dir string, 
 	return dir, found, nil
 }
 
-// restoreFlags are the flags of start and resume.
-type restoreFlags struct {
-	agent string
-	hooks hookFlags
+// restoreOptions are the options of the commands that act on an agent:
+// start, resume, new --agent and the lifecycle commands.
+type restoreOptions struct {
+	agent string // --agent
+	hooks hookOptions
 }
 
-// register adds --agent and the hook flags to cmd.
-func (f *restoreFlags) register(cmd *cobra.Command) {
+// register binds f to --agent and the hook flags on cmd.
+func (f *restoreOptions) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.agent, "agent", "", "the agent host `NAME` doing the restore (required)")
 	f.hooks.register(cmd)
 }
@@ -118,7 +119,7 @@ type restoreFunc func(a *reprise.Agent, ctx context.Context, id string) (*repris
 // restore opens the store for writing, loads the hooks for session id,
 // gets the agent and runs do on it. It returns the agent's session before
 // the restore and the restore, nil when do did nothing.
-func (a *app) restore(cmd *cobra.Command, f *restoreFlags, id string, do restoreFunc) (from string, r *reprise.Restore, err error) {
+func (a *app) restore(ctx context.Context, f restoreOptions, id string, do restoreFunc, stderr io.Writer) (from string, r *reprise.Restore, err error) {
 	if f.agent == "" {
 		return "", nil, usagef("missing --agent")
 	}
@@ -128,8 +129,7 @@ func (a *app) restore(cmd *cobra.Command, f *restoreFlags, id string, do restore
 	if err := validID("session", id); err != nil {
 		return "", nil, err
 	}
-	ctx := cmd.Context()
-	e, err := a.openWritable(cmd.Context(), cmd.ErrOrStderr())
+	e, err := a.openWritable(ctx, stderr)
 	if err != nil {
 		return "", nil, err
 	}
@@ -138,7 +138,7 @@ func (a *app) restore(cmd *cobra.Command, f *restoreFlags, id string, do restore
 	if err != nil {
 		return "", nil, err
 	}
-	f.hooks.load(e, dir, cmd.ErrOrStderr())
+	f.hooks.load(e, dir, stderr)
 	agent, err := e.Agent(ctx, f.agent)
 	if err != nil {
 		return "", nil, err

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -16,8 +18,12 @@ type sessionJSON struct {
 	LastRestored string `json:"last_restored,omitempty"`
 }
 
+// sessionsOptions are the options of sessions: none of its own.
+type sessionsOptions struct{}
+
 // newSessionsCmd returns the sessions command: list the sessions.
 func newSessionsCmd(a *app) *cobra.Command {
+	var o sessionsOptions
 	return &cobra.Command{
 		Use:   "sessions",
 		Short: "List the sessions of the store",
@@ -27,30 +33,35 @@ it. It reads the whole log, read-only. With --json it prints one JSON array.`,
 		Example: `  reprise sessions
   reprise sessions --json | jq -r '.[] | select(.messages > 0) | .id'`,
 		Args: positional(),
-		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			e, err := a.openReadOnly(cmd.Context(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer closeEngine(e, &err)
-			sessions, err := e.Sessions(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if a.json {
-				out := make([]sessionJSON, len(sessions))
-				for i, s := range sessions {
-					out[i] = sessionJSON{ID: s.ID, Cwd: s.Cwd, Messages: s.Messages,
-						Created: formatTime(s.Created), LastRestored: formatTime(s.LastRestored)}
-				}
-				return printJSON(cmd.OutOrStdout(), out)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tCWD\tMESSAGES\tCREATED\tLAST RESTORED")
-			for _, s := range sessions {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Cwd, s.Messages, shortTime(s.Created), shortTime(s.LastRestored))
-			}
-			return tw.Flush()
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSessions(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+}
+
+// runSessions lists the sessions of the store.
+func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr io.Writer) (err error) {
+	e, err := a.openReadOnly(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	sessions, err := e.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		out := make([]sessionJSON, len(sessions))
+		for i, s := range sessions {
+			out[i] = sessionJSON{ID: s.ID, Cwd: s.Cwd, Messages: s.Messages,
+				Created: formatTime(s.Created), LastRestored: formatTime(s.LastRestored)}
+		}
+		return printJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCWD\tMESSAGES\tCREATED\tLAST RESTORED")
+	for _, s := range sessions {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Cwd, s.Messages, shortTime(s.Created), shortTime(s.LastRestored))
+	}
+	return tw.Flush()
 }

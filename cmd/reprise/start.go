@@ -1,16 +1,24 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
 )
 
+// startOptions are the options of start and resume.
+type startOptions struct {
+	restoreOptions
+	session string // SESSION
+}
+
 // newStartCmd returns the start command: the startup restore.
 func newStartCmd(a *app) *cobra.Command {
-	var f restoreFlags
+	var o startOptions
 	cmd := &cobra.Command{
 		Use:   "start --agent NAME SESSION",
 		Short: "Run the startup restore of a session and print its hook context",
@@ -31,26 +39,32 @@ never stop the restore.
   reprise start --agent ide --json "$id" | jq .session_start.hooks`,
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, r, err := a.restore(cmd, &f, args[0], (*reprise.Agent).Start)
-			if err != nil {
-				return err
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), newRestoreJSON(f.agent, args[0], r))
-			}
-			if r != nil && r.Context != "" {
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), r.Context)
-			}
-			return err
+			o.session = args[0]
+			return runStart(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd)
+	o.register(cmd)
 	return cmd
+}
+
+// runStart runs the startup restore of o.session and prints its context.
+func runStart(ctx context.Context, a *app, o startOptions, stdout, stderr io.Writer) error {
+	_, r, err := a.restore(ctx, o.restoreOptions, o.session, (*reprise.Agent).Start, stderr)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return printJSON(stdout, newRestoreJSON(o.agent, o.session, r))
+	}
+	if r != nil && r.Context != "" {
+		_, err = fmt.Fprintln(stdout, r.Context)
+	}
+	return err
 }
 
 // newResumeCmd returns the resume command: the runtime restore.
 func newResumeCmd(a *app) *cobra.Command {
-	var f restoreFlags
+	var o startOptions
 	cmd := &cobra.Command{
 		Use:   "resume --agent NAME SESSION",
 		Short: "Switch an agent to another session: the runtime restore",
@@ -71,22 +85,27 @@ reprise start first.
   reprise resume --agent ide --json "$other" | jq -r .context`,
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			from, r, err := a.restore(cmd, &f, args[0], (*reprise.Agent).Restore)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			switch {
-			case a.json:
-				return printJSON(w, newRestoreJSON(f.agent, args[0], r))
-			case r == nil:
-				fmt.Fprintf(w, "agent %s is already on session %s; nothing to do\n", f.agent, from)
-			default:
-				printRestore(w, f.agent, r)
-			}
-			return nil
+			o.session = args[0]
+			return runResume(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd)
+	o.register(cmd)
 	return cmd
+}
+
+// runResume runs the runtime restore to o.session and prints what happened.
+func runResume(ctx context.Context, a *app, o startOptions, stdout, stderr io.Writer) error {
+	from, r, err := a.restore(ctx, o.restoreOptions, o.session, (*reprise.Agent).Restore, stderr)
+	if err != nil {
+		return err
+	}
+	switch {
+	case a.json:
+		return printJSON(stdout, newRestoreJSON(o.agent, o.session, r))
+	case r == nil:
+		fmt.Fprintf(stdout, "agent %s is already on session %s; nothing to do\n", o.agent, from)
+	default:
+		printRestore(stdout, o.agent, r)
+	}
+	return nil
 }
