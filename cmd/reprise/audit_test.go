@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -24,12 +23,8 @@ import (
 func fullRun(t *testing.T) []eventlog.Event {
 	t.Helper()
 	ctx := context.Background()
-	e, err := reprise.Open(filepath.Join(t.TempDir(), "run.db"), reprise.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	err = e.Hooks().OnSessionStart("ctx", "", func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+	e, _ := testkit.NewEngine(t, reprise.Options{})
+	err := e.Hooks().OnSessionStart("ctx", "", func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
 		return hookexec.SessionStartOutput{AdditionalContext: "ctx"}, nil
 	})
 	if err != nil {
@@ -42,55 +37,16 @@ func fullRun(t *testing.T) []eventlog.Event {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b"} {
-		if _, err := e.CreateSession(ctx, id, "/work/"+id); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Append(ctx, id, reprise.Text("user", "hello "+id)); err != nil {
-			t.Fatal(err)
-		}
+		testkit.Session(t, e, id, "/work/"+id, "hello "+id)
 	}
-	agent, err := e.Agent(ctx, "ide")
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := testkit.Agent(t, e, "ide")
 	if _, err := agent.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := agent.Restore(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	var evs []eventlog.Event
-	err = e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
-		ev.Payload = slices.Clone(ev.Payload)
-		evs = append(evs, ev)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
-}
-
-// writeStore writes evs, renumbered per stream in their order, into a new
-// bbolt store, as a writer that appended them so would have, and returns
-// its path.
-func writeStore(t *testing.T, evs []eventlog.Event) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "written.db")
-	s, err := boltstore.Open(path, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	heads := map[string]uint64{}
-	for _, ev := range evs {
-		rec := eventlog.Record{Stream: ev.Stream, Type: ev.Type, Version: ev.Version, Time: ev.Time, RestoreID: ev.RestoreID, Payload: ev.Payload}
-		if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: ev.Stream, Seq: heads[ev.Stream]}}, []eventlog.Record{rec}); err != nil {
-			t.Fatal(err)
-		}
-		heads[ev.Stream]++
-	}
-	return path
+	return testkit.Events(t, e.Store())
 }
 
 // indexOf returns the index of the n-th (from 1) event of type typ in evs.
@@ -146,14 +102,14 @@ func auditStore(t *testing.T, c *cli, path, kind, stream string, seq uint64) aud
 func TestAuditPassesACleanStore(t *testing.T) {
 	c := newCLI(t)
 	evs := fullRun(t)
-	rep := auditStore(t, c, writeStore(t, evs), "", "", 0)
+	rep := auditStore(t, c, testkit.WriteStore(t, evs), "", "", 0)
 	if rep.Events != len(evs) || rep.Sessions != 2 || rep.Agents != 1 || rep.Restores != 2 || rep.HooksRun != 3 || rep.HooksFailed != 0 {
 		t.Fatalf("report = %+v", rep)
 	}
 	// And one written through the CLI, with a failing command hook.
 	c.session("a", "hello")
 	c.session("b")
-	settings := c.writeFile("hooks.json", settingsJSON(t, []string{"echo hi", hookScript(t, "fail.sh")}, nil))
+	settings := c.writeFile("hooks.json", testkit.Settings(t, []string{"echo hi", testkit.Script(t, "fail.sh")}, nil))
 	c.ok("start", "--agent", "ide", "--settings", settings, "a")
 	c.ok("resume", "--agent", "ide", "--settings", settings, "b")
 	rep = auditStore(t, c, c.store, "", "", 0)
@@ -169,7 +125,7 @@ func TestAuditFindsAnOutOfOrderStep(t *testing.T) {
 	// SaveAttempted.
 	i := indexOf(t, evs, schema.TypeSessionEndHookStarted, 1)
 	broken := append(slices.Clone(evs[:i]), evs[i+1:]...)
-	auditStore(t, c, writeStore(t, broken), reprise.ViolationOutOfOrder, "agent/ide", evs[i].Seq)
+	auditStore(t, c, testkit.WriteStore(t, broken), reprise.ViolationOutOfOrder, "agent/ide", evs[i].Seq)
 }
 
 func TestAuditFindsADuplicatedSessionStartHookRan(t *testing.T) {
@@ -177,7 +133,7 @@ func TestAuditFindsADuplicatedSessionStartHookRan(t *testing.T) {
 	evs := fullRun(t)
 	i := indexOf(t, evs, schema.TypeSessionStartHookRan, 2)
 	broken := slices.Insert(slices.Clone(evs), i+1, evs[i])
-	auditStore(t, c, writeStore(t, broken), reprise.ViolationDoubleHookRun, "agent/ide", evs[i].Seq+1)
+	auditStore(t, c, testkit.WriteStore(t, broken), reprise.ViolationDoubleHookRun, "agent/ide", evs[i].Seq+1)
 }
 
 func TestAuditFindsAFlippedByte(t *testing.T) {

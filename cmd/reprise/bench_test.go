@@ -11,7 +11,7 @@ import (
 	"github.com/reprise-dev/reprise/internal/bench"
 )
 
-// TestBenchQuickJSON runs the quick bench through the binary. Whether the
+// TestBenchQuickJSON runs the quick bench through run. Whether the
 // targets are met depends on the machine and its neighbours, so either
 // exit code is accepted; the report must be whole and consistent.
 func TestBenchQuickJSON(t *testing.T) {
@@ -95,7 +95,7 @@ func TestBenchUsage(t *testing.T) {
 	}
 }
 
-// requireBench fails the test at once when the binary has no bench
+// requireBench fails the test at once when the command has no bench
 // command, rather than with the output of a usage error.
 func requireBench(t *testing.T, c *cli) {
 	t.Helper()

@@ -78,12 +78,12 @@ func TestStoreLocation(t *testing.T) {
 	}
 	// Without either: $XDG_STATE_HOME/reprise/reprise.db, else
 	// ~/.local/state/reprise/reprise.db.
-	c.env = withoutEnv(c.env, storeEnv)
+	os.Unsetenv(storeEnv) // restored when the test ends
 	c.ok("new", "--id", "in-xdg")
-	if _, err := os.Stat(filepath.Join(c.dir, "xdg-state", "reprise", "reprise.db")); err != nil {
+	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_STATE_HOME"), "reprise", "reprise.db")); err != nil {
 		t.Fatalf("store not under XDG_STATE_HOME: %v", err)
 	}
-	c.env = withoutEnv(c.env, "XDG_STATE_HOME")
+	os.Unsetenv("XDG_STATE_HOME")
 	c.ok("new", "--id", "in-home")
 	if _, err := os.Stat(filepath.Join(c.home, ".local", "state", "reprise", "reprise.db")); err != nil {
 		t.Fatalf("store not under ~/.local/state: %v", err)
@@ -93,16 +93,6 @@ func TestStoreLocation(t *testing.T) {
 	if !strings.Contains(r.stderr, "no store at") {
 		t.Fatalf("stderr = %s", r.stderr)
 	}
-}
-
-func withoutEnv(env []string, name string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, name+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\n$`)

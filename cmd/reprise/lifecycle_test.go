@@ -6,17 +6,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
 // lifecycleSettings is a settings file whose SessionStart and SessionEnd
 // hooks record their stdin to log, and whose Stop hook blocks.
 func lifecycleSettings(t *testing.T, c *cli, log string) string {
 	t.Helper()
-	record := hookScript(t, "record.sh") + " " + log
+	record := testkit.Script(t, "record.sh") + " " + log
 	b, _ := json.Marshal(map[string]any{"hooks": map[string]any{
 		"SessionStart": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": record}}}},
 		"SessionEnd":   []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": record}}}},
-		"Stop":         []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hookScript(t, "block.sh")}}}},
+		"Stop":         []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": testkit.Script(t, "block.sh")}}}},
 	}})
 	return c.writeFile("lifecycle.json", string(b))
 }

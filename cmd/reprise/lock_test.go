@@ -18,8 +18,11 @@ var readOnlyCommands = [][]string{
 	{"hooks", "--session", "s"},
 }
 
+// The binary, as a user runs it, against another process holding the
+// store: each command fails with exit 1 and says why, within the lock
+// timeout.
 func TestReadOnlyCommandsFailClearlyWhileAWriterHoldsTheStore(t *testing.T) {
-	c := newCLI(t)
+	c := newBinaryCLI(t)
 	c.session("s", "hello")
 	hold(t, c.store, false)
 	var wg sync.WaitGroup

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"time"
 )
 
@@ -18,13 +20,19 @@ func logJSON(t *testing.T, c *cli, args ...string) []eventJSON {
 	t.Helper()
 	var evs []eventJSON
 	for line := range strings.Lines(c.ok(append([]string{"log", "--json"}, args...)...)) {
-		var ev eventJSON
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			t.Fatalf("%v: %s", err, line)
-		}
-		evs = append(evs, ev)
+		evs = append(evs, decodeEvent(t, line))
 	}
 	return evs
+}
+
+// decodeEvent decodes one line of log --json.
+func decodeEvent(t *testing.T, line string) eventJSON {
+	t.Helper()
+	var ev eventJSON
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatalf("%v: %s", err, line)
+	}
+	return ev
 }
 
 func TestLogSession(t *testing.T) {
@@ -63,7 +71,7 @@ func TestLogAgent(t *testing.T) {
 	c := newCLI(t)
 	c.session("a", "hello")
 	c.session("b")
-	settings := c.writeFile("hooks.json", settingsJSON(t, []string{"echo context"}, []string{"true"}))
+	settings := c.writeFile("hooks.json", testkit.Settings(t, []string{"echo context"}, []string{"true"}))
 	c.ok("start", "--agent", "ide", "--settings", settings, "a")
 	c.ok("resume", "--agent", "ide", "--settings", settings, "b")
 	evs := logJSON(t, c, "--agent", "ide")

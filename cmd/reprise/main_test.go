@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,13 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
-
-// binary is the reprise command built for the tests.
-var binary string
 
 // holdEnv, when set in the environment of the test binary, makes it hold
 // the store at that path (read-only when holdReadOnlyEnv is set too) until
@@ -27,24 +26,48 @@ const (
 	holdReadOnlyEnv = "REPRISE_TEST_HOLD_READONLY"
 )
 
+// testEnv is the environment the test binary started with, before any test
+// pointed HOME elsewhere: the build of the binary uses it, so that it finds
+// the user's build cache.
+var testEnv []string
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv(holdEnv); path != "" {
 		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != ""))
 	}
-	dir, err := os.MkdirTemp("", "reprise-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "reprise")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	testEnv = os.Environ()
 	code := m.Run()
-	os.RemoveAll(dir)
+	if binaryDir != "" {
+		os.RemoveAll(binaryDir)
+	}
 	os.Exit(code)
+}
+
+// The reprise command built for the end-to-end tests, once, by the first
+// test that needs it.
+var (
+	buildOnce sync.Once
+	binaryDir string
+	binaryErr error
+)
+
+// binary returns the path of the reprise command built from this package.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binaryDir, binaryErr = os.MkdirTemp("", "reprise-cli-test-"); binaryErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binaryDir, "reprise"), ".")
+		cmd.Env, cmd.Dir = testEnv, testkit.Abs(t, ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return filepath.Join(binaryDir, "reprise")
 }
 
 // holdStore opens the store at path, says "ready" on stdout, and keeps the
@@ -66,8 +89,8 @@ func holdStore(path string, readOnly bool) int {
 
 // holder is another process holding a store open.
 type holder struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	t     *testing.T
+	child *testkit.Child
 }
 
 // hold starts a process that holds the store at path, for writing or
@@ -75,93 +98,83 @@ type holder struct {
 // when the test ends, or earlier by release.
 func hold(t *testing.T, path string, readOnly bool) *holder {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), holdEnv+"="+path)
+	env := []string{holdEnv + "=" + path}
 	if readOnly {
-		cmd.Env = append(cmd.Env, holdReadOnlyEnv+"=1")
+		env = append(env, holdReadOnlyEnv+"=1")
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &holder{cmd: cmd, stdin: stdin}
-	t.Cleanup(h.release)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		h.release()
-		t.Fatalf("holder did not open %s: %q %v; stderr: %s", path, line, err, stderr.String())
+	h := &holder{t: t, child: testkit.StartChild(t, env...)}
+	if line := h.child.Line(t); line != "ready" {
+		t.Fatalf("holder did not open %s: %q; stderr: %s", path, line, h.child.Stderr)
 	}
 	return h
 }
 
 // release closes the holder's stdin and waits for it to close the store.
-func (h *holder) release() {
-	if h.stdin == nil {
-		return
-	}
-	h.stdin.Close()
-	h.stdin = nil
-	_ = h.cmd.Wait()
-}
+func (h *holder) release() { h.child.Wait(h.t) }
 
-// cli runs the reprise binary against a store of its own, with HOME and
-// XDG_STATE_HOME in a temporary directory, which is also the process's
-// working directory.
+// cli runs reprise commands against a store of its own, with HOME and the
+// XDG directories in a temporary directory, which is also the working
+// directory. Commands run in process through run, unless the cli is
+// end-to-end (newBinaryCLI): then they run the built binary.
+//
+// The environment and working directory are the process's, so tests that
+// use a cli cannot be parallel.
 type cli struct {
-	t     *testing.T
-	dir   string
-	home  string
-	store string
-	env   []string
+	t      *testing.T
+	dir    string
+	home   string
+	store  string
+	binary string // "" to run in process
 }
 
+// newCLI returns a cli that runs commands in process.
 func newCLI(t *testing.T) *cli {
 	t.Helper()
 	dir := t.TempDir()
-	c := &cli{t: t, dir: dir, home: filepath.Join(dir, "home"), store: filepath.Join(dir, "state", "reprise.db")}
-	if err := os.MkdirAll(c.home, 0o700); err != nil {
-		t.Fatal(err)
+	c := &cli{t: t, dir: dir, home: testkit.Home(t), store: filepath.Join(dir, "state", "reprise.db")}
+	t.Setenv(storeEnv, c.store)
+	for _, name := range []string{holdEnv, holdReadOnlyEnv} {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
 	}
-	for _, kv := range os.Environ() {
-		switch strings.SplitN(kv, "=", 2)[0] {
-		case "HOME", "XDG_STATE_HOME", storeEnv, holdEnv, holdReadOnlyEnv:
-			continue
-		}
-		c.env = append(c.env, kv)
-	}
-	c.env = append(c.env, "HOME="+c.home, "XDG_STATE_HOME="+filepath.Join(dir, "xdg-state"), storeEnv+"="+c.store)
+	t.Chdir(dir)
 	return c
 }
 
-// result is what one run of the binary did.
+// newBinaryCLI returns a cli that runs the reprise binary.
+func newBinaryCLI(t *testing.T) *cli {
+	t.Helper()
+	c := newCLI(t)
+	c.binary = binary(t)
+	return c
+}
+
+// result is what one run of a command did.
 type result struct {
 	stdout, stderr string
 	code           int
 }
 
-// command returns the exec.Cmd that runs reprise with args.
+// command returns the exec.Cmd that runs the reprise binary with args.
 func (c *cli) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(c.binary, args...)
 	cmd.Dir = c.dir
-	cmd.Env = c.env
 	return cmd
 }
 
-// runIn runs reprise with args and stdin.
+// runIn runs reprise with args and stdin (none when nil).
 func (c *cli) runIn(stdin io.Reader, args ...string) result {
 	c.t.Helper()
+	var stdout, stderr bytes.Buffer
+	if c.binary == "" {
+		if stdin == nil {
+			stdin = strings.NewReader("")
+		}
+		code := run(context.Background(), args, stdin, &stdout, &stderr)
+		return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
+	}
 	cmd := c.command(args...)
 	cmd.Stdin = stdin
-	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var exit *exec.ExitError
@@ -225,12 +238,5 @@ func (c *cli) session(id string, texts ...string) {
 // path.
 func (c *cli) writeFile(name, data string) string {
 	c.t.Helper()
-	path := filepath.Join(c.dir, name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		c.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	return path
+	return testkit.WriteFile(c.t, filepath.Join(c.dir, name), data)
 }

@@ -7,45 +7,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
-
-// hookScript returns the absolute path of a script in testdata/hooks.
-func hookScript(t *testing.T, name string) string {
-	t.Helper()
-	path, err := filepath.Abs(filepath.Join("testdata", "hooks", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// settingsJSON returns a Claude Code settings file with SessionStart hooks
-// matching "startup|resume" and SessionEnd hooks matching everything.
-func settingsJSON(t *testing.T, start, end []string) string {
-	t.Helper()
-	group := func(matcher string, commands []string) []any {
-		var hooks []any
-		for _, c := range commands {
-			hooks = append(hooks, map[string]any{"type": "command", "command": c})
-		}
-		return []any{map[string]any{"matcher": matcher, "hooks": hooks}}
-	}
-	b, err := json.MarshalIndent(map[string]any{"hooks": map[string]any{
-		"SessionStart": group("startup|resume", start),
-		"SessionEnd":   group("", end),
-	}}, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 func TestResumeRunsCommandHooksFromSettings(t *testing.T) {
 	c := newCLI(t)
 	endLog := filepath.Join(c.dir, "end.log")
-	settings := c.writeFile("hooks.json", settingsJSON(t,
-		[]string{hookScript(t, "context.sh"), hookScript(t, "fail.sh")},
-		[]string{hookScript(t, "record.sh") + " " + endLog}))
+	settings := c.writeFile("hooks.json", testkit.Settings(t,
+		[]string{testkit.Script(t, "context.sh"), testkit.Script(t, "fail.sh")},
+		[]string{testkit.Script(t, "record.sh") + " " + endLog}))
 	c.session("a", "hello")
 	c.session("b", "hi")
 	flags := []string{"--agent", "ide", "--settings", settings, "--no-default-settings"}
@@ -156,8 +127,8 @@ func TestStartJSONAndDefaultSettings(t *testing.T) {
 	project := filepath.Join(c.dir, "project")
 	c.ok("new", "--id", "p", "--cwd", project)
 	// User settings in HOME, project settings in the session's cwd.
-	c.writeFile("home/.claude/settings.json", settingsJSON(t, []string{"echo from-user"}, nil))
-	c.writeFile("project/.claude/settings.json", settingsJSON(t, []string{"echo from-project"}, nil))
+	testkit.WriteFile(t, filepath.Join(c.home, ".claude", "settings.json"), testkit.Settings(t, []string{"echo from-user"}, nil))
+	c.writeFile("project/.claude/settings.json", testkit.Settings(t, []string{"echo from-project"}, nil))
 	c.writeFile("project/.claude/settings.local.json", `{"hooks": {"SessionStart": [`) // broken
 
 	var rep restoreJSON
@@ -184,8 +155,8 @@ func TestHooksListsWhatWouldRun(t *testing.T) {
 	c := newCLI(t)
 	project := filepath.Join(c.dir, "project")
 	c.ok("new", "--id", "p", "--cwd", project)
-	user := c.writeFile("home/.claude/settings.json", settingsJSON(t, []string{"echo user"}, []string{"echo bye"}))
-	proj := c.writeFile("project/.claude/settings.json", settingsJSON(t, []string{"echo project", "echo user"}, nil))
+	user := testkit.WriteFile(t, filepath.Join(c.home, ".claude", "settings.json"), testkit.Settings(t, []string{"echo user"}, []string{"echo bye"}))
+	proj := c.writeFile("project/.claude/settings.json", testkit.Settings(t, []string{"echo project", "echo user"}, nil))
 	extra := c.writeFile("extra.json", `{"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo startup-only", "timeout": 2.5}]}]}}`)
 	plugin := filepath.Join(c.dir, "plugin")
 	c.writeFile("plugin/hooks/hooks.json", `{"hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/end.sh"}]}]}}`)

@@ -7,18 +7,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
-// everyRecord is a Claude Code transcript with every record and block type.
+// everyRecord is a Claude Code transcript with every record and block
+// type, relative to this package.
 var everyRecord = filepath.Join("..", "..", "testdata", "transcripts", "every-record.jsonl")
 
 func TestImportExportRoundTrip(t *testing.T) {
 	c := newCLI(t)
-	original, err := os.ReadFile(everyRecord)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path, err := filepath.Abs(everyRecord)
+	path := testkit.Abs(t, everyRecord)
+	original, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
