@@ -9,6 +9,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -37,7 +38,7 @@ func kinds(rep *reprise.AuditReport) []string {
 
 func TestAuditPassesACleanStoreAndCountsWhatHappened(t *testing.T) {
 	evs := fullRun(t)
-	path := storeWithPrefix(t, evs)
+	path := testkit.WriteStore(t, evs)
 	rep := auditFile(t, path)
 	if len(rep.Violations) != 0 {
 		t.Fatalf("violations in a clean store: %v", rep.Violations)
@@ -54,7 +55,7 @@ func TestAuditFindsAnOutOfOrderStep(t *testing.T) {
 	// SaveAttempted directly.
 	cut := cutAfter(t, evs, "resume", schema.TypeSessionEndHookStarted) - 1
 	broken := renumber(append(append([]eventlog.Event(nil), evs[:cut]...), evs[cut+1:]...))
-	rep := auditFile(t, storeWithPrefix(t, broken))
+	rep := auditFile(t, testkit.WriteStore(t, broken))
 	if len(rep.Violations) == 0 || rep.Violations[0].Kind != reprise.ViolationOutOfOrder || rep.Violations[0].Stream != "agent/ide" {
 		t.Fatalf("violations = %v", rep.Violations)
 	}
@@ -65,15 +66,15 @@ func TestAuditFindsADuplicatedSessionStartHookRan(t *testing.T) {
 	i := cutAfter(t, evs, "resume", schema.TypeSessionStartHookRan) - 1
 	dup := evs[i]
 	broken := renumber(append(append(append([]eventlog.Event(nil), evs[:i+1]...), dup), evs[i+1:]...))
-	rep := auditFile(t, storeWithPrefix(t, broken))
+	rep := auditFile(t, testkit.WriteStore(t, broken))
 	if len(rep.Violations) == 0 || rep.Violations[0].Kind != reprise.ViolationDoubleHookRun || rep.Violations[0].Seq != dup.Seq+1 {
 		t.Fatalf("violations = %v", rep.Violations)
 	}
 }
 
 func TestAuditFindsAFlippedByte(t *testing.T) {
-	e, path := newEngine(t)
-	mustSession(t, e, "a", "hello", "FLIP-ME-PLEASE")
+	e, path := testkit.NewEngine(t, reprise.Options{})
+	testkit.Session(t, e, "a", "", "hello", "FLIP-ME-PLEASE")
 	e.Close()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -102,7 +103,7 @@ func TestAuditFindsAFlippedByte(t *testing.T) {
 func TestAuditFindsAnUnresolvedIntent(t *testing.T) {
 	evs := fullRun(t)
 	cut := cutAfter(t, evs, "resume", schema.TypeSessionStartHookStarted)
-	rep := auditFile(t, storeWithPrefix(t, evs[:cut]))
+	rep := auditFile(t, testkit.WriteStore(t, evs[:cut]))
 	if got := kinds(rep); len(got) != 1 || got[0] != reprise.ViolationUnresolved {
 		t.Fatalf("violations = %v", rep.Violations)
 	}

@@ -2,15 +2,14 @@ package reprise_test
 
 import (
 	"context"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -20,12 +19,12 @@ import (
 func fullRun(t *testing.T) []eventlog.Event {
 	t.Helper()
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "ctx")
-	mustSession(t, e, "a", "hello")
-	mustSession(t, e, "b", "hi")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "a", "", "hello")
+	testkit.Session(t, e, "b", "", "hi")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -35,35 +34,7 @@ func fullRun(t *testing.T) []eventlog.Event {
 	if _, err := a.Restore(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	var evs []eventlog.Event
-	err := e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
-		ev.Payload = slices.Clone(ev.Payload)
-		evs = append(evs, ev)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
-}
-
-// storeWithPrefix writes evs into a new bbolt file, as a process that died
-// after its last append would have left it.
-func storeWithPrefix(t *testing.T, evs []eventlog.Event) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "crashed.db")
-	s, err := boltstore.Open(path, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for _, ev := range evs {
-		rec := eventlog.Record{Stream: ev.Stream, Type: ev.Type, Version: ev.Version, Time: ev.Time, RestoreID: ev.RestoreID, Payload: ev.Payload}
-		if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: ev.Stream, Seq: ev.Seq - 1}}, []eventlog.Record{rec}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path
+	return testkit.Events(t, e.Store())
 }
 
 func metaCount(t *testing.T, e *reprise.Engine, id string) int {
@@ -111,11 +82,11 @@ func TestCrashAfterEveryStepRollsForward(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.restore+"/after-"+string(c.after), func(t *testing.T) {
 			cut := cutAfter(t, evs, c.restore, c.after)
-			path := storeWithPrefix(t, evs[:cut])
+			path := testkit.WriteStore(t, evs[:cut])
 			var rerun calls
-			e := openEngine(t, path, reprise.Options{})
+			e := testkit.OpenEngine(t, path, reprise.Options{})
 			recordingHooks(t, e.Hooks(), &rerun, "ctx")
-			a := mustAgent(t, e, "ide")
+			a := testkit.Agent(t, e, "ide")
 			if got := rerun.get(); !reflect.DeepEqual(got, c.reruns) {
 				t.Fatalf("hooks run on reopen = %q, want %q", got, c.reruns)
 			}
@@ -126,7 +97,7 @@ func TestCrashAfterEveryStepRollsForward(t *testing.T) {
 			if c.restore == "resume" {
 				want = append(want, resumeSteps...)
 			}
-			if got := streamTypes(t, e.Store(), projection.AgentStream("ide")); !reflect.DeepEqual(got, want) {
+			if got := testkit.StreamTypes(t, e.Store(), projection.AgentStream("ide")); !reflect.DeepEqual(got, want) {
 				t.Fatalf("agent stream after roll-forward = %v\nwant %v", got, want)
 			}
 			if got := metaCount(t, e, c.target); got != c.injected {
@@ -146,9 +117,9 @@ func TestCrashAfterEveryStepRollsForward(t *testing.T) {
 			// A second reopen finds nothing left to do.
 			e.Close()
 			var again calls
-			e2 := openEngine(t, path, reprise.Options{})
+			e2 := testkit.OpenEngine(t, path, reprise.Options{})
 			recordingHooks(t, e2.Hooks(), &again, "ctx")
-			mustAgent(t, e2, "ide")
+			testkit.Agent(t, e2, "ide")
 			if len(again.get()) != 0 {
 				t.Fatalf("second reopen ran hooks: %q", again.get())
 			}
@@ -184,14 +155,14 @@ func cutAfter(t *testing.T, evs []eventlog.Event, restore string, typ eventlog.T
 // to date as it went.
 func TestRebuildFromTheLogEqualsIncrementalState(t *testing.T) {
 	ctx := context.Background()
-	e, path := newEngine(t)
+	e, path := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "ctx")
 	ids := []string{"s1", "s2", "s3"}
 	for _, id := range ids {
-		mustSession(t, e, id, "q", "a")
+		testkit.Session(t, e, id, "", "q", "a")
 	}
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +198,8 @@ func TestRebuildFromTheLogEqualsIncrementalState(t *testing.T) {
 	// And a fresh Engine on the same file rebuilds the same.
 	live := a.History()
 	e.Close()
-	e2 := openEngine(t, path, reprise.Options{})
-	a2 := mustAgent(t, e2, "ide")
+	e2 := testkit.OpenEngine(t, path, reprise.Options{})
+	a2 := testkit.Agent(t, e2, "ide")
 	if !reflect.DeepEqual(a2.History(), live) {
 		t.Fatal("reopened Engine rebuilt a different history")
 	}
@@ -260,18 +231,18 @@ func TestCrashDuringStopHooksClosesThemAsInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	intent := eventlog.Event{Stream: rec.Stream, Seq: last.Seq + 1, Type: rec.Type, Version: rec.Version, Time: rec.Time, RestoreID: rec.RestoreID, Payload: rec.Payload}
-	path := storeWithPrefix(t, append(evs, intent))
-	e := openEngine(t, path, reprise.Options{})
+	path := testkit.WriteStore(t, append(evs, intent))
+	e := testkit.OpenEngine(t, path, reprise.Options{})
 	var ran calls
 	e.Hooks().OnStop("stopper", func(context.Context, hookexec.StopInput) (hookexec.StopOutput, error) {
 		ran.add("stop")
 		return hookexec.StopOutput{Decision: "block", Reason: "again"}, nil
 	})
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	if len(ran.get()) != 0 {
 		t.Fatal("an interrupted Stop hook ran again on reopen")
 	}
-	steps := streamTypes(t, e.Store(), projection.AgentStream("ide"))
+	steps := testkit.StreamTypes(t, e.Store(), projection.AgentStream("ide"))
 	if steps[len(steps)-1] != schema.TypeStopHookRan || a.Current() != "b" {
 		t.Fatalf("agent stream ends %v", steps[len(steps)-3:])
 	}
@@ -287,10 +258,10 @@ func TestCrashDuringStopHooksClosesThemAsInterrupted(t *testing.T) {
 // rebuilt from the log.
 func TestRebuildEqualsLiveWithoutHooks(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
-	mustSession(t, e, "a", "hi")
-	mustSession(t, e, "b")
-	a := mustAgent(t, e, "ide")
+	e, _ := testkit.NewEngine(t, reprise.Options{})
+	testkit.Session(t, e, "a", "", "hi")
+	testkit.Session(t, e, "b", "")
+	a := testkit.Agent(t, e, "ide")
 	a.Start(ctx, "a")
 	a.Restore(ctx, "b")
 	a.Stop(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -58,61 +59,6 @@ func recordingHooks(t *testing.T, reg *hookexec.Registry, c *calls, text string)
 	}
 }
 
-func openEngine(t *testing.T, path string, opts reprise.Options) *reprise.Engine {
-	t.Helper()
-	e, err := reprise.Open(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
-}
-
-func newEngine(t *testing.T) (*reprise.Engine, string) {
-	path := filepath.Join(t.TempDir(), "reprise.db")
-	return openEngine(t, path, reprise.Options{}), path
-}
-
-func mustSession(t *testing.T, e *reprise.Engine, id string, texts ...string) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := e.CreateSession(ctx, id, t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	for i, text := range texts {
-		role := "user"
-		if i%2 == 1 {
-			role = "assistant"
-		}
-		if _, err := e.Append(ctx, id, reprise.Text(role, text)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func mustAgent(t *testing.T, e *reprise.Engine, id string) *reprise.Agent {
-	t.Helper()
-	a, err := e.Agent(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// streamTypes lists the event types of one stream.
-func streamTypes(t *testing.T, s eventlog.Store, stream string) []eventlog.Type {
-	t.Helper()
-	var out []eventlog.Type
-	err := s.ReadStream(context.Background(), stream, 1, func(ev eventlog.Event) error {
-		out = append(out, ev.Type)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // lastPosition returns the store-wide position of the newest event.
 func lastPosition(t *testing.T, s eventlog.Store) uint64 {
 	t.Helper()
@@ -133,12 +79,12 @@ var (
 
 func TestRuntimeRestoreEndsTheOldSessionBeforeStartingTheNew(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "project uses Go")
-	mustSession(t, e, "a", "hello", "hi")
-	mustSession(t, e, "b", "other")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "a", "", "hello", "hi")
+	testkit.Session(t, e, "b", "", "other")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +99,7 @@ func TestRuntimeRestoreEndsTheOldSessionBeforeStartingTheNew(t *testing.T) {
 	if a.Current() != "b" || r.From != "a" || r.To != "b" || r.Source != "resume" {
 		t.Fatalf("after restore: current %q, restore %+v", a.Current(), r)
 	}
-	got := streamTypes(t, e.Store(), projection.AgentStream("ide"))
+	got := testkit.StreamTypes(t, e.Store(), projection.AgentStream("ide"))
 	if want := append(slices.Clone(startupSteps), resumeSteps...); !reflect.DeepEqual(got, want) {
 		t.Fatalf("agent stream = %v, want %v", got, want)
 	}
@@ -164,11 +110,11 @@ func TestRuntimeRestoreEndsTheOldSessionBeforeStartingTheNew(t *testing.T) {
 
 func TestNoOpRestoresRecordAndRunNothing(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "ctx")
-	mustSession(t, e, "a", "hello")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "a", "", "hello")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +138,11 @@ func TestNoOpRestoresRecordAndRunNothing(t *testing.T) {
 
 func TestMissingOrHostileTargetChangesNothing(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "ctx")
-	mustSession(t, e, "a", "hello")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "a", "", "hello")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -222,10 +168,10 @@ func TestMissingOrHostileTargetChangesNothing(t *testing.T) {
 
 func TestRestoreSavesPendingMessagesOfTheCurrentSession(t *testing.T) {
 	ctx := context.Background()
-	e, path := newEngine(t)
-	mustSession(t, e, "a", "hello")
-	mustSession(t, e, "b")
-	a := mustAgent(t, e, "ide")
+	e, path := testkit.NewEngine(t, reprise.Options{})
+	testkit.Session(t, e, "a", "", "hello")
+	testkit.Session(t, e, "b", "")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +188,7 @@ func TestRestoreSavesPendingMessagesOfTheCurrentSession(t *testing.T) {
 		t.Fatalf("saved %d, error %q; want 2 saved", r.Saved, r.SaveError)
 	}
 	e.Close()
-	e2 := openEngine(t, path, reprise.Options{})
+	e2 := testkit.OpenEngine(t, path, reprise.Options{})
 	msgs, err := e2.Conversation(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -266,9 +212,9 @@ func TestFailedSaveDoesNotStopTheRestoreAndLosesNothing(t *testing.T) {
 	other := reprise.New(store, reprise.Options{}) // a second writer on the same log
 	var c calls
 	recordingHooks(t, host.Hooks(), &c, "")
-	mustSession(t, host, "a", "hello")
-	mustSession(t, host, "b")
-	a := mustAgent(t, host, "ide")
+	testkit.Session(t, host, "a", "", "hello")
+	testkit.Session(t, host, "b", "")
+	a := testkit.Agent(t, host, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +253,7 @@ func TestFailedSaveDoesNotStopTheRestoreAndLosesNothing(t *testing.T) {
 
 func TestFailingHooksAreRecordedAndNeverBlockTheRestore(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	reg := e.Hooks()
 	add := func(name string, timeout time.Duration, fn hookexec.SessionStartFunc) {
 		t.Helper()
@@ -329,9 +275,9 @@ func TestFailingHooksAreRecordedAndNeverBlockTheRestore(t *testing.T) {
 	add("works", 0, func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
 		return hookexec.SessionStartOutput{AdditionalContext: "good context"}, nil
 	})
-	mustSession(t, e, "a", "hello")
-	mustSession(t, e, "b", "hi")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "a", "", "hello")
+	testkit.Session(t, e, "b", "", "hi")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -358,12 +304,12 @@ func TestFailingHooksAreRecordedAndNeverBlockTheRestore(t *testing.T) {
 
 func TestContextIsInjectedLastAsOneMetaUserMessage(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "line one\nline two")
-	mustSession(t, e, "a", "hello")
-	mustSession(t, e, "b", "q1", "a1", "q2")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "a", "", "hello")
+	testkit.Session(t, e, "b", "", "q1", "a1", "q2")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -401,12 +347,12 @@ func TestContextIsInjectedLastAsOneMetaUserMessage(t *testing.T) {
 
 func TestEmptyContextInjectsNothing(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "")
-	mustSession(t, e, "a", "hello")
-	mustSession(t, e, "b", "hi")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "a", "", "hello")
+	testkit.Session(t, e, "b", "", "hi")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -422,11 +368,11 @@ func TestEmptyContextInjectsNothing(t *testing.T) {
 
 func TestStartupRunsSessionStartOnlyWithSourceStartup(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "welcome back")
-	mustSession(t, e, "a", "hello")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "a", "", "hello")
+	a := testkit.Agent(t, e, "ide")
 	r, err := a.Start(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -434,7 +380,7 @@ func TestStartupRunsSessionStartOnlyWithSourceStartup(t *testing.T) {
 	if got := c.get(); !reflect.DeepEqual(got, []string{"Start a startup"}) {
 		t.Fatalf("hook runs = %q", got)
 	}
-	if got := streamTypes(t, e.Store(), projection.AgentStream("ide")); !reflect.DeepEqual(got, startupSteps) {
+	if got := testkit.StreamTypes(t, e.Store(), projection.AgentStream("ide")); !reflect.DeepEqual(got, startupSteps) {
 		t.Fatalf("startup steps = %v", got)
 	}
 	if r.Source != "startup" || r.From != "" || r.InjectedUUID == "" {
@@ -444,13 +390,13 @@ func TestStartupRunsSessionStartOnlyWithSourceStartup(t *testing.T) {
 
 func TestStartupThenThreeRestoresRunEachHookOncePerRestore(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "ctx")
 	for _, id := range []string{"s1", "s2", "s3"} {
-		mustSession(t, e, id, "hello "+id)
+		testkit.Session(t, e, id, "", "hello "+id)
 	}
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +421,7 @@ func TestStartupThenThreeRestoresRunEachHookOncePerRestore(t *testing.T) {
 // with ErrRestoreInProgress, and SessionStart runs once.
 func TestConcurrentRestoresOfOneAgentRunOnce(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "")
 	a, finish := restoreHeldInSessionEnd(t, e)
@@ -499,7 +445,7 @@ func TestConcurrentRestoresOfOneAgentRunOnce(t *testing.T) {
 // Many agents restoring at once in one process stay independent.
 func TestManyAgentsRestoreConcurrently(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "ctx")
 	const n = 8
@@ -507,8 +453,8 @@ func TestManyAgentsRestoreConcurrently(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		from, to := fmt.Sprintf("from%d", i), fmt.Sprintf("to%d", i)
-		mustSession(t, e, from, "hi")
-		mustSession(t, e, to, "hi")
+		testkit.Session(t, e, from, "", "hi")
+		testkit.Session(t, e, to, "", "hi")
 		wg.Go(func() {
 			a, err := e.Agent(ctx, fmt.Sprintf("agent%d", i))
 			if err == nil {
@@ -534,7 +480,7 @@ func TestManyAgentsRestoreConcurrently(t *testing.T) {
 
 func TestCreateSessionValidatesIdsAndRefusesDuplicates(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	id, err := e.CreateSession(ctx, "", "/tmp")
 	if err != nil || reprise.ValidateID(id) != nil {
 		t.Fatalf("default id %q, %v", id, err)
@@ -560,14 +506,14 @@ func TestCloseSavesBufferedMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustSession(t, e, "a")
+	testkit.Session(t, e, "a", "")
 	if _, err := e.Buffer(ctx, "a", reprise.Text("user", "kept")); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e2 := openEngine(t, path, reprise.Options{})
+	e2 := testkit.OpenEngine(t, path, reprise.Options{})
 	msgs, err := e2.Conversation(ctx, "a")
 	if err != nil || len(msgs) != 1 || msgs[0].Content[0].Text != "kept" {
 		t.Fatalf("after reopen: %+v, %v", msgs, err)
@@ -612,9 +558,9 @@ func restoreHeldInSessionEnd(t *testing.T, e *reprise.Engine) (a *reprise.Agent,
 		<-release
 		return hookexec.SessionEndOutput{}, nil
 	})
-	mustSession(t, e, "a")
-	mustSession(t, e, "b")
-	a = mustAgent(t, e, "ide")
+	testkit.Session(t, e, "a", "")
+	testkit.Session(t, e, "b", "")
+	a = testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}

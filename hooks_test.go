@@ -13,35 +13,28 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/schema"
 )
 
 // scripts is the absolute path of testdata/hooks.
 func scripts(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs("testdata/hooks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return testkit.Abs(t, filepath.Join("testdata", "hooks"))
 }
 
 // writeSettings writes a Claude Code settings file whose text has HOOKS
 // replaced by the scripts directory, and returns its path.
 func writeSettings(t *testing.T, name, text string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(strings.ReplaceAll(text, "HOOKS", scripts(t))), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testkit.WriteFile(t, filepath.Join(t.TempDir(), name), strings.ReplaceAll(text, "HOOKS", scripts(t)))
 }
 
 // hookEngine opens an Engine whose registry holds the hooks of the given
 // settings files and plugin directories.
 func hookEngine(t *testing.T, settings, plugins []string) *reprise.Engine {
 	t.Helper()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	hooks, errs := hookexec.LoadAll(settings, plugins)
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -71,7 +64,7 @@ func restoreAB(t *testing.T, e *reprise.Engine, root string) *reprise.Restore {
 			}
 		}
 	}
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +299,7 @@ func TestPluginHookGetsItsRoot(t *testing.T) {
 	if _, err := e.CreateSession(ctx, "p", project); err != nil {
 		t.Fatal(err)
 	}
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	r, err := a.Start(ctx, "p")
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +324,7 @@ func TestHookReadsTheTranscript(t *testing.T) {
 	// The transcript grows by appending: the injected message is added on
 	// the next sync without rewriting the lines already there.
 	before, _ := os.ReadFile(e.TranscriptPath("b"))
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	ctx := context.Background()
 	a.Restore(ctx, "a")
 	r, err := a.Restore(ctx, "b")
@@ -371,7 +364,7 @@ func TestHookWritesEnvFile(t *testing.T) {
 // and dropped when their session ends.
 func TestSessionScopedHooks(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	for _, id := range []string{"a", "b"} {
 		if _, err := e.CreateSession(ctx, id, t.TempDir()); err != nil {
 			t.Fatal(err)
@@ -402,7 +395,7 @@ func TestSessionScopedHooks(t *testing.T) {
 	if len(hooks) != 1 || hooks[0].Source != "session" || hooks[0].CommandLine() != cmd.CommandLine() {
 		t.Fatalf("HooksFor = %+v", hooks)
 	}
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	a.Start(ctx, "a")
 	r, err := a.Restore(ctx, "b")
 	if err != nil {
@@ -440,7 +433,7 @@ func TestClaudeSettingsFollowTheSessionsProject(t *testing.T) {
 	user := write(home, "settings.json", strings.Replace(sessionStartOnly, "COMMAND", "HOOKS/plain.sh", 1))
 	shared := write(project, "settings.json", strings.Replace(sessionStartOnly, "COMMAND", "HOOKS/json.sh", 1))
 	write(project, "settings.local.json", strings.Replace(sessionStartOnly, "COMMAND", "HOOKS/plain.sh", 1)) // the user's again
-	e := openEngine(t, filepath.Join(t.TempDir(), "r.db"), reprise.Options{ClaudeSettings: true})
+	e := testkit.OpenEngine(t, filepath.Join(t.TempDir(), "r.db"), reprise.Options{ClaudeSettings: true})
 	e.Hooks().OnSessionStart("func", "", func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
 		return hookexec.SessionStartOutput{AdditionalContext: "from Go"}, nil
 	})
@@ -456,7 +449,7 @@ func TestClaudeSettingsFollowTheSessionsProject(t *testing.T) {
 	if want := []string{user, shared, "function"}; !reflect.DeepEqual(sources, want) {
 		t.Fatalf("sources = %q, want %q", sources, want)
 	}
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	a.Start(ctx, "elsewhere")
 	r, err := a.Restore(ctx, "in-project")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -52,7 +53,7 @@ func hookInputs(t *testing.T, side string) []map[string]any {
 
 // agentSteps returns the event types of the agent's last n events.
 func agentSteps(t *testing.T, e *reprise.Engine, n int) []eventlog.Type {
-	all := streamTypes(t, e.Store(), projection.AgentStream("ide"))
+	all := testkit.StreamTypes(t, e.Store(), projection.AgentStream("ide"))
 	return all[len(all)-n:]
 }
 
@@ -62,7 +63,7 @@ func TestNewFromIdleThenFromACurrentSession(t *testing.T) {
 	ctx := context.Background()
 	settings, side := stdinLog(t)
 	e := hookEngine(t, []string{settings}, nil)
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	first, err := a.New(ctx, "", dir(t))
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestClearStartsAFreshSessionInTheSameDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Append(ctx, "old", reprise.Text("user", "hello"))
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "old"); err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +136,11 @@ func TestClearStartsAFreshSessionInTheSameDirectory(t *testing.T) {
 
 func TestCompactKeepsHistoryAndInjectsAfterTheSummary(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "after compaction")
-	mustSession(t, e, "s", "one", "two", "three")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "s", "", "one", "two", "three")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Start(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
@@ -187,12 +188,12 @@ func TestForkCopiesUpToAPointAndLeavesTheParentAlone(t *testing.T) {
 	ctx := context.Background()
 	settings, side := stdinLog(t)
 	e := hookEngine(t, []string{settings}, nil)
-	mustSession(t, e, "parent", "q1", "a1", "q2", "a2")
+	testkit.Session(t, e, "parent", "", "q1", "a1", "q2", "a2")
 	msgs, _ := e.Conversation(ctx, "parent")
 	var before bytes.Buffer
 	e.Export(ctx, "parent", &before)
 	headBefore, _ := e.Store().Head(ctx, projection.SessionStream("parent"))
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	if _, err := a.Fork(ctx, "parent", "no-such-message"); !errors.Is(err, reprise.ErrMessageNotFound) {
 		t.Fatalf("bad fork point: err = %v", err)
 	}
@@ -237,8 +238,8 @@ func TestEndRunsSessionEndWithItsReasonAndRecordsWhatHooksSay(t *testing.T) {
 				got = in
 				return hookexec.SessionEndOutput{SessionSummary: "fixed the flake", CleanupActions: []string{"rm tmp"}}, nil
 			})
-			mustSession(t, e, "s", "hello")
-			a := mustAgent(t, e, "ide")
+			testkit.Session(t, e, "s", "", "hello")
+			a := testkit.Agent(t, e, "ide")
 			a.Start(ctx, "s")
 			r, err := a.End(ctx, reason, reprise.EndOptions{FinalMessage: "bye", Error: "disk full"})
 			if err != nil {
@@ -273,9 +274,9 @@ func TestEndRunsSessionEndWithItsReasonAndRecordsWhatHooksSay(t *testing.T) {
 			}
 		})
 	}
-	e, _ := newEngine(t)
-	mustSession(t, e, "s")
-	a := mustAgent(t, e, "ide")
+	e, _ := testkit.NewEngine(t, reprise.Options{})
+	testkit.Session(t, e, "s", "")
+	a := testkit.Agent(t, e, "ide")
 	a.Start(ctx, "s")
 	if _, err := a.End(ctx, "bored", reprise.EndOptions{}); !errors.Is(err, reprise.ErrBadReason) {
 		t.Fatalf("bad reason: err = %v", err)
@@ -291,7 +292,7 @@ func TestStopHookBlocksUntilTheCap(t *testing.T) {
 	settings := writeSettings(t, "settings.json", `{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "HOOKS/block.sh `+side+`"}]}]}}`)
 	path := filepath.Join(t.TempDir(), "r.db")
 	open := func() *reprise.Engine {
-		e := openEngine(t, path, reprise.Options{})
+		e := testkit.OpenEngine(t, path, reprise.Options{})
 		hooks, _ := hookexec.LoadAll([]string{settings}, nil)
 		e.Hooks().AddAll(hooks)
 		return e
@@ -300,7 +301,7 @@ func TestStopHookBlocksUntilTheCap(t *testing.T) {
 	if _, err := e.CreateSession(ctx, "s", t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	a.Start(ctx, "s")
 	for i := range 5 {
 		res, err := a.Stop(ctx)
@@ -310,7 +311,7 @@ func TestStopHookBlocksUntilTheCap(t *testing.T) {
 	}
 	e.Close()
 	e = open()
-	a = mustAgent(t, e, "ide")
+	a = testkit.Agent(t, e, "ide")
 	for i := 5; i < 8; i++ {
 		if res, err := a.Stop(ctx); err != nil || !res.Blocked {
 			t.Fatalf("stop %d after reopen: %+v, %v", i, res, err)
@@ -344,7 +345,7 @@ func TestStopHookBlocksWithExitCode2(t *testing.T) {
 	if _, err := e.CreateSession(ctx, "s", t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	a := mustAgent(t, e, "ide")
+	a := testkit.Agent(t, e, "ide")
 	a.Start(ctx, "s")
 	res, err := a.Stop(ctx)
 	if err != nil || !res.Blocked || res.Reason != "run the linter first" || res.Outcomes[0].ExitCode != 2 {

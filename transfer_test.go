@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
 func importFile(t *testing.T, e *reprise.Engine, path string, opts reprise.ImportOptions) reprise.ImportReport {
@@ -39,7 +40,7 @@ func export(t *testing.T, e *reprise.Engine, id string) []byte {
 // messages with their blocks.
 func TestImportExportKeepsEveryRecord(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	original, err := os.ReadFile("testdata/transcripts/every-record.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func TestImportExportKeepsEveryRecord(t *testing.T) {
 		t.Fatalf("export after append:\n%s", once)
 	}
 	// Export, import, export is byte-stable.
-	e2, _ := newEngine(t)
+	e2, _ := testkit.NewEngine(t, reprise.Options{})
 	if _, err := e2.Import(ctx, bytes.NewReader(once), reprise.ImportOptions{ID: "again"}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +87,10 @@ func TestImportExportKeepsEveryRecord(t *testing.T) {
 // The transcript the Engine keeps for hooks is the export.
 func TestTranscriptFileIsTheExport(t *testing.T) {
 	ctx := context.Background()
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	importFile(t, e, "testdata/transcripts/every-record.jsonl", reprise.ImportOptions{ID: "imported"})
-	mustSession(t, e, "other")
-	a := mustAgent(t, e, "ide")
+	testkit.Session(t, e, "other", "")
+	a := testkit.Agent(t, e, "ide")
 	a.Start(ctx, "other")
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "from the hook")
@@ -110,7 +111,7 @@ func TestTranscriptFileIsTheExport(t *testing.T) {
 
 func TestImportReportsMalformedLines(t *testing.T) {
 	input := "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"},\"uuid\":\"u1\"}\nnot json at all\n[1,2]\n\n{\"type\":\"summary\"}\n"
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	rep, err := e.Import(context.Background(), strings.NewReader(input), reprise.ImportOptions{ID: "loose"})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +126,7 @@ func TestImportReportsMalformedLines(t *testing.T) {
 }
 
 func TestImportOfAnEmptyFileCreatesAnEmptySession(t *testing.T) {
-	e, _ := newEngine(t)
+	e, _ := testkit.NewEngine(t, reprise.Options{})
 	rep, err := e.Import(context.Background(), strings.NewReader(""), reprise.ImportOptions{ID: "empty", Cwd: "/w"})
 	if err != nil || rep.Messages != 0 {
 		t.Fatalf("report %+v, err %v", rep, err)
