@@ -16,6 +16,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -68,14 +69,14 @@ func TestTwoProcessesRestoreOneAgent(t *testing.T) {
 	end := fmt.Sprintf(`echo end >> '%s'; i=0; while [ ! -e '%s' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done`, side, gate)
 	start := fmt.Sprintf(`echo start >> '%s'`, side)
 	env := []string{envStoreURL + "=" + db.url, envDir + "=" + dir, envEndHook + "=" + end, envStartHook + "=" + start, envWaitGo + "=1"}
-	hosts := []*helper{startHelper(t, "restore", env...), startHelper(t, "restore", env...)}
+	hosts := []*testkit.Child{startHelper(t, "restore", env...), startHelper(t, "restore", env...)}
 	for _, h := range hosts {
-		if l := h.line(t); l != "ready" {
+		if l := h.Line(t); l != "ready" {
 			t.Fatalf("helper said %q, want ready", l)
 		}
 	}
 	for _, h := range hosts {
-		if _, err := h.stdin.Write([]byte("go\n")); err != nil {
+		if _, err := h.Stdin.Write([]byte("go\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,15 +84,15 @@ func TestTwoProcessesRestoreOneAgent(t *testing.T) {
 	for _, h := range hosts {
 		go func() {
 			select {
-			case l, ok := <-h.lines:
+			case l, ok := <-h.Lines:
 				if ok {
 					answers <- l
 					return
 				}
-			case <-h.done:
+			case <-h.Done:
 			}
-			<-h.done
-			answers <- fmt.Sprintf("exited (%v): %s", h.err, h.stderr)
+			<-h.Done
+			answers <- fmt.Sprintf("exited (%v): %s", h.Err, h.Stderr)
 		}()
 	}
 	first := <-answers
@@ -105,7 +106,7 @@ func TestTwoProcessesRestoreOneAgent(t *testing.T) {
 		t.Fatalf("second answer %q, want restored", second)
 	}
 	for _, h := range hosts {
-		h.wait(t)
+		h.Wait(t)
 	}
 
 	if got := readSide(t, side); strings.Join(got, " ") != "end start" {
@@ -148,11 +149,11 @@ func TestKilledMidRestoreIsRolledForward(t *testing.T) {
 		hookPID = pid
 		return true
 	})
-	if err := syscall.Kill(h.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := syscall.Kill(h.Cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = syscall.Kill(-hookPID, syscall.SIGKILL) // the hook runs in a process group of its own
-	<-h.done
+	<-h.Done
 
 	// The next host, with hooks of its own.
 	again := fmt.Sprintf(`echo end-again >> '%s'`, side)

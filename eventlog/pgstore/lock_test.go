@@ -105,16 +105,16 @@ func TestLockDiesWithItsProcess(t *testing.T) {
 	ctx := context.Background()
 
 	h := startHelper(t, "hold-lock", envStoreURL+"="+db.url, envStream+"=agent/held")
-	if l := h.line(t); l != "locked" {
+	if l := h.Line(t); l != "locked" {
 		t.Fatalf("helper said %q, want locked", l)
 	}
 	if _, err := s.TryLock(ctx, "agent/held"); !errors.Is(err, eventlog.ErrBusy) {
 		t.Fatalf("TryLock while another process holds the lock: err = %v, want ErrBusy", err)
 	}
-	if err := h.cmd.Process.Kill(); err != nil { // SIGKILL: no release runs
+	if err := h.Cmd.Process.Kill(); err != nil { // SIGKILL: no release runs
 		t.Fatal(err)
 	}
-	<-h.done
+	<-h.Done
 	waitFor(t, "the dead process's lock to be released", func() bool {
 		release, err := s.TryLock(ctx, "agent/held")
 		if err == nil {

@@ -2,15 +2,12 @@ package pgstore_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
 // The test binary runs as a helper process, another host on the same
@@ -133,106 +131,17 @@ func addCommandHooks(reg *hookexec.Registry, end, start string) error {
 	return nil
 }
 
-// helper is a running helper process.
-type helper struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string // its stdout, line by line; closed at EOF
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error // of Wait, once done is closed
-}
-
 // startHelper runs the test binary as a helper process in mode, with env
 // added to its environment. The process is killed when tb ends.
-func startHelper(tb testing.TB, mode string, env ...string) *helper {
+func startHelper(tb testing.TB, mode string, env ...string) *testkit.Child {
 	tb.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), helperEnv+"="+mode), env...)
-	h := &helper{cmd: cmd, lines: make(chan string, 16), stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stderr = h.stderr
-	var err error
-	if h.stdin, err = cmd.StdinPipe(); err != nil {
-		tb.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			h.lines <- sc.Text()
-		}
-		close(h.lines)
-		h.err = cmd.Wait()
-		close(h.done)
-	}()
-	tb.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		for range h.lines {
-		}
-		<-h.done
-	})
-	return h
-}
-
-// line returns the helper's next line of output, failing tb if there is
-// none within a minute.
-func (h *helper) line(tb testing.TB) string {
-	tb.Helper()
-	select {
-	case l, ok := <-h.lines:
-		if !ok {
-			<-h.done
-			tb.Fatalf("helper exited (%v) without a line; stderr:\n%s", h.err, h.stderr)
-		}
-		return l
-	case <-time.After(time.Minute):
-		tb.Fatalf("no line from the helper in a minute; stderr:\n%s", h.stderr)
-	}
-	return ""
-}
-
-// wait waits for the helper to exit and fails tb unless it succeeded.
-func (h *helper) wait(tb testing.TB) {
-	tb.Helper()
-	_ = h.stdin.Close()
-	select {
-	case <-h.done:
-	case <-time.After(time.Minute):
-		tb.Fatalf("the helper did not exit in a minute; stderr:\n%s", h.stderr)
-	}
-	if h.err != nil {
-		tb.Fatalf("helper: %v; stderr:\n%s", h.err, h.stderr)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	return testkit.StartChild(tb, append([]string{helperEnv + "=" + mode}, env...)...)
 }
 
 // newEngine returns an Engine over s, closed when tb ends.
 func newEngine(tb testing.TB, s eventlog.Store, dir string) *reprise.Engine {
 	tb.Helper()
-	e := reprise.New(s, reprise.Options{TranscriptDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	e := reprise.New(s, reprise.Options{TranscriptDir: dir, Logger: testkit.Discard})
 	tb.Cleanup(func() { _ = e.Close() })
 	return e
 }
