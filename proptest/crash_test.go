@@ -2,7 +2,6 @@ package proptest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,13 +11,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -101,7 +100,7 @@ func runCrash(t *testing.T, sc scenario, kind string, p point) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), childEnv+"="+paths.dir, seedEnv+"="+strconv.FormatUint(sc.seed, 10),
 		kindEnv+"="+kind, pointEnv+"="+p.String(), fifoEnv+"="+paths.fifo())
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -252,23 +251,4 @@ func summarize(rs []reprise.Restore) string {
 		fmt.Fprintf(&b, "\n  %s %s -> %s: %v", r.Source, r.From, r.To, r.Steps)
 	}
 	return b.String()
-}
-
-// syncBuffer is a bytes.Buffer safe for the writes of a child's output
-// and a read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
 // Hook behaviours. A function hook or a command hook acts out one of them
@@ -58,11 +59,7 @@ type fataler interface {
 // hookScript returns the absolute path of testdata/hooks/hook.sh.
 func hookScript(t fataler) string {
 	t.Helper()
-	path, err := filepath.Abs(filepath.Join("testdata", "hooks", "hook.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testkit.Script(t, "hook.sh")
 }
 
 // hookContext is the context a succeeding hook tagged tag returns when it

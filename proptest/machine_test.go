@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +19,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -80,7 +80,7 @@ var scopedKinds = []struct {
 	{"cmd-start", hookexec.SessionStart, "", true},
 }
 
-var discard = slog.New(slog.DiscardHandler)
+var discard = testkit.Discard
 
 // machine is the system under test and its model.
 type machine struct {
@@ -98,8 +98,8 @@ type machine struct {
 	agents map[string]*reprise.Agent
 	m      *model
 
-	ids   atomic.Uint64
-	ticks atomic.Int64
+	newID func() string    // the Engine's ids: id-1, id-2, ...
+	now   func() time.Time // the Engine's clock: a millisecond later at each reading
 	texts int
 	news  int
 }
@@ -117,7 +117,8 @@ func newMachine(t *rapid.T, base string, st *stats) *machine {
 		t.Fatal(err)
 	}
 	s := &machine{st: st, dir: dir, path: filepath.Join(dir, "reprise.db"), script: hookScript(t),
-		side: newSideFile(dir), beh: &behaviours{}, reg: hookexec.NewRegistry()}
+		side: newSideFile(dir), beh: &behaviours{}, reg: hookexec.NewRegistry(),
+		newID: testkit.IDs("id"), now: testkit.Clock(time.Unix(1_700_000_000, 0), time.Millisecond)}
 	if err := os.Mkdir(s.cwd(), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +150,6 @@ func (s *machine) actions() map[string]func(*rapid.T) {
 
 // cwd is every session's working directory, where command hooks run.
 func (s *machine) cwd() string { return filepath.Join(s.dir, "work") }
-
-func (s *machine) newID() string { return fmt.Sprintf("id-%d", s.ids.Add(1)) }
-
-// now is the Engine's clock: a millisecond later at each reading.
-func (s *machine) now() time.Time {
-	return time.Unix(1_700_000_000, 0).Add(time.Duration(s.ticks.Add(1)) * time.Millisecond)
-}
 
 // registerHooks fills the registry, which outlives each Engine of the case,
 // and returns its hooks as the model sees them.
