@@ -14,6 +14,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -61,11 +62,17 @@ type Options struct {
 	// eventlog.ErrReadOnly.
 	ReadOnly bool
 	// TranscriptDir holds each session's Claude Code transcript
-	// (<id>.jsonl), the files hooks read as transcript_path, and hook
-	// output too large to inject. Empty means a "transcripts" directory
-	// next to a bbolt file, and one under the user's cache directory for
-	// a database or a store given to New.
+	// (<id>.jsonl), the files hooks read as transcript_path, the
+	// CLAUDE_ENV_FILE of SessionStart runs, and hook output too large to
+	// inject. Empty means a "transcripts" directory next to a bbolt file
+	// (Open), and for a store given to New a private temporary directory
+	// that Close removes: the Engine never writes anywhere else.
 	TranscriptDir string
+	// Files replaces TranscriptDir with another file seam, such as
+	// NewMemoryFiles in tests. The Engine closes it in Close.
+	Files Files
+	// Runner runs the hooks. Nil means hookexec.Exec, the real runner.
+	Runner hookexec.Runner
 }
 
 // Engine keeps sessions in an event log and runs restores. It is safe for
@@ -76,10 +83,11 @@ type Engine struct {
 	log   *slog.Logger
 	now   func() time.Time
 	newID func() string
-	// transcriptDir holds transcripts, env files and spilled hook output.
-	transcriptDir string
-	scoped        hookexec.Scoped
-	stopCap       int
+	// files holds transcripts, env files and spilled hook output.
+	files   Files
+	runner  hookexec.Runner
+	scoped  hookexec.Scoped
+	stopCap int
 	// claudeSettings: read Claude Code settings files at each hook run.
 	claudeSettings bool
 
@@ -141,7 +149,7 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
 		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,
-		transcriptDir: opts.TranscriptDir, stopCap: opts.StopBlockCap, claudeSettings: opts.ClaudeSettings,
+		files: opts.Files, runner: opts.Runner, stopCap: opts.StopBlockCap, claudeSettings: opts.ClaudeSettings,
 		sessions: map[string]*session{}, agents: map[string]*Agent{},
 	}
 	if e.hooks == nil {
@@ -159,12 +167,15 @@ func New(store eventlog.Store, opts Options) *Engine {
 	if e.stopCap <= 0 {
 		e.stopCap = DefaultStopBlockCap
 	}
-	if e.transcriptDir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		e.transcriptDir = filepath.Join(base, "reprise", "transcripts")
+	switch {
+	case e.files != nil:
+	case opts.TranscriptDir != "":
+		e.files = DirFiles(opts.TranscriptDir)
+	default:
+		e.files = tempFiles()
+	}
+	if e.runner == nil {
+		e.runner = hookexec.Exec{}
 	}
 	return e
 }
@@ -230,8 +241,9 @@ func (e *Engine) projectHooks(ctx context.Context, id string) *hookexec.Registry
 // Store returns the event log under the Engine, for reading.
 func (e *Engine) Store() eventlog.Store { return e.store }
 
-// Close saves every session's pending messages, then closes the store. It
-// returns the errors of saves that failed; those messages are lost.
+// Close saves every session's pending messages, then closes the store and
+// the Engine's files. It returns the errors of saves that failed; those
+// messages are lost.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	sessions := make([]*session, 0, len(e.sessions))
@@ -247,7 +259,7 @@ func (e *Engine) Close() error {
 		}
 		s.mu.Unlock()
 	}
-	return errors.Join(append(errs, e.store.Close())...)
+	return errors.Join(append(errs, e.store.Close(), e.files.Close())...)
 }
 
 func (e *Engine) stamp() int64 { return e.now().UTC().UnixNano() }
@@ -388,15 +400,21 @@ func (e *Engine) Save(ctx context.Context, id string) (int, error) {
 }
 
 func (e *Engine) save(ctx context.Context, s *session) (int, error) {
-	w, err := e.flush(s, nil)
-	if err != nil || w == nil {
-		return 0, err
+	ready := lifecycle.SaveMessages(s.view(), e.stamp())
+	if len(ready.Records) == 0 {
+		return 0, nil
 	}
-	evs, err := e.store.Append(ctx, []eventlog.Expect{w.expect}, w.recs)
+	evs, err := e.store.Append(ctx, ready.Expect, ready.Records)
 	if err != nil {
 		return 0, e.saveFailed(ctx, s, err)
 	}
-	return len(evs), w.applied(evs)
+	for i, ev := range evs {
+		if err := s.fold(ev, ready.Payloads[i]); err != nil {
+			return 0, err
+		}
+	}
+	s.dropPending(len(evs))
+	return len(evs), nil
 }
 
 // saveFailed catches s up after a conflict so that the next save can work.
@@ -409,69 +427,45 @@ func (e *Engine) saveFailed(ctx context.Context, s *session, err error) error {
 	return err
 }
 
-// sessionWrite is a batch of messages for one session, ready to append,
-// possibly together with an agent's step.
-type sessionWrite struct {
-	s      *session
-	expect eventlog.Expect
-	recs   []eventlog.Record
-	msgs   []Message // what recs hold, as written
-	n      int       // pending messages included
+// view is what the stepper sees of s. s.mu must be held.
+func (s *session) view() *lifecycle.Session {
+	return &lifecycle.Session{ID: s.conv.ID, Cwd: s.conv.Cwd, Head: s.conv.Head, Messages: len(s.conv.Messages),
+		ViewLen: len(s.conv.Messages) - s.conv.ViewStart, LastUUID: s.conv.LastUUID(), Pending: s.pending}
 }
 
-// flush turns s's pending messages, then extra, into a write that chains
-// their parent uuids onto the stored conversation. It returns nil when
-// there is nothing to write. s.mu must be held.
-func (e *Engine) flush(s *session, extra *Message) (*sessionWrite, error) {
-	msgs := s.pending
-	if extra != nil {
-		msgs = append(msgs[:len(msgs):len(msgs)], *extra)
+// fold applies an event written to s, with its payload as written. A
+// message is copied, so the conversation shares nothing with the caller.
+// s.mu must be held.
+func (s *session) fold(ev eventlog.Event, p schema.Payload) error {
+	if m, ok := p.(*schema.MessageAppended); ok {
+		p = &schema.MessageAppended{Message: projection.CloneMessages([]Message{m.Message})[0]}
 	}
-	if len(msgs) == 0 {
-		return nil, nil
-	}
-	stream := projection.SessionStream(s.conv.ID)
-	w := &sessionWrite{s: s, expect: eventlog.Expect{Stream: stream, Seq: s.conv.Head}, n: len(s.pending),
-		recs: make([]eventlog.Record, 0, len(msgs)), msgs: make([]Message, 0, len(msgs))}
-	parent := s.conv.LastUUID()
-	now := e.stamp()
-	for _, m := range msgs {
-		m.ParentUUID, parent = parent, m.UUID
-		rec, err := schema.NewRecord(stream, &schema.MessageAppended{Message: m}, now, "")
-		if err != nil {
-			return nil, err
-		}
-		w.recs = append(w.recs, rec)
-		w.msgs = append(w.msgs, m)
-	}
-	return w, nil
+	return s.conv.ApplyDecoded(ev, p)
 }
 
-// applied folds the written events into the session and drops the pending
-// messages they carried. s.mu must still be held.
-func (w *sessionWrite) applied(evs []eventlog.Event) error {
-	i := 0
-	for _, ev := range evs {
-		if ev.Stream != w.expect.Stream {
-			continue
-		}
-		var err error
-		if i < len(w.msgs) && ev.Type == schema.TypeMessageAppended {
-			m := projection.CloneMessages(w.msgs[i : i+1])[0]
-			err = w.s.conv.ApplyDecoded(ev, &schema.MessageAppended{Message: m})
-		} else {
-			err = w.s.conv.Apply(ev)
-		}
-		if err != nil {
-			return err
-		}
-		i++
+// dropPending drops the first n pending messages: they were written. s.mu
+// must be held.
+func (s *session) dropPending(n int) {
+	s.pending = s.pending[n:]
+	if len(s.pending) == 0 {
+		s.pending = nil
 	}
-	w.s.pending = w.s.pending[w.n:]
-	if len(w.s.pending) == 0 {
-		w.s.pending = nil
+}
+
+// message returns a copy of message uuid of session id.
+func (e *Engine) message(ctx context.Context, id, uuid string) (Message, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return Message{}, err
 	}
-	return nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.conv.Messages) - 1; i >= 0; i-- {
+		if m := s.conv.Messages[i]; m.UUID == uuid {
+			return projection.CloneMessages([]Message{m})[0], nil
+		}
+	}
+	return Message{}, fmt.Errorf("%w: %s in %s", ErrMessageNotFound, uuid, id)
 }
 
 // Session returns what the Engine knows of session id without reading the

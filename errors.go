@@ -1,11 +1,15 @@
 package reprise
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/reprise-dev/reprise/lifecycle"
+)
 
 var (
 	// ErrSessionNotFound is returned when a session does not exist or its
 	// stream cannot be read. A restore that returns it changed nothing.
-	ErrSessionNotFound = errors.New("reprise: session not found")
+	ErrSessionNotFound = lifecycle.ErrSessionNotFound
 
 	// ErrSessionExists is returned by CreateSession for an id already taken.
 	ErrSessionExists = errors.New("reprise: session already exists")
@@ -31,5 +35,5 @@ var (
 
 	// ErrNoCurrentSession is returned by Restore on an agent that has no
 	// current session yet; use Start for its first one.
-	ErrNoCurrentSession = errors.New("reprise: agent has no current session")
+	ErrNoCurrentSession = lifecycle.ErrNoCurrentSession
 )

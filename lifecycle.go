@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -17,58 +17,36 @@ import (
 var ErrMessageNotFound = errors.New("reprise: message not found")
 
 // ErrBadReason is returned by End for a reason it does not know.
-var ErrBadReason = errors.New("reprise: unknown end reason")
-
-// beginOnCurrent is begin for paths that need a current session, which it
-// returns.
-func (a *Agent) beginOnCurrent(ctx context.Context) (end func(), current string, err error) {
-	if end, err = a.begin(ctx); err != nil {
-		return nil, "", err
-	}
-	if a.view.Current == "" {
-		end()
-		return nil, "", fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
-	}
-	return end, a.view.Current, nil
-}
+var ErrBadReason = lifecycle.ErrBadReason
 
 // New makes a fresh, empty session with id (a new UUID when empty) and
 // working directory cwd current and runs its SessionStart hooks with source
-// "new". A current session is first
-// left the way Clear leaves it: saved, and ended with reason "clear". The
-// fresh session is created before the first step is recorded, so a
-// refused New (ErrRestoreInProgress) leaves an empty session behind.
+// "new". A current session is first left the way Clear leaves it: saved,
+// and ended with reason "clear". The fresh session is created before the
+// first step is recorded, so a refused New (ErrRestoreInProgress) leaves an
+// empty session behind.
 func (a *Agent) New(ctx context.Context, id, cwd string) (*Restore, error) {
-	end, err := a.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	id, err = a.e.CreateSession(ctx, id, cwd)
-	if err != nil {
-		return nil, err
-	}
-	return a.switchTo(ctx, &schema.SaveAttempted{From: a.view.Current, To: id, Reason: ReasonClear, Source: SourceNew})
+	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.New}, func(ctx context.Context) (string, error) {
+		return a.e.CreateSession(ctx, id, cwd)
+	})
+	return r, err
 }
 
 // Clear ends the current session with reason "clear" and makes a fresh,
 // empty session in the same working directory current, with SessionStart
 // source "clear", as Claude Code's /clear does.
 func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
-	end, from, err := a.beginOnCurrent(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	cwd := ""
-	if info, err := a.e.Session(ctx, from); err == nil {
-		cwd = info.Cwd
-	}
-	id, err := a.e.CreateSession(ctx, "", cwd)
-	if err != nil {
-		return nil, err
-	}
-	return a.switchTo(ctx, &schema.SaveAttempted{From: from, To: id, Reason: ReasonClear, Source: SourceClear})
+	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Clear}, func(ctx context.Context) (string, error) {
+		if a.view.Current == "" {
+			return "", fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
+		}
+		cwd := ""
+		if info, err := a.e.Session(ctx, a.view.Current); err == nil {
+			cwd = info.Cwd
+		}
+		return a.e.CreateSession(ctx, "", cwd)
+	})
+	return r, err
 }
 
 // Fork makes a new session that starts as a copy of session parent's
@@ -79,16 +57,10 @@ func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
 // with reason "resume". Copies drop imported transcript lines, so the
 // fork's transcript names the fork, not the parent.
 func (a *Agent) Fork(ctx context.Context, parent, upTo string) (*Restore, error) {
-	end, err := a.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	id, err := a.e.fork(ctx, parent, upTo)
-	if err != nil {
-		return nil, err
-	}
-	return a.switchTo(ctx, &schema.SaveAttempted{From: a.view.Current, To: id, Reason: ReasonResume, Source: SourceFork})
+	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Fork}, func(ctx context.Context) (string, error) {
+		return a.e.fork(ctx, parent, upTo)
+	})
+	return r, err
 }
 
 // fork writes the forked session in one atomic append and returns its id.
@@ -135,7 +107,7 @@ func (e *Engine) fork(ctx context.Context, parent, upTo string) (string, error) 
 
 // CompactSummaryPrefix opens the summary message of a compacted session, as
 // Claude Code words it; the summary given to Compact follows it.
-const CompactSummaryPrefix = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n"
+const CompactSummaryPrefix = lifecycle.CompactSummaryPrefix
 
 // Compact replaces, for the model, the current session's messages so far by
 // summary. The log keeps every message: a compaction boundary and the
@@ -144,55 +116,8 @@ const CompactSummaryPrefix = "This session is being continued from a previous co
 // SessionStart hooks then run with source "compact" and their context is
 // injected after the summary.
 func (a *Agent) Compact(ctx context.Context, summary string) (*Restore, error) {
-	end, id, err := a.beginOnCurrent(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	s, err := a.e.session(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	w, step, err := a.e.compaction(s, summary)
-	if err == nil {
-		err = a.record(ctx, a.e.newID(), step, w)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return a.advance(ctx)
-}
-
-// compaction builds the write of a compaction: s's pending messages, the
-// boundary and the summary. s.mu must be held.
-func (e *Engine) compaction(s *session, summary string) (*sessionWrite, *schema.SessionCompacted, error) {
-	w, err := e.flush(s, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	stream := projection.SessionStream(s.conv.ID)
-	if w == nil {
-		w = &sessionWrite{s: s, expect: eventlog.Expect{Stream: stream, Seq: s.conv.Head}}
-	}
-	last := s.conv.LastUUID()
-	if w.n > 0 {
-		last = s.pending[len(s.pending)-1].UUID
-	}
-	boundary := &schema.CompactBoundary{UUID: e.newID(), LogicalParent: last, Trigger: "manual",
-		PreMessages: len(s.conv.View()) + w.n}
-	msg := Message{UUID: e.newID(), ParentUUID: boundary.UUID, Role: "user", IsMeta: true, Summary: true,
-		Timestamp: e.stamp(), Content: []Block{{Type: "text", Text: CompactSummaryPrefix + summary}}}
-	now := e.stamp()
-	for _, p := range []schema.Payload{boundary, &schema.MessageAppended{Message: msg}} {
-		rec, err := schema.NewRecord(stream, p, now, "")
-		if err != nil {
-			return nil, nil, err
-		}
-		w.recs = append(w.recs, rec)
-	}
-	return w, &schema.SessionCompacted{Session: s.conv.ID, Boundary: boundary.UUID, SummaryUUID: msg.UUID}, nil
+	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Compact, Summary: summary}, nil)
+	return r, err
 }
 
 // EndOptions carry what SessionEnd function hooks receive besides the
@@ -202,24 +127,14 @@ type EndOptions struct {
 	Error        string
 }
 
-var endReasons = []Reason{ReasonComplete, ReasonError, ReasonAbort, ReasonTimeout, ReasonUserExit,
-	ReasonLogout, ReasonPromptInputExit, ReasonOther, ReasonClear, ReasonResume}
-
 // End ends the current session for reason (complete, error, abort,
 // timeout, user_exit, logout, prompt_input_exit or other): it is saved, its
 // SessionEnd hooks run with that reason, and the agent is left without a
 // current session until the next Start or New. What the hooks return
 // (summaries, cleanup actions) is recorded with their outcomes.
 func (a *Agent) End(ctx context.Context, reason Reason, opts EndOptions) (*Restore, error) {
-	if !slices.Contains(endReasons, reason) {
-		return nil, fmt.Errorf("%w: %q", ErrBadReason, reason)
-	}
-	end, from, err := a.beginOnCurrent(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	return a.switchTo(ctx, &schema.SaveAttempted{From: from, Reason: reason, FinalMessage: opts.FinalMessage, EndError: opts.Error})
+	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.End, Reason: reason, FinalMessage: opts.FinalMessage, Error: opts.Error}, nil)
+	return r, err
 }
 
 // DefaultStopBlockCap is how many consecutive stops hooks may block before
@@ -244,52 +159,17 @@ type StopResult struct {
 // stop is recorded as capped. The count lives in the log, so a crash does
 // not reset it.
 func (a *Agent) Stop(ctx context.Context) (*StopResult, error) {
-	end, id, err := a.beginOnCurrent(ctx)
-	if err != nil {
+	_, st, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Stop}, nil)
+	if err != nil || st == nil {
 		return nil, err
 	}
-	defer end()
-	rid, wctx := a.e.newID(), context.WithoutCancel(ctx)
-	if a.view.StopBlocks >= a.e.stopCap {
-		why := fmt.Sprintf("%d consecutive stops were blocked; the hooks are not asked again until a stop is not blocked", a.view.StopBlocks)
-		a.e.log.Warn("stop hook cap reached", "agent", a.id, "session", id, "blocks", a.view.StopBlocks)
-		if err := a.record(ctx, rid, &schema.StopHookStarted{Session: id, Active: true, Capped: true}, nil); err != nil {
+	res := &StopResult{Blocked: st.Blocked, Reason: st.Reason, Capped: st.Capped, Outcomes: st.Outcomes}
+	if st.MessageUUID != "" {
+		m, err := a.e.message(context.WithoutCancel(ctx), st.Session, st.MessageUUID)
+		if err != nil {
 			return nil, err
 		}
-		if err := a.record(wctx, rid, &schema.StopHookRan{Session: id, Capped: why}, nil); err != nil {
-			return nil, err
-		}
-		return &StopResult{Capped: true, Reason: why}, nil
+		res.Message = &m
 	}
-	hooks := a.e.HooksFor(ctx, hookexec.Stop, "", id)
-	active := a.view.StopBlocks > 0
-	if err := a.record(ctx, rid, &schema.StopHookStarted{Session: id, Active: active, Hooks: hookexec.Names(hooks)}, nil); err != nil {
-		return nil, err
-	}
-	transcript, env := a.hookEnv(wctx, id, hooks)
-	outcomes, blocked, reason := hookexec.RunStop(ctx, hooks, hookexec.StopInput{
-		SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, StopHookActive: active}, env)
-	ran := &schema.StopHookRan{Session: id, Outcomes: outcomes, Blocked: blocked, Reason: reason}
-	res := &StopResult{Blocked: blocked, Reason: reason, Outcomes: outcomes}
-	if !blocked {
-		return res, a.record(wctx, rid, ran, nil)
-	}
-	s, err := a.e.session(wctx, id)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	msg := Message{UUID: a.e.newID(), Role: "user", IsMeta: true, Timestamp: a.e.stamp(),
-		Content: []Block{{Type: "text", Text: "Stop hook feedback:\n" + reason}}}
-	ran.MessageUUID = msg.UUID
-	w, err := a.e.flush(s, &msg)
-	if err == nil {
-		err = a.record(wctx, rid, ran, w)
-	}
-	if err != nil {
-		return nil, err
-	}
-	res.Message = &s.conv.Messages[len(s.conv.Messages)-1]
 	return res, nil
 }

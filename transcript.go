@@ -1,19 +1,15 @@
 package reprise
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 )
 
 // TranscriptPath returns where the Engine keeps session id's transcript in
 // Claude Code's JSONL format: the file hooks receive as transcript_path.
-func (e *Engine) TranscriptPath(id string) string {
-	return filepath.Join(e.transcriptDir, id+".jsonl")
-}
+func (e *Engine) TranscriptPath(id string) string { return e.files.Path(id + ".jsonl") }
 
 // syncTranscript brings s's transcript file up to date with its saved
 // messages and returns its path. The first sync in an Engine rewrites the
@@ -21,14 +17,10 @@ func (e *Engine) TranscriptPath(id string) string {
 // syncs append only the messages saved since, and rewrite it only if it was
 // removed. s.mu must be held.
 func (e *Engine) syncTranscript(s *session) (string, error) {
-	path := e.TranscriptPath(s.conv.ID)
+	name := s.conv.ID + ".jsonl"
+	path := e.files.Path(name)
 	if from := s.transcribed; from >= 0 {
-		var err error
-		if from == s.conv.Entries() {
-			_, err = os.Stat(path)
-		} else {
-			err = e.writeTranscript(s, path, os.O_WRONLY|os.O_APPEND, from)
-		}
+		err := e.files.Append(name, func(w io.Writer) error { return writeLines(w, s, from) })
 		if err == nil {
 			s.transcribed = s.conv.Entries()
 			return path, nil
@@ -38,39 +30,17 @@ func (e *Engine) syncTranscript(s *session) (string, error) {
 			return path, fmt.Errorf("transcript of %s: %w", s.conv.ID, err)
 		}
 	}
-	// A whole new file, renamed into place so that no hook reads half of it.
-	if err := os.MkdirAll(e.transcriptDir, 0o700); err != nil {
-		return path, fmt.Errorf("transcript of %s: %w", s.conv.ID, err)
-	}
-	tmp := path + ".tmp"
-	if err := e.writeTranscript(s, tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0); err != nil {
-		os.Remove(tmp)
-		return path, fmt.Errorf("transcript of %s: %w", s.conv.ID, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := e.files.Replace(name, func(w io.Writer) error { return writeLines(w, s, 0) }); err != nil {
 		return path, fmt.Errorf("transcript of %s: %w", s.conv.ID, err)
 	}
 	s.transcribed = s.conv.Entries()
 	return path, nil
 }
 
-// writeTranscript writes s's transcript lines from entry from on.
-func (e *Engine) writeTranscript(s *session, path string, flags, from int) error {
-	f, err := os.OpenFile(path, flags, 0o600)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
-	err = s.conv.Transcript(from, func(line []byte) error {
+// writeLines writes s's transcript lines from entry from on.
+func writeLines(w io.Writer, s *session, from int) error {
+	return s.conv.Transcript(from, func(line []byte) error {
 		_, err := w.Write(line)
 		return err
 	})
-	if err == nil {
-		err = w.Flush()
-	}
-	if err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -23,6 +23,19 @@ type CommandEnv struct {
 	EnvFile    string // CLAUDE_ENV_FILE, set only for SessionStart; "" to omit
 	SpillDir   string // where context over MaxContextChars is saved
 	SpillName  string // base name for spilled context files, e.g. the session id
+	// Spill, when set, saves context over MaxContextChars instead of
+	// SpillDir and returns the path that names it.
+	Spill func(text string) (path string, err error)
+	// Now times hooks; nil means time.Now.
+	Now func() time.Time
+}
+
+// clock returns env's clock.
+func (env CommandEnv) clock() func() time.Time {
+	if env.Now == nil {
+		return time.Now
+	}
+	return env.Now
 }
 
 // MaxContextChars is the longest context, in characters, a command hook
@@ -60,7 +73,8 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
 	}
-	began := time.Now()
+	now := env.clock()
+	began := now()
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r := execute(hctx, h, stdin, env)
@@ -98,7 +112,7 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 			o.Error = err.Error()
 		}
 	}
-	o.Duration = time.Since(began).Nanoseconds()
+	o.Duration = now().Sub(began).Nanoseconds()
 	o.ContextLen = len(text)
 	return o, text
 }
@@ -306,7 +320,11 @@ func limitContext(text string, env CommandEnv) (string, error) {
 		return text, nil
 	}
 	preview := firstChars(text, previewChars)
-	path, err := spill(text, env)
+	spillText := env.Spill
+	if spillText == nil {
+		spillText = func(text string) (string, error) { return spill(text, env) }
+	}
+	path, err := spillText(text)
 	if err != nil {
 		return fmt.Sprintf("%s\n... [output truncated: %d characters, the rest could not be saved]", preview, n), err
 	}

@@ -127,7 +127,7 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn 
 	last := -1 // the last command hook
 	for i, h := range hooks {
 		if !h.IsCommand() {
-			funcs = append(funcs, startFunc(ctx, h, fn, i))
+			funcs = append(funcs, startFunc(ctx, h, fn, i, env.clock()))
 		} else {
 			last = i
 		}
@@ -176,13 +176,15 @@ type funcRun struct {
 	cancel  context.CancelFunc
 	timeout time.Duration
 	began   time.Time
+	now     func() time.Time
 	done    chan callResult // buffered: a late hook never blocks
 }
 
 // startFunc starts function hook h, the index-th of the hooks being run,
 // under its timeout, recovering a panic.
-func startFunc(ctx context.Context, h Hook, fn call, index int) *funcRun {
-	f := &funcRun{h: h, index: index, ctx: ctx, timeout: h.Timeout, began: time.Now(), done: make(chan callResult, 1)}
+func startFunc(ctx context.Context, h Hook, fn call, index int, now func() time.Time) *funcRun {
+	f := &funcRun{h: h, index: index, ctx: ctx, timeout: h.Timeout, now: now, done: make(chan callResult, 1)}
+	f.began = now()
 	if f.timeout == 0 {
 		f.timeout = DefaultFuncTimeout
 	}
@@ -238,7 +240,7 @@ func (f *funcRun) wait() (schema.HookOutcome, string) {
 			o.Decision, o.Reason = "block", r.answer.text
 		}
 	}
-	o.Duration = time.Since(f.began).Nanoseconds()
+	o.Duration = f.now().Sub(f.began).Nanoseconds()
 	o.ContextLen = len(text)
 	return o, text
 }

@@ -27,10 +27,10 @@ type Agent struct {
 type Restore struct {
 	ID     string
 	Source schema.Source // SessionStart source: startup, resume, new, clear, fork, compact; "" for an End
-	From   string // the session current before; "" when there was none
-	To     string // the session current after; "" for an End
-	Began  int64  // UTC unix nanoseconds of the first step
-	Ended  int64  // of the last step; 0 while in flight
+	From   string        // the session current before; "" when there was none
+	To     string        // the session current after; "" for an End
+	Began  int64         // UTC unix nanoseconds of the first step
+	Ended  int64         // of the last step; 0 while in flight
 	Steps  []eventlog.Type
 
 	Saved     int

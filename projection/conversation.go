@@ -1,6 +1,8 @@
 package projection
 
 import (
+	"strings"
+
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -10,6 +12,16 @@ func SessionStream(id string) string { return "session/" + id }
 
 // AgentStream returns the stream name of agent id.
 func AgentStream(id string) string { return "agent/" + id }
+
+// SessionID returns the session id of a session stream's name, "" for any
+// other stream.
+func SessionID(stream string) string {
+	id, ok := strings.CutPrefix(stream, "session/")
+	if !ok {
+		return ""
+	}
+	return id
+}
 
 // Conversation is the fold of one session stream.
 type Conversation struct {

@@ -1,0 +1,281 @@
+package reprise
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Files is the Engine's file seam: the files it keeps beside the log, each
+// a plain name in one directory. They are the transcripts hooks read
+// (<session>.jsonl), the CLAUDE_ENV_FILE of each SessionStart run
+// (<session>.env) and hook output too long to inject. DirFiles is the real
+// one; NewMemoryFiles is its in-memory twin for tests. Methods are safe for
+// concurrent use on different names.
+type Files interface {
+	// Path returns where name lives, as hooks are told.
+	Path(name string) string
+	// Replace writes name anew through write. Readers see the old file or
+	// the whole new one, never a part.
+	Replace(name string, write func(io.Writer) error) error
+	// Append adds to name through write. It fails with an error matching
+	// fs.ErrNotExist, writing nothing, when name does not exist.
+	Append(name string, write func(io.Writer) error) error
+	// Read returns name's content: an error matching fs.ErrNotExist when
+	// it does not exist, ErrFileTooLarge past MaxFileRead bytes.
+	Read(name string) ([]byte, error)
+	// Close releases the files; a private temporary directory is removed.
+	Close() error
+}
+
+// MaxFileRead is the most Files.Read returns: what a hook writes to
+// CLAUDE_ENV_FILE is recorded in the log, so it is capped.
+const MaxFileRead = 1 << 20
+
+var (
+	// ErrFileTooLarge is returned by Files.Read for a file over MaxFileRead.
+	ErrFileTooLarge = errors.New("reprise: file too large")
+
+	// ErrFileName is returned by Files for a name that is not one plain
+	// path element.
+	ErrFileName = errors.New("reprise: invalid file name")
+)
+
+// checkName rejects names that could leave the directory.
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
+		return fmt.Errorf("%w: %q", ErrFileName, name)
+	}
+	return nil
+}
+
+// dirFiles keeps files in one directory that only the user may enter. It
+// never follows a symbolic link and reads only regular files.
+type dirFiles struct {
+	mu   sync.Mutex
+	dir  string // "" until a temporary directory is made
+	temp bool   // dir is private to this value and removed on Close
+}
+
+// DirFiles returns the Files of directory dir, which is created (mode 0700)
+// on first write. The Engine uses it for Options.TranscriptDir.
+func DirFiles(dir string) Files { return &dirFiles{dir: dir} }
+
+// tempFiles returns Files in a private temporary directory, made on first
+// use and removed by Close.
+func tempFiles() Files { return &dirFiles{temp: true} }
+
+func (d *dirFiles) Path(name string) string {
+	dir, err := d.directory(false)
+	if err != nil || dir == "" {
+		dir = d.dir
+	}
+	return filepath.Join(dir, name)
+}
+
+// directory returns the directory, making it when create is set. A
+// directory that is a symbolic link or not a directory is refused.
+func (d *dirFiles) directory(create bool) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.temp && d.dir == "" {
+		if !create {
+			return "", nil
+		}
+		dir, err := os.MkdirTemp("", "reprise-")
+		if err != nil {
+			return "", fmt.Errorf("reprise: temporary directory: %w", err)
+		}
+		d.dir = dir
+		return dir, nil
+	}
+	info, err := os.Lstat(d.dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && create:
+		if err := os.MkdirAll(d.dir, 0o700); err != nil {
+			return "", fmt.Errorf("reprise: %w", err)
+		}
+		return d.dir, nil
+	case err != nil:
+		return d.dir, fmt.Errorf("reprise: %w", err)
+	case !info.IsDir():
+		return d.dir, fmt.Errorf("reprise: %s is not a directory (a symbolic link is not followed)", d.dir)
+	}
+	return d.dir, nil
+}
+
+func (d *dirFiles) Replace(name string, write func(io.Writer) error) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	dir, err := d.directory(true)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, name)
+	tmp := path + ".tmp"
+	_ = os.Remove(tmp) // a leftover of a crash; O_EXCL below refuses any other
+	if err := writeFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, write); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("reprise: %w", err)
+	}
+	return nil
+}
+
+func (d *dirFiles) Append(name string, write func(io.Writer) error) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	dir, err := d.directory(false)
+	if err != nil {
+		return err
+	}
+	if dir == "" {
+		return fmt.Errorf("reprise: %s: %w", name, fs.ErrNotExist)
+	}
+	return writeFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND, write)
+}
+
+// writeFile opens path with flags, never through a symbolic link, and
+// writes it through write, buffered.
+func writeFile(path string, flags int, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, flags|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("reprise: %w", err)
+	}
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("reprise: %s is not a regular file", path)
+	}
+	w := bufio.NewWriter(f)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (d *dirFiles) Read(name string) ([]byte, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	dir, err := d.directory(false)
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("reprise: %s: %w", name, fs.ErrNotExist)
+	}
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reprise: %w", err)
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("reprise: %s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileRead+1))
+	if err != nil {
+		return nil, fmt.Errorf("reprise: %w", err)
+	}
+	if len(data) > MaxFileRead {
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrFileTooLarge, path, MaxFileRead)
+	}
+	return data, nil
+}
+
+func (d *dirFiles) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.temp || d.dir == "" {
+		return nil
+	}
+	err := os.RemoveAll(d.dir)
+	d.dir = ""
+	return err
+}
+
+// memoryFiles is the in-memory twin of DirFiles.
+type memoryFiles struct {
+	mu    sync.Mutex
+	files map[string][]byte
+}
+
+// NewMemoryFiles returns Files that live in memory, for tests: they keep
+// the contract of DirFiles, and Path names a file that does not exist on
+// disk.
+func NewMemoryFiles() Files { return &memoryFiles{files: map[string][]byte{}} }
+
+func (m *memoryFiles) Path(name string) string { return "/memory/" + name }
+
+func (m *memoryFiles) Replace(name string, write func(io.Writer) error) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	var b strings.Builder
+	if err := write(&b); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[name] = []byte(b.String())
+	return nil
+}
+
+func (m *memoryFiles) Append(name string, write func(io.Writer) error) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	_, ok := m.files[name]
+	m.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("reprise: %s: %w", name, fs.ErrNotExist)
+	}
+	var b strings.Builder
+	if err := write(&b); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.files[name] = append(m.files[name], b.String()...)
+	return nil
+}
+
+func (m *memoryFiles) Read(name string) ([]byte, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, ok := m.files[name]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("reprise: %s: %w", name, fs.ErrNotExist)
+	case len(data) > MaxFileRead:
+		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrFileTooLarge, name, MaxFileRead)
+	}
+	return append([]byte(nil), data...), nil
+}
+
+func (m *memoryFiles) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.files)
+	return nil
+}

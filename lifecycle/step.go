@@ -1,0 +1,543 @@
+package lifecycle
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// Kind names what a host asked an agent to do.
+type Kind int
+
+// The kinds of action. Continue asks only for the step in flight, if any,
+// to be finished: it is how a restore left by a dead process rolls
+// forward.
+const (
+	Continue Kind = iota
+	Start         // startup restore of To
+	Restore       // runtime restore from the current session to To
+	New           // make the fresh session To current, source "new"
+	Clear         // end the current session, make the fresh session To current, source "clear"
+	Fork          // make the forked session To current, source "fork"
+	Compact       // compact the current session with Summary
+	End           // end the current session with Reason
+	Stop          // run the Stop hooks at the end of a turn
+)
+
+// Action is what the host asked for. The shell passes the same Action to
+// every Step of it.
+type Action struct {
+	Kind Kind
+	To   string // the session to make current
+	// End: why the session ends, and what its function hooks receive.
+	Reason       schema.Reason
+	FinalMessage string
+	Error        string
+	// Compact: the summary that replaces the conversation so far.
+	Summary string
+}
+
+// Session is what the stepper needs to know of one conversation: what the
+// log holds and what the host buffered but has not saved. Pending is only
+// read.
+type Session struct {
+	ID       string
+	Cwd      string
+	Head     uint64 // the session stream's head sequence
+	Messages int    // saved messages
+	ViewLen  int    // saved messages the model sees, after a compaction
+	LastUUID string // of the last saved message, "" when there is none
+	Pending  []schema.Message
+}
+
+// Input is everything a Step decides from.
+type Input struct {
+	Agent    *projection.Agent   // the agent as its log folds; only read
+	Action   Action              //
+	Sessions map[string]*Session // the sessions involved, by id; a missing one does not exist
+	Outcome  Outcome             // of the Effect the previous Ready asked for; nil at first
+	Now      int64               // UTC unix nanoseconds, stamped on records and messages
+	NewID    func() string       // the id source, called once for each id the step records
+	StopCap  int                 // consecutive blocked stops before hooks are no longer asked
+}
+
+// Ready is what a Step decided: records to append in one atomic,
+// conditional append, and then the effect to perform. The shell appends
+// first; only when the append succeeds does it perform Effect and feed the
+// outcome to the next Step. A Ready with no records and no effect, on an
+// agent with no step in flight, means the action is finished.
+type Ready struct {
+	Expect   []eventlog.Expect
+	Records  []eventlog.Record
+	Payloads []schema.Payload // Records' payloads, decoded, in the same order
+	Saves    []Saved          // pending messages that Records flush
+	Effect   Effect
+	// Warning is a problem the step recorded and went on from; the shell
+	// logs it.
+	Warning string
+	// Stopped is the result of a Stop, on the step that finishes it.
+	Stopped *StopResult
+}
+
+// Saved says that a Ready's records write the first N pending messages of
+// Session: once they are appended, they are no longer pending.
+type Saved struct {
+	Session string
+	N       int
+}
+
+// StopResult says what a Stop decided.
+type StopResult struct {
+	Session     string
+	Blocked     bool
+	Reason      string
+	MessageUUID string // the queued feedback message of a block
+	Capped      bool
+	Outcomes    []schema.HookOutcome
+}
+
+// Effect is a side effect the shell performs for the stepper: one of
+// MatchHooks, RunHooks or DropSessionHooks.
+type Effect interface{ effect() }
+
+// MatchHooks asks which hooks of Event would run for Value (a source or a
+// reason) on Session. The outcome is HooksMatched.
+type MatchHooks struct {
+	Event   hookexec.Event
+	Value   string
+	Session string
+}
+
+// RunHooks asks for Hooks to be run on Session. The outcome is HooksRan.
+type RunHooks struct {
+	Event        hookexec.Event
+	Session      string
+	Hooks        []hookexec.Hook
+	Source       schema.Source // SessionStart
+	Reason       schema.Reason // SessionEnd
+	FinalMessage string        // SessionEnd
+	Error        string        // SessionEnd
+	StopActive   bool          // Stop: the previous stop was blocked
+}
+
+// DropSessionHooks asks for Session's session-scoped hooks to be dropped:
+// the session has ended. The outcome is nil.
+type DropSessionHooks struct{ Session string }
+
+func (MatchHooks) effect()       {}
+func (RunHooks) effect()         {}
+func (DropSessionHooks) effect() {}
+
+// Outcome is what the shell saw: of an Effect, or of a failed append.
+type Outcome interface{ outcome() }
+
+// HooksMatched answers MatchHooks.
+type HooksMatched struct{ Hooks []hookexec.Hook }
+
+// HooksRan answers RunHooks: the outcomes in the hooks' order, the joined
+// additional context and what they wrote to CLAUDE_ENV_FILE
+// (SessionStart), and whether a Stop hook blocked and why.
+type HooksRan struct {
+	Outcomes []schema.HookOutcome
+	Context  string
+	Env      string
+	Blocked  bool
+	Reason   string
+}
+
+// AppendFailed says that the previous Ready's append failed with Err (not
+// on the agent's own stream, which the shell reports itself); Tries counts
+// the consecutive failures of this step.
+type AppendFailed struct {
+	Err   error
+	Tries int
+}
+
+func (HooksMatched) outcome() {}
+func (HooksRan) outcome()     {}
+func (AppendFailed) outcome() {}
+
+// MaxInjectTries bounds how often the injection of context is tried again
+// while other writers keep appending to the target.
+const MaxInjectTries = 8
+
+// Step decides the next step of in.Agent: for a new action when no step is
+// in flight, otherwise the step in flight, whatever the action. It is pure:
+// the same Input gives the same Ready.
+func Step(in Input) (Ready, error) {
+	a := in.Agent
+	if failed, ok := in.Outcome.(AppendFailed); ok && !retries(in, failed) {
+		return Ready{}, failed.Err
+	}
+	switch a.State {
+	case fsm.Idle, fsm.Active:
+		return begin(in)
+	case fsm.Saved:
+		r := a.Restore
+		return hookIntent(in, r.ID, MatchHooks{Event: hookexec.SessionEnd, Value: string(r.EndReason), Session: r.From},
+			func(names []string) schema.Payload {
+				return &schema.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: names}
+			}, RunHooks{Event: hookexec.SessionEnd, Session: r.From, Reason: r.EndReason, FinalMessage: r.EndMessage, Error: r.EndError})
+	case fsm.Ending:
+		r := a.Restore
+		ran, ok := in.Outcome.(HooksRan)
+		if !ok {
+			return agentStep(in, r.ID, &schema.SessionEndHookRan{Session: r.From, Reason: r.EndReason,
+				Outcomes: interrupted(r.EndHooks), Interrupted: true}), nil
+		}
+		ready := agentStep(in, r.ID, &schema.SessionEndHookRan{Session: r.From, Reason: r.EndReason, Outcomes: ran.Outcomes})
+		ready.Effect = DropSessionHooks{Session: r.From}
+		return ready, nil
+	case fsm.Ended:
+		r := a.Restore
+		if r.To == "" {
+			return agentStep(in, r.ID, &schema.SessionClosed{Session: r.From}), nil
+		}
+		return load(in, r.ID, r.To, r.Source, r.From)
+	case fsm.Loaded:
+		r := a.Restore
+		return hookIntent(in, r.ID, MatchHooks{Event: hookexec.SessionStart, Value: string(r.Source), Session: r.To},
+			func(names []string) schema.Payload {
+				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: names}
+			}, RunHooks{Event: hookexec.SessionStart, Session: r.To, Source: r.Source})
+	case fsm.Starting:
+		r := a.Restore
+		ran, ok := in.Outcome.(HooksRan)
+		if !ok {
+			return agentStep(in, r.ID, &schema.SessionStartHookRan{Session: r.To, Source: r.Source,
+				Outcomes: interrupted(r.StartHooks), Interrupted: true}), nil
+		}
+		return agentStep(in, r.ID, &schema.SessionStartHookRan{Session: r.To, Source: r.Source,
+			Outcomes: ran.Outcomes, Context: ran.Context, Env: ran.Env}), nil
+	case fsm.Started:
+		return inject(in)
+	case fsm.Stopping:
+		return stopped(in)
+	}
+	return Ready{}, fmt.Errorf("agent %s: unknown state %q", a.ID, a.State)
+}
+
+// retries reports whether the step decides something else after its append
+// failed: a save that failed is recorded as failed, once; an injection that
+// lost a race with another writer of the target is tried again. Any other
+// failed append ends the action with its error.
+func retries(in Input, failed AppendFailed) bool {
+	switch in.Agent.State {
+	case fsm.Idle, fsm.Active:
+		leaving := in.Action.Kind == Restore || in.Action.Kind == Clear || in.Action.Kind == End ||
+			(in.Action.Kind == New || in.Action.Kind == Fork) && in.Agent.Current != ""
+		return leaving && failed.Tries == 1
+	case fsm.Started:
+		return errors.Is(failed.Err, eventlog.ErrConflict) && failed.Tries < MaxInjectTries
+	}
+	return false
+}
+
+// begin is the first step of in.Action on an agent with no step in flight.
+func begin(in Input) (Ready, error) {
+	act, a := in.Action, in.Agent
+	current := a.Current
+	switch act.Kind {
+	case Continue:
+		return Ready{}, nil
+	case Start:
+		if act.To == "" {
+			return Ready{}, nil
+		}
+		if in.Sessions[act.To] == nil {
+			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, act.To)
+		}
+		return load(in, in.NewID(), act.To, schema.SourceStartup, current)
+	case Restore:
+		if act.To == "" || act.To == current {
+			return Ready{}, nil
+		}
+		if current == "" {
+			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
+		}
+		if in.Sessions[act.To] == nil {
+			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, act.To)
+		}
+		return leave(in, &schema.SaveAttempted{From: current, To: act.To})
+	case New, Fork:
+		source, reason := schema.SourceNew, schema.ReasonClear
+		if act.Kind == Fork {
+			source, reason = schema.SourceFork, schema.ReasonResume
+		}
+		if current == "" {
+			return load(in, in.NewID(), act.To, source, "")
+		}
+		return leave(in, &schema.SaveAttempted{From: current, To: act.To, Reason: reason, Source: source})
+	case Clear:
+		if current == "" {
+			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
+		}
+		return leave(in, &schema.SaveAttempted{From: current, To: act.To, Reason: schema.ReasonClear, Source: schema.SourceClear})
+	case End:
+		if !slices.Contains(EndReasons, act.Reason) {
+			return Ready{}, fmt.Errorf("%w: %q", ErrBadReason, act.Reason)
+		}
+		if current == "" {
+			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
+		}
+		return leave(in, &schema.SaveAttempted{From: current, Reason: act.Reason, FinalMessage: act.FinalMessage, EndError: act.Error})
+	case Compact:
+		if current == "" {
+			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
+		}
+		return compact(in, current)
+	case Stop:
+		if current == "" {
+			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
+		}
+		return stop(in, current)
+	}
+	return Ready{}, fmt.Errorf("agent %s: unknown action %d", a.ID, act.Kind)
+}
+
+// EndReasons are the reasons End accepts.
+var EndReasons = []schema.Reason{schema.ReasonComplete, schema.ReasonError, schema.ReasonAbort, schema.ReasonTimeout,
+	schema.ReasonUserExit, schema.ReasonLogout, schema.ReasonPromptInputExit, schema.ReasonOther,
+	schema.ReasonClear, schema.ReasonResume}
+
+// leave is step 1 of leaving the current session: its pending messages and
+// SaveAttempted in one atomic append. If that append failed, SaveAttempted
+// records why, alone, and the messages stay pending.
+func leave(in Input, attempt *schema.SaveAttempted) (Ready, error) {
+	rid := in.NewID()
+	from := in.Sessions[attempt.From]
+	if failed, ok := in.Outcome.(AppendFailed); ok || from == nil {
+		why := "session " + attempt.From + " cannot be read"
+		if ok {
+			why = failed.Err.Error()
+		}
+		attempt.Error = why
+		ready := agentStep(in, rid, attempt)
+		ready.Warning = "save before restore failed; messages stay pending: " + why
+		return ready, nil
+	}
+	ready := Ready{}
+	if len(from.Pending) > 0 {
+		ready = messages(in.Now, from, nil)
+		attempt.Saved = len(from.Pending)
+	}
+	return withAgentStep(in, ready, rid, attempt), nil
+}
+
+// load records that session id became current through source.
+func load(in Input, rid, id string, source schema.Source, from string) (Ready, error) {
+	s := in.Sessions[id]
+	if s == nil {
+		return Ready{}, fmt.Errorf("load %s for restore %s: %w: %s", id, rid, ErrSessionNotFound, id)
+	}
+	return agentStep(in, rid, &schema.SessionLoaded{Session: id, Source: source, From: from, Messages: s.Messages, Head: s.Head}), nil
+}
+
+// hookIntent is a hook phase's first half: which hooks would run, then the
+// durable intent naming them, appended before they run.
+func hookIntent(in Input, rid string, match MatchHooks, intent func([]string) schema.Payload, run RunHooks) (Ready, error) {
+	matched, ok := in.Outcome.(HooksMatched)
+	if !ok {
+		return Ready{Effect: match}, nil
+	}
+	ready := agentStep(in, rid, intent(hookexec.Names(matched.Hooks)))
+	run.Hooks = matched.Hooks
+	ready.Effect = run
+	return ready, nil
+}
+
+// inject is step 5: the context, if any, becomes a meta user message at the
+// end of the target, in the same atomic append as ContextInjected, after
+// the messages the host buffered for the target. A conflict with another
+// writer of the target is tried again, up to MaxInjectTries.
+func inject(in Input) (Ready, error) {
+	r := in.Agent.Restore
+	done := &schema.ContextInjected{Session: r.To}
+	if r.Context == "" {
+		return agentStep(in, r.ID, done), nil
+	}
+	s := in.Sessions[r.To]
+	if s == nil {
+		return Ready{}, fmt.Errorf("inject into %s for restore %s: %w: %s", r.To, r.ID, ErrSessionNotFound, r.To)
+	}
+	msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
+		Content: []schema.Block{{Type: "text", Text: Reminder(r.Context)}}}
+	done.MessageUUID = msg.UUID
+	return withAgentStep(in, messages(in.Now, s, &msg), r.ID, done), nil
+}
+
+// Reminder wraps hook context the way the model expects to see it.
+func Reminder(context string) string {
+	return "<system-reminder>\nSessionStart hook additional context: " + context + "\n</system-reminder>"
+}
+
+// CompactSummaryPrefix opens the summary message of a compacted session, as
+// Claude Code words it; the summary given to Compact follows it.
+const CompactSummaryPrefix = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n"
+
+// compact writes, in one append, the session's pending messages, a
+// compaction boundary, the summary that starts the compacted view, and
+// SessionCompacted; SessionStart hooks with source "compact" follow.
+func compact(in Input, id string) (Ready, error) {
+	s := in.Sessions[id]
+	if s == nil {
+		return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+	}
+	ready := messages(in.Now, s, nil)
+	last := s.LastUUID
+	if n := len(s.Pending); n > 0 {
+		last = s.Pending[n-1].UUID
+	}
+	boundary := &schema.CompactBoundary{UUID: in.NewID(), LogicalParent: last, Trigger: "manual",
+		PreMessages: s.ViewLen + len(s.Pending)}
+	summary := &schema.MessageAppended{Message: schema.Message{UUID: in.NewID(), ParentUUID: boundary.UUID,
+		Role: "user", IsMeta: true, Summary: true, Timestamp: in.Now,
+		Content: []schema.Block{{Type: "text", Text: CompactSummaryPrefix + in.Action.Summary}}}}
+	if len(ready.Expect) == 0 {
+		ready.Expect = []eventlog.Expect{{Stream: projection.SessionStream(id), Seq: s.Head}}
+	}
+	ready = add(ready, projection.SessionStream(id), boundary, in.Now, "")
+	ready = add(ready, projection.SessionStream(id), summary, in.Now, "")
+	step := &schema.SessionCompacted{Session: id, Boundary: boundary.UUID, SummaryUUID: summary.Message.UUID}
+	return withAgentStep(in, ready, in.NewID(), step), nil
+}
+
+// stop is the first step of a Stop: the hooks to ask, then the intent; or,
+// past the cap of consecutive blocks, an intent that asks none.
+func stop(in Input, id string) (Ready, error) {
+	a := in.Agent
+	if a.StopBlocks >= in.StopCap {
+		ready := agentStep(in, in.NewID(), &schema.StopHookStarted{Session: id, Active: true, Capped: true})
+		ready.Warning = fmt.Sprintf("stop hook cap reached: %d consecutive stops were blocked", a.StopBlocks)
+		return ready, nil
+	}
+	active := a.StopBlocks > 0
+	match := MatchHooks{Event: hookexec.Stop, Session: id}
+	if _, ok := in.Outcome.(HooksMatched); !ok {
+		return Ready{Effect: match}, nil
+	}
+	return hookIntent(in, in.NewID(), match,
+		func(names []string) schema.Payload {
+			return &schema.StopHookStarted{Session: id, Active: active, Hooks: names}
+		}, RunHooks{Event: hookexec.Stop, Session: id, StopActive: active})
+}
+
+// stopped records the end of a Stop: its outcomes, with the reason of a
+// block queued as the next user message in the same append; the cap; or,
+// rolling forward, that its hooks were interrupted.
+func stopped(in Input) (Ready, error) {
+	st := in.Agent.Stop
+	ran, ok := in.Outcome.(HooksRan)
+	switch {
+	case !ok && in.Action.Kind == Stop && st.Capped:
+		why := fmt.Sprintf("%d consecutive stops were blocked; the hooks are not asked again until a stop is not blocked", in.Agent.StopBlocks)
+		ready := agentStep(in, st.ID, &schema.StopHookRan{Session: st.Session, Capped: why})
+		ready.Stopped = &StopResult{Session: st.Session, Capped: true, Reason: why}
+		return ready, nil
+	case !ok:
+		return agentStep(in, st.ID, &schema.StopHookRan{Session: st.Session,
+			Outcomes: interrupted(st.Hooks), Interrupted: true}), nil
+	}
+	ranStep := &schema.StopHookRan{Session: st.Session, Outcomes: ran.Outcomes, Blocked: ran.Blocked, Reason: ran.Reason}
+	result := &StopResult{Session: st.Session, Blocked: ran.Blocked, Reason: ran.Reason, Outcomes: ran.Outcomes}
+	if !ran.Blocked {
+		ready := agentStep(in, st.ID, ranStep)
+		ready.Stopped = result
+		return ready, nil
+	}
+	s := in.Sessions[st.Session]
+	if s == nil {
+		return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, st.Session)
+	}
+	msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
+		Content: []schema.Block{{Type: "text", Text: "Stop hook feedback:\n" + ran.Reason}}}
+	ranStep.MessageUUID, result.MessageUUID = msg.UUID, msg.UUID
+	ready := withAgentStep(in, messages(in.Now, s, &msg), st.ID, ranStep)
+	ready.Stopped = result
+	return ready, nil
+}
+
+// messages is a Ready that appends s's pending messages, then extra,
+// chaining their parent uuids onto the stored conversation.
+func messages(now int64, s *Session, extra *schema.Message) Ready {
+	stream := projection.SessionStream(s.ID)
+	n := len(s.Pending)
+	if extra != nil {
+		n++
+	}
+	ready := Ready{
+		Expect:   []eventlog.Expect{{Stream: stream, Seq: s.Head}},
+		Records:  make([]eventlog.Record, 0, n+1),
+		Payloads: make([]schema.Payload, 0, n+1),
+	}
+	if len(s.Pending) > 0 {
+		ready.Saves = []Saved{{Session: s.ID, N: len(s.Pending)}}
+	}
+	parent := s.LastUUID
+	for i := range n {
+		var m schema.Message
+		if i < len(s.Pending) {
+			m = s.Pending[i]
+		} else {
+			m = *extra
+		}
+		m.ParentUUID, parent = parent, m.UUID
+		ready = add(ready, stream, &schema.MessageAppended{Message: m}, now, "")
+	}
+	return ready
+}
+
+// SaveMessages is the Ready of a plain save: s's pending messages, chained
+// onto its stored conversation, stamped now. It is empty when nothing is
+// pending.
+func SaveMessages(s *Session, now int64) Ready {
+	if len(s.Pending) == 0 {
+		return Ready{}
+	}
+	return messages(now, s, nil)
+}
+
+// agentStep is a Ready that appends p, alone, as the next step of restore
+// (or stop) rid.
+func agentStep(in Input, rid string, p schema.Payload) Ready {
+	return withAgentStep(in, Ready{}, rid, p)
+}
+
+// withAgentStep adds p, as the next step of rid on the agent's stream, to
+// ready, after its records and conditional on the agent's head.
+func withAgentStep(in Input, ready Ready, rid string, p schema.Payload) Ready {
+	stream := projection.AgentStream(in.Agent.ID)
+	ready.Expect = append(ready.Expect, eventlog.Expect{Stream: stream, Seq: in.Agent.Head})
+	return add(ready, stream, p, in.Now, rid)
+}
+
+// add appends the record of p on stream to ready. Payloads of the schema
+// always encode, so an error here is a programmer's, and panics.
+func add(ready Ready, stream string, p schema.Payload, now int64, rid string) Ready {
+	rec, err := schema.NewRecord(stream, p, now, rid)
+	if err != nil {
+		panic(fmt.Sprintf("lifecycle: %v", err))
+	}
+	ready.Records = append(ready.Records, rec)
+	ready.Payloads = append(ready.Payloads, p)
+	return ready
+}
+
+// interrupted is the outcome of hooks whose intent was recorded by a
+// process that died before recording what they did.
+func interrupted(names []string) []schema.HookOutcome {
+	if len(names) == 0 {
+		return nil
+	}
+	out := make([]schema.HookOutcome, len(names))
+	for i, n := range names {
+		out[i] = schema.HookOutcome{Name: n, Status: schema.HookInterrupted}
+	}
+	return out
+}
