@@ -26,7 +26,10 @@
 //	r, err := agent.Restore(ctx, other) // save, SessionEnd, load, SessionStart, inject
 //
 // Agents also have New, Clear, Fork, Compact, End and Stop; see
-// docs/lifecycle.md. Audit checks a whole store; Import and Export move
+// docs/lifecycle.md and the scenario files in testdata/scenarios, which
+// are the spec. A PostgreSQL store is opened with package pgstore and
+// handed to New; Open takes only bbolt files, so a program that never
+// imports pgstore never links its driver. Audit checks a whole store; Import and Export move
 // Claude Code transcripts in and out.
 //
 // # Caveats
