@@ -1,0 +1,122 @@
+package lifecycle_test
+
+import (
+	"errors"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// walk drives act on agent to its end with made-up outcomes, calling check
+// before each Step with the Input it is about to use.
+func walk(t *testing.T, agent *projection.Agent, sessions map[string]*lifecycle.Session, act lifecycle.Action, check func(lifecycle.Input)) {
+	t.Helper()
+	ids := 0
+	heads := map[string]uint64{projection.AgentStream(agent.ID): agent.Head}
+	for id, s := range sessions {
+		heads[projection.SessionStream(id)] = s.Head
+	}
+	in := lifecycle.Input{Agent: agent, Action: act, Sessions: sessions, Now: 7, StopCap: 8,
+		NewID: func() string { ids++; return "id" + strconv.Itoa(ids) }}
+	for range 50 {
+		check(in)
+		ready, err := lifecycle.Step(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, rec := range ready.Records {
+			heads[rec.Stream]++
+			if rec.Stream != projection.AgentStream(agent.ID) {
+				continue
+			}
+			ev := eventlog.Event{Stream: rec.Stream, Seq: heads[rec.Stream], Type: rec.Type, RestoreID: rec.RestoreID}
+			if err := agent.ApplyDecoded(ev, ready.Payloads[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in.Outcome = nil
+		switch ready.Effect.(type) {
+		case nil:
+			if agent.State == "active" || agent.State == "idle" {
+				return
+			}
+		case lifecycle.MatchHooks:
+			in.Outcome = lifecycle.HooksMatched{Hooks: []hookexec.Hook{{Name: "h"}}}
+		case lifecycle.RunHooks:
+			in.Outcome = lifecycle.HooksRan{Outcomes: []schema.HookOutcome{{Name: "h", Status: schema.HookOK}}, Context: "c"}
+		}
+	}
+	t.Fatal("the action did not end in 50 steps")
+}
+
+// TestStepIsPure checks, at every step of a runtime restore, that Step
+// returns the same Ready for the same Input and changes nothing it is
+// given.
+func TestStepIsPure(t *testing.T) {
+	agent := projection.NewAgent("ide")
+	sessions := map[string]*lifecycle.Session{
+		"a": {ID: "a", Head: 1},
+		"b": {ID: "b", Head: 3, Messages: 2, ViewLen: 2, LastUUID: "m2"},
+	}
+	walk(t, agent, sessions, lifecycle.Action{Kind: lifecycle.Start, To: "a"}, func(lifecycle.Input) {})
+	sessions["a"].Pending = []schema.Message{{UUID: "p1", Role: "user", Content: []schema.Block{{Type: "text", Text: "hi"}}}}
+	steps := 0
+	walk(t, agent, sessions, lifecycle.Action{Kind: lifecycle.Restore, To: "b"}, func(in lifecycle.Input) {
+		steps++
+		before := *in.Agent
+		pending := append([]schema.Message(nil), in.Sessions["a"].Pending...)
+		idsA, idsB := 0, 0
+		inA, inB := in, in
+		inA.NewID = func() string { idsA++; return "x" + strconv.Itoa(idsA) }
+		inB.NewID = func() string { idsB++; return "x" + strconv.Itoa(idsB) }
+		first, errA := lifecycle.Step(inA)
+		second, errB := lifecycle.Step(inB)
+		if !reflect.DeepEqual(first, second) || !errors.Is(errA, errB) && errA != errB {
+			t.Fatalf("in state %s, two Steps of one Input differ:\n%+v\n%+v", in.Agent.State, first, second)
+		}
+		if !reflect.DeepEqual(before, *in.Agent) || !reflect.DeepEqual(pending, in.Sessions["a"].Pending) {
+			t.Fatalf("in state %s, Step changed its input", in.Agent.State)
+		}
+	})
+	if steps < 8 {
+		t.Fatalf("checked %d steps of a restore, want its 7 appends and its 4 effects", steps)
+	}
+}
+
+// TestStepRefusesBeforeRecording checks the cases where nothing may be
+// recorded: an empty target or the current session (no-op), a session
+// that does not exist, and an unknown End reason.
+func TestStepRefusesBeforeRecording(t *testing.T) {
+	agent := projection.NewAgent("ide")
+	sessions := map[string]*lifecycle.Session{"a": {ID: "a", Head: 1}}
+	walk(t, agent, sessions, lifecycle.Action{Kind: lifecycle.Start, To: "a"}, func(lifecycle.Input) {})
+	cases := []struct {
+		name string
+		act  lifecycle.Action
+		want error
+	}{
+		{"restore to nothing", lifecycle.Action{Kind: lifecycle.Restore}, nil},
+		{"restore to the current session", lifecycle.Action{Kind: lifecycle.Restore, To: "a"}, nil},
+		{"restore to a missing session", lifecycle.Action{Kind: lifecycle.Restore, To: "gone"}, lifecycle.ErrSessionNotFound},
+		{"start a missing session", lifecycle.Action{Kind: lifecycle.Start, To: "gone"}, lifecycle.ErrSessionNotFound},
+		{"end for no known reason", lifecycle.Action{Kind: lifecycle.End, Reason: "bored"}, lifecycle.ErrBadReason},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ready, err := lifecycle.Step(lifecycle.Input{Agent: agent, Action: c.act, Sessions: sessions, Now: 1,
+				NewID: func() string { return "id" }, StopCap: 8})
+			if !errors.Is(err, c.want) || err == nil && c.want != nil {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			if len(ready.Records) != 0 || ready.Effect != nil {
+				t.Fatalf("Step decided %d records and effect %v; want nothing", len(ready.Records), ready.Effect)
+			}
+		})
+	}
+}
