@@ -59,9 +59,10 @@ func checkName(name string) error {
 // dirFiles keeps files in one directory that only the user may enter. It
 // never follows a symbolic link and reads only regular files.
 type dirFiles struct {
-	mu   sync.Mutex
-	dir  string // "" until a temporary directory is made
-	temp bool   // dir is private to this value and removed on Close
+	mu      sync.Mutex
+	dir     string // "" until a temporary directory is made
+	temp    bool   // dir is private to this value and removed on Close
+	checked bool   // dir exists and is a directory, not a link
 }
 
 // DirFiles returns the Files of directory dir, which is created (mode 0700)
@@ -73,11 +74,12 @@ func DirFiles(dir string) Files { return &dirFiles{dir: dir} }
 func tempFiles() Files { return &dirFiles{temp: true} }
 
 func (d *dirFiles) Path(name string) string {
-	dir, err := d.directory(false)
-	if err != nil || dir == "" {
-		dir = d.dir
+	if d.temp {
+		_, _ = d.directory(true) // a temporary directory gets its name when made
 	}
-	return filepath.Join(dir, name)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return filepath.Join(d.dir, name)
 }
 
 // directory returns the directory, making it when create is set. A
@@ -85,6 +87,9 @@ func (d *dirFiles) Path(name string) string {
 func (d *dirFiles) directory(create bool) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.checked {
+		return d.dir, nil
+	}
 	if d.temp && d.dir == "" {
 		if !create {
 			return "", nil
@@ -93,7 +98,7 @@ func (d *dirFiles) directory(create bool) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("reprise: temporary directory: %w", err)
 		}
-		d.dir = dir
+		d.dir, d.checked = dir, true
 		return dir, nil
 	}
 	info, err := os.Lstat(d.dir)
@@ -102,12 +107,12 @@ func (d *dirFiles) directory(create bool) (string, error) {
 		if err := os.MkdirAll(d.dir, 0o700); err != nil {
 			return "", fmt.Errorf("reprise: %w", err)
 		}
-		return d.dir, nil
 	case err != nil:
 		return d.dir, fmt.Errorf("reprise: %w", err)
 	case !info.IsDir():
 		return d.dir, fmt.Errorf("reprise: %s is not a directory (a symbolic link is not followed)", d.dir)
 	}
+	d.checked = true
 	return d.dir, nil
 }
 
@@ -121,8 +126,12 @@ func (d *dirFiles) Replace(name string, write func(io.Writer) error) error {
 	}
 	path := filepath.Join(dir, name)
 	tmp := path + ".tmp"
-	_ = os.Remove(tmp) // a leftover of a crash; O_EXCL below refuses any other
-	if err := writeFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, write); err != nil {
+	err = writeFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, write)
+	if errors.Is(err, fs.ErrExist) { // a leftover of a crash, or a planted file: never written through
+		_ = os.Remove(tmp)
+		err = writeFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, write)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -147,10 +156,10 @@ func (d *dirFiles) Append(name string, write func(io.Writer) error) error {
 	return writeFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND, write)
 }
 
-// writeFile opens path with flags, never through a symbolic link, and
-// writes it through write, buffered.
+// writeFile opens path with flags, never through a symbolic link nor
+// waiting on a FIFO, and writes it through write, buffered.
 func writeFile(path string, flags int, write func(io.Writer) error) error {
-	f, err := os.OpenFile(path, flags|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, flags|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return fmt.Errorf("reprise: %w", err)
 	}
@@ -206,7 +215,7 @@ func (d *dirFiles) Close() error {
 		return nil
 	}
 	err := os.RemoveAll(d.dir)
-	d.dir = ""
+	d.dir, d.checked = "", false
 	return err
 }
 
