@@ -1,16 +1,57 @@
 package hookexec
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/reprise-dev/reprise/schema"
 )
+
+// ScopedSource is the Source of every session-scoped hook, in the hooks
+// Match returns and so in their outcomes. Settle recognises the outcomes of
+// a session's scoped hooks by it.
+const ScopedSource = "session"
+
+// ErrHookIDInUse is returned by Scoped.AddWith when the id asked for names
+// another hook of the same session.
+var ErrHookIDInUse = errors.New("hookexec: session hook id in use")
+
+// ScopedOptions are what a session-scoped hook may carry besides the hook,
+// after Claude Code's session hooks.
+type ScopedOptions struct {
+	// ID is the id the caller chooses for the hook; "" has one generated
+	// ("sh-" and a number).
+	ID string
+	// ErrorMessage, when not empty, replaces the error text of the hook's
+	// outcomes that are not ok (Claude Code's errorMessage).
+	ErrorMessage string
+	// Once removes the hook after its first ok outcome.
+	Once bool
+	// OnSuccess is called in process, by Settle, with each ok outcome of
+	// the hook (Claude Code's onHookSuccess). It runs on the goroutine that
+	// calls Settle, so it should return quickly; a panic in it is recovered
+	// and ignored. It is never recorded in the log, so it is not called
+	// again for a run that a crash interrupted.
+	OnSuccess func(schema.HookOutcome)
+}
+
+// ScopedHook is one session-scoped hook, as List returns it.
+type ScopedHook struct {
+	ID      string
+	Hook    Hook
+	Options ScopedOptions // ID repeats the hook's id
+}
 
 // Scoped holds session-scoped hooks: hooks added to one session at run time,
 // removed by id, and dropped together when the session ends. Adding,
 // removing and dropping are O(1); sessions do not contend with each other.
+// The zero value is ready to use, and all methods are safe for concurrent
+// use.
 type Scoped struct {
 	sessions sync.Map // session id -> *scopedSet
 	next     atomic.Uint64
@@ -24,6 +65,7 @@ type scopedSet struct {
 
 type scopedHook struct {
 	hook  Hook
+	opts  ScopedOptions
 	order uint64
 }
 
@@ -38,8 +80,20 @@ func identity(h Hook) string {
 
 // Add gives session a hook and returns its id. Adding a hook equal to one
 // the session already has returns the existing id and keeps one copy.
-// Function hooks need a Name, which is their identity.
+// Function hooks need a Name, which is their identity. It is AddWith with
+// no options.
 func (s *Scoped) Add(session string, h Hook) (string, error) {
+	return s.AddWith(session, h, ScopedOptions{})
+}
+
+// AddWith gives session a hook with options o and returns its id: o.ID
+// when it is set, else a generated one. A hook equal to one the session
+// already has (same event, matcher and command, or for a function hook the
+// same name) is not added again: the existing hook's id is returned and
+// its options stand, whatever o says. An o.ID that names another hook of
+// the session is an error matching ErrHookIDInUse; ids of different
+// sessions are independent. The hook's Source becomes ScopedSource.
+func (s *Scoped) AddWith(session string, h Hook, o ScopedOptions) (string, error) {
 	if !h.IsCommand() && h.Name == "" {
 		return "", fmt.Errorf("%w: a session-scoped function hook needs a name", ErrBadHook)
 	}
@@ -49,7 +103,7 @@ func (s *Scoped) Add(session string, h Hook) (string, error) {
 	if h.Name == "" {
 		h.Name = h.CommandLine()
 	}
-	h.Source = "session"
+	h.Source = ScopedSource
 	v, _ := s.sessions.LoadOrStore(session, &scopedSet{byID: map[string]scopedHook{}, byKey: map[string]string{}})
 	set := v.(*scopedSet)
 	set.mu.Lock()
@@ -58,11 +112,26 @@ func (s *Scoped) Add(session string, h Hook) (string, error) {
 	if id, ok := set.byKey[key]; ok {
 		return id, nil
 	}
+	id := o.ID
+	if id != "" && set.taken(id) {
+		return "", fmt.Errorf("%w: session %s already has a hook %q", ErrHookIDInUse, session, id)
+	}
 	n := s.next.Add(1)
-	id := "sh-" + strconv.FormatUint(n, 10)
-	set.byID[id] = scopedHook{hook: h, order: n}
+	if id == "" {
+		id = "sh-" + strconv.FormatUint(n, 10)
+	}
+	for set.taken(id) { // a caller chose an id that looks generated
+		id = "sh-" + strconv.FormatUint(s.next.Add(1), 10)
+	}
+	o.ID = id
+	set.byID[id] = scopedHook{hook: h, opts: o, order: n}
 	set.byKey[key] = id
 	return id, nil
+}
+
+func (set *scopedSet) taken(id string) bool {
+	_, ok := set.byID[id]
+	return ok
 }
 
 // Remove takes hook id away from session and reports whether it was there.
@@ -84,12 +153,42 @@ func (s *Scoped) Remove(session, id string) bool {
 }
 
 // Drop removes every hook of session; the Engine calls it when the session
-// ends.
+// ends, after it has settled the outcomes of the session's last run.
 func (s *Scoped) Drop(session string) { s.sessions.Delete(session) }
 
 // Match returns session's hooks of event whose matcher selects value, in
-// the order they were added.
+// the order they were added. Their Source is ScopedSource.
 func (s *Scoped) Match(session string, event Event, value string) []Hook {
+	matched := s.collect(session, func(sh scopedHook) bool {
+		return sh.hook.Event == event && sh.hook.Matcher.Match(value)
+	})
+	out := make([]Hook, len(matched))
+	for i, sh := range matched {
+		out[i] = sh.hook
+	}
+	return out
+}
+
+// List returns session's hooks of event, or of every event when event is
+// "", with their ids and options, in the order they were added (Claude
+// Code's getSessionHooks). The slice is the caller's.
+func (s *Scoped) List(session string, event Event) []ScopedHook {
+	matched := s.collect(session, func(sh scopedHook) bool {
+		return event == "" || sh.hook.Event == event
+	})
+	if len(matched) == 0 {
+		return nil
+	}
+	out := make([]ScopedHook, len(matched))
+	for i, sh := range matched {
+		out[i] = ScopedHook{ID: sh.opts.ID, Hook: sh.hook, Options: sh.opts}
+	}
+	return out
+}
+
+// collect returns session's hooks that keep selects, in the order they
+// were added.
+func (s *Scoped) collect(session string, keep func(scopedHook) bool) []scopedHook {
 	v, ok := s.sessions.Load(session)
 	if !ok {
 		return nil
@@ -98,15 +197,87 @@ func (s *Scoped) Match(session string, event Event, value string) []Hook {
 	set.mu.Lock()
 	matched := make([]scopedHook, 0, len(set.byID))
 	for _, sh := range set.byID {
-		if sh.hook.Event == event && sh.hook.Matcher.Match(value) {
+		if keep(sh) {
 			matched = append(matched, sh)
 		}
 	}
 	set.mu.Unlock()
 	sort.Slice(matched, func(i, j int) bool { return matched[i].order < matched[j].order })
-	out := make([]Hook, len(matched))
-	for i, sh := range matched {
-		out[i] = sh.hook
+	return matched
+}
+
+// Settle applies the options of session's scoped hooks to the outcomes of
+// a run: outcomes[i] is the outcome of hooks[i] (extra outcomes, or hooks
+// without one, are left as they are). The Engine calls it after every run
+// of a session's hooks, with the hooks it ran and their outcomes, before it
+// records them, and, when the session ends, before Drop.
+//
+// A hook is one of session's scoped hooks when its Source is ScopedSource
+// and the session still holds a hook equal to it (same event, matcher and
+// command, or function name); the options are the ones that hook has now.
+// Then:
+//   - an outcome whose status is not ok gets ErrorMessage as its Error,
+//     when ErrorMessage is set;
+//   - an ok outcome is passed to OnSuccess, after every outcome is settled
+//     and outside any lock, in hook order; a panic in OnSuccess is
+//     recovered and ignored;
+//   - an ok outcome of a Once hook removes the hook, so that one of two
+//     concurrent runs removes it and only that one calls its OnSuccess.
+//
+// Settle returns a new slice (nil for no outcomes) and does not modify
+// outcomes; other hooks' outcomes are copied unchanged.
+func (s *Scoped) Settle(session string, hooks []Hook, outcomes []schema.HookOutcome) []schema.HookOutcome {
+	if len(outcomes) == 0 {
+		return nil
+	}
+	out := append([]schema.HookOutcome(nil), outcomes...)
+	v, ok := s.sessions.Load(session)
+	if !ok {
+		return out
+	}
+	set := v.(*scopedSet)
+	type success struct {
+		fn func(schema.HookOutcome)
+		o  schema.HookOutcome
+	}
+	var successes []success
+	set.mu.Lock()
+	for i := range min(len(hooks), len(out)) {
+		if hooks[i].Source != ScopedSource {
+			continue
+		}
+		key := identity(hooks[i])
+		id, ok := set.byKey[key]
+		if !ok {
+			continue // removed meanwhile, or a Once hook another run settled
+		}
+		opts := set.byID[id].opts
+		if out[i].Status != schema.HookOK {
+			if opts.ErrorMessage != "" {
+				out[i].Error = opts.ErrorMessage
+			}
+			continue
+		}
+		if opts.OnSuccess != nil {
+			o := out[i]
+			o.Cleanup = slices.Clone(o.Cleanup) // the callback's own
+			successes = append(successes, success{opts.OnSuccess, o})
+		}
+		if opts.Once {
+			delete(set.byID, id)
+			delete(set.byKey, key)
+		}
+	}
+	set.mu.Unlock()
+	for _, sc := range successes {
+		callOnSuccess(sc.fn, sc.o)
 	}
 	return out
+}
+
+// callOnSuccess calls fn with o, ignoring a panic: a host's callback must
+// not break the run that settled it.
+func callOnSuccess(fn func(schema.HookOutcome), o schema.HookOutcome) {
+	defer func() { _ = recover() }()
+	fn(o)
 }
