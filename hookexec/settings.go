@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -56,9 +58,13 @@ type settingsEntry struct {
 // kind. A "shell" of "bash" runs the command with bash; other shells are
 // ignored.
 //
-// A missing file returns an error matching os.ErrNotExist. A malformed file
-// returns an error matching ErrBadConfig, and also ErrBadMatcher when a
-// matcher is not a valid regular expression.
+// The file may be a symbolic link, but what it leads to must be a regular
+// file of at most MaxConfigFileSize bytes; a FIFO or device is refused
+// without waiting on it.
+//
+// A missing file returns an error matching os.ErrNotExist. A malformed,
+// oversized or irregular file returns an error matching ErrBadConfig, and
+// also ErrBadMatcher when a matcher is not a valid regular expression.
 func LoadSettings(path string) ([]Hook, error) {
 	return loadHooksFile(path, path)
 }
@@ -178,11 +184,54 @@ func Dedupe(hooks []Hook) []Hook {
 // loadHooksFile reads and parses the hooks file at path, giving its hooks
 // source.
 func loadHooksFile(path, source string) ([]Hook, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseSettings(data, path, source)
+}
+
+// MaxConfigFileSize is the largest settings file, hooks.json or
+// installed_plugins.json this package reads.
+const MaxConfigFileSize = 1 << 20
+
+// readConfigFile reads a configuration file: a settings file, a plugin's
+// hooks.json or Claude Code's installed_plugins.json. Symbolic links are
+// followed (dotfile managers link settings files), but what they lead to
+// must be a regular file of at most MaxConfigFileSize bytes: a FIFO, a
+// device such as /dev/zero or a directory is refused without being read.
+// The file is opened non-blocking, so opening a FIFO never waits for a
+// writer.
+//
+// A missing file returns an error matching fs.ErrNotExist; one that is not
+// a regular file or is too large, an error matching ErrBadConfig. Every
+// error names path.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("hookexec: %w", err)
 	}
-	return parseSettings(data, path, source)
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("hookexec: %w", err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s: not a regular file (%s)", ErrBadConfig, path, info.Mode().Type())
+	}
+	if info.Size() > MaxConfigFileSize {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadConfig, path, MaxConfigFileSize)
+	}
+	// The file may grow between Stat and the read: read one byte beyond the
+	// cap to notice.
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("hookexec: %s: %w", path, err)
+	}
+	if len(data) > MaxConfigFileSize {
+		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadConfig, path, MaxConfigFileSize)
+	}
+	return data, nil
 }
 
 // parseSettings turns the contents of the file at path into hooks.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -336,3 +337,51 @@ func TestLoadAllKeepsGoingPastABadFile(t *testing.T) {
 }
 
 func shell(h hookexec.Hook) string { return h.Body.(hookexec.Command).Shell }
+
+func TestConfigFilesMustBeRegularAndSmall(t *testing.T) {
+	dir := t.TempDir()
+	real := writeSettings(t, `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo linked"}]}]}}`)
+	linked := filepath.Join(dir, "linked.json")
+	if err := os.Symlink(real, linked); err != nil {
+		t.Fatal(err)
+	}
+	if got := commands(mustLoadSettings(t, linked)); !reflect.DeepEqual(got, []string{"echo linked"}) {
+		t.Errorf("settings behind a symlink: %v", got)
+	}
+
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.json")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`{"x": "`+strings.Repeat("a", hookexec.MaxConfigFileSize)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, zero, dir, big} {
+		done := make(chan error, 1)
+		go func() { _, err := hookexec.LoadSettings(path); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, hookexec.ErrBadConfig) || !strings.Contains(err.Error(), path) {
+				t.Errorf("%s: %v, want ErrBadConfig naming the file", path, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: LoadSettings is still reading", path)
+		}
+	}
+
+	plugin := t.TempDir()
+	if err := os.Mkdir(filepath.Join(plugin, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(plugin, "hooks", "hooks.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hookexec.LoadPluginDir(plugin); !errors.Is(err, hookexec.ErrBadConfig) {
+		t.Errorf("plugin hooks.json that is a FIFO: %v, want ErrBadConfig", err)
+	}
+}
