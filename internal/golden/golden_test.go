@@ -28,8 +28,12 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-var write = flag.Bool("golden.write", false,
-	"regenerate the golden store of the current format and its expected rendering; never for a released format")
+var (
+	write = flag.Bool("golden.write", false,
+		"regenerate the golden store of the current format and its expected rendering; never for a released format")
+	rerender = flag.Bool("golden.rerender", false,
+		"rewrite expected.txt from the committed stores, after a change of the rendering (never of the stores)")
+)
 
 // dir holds the golden stores of the format this build writes: event
 // schema 1, envelope format 1, bbolt layout 3, PostgreSQL schema 1.
@@ -50,6 +54,11 @@ const urlEnv = "REPRISE_TEST_POSTGRES"
 func TestGolden(t *testing.T) {
 	if *write {
 		regenerate(t)
+	}
+	if *rerender {
+		if err := os.WriteFile(filepath.Join(dir, expectedFile), render(t, openBolt(t)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want, err := os.ReadFile(filepath.Join(dir, expectedFile))
 	if err != nil {
@@ -150,9 +159,20 @@ func render(t *testing.T, store eventlog.Store) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
+	// A value is written as JSON without its zero fields, keys sorted, so
+	// that adding an optional field to a payload or a view, which changes
+	// nothing that was stored, changes nothing here either.
 	put := func(prefix string, v any) {
 		b.WriteString(prefix)
-		if err := enc.Encode(v); err != nil {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tree any
+		if err := json.Unmarshal(data, &tree); err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Encode(pruneZero(tree)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -406,4 +426,43 @@ func schemaFree(dump []byte, schema string) []byte {
 		out.WriteString(strings.ReplaceAll(line, schema, "reprise"))
 	}
 	return out.Bytes()
+}
+
+// pruneZero drops, from the objects in v, the members whose value is
+// zero: null, false, 0, "", and empty arrays and objects.
+func pruneZero(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			x = pruneZero(x)
+			if isZero(x) {
+				delete(v, k)
+			} else {
+				v[k] = x
+			}
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = pruneZero(x)
+		}
+	}
+	return v
+}
+
+func isZero(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !v
+	case float64:
+		return v == 0
+	case string:
+		return v == ""
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
 }
