@@ -88,8 +88,8 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 		o.Stderr = excerpt(r.stderr.buf)
 	case r.state == nil:
 		o.Status, o.Error = schema.HookFailed, r.err.Error()
-	case h.Event == Stop && exitCode(r.state) == 2:
-		// Exit 2 is how a Stop hook blocks: its stderr is the reason.
+	case mayBlock(h.Event) && exitCode(r.state) == 2:
+		// Exit 2 is how a hook blocks: its stderr is the reason.
 		o.Status, o.ExitCode, o.Decision = schema.HookOK, 2, "block"
 		o.Reason = excerpt(r.stderr.buf)
 		text = o.Reason
@@ -99,11 +99,12 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 	case r.err != nil && !errors.Is(r.err, exec.ErrWaitDelay):
 		o.Status, o.Error = schema.HookFailed, r.err.Error()
 		o.Stderr = excerpt(r.stderr.buf)
-	case h.Event == Stop:
+	case mayBlock(h.Event) && blockAnswer(r.stdout.buf):
+		o.Status, o.Decision = schema.HookOK, "block"
+		_, o.Reason = ParseStopOutput(r.stdout.buf)
+		text = o.Reason
+	case h.Event == Stop || h.Event == PreCompact:
 		o.Status = schema.HookOK
-		if block, reason := ParseStopOutput(r.stdout.buf); block {
-			o.Decision, o.Reason, text = "block", reason, reason
-		}
 	default:
 		var err error
 		o.Status = schema.HookOK
@@ -115,6 +116,17 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 	o.Duration = now().Sub(began).Nanoseconds()
 	o.ContextLen = len(text)
 	return o, text
+}
+
+// mayBlock reports whether hooks of event can block what follows them.
+func mayBlock(event Event) bool {
+	return event == Stop || event == UserPromptSubmit || event == PreCompact
+}
+
+// blockAnswer reports whether stdout is a JSON answer that blocks.
+func blockAnswer(stdout []byte) bool {
+	block, _ := ParseStopOutput(stdout)
+	return block
 }
 
 // stopped returns the status and error of a hook stopped because ctx ended

@@ -3,6 +3,7 @@ package hookexec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,10 +15,15 @@ type Event string
 
 // The hook events reprise runs.
 const (
-	SessionStart Event = "SessionStart"
-	SessionEnd   Event = "SessionEnd"
-	Stop         Event = "Stop" // the agent finished a turn
+	SessionStart     Event = "SessionStart"
+	SessionEnd       Event = "SessionEnd"
+	Stop             Event = "Stop"             // the agent finished a turn
+	UserPromptSubmit Event = "UserPromptSubmit" // the user submitted a prompt
+	PreCompact       Event = "PreCompact"       // a compaction is about to start
 )
+
+// Events are the hook events reprise runs, in lifecycle order.
+var Events = []Event{SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd}
 
 // Default timeouts for hooks that set none of their own.
 const (
@@ -28,19 +34,23 @@ const (
 	DefaultSessionEndCommandTimeout = 1500 * time.Millisecond
 )
 
-// SessionStartInput is what a SessionStart hook receives.
+// SessionStartInput is what a SessionStart hook receives. Messages is the
+// session's conversation as saved, shared with the Engine: read it, never
+// change it, and do not keep it past the call.
 type SessionStartInput struct {
 	SessionID      string
 	TranscriptPath string // the session's transcript in Claude Code's JSONL format
 	Timestamp      int64  // unix milliseconds when the hook was triggered
 	Cwd            string // the session's working directory
 	Source         schema.Source
-	InitialPrompt  string
+	InitialPrompt  string // the first prompt the host gave Start or New, if any
+	Messages       []schema.Message
 }
 
 // SessionStartOutput is what a SessionStart hook may return. A non-empty
-// AdditionalContext is shown to the model; ModifiedConfig is passed on to
-// the host untouched.
+// AdditionalContext is shown to the model. ModifiedConfig is recorded as
+// JSON with the outcome and merged, key by key in hook order, into the
+// restore's ModifiedConfig for the host.
 type SessionStartOutput struct {
 	AdditionalContext string
 	ModifiedConfig    map[string]any
@@ -53,11 +63,14 @@ type SessionEndInput struct {
 	Timestamp      int64  // unix milliseconds
 	Cwd            string // the session's working directory
 	Reason         schema.Reason
-	FinalMessage   string
+	FinalMessage   string // the host's, or the text of the session's last assistant message
 	Error          string
+	Messages       []schema.Message // as in SessionStartInput
 }
 
-// SessionEndOutput is what a SessionEnd hook may return.
+// SessionEndOutput is what a SessionEnd hook may return. All of it is
+// recorded with the outcome; reprise does not act on it: cleanup actions
+// are for the host to carry out.
 type SessionEndOutput struct {
 	SuppressOutput bool
 	CleanupActions []string
@@ -72,6 +85,8 @@ type StopInput struct {
 	TranscriptPath string
 	Cwd            string
 	StopHookActive bool
+	StopReason     string           // why the turn ended, such as "end_turn", as the host says
+	Messages       []schema.Message // as in SessionStartInput
 }
 
 // StopOutput is what a Stop hook may return: Decision "block" with a Reason
@@ -80,6 +95,51 @@ type StopOutput struct {
 	Decision string
 	Reason   string
 }
+
+// PromptInput is what a UserPromptSubmit hook receives when the user
+// submits Prompt, before it is kept.
+type PromptInput struct {
+	SessionID      string
+	TranscriptPath string
+	Cwd            string
+	Prompt         string
+	PromptID       string
+	Messages       []schema.Message // as in SessionStartInput
+}
+
+// PromptOutput is what a UserPromptSubmit hook may return: context shown
+// to the model with the prompt, or Decision "block" with a Reason, which
+// keeps the prompt out of the conversation.
+type PromptOutput struct {
+	AdditionalContext string
+	Decision          string
+	Reason            string
+}
+
+// PreCompactInput is what a PreCompact hook receives before a compaction.
+// Trigger is "manual" or "auto".
+type PreCompactInput struct {
+	SessionID          string
+	TranscriptPath     string
+	Cwd                string
+	Trigger            string
+	CustomInstructions string
+	Messages           []schema.Message // as in SessionStartInput
+}
+
+// PreCompactOutput is what a PreCompact hook may return: Decision "block"
+// with a Reason stops the compaction.
+type PreCompactOutput struct {
+	Decision string
+	Reason   string
+}
+
+// PromptFunc is a Go UserPromptSubmit hook. It should return when ctx is
+// done.
+type PromptFunc func(ctx context.Context, in PromptInput) (PromptOutput, error)
+
+// PreCompactFunc is a Go PreCompact hook. It should return when ctx is done.
+type PreCompactFunc func(ctx context.Context, in PreCompactInput) (PreCompactOutput, error)
 
 // StopFunc is a Go Stop hook. It should return when ctx is done.
 type StopFunc func(ctx context.Context, in StopInput) (StopOutput, error)
@@ -103,7 +163,8 @@ type Hook struct {
 }
 
 // Body is what a hook runs: a Command, or the Go function type of its event
-// (SessionStartFunc, SessionEndFunc or StopFunc).
+// (SessionStartFunc, SessionEndFunc, StopFunc, PromptFunc or
+// PreCompactFunc).
 type Body interface {
 	// runsOn reports whether the body can serve event.
 	runsOn(Event) bool
@@ -123,6 +184,8 @@ func (c Command) runsOn(Event) bool            { return c.Line != "" }
 func (f SessionStartFunc) runsOn(e Event) bool { return f != nil && e == SessionStart }
 func (f SessionEndFunc) runsOn(e Event) bool   { return f != nil && e == SessionEnd }
 func (f StopFunc) runsOn(e Event) bool         { return f != nil && e == Stop }
+func (f PromptFunc) runsOn(e Event) bool       { return f != nil && e == UserPromptSubmit }
+func (f PreCompactFunc) runsOn(e Event) bool   { return f != nil && e == PreCompact }
 
 // IsCommand reports whether h runs a shell command.
 func (h Hook) IsCommand() bool {
@@ -149,7 +212,7 @@ func NewRegistry() *Registry { return &Registry{} }
 
 // validate checks that h has a body that serves an event reprise runs.
 func validate(h Hook) error {
-	known := h.Event == SessionStart || h.Event == SessionEnd || h.Event == Stop
+	known := slices.Contains(Events, h.Event)
 	if !known || h.Body == nil || !h.Body.runsOn(h.Event) {
 		return fmt.Errorf("%w: %q needs a body that runs on event %q", ErrBadHook, h.Name, h.Event)
 	}
@@ -202,6 +265,22 @@ func (r *Registry) OnStop(name string, fn StopFunc) error {
 	return r.Add(Hook{Event: Stop, Name: name, Source: "function", Body: fn})
 }
 
+// OnUserPromptSubmit registers a Go UserPromptSubmit hook. Like Claude
+// Code's, it has no matcher: it runs on every prompt.
+func (r *Registry) OnUserPromptSubmit(name string, fn PromptFunc) error {
+	return r.Add(Hook{Event: UserPromptSubmit, Name: name, Source: "function", Body: fn})
+}
+
+// OnPreCompact registers a Go PreCompact hook whose matcher selects
+// triggers (manual, auto).
+func (r *Registry) OnPreCompact(name, matcher string, fn PreCompactFunc) error {
+	m, err := ParseMatcher(matcher)
+	if err != nil {
+		return err
+	}
+	return r.Add(Hook{Event: PreCompact, Name: name, Source: "function", Matcher: m, Body: fn})
+}
+
 // OnSessionEnd registers a Go SessionEnd hook whose matcher selects reasons.
 func (r *Registry) OnSessionEnd(name, matcher string, fn SessionEndFunc) error {
 	m, err := ParseMatcher(matcher)
@@ -218,7 +297,7 @@ func (r *Registry) Match(event Event, value string) []Hook {
 	defer r.mu.RUnlock()
 	var out []Hook
 	for _, h := range r.hooks {
-		if h.Event == event && h.Matcher.Match(value) {
+		if h.Event == event && h.Selects(value) {
 			out = append(out, h)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -222,7 +223,7 @@ func TestSessionEndHooksGetTheirInput(t *testing.T) {
 	})}}
 	in := hookexec.SessionEndInput{SessionID: "s", Cwd: "/w", Reason: "resume", Timestamp: 42}
 	outcomes := hookexec.RunSessionEnd(context.Background(), hooks, in, hookexec.CommandEnv{})
-	if got != in || outcomes[0].Status != schema.HookOK {
+	if !reflect.DeepEqual(got, in) || outcomes[0].Status != schema.HookOK {
 		t.Fatalf("input %+v outcome %+v", got, outcomes[0])
 	}
 }

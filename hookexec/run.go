@@ -36,10 +36,14 @@ type endStdin struct {
 // and the additional context of those that succeeded, joined with newlines
 // in configuration order. Command hooks run with env.
 func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string) {
-	stdin, _ := json.Marshal(startStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionStart, in.Source}) // strings always marshal
+	stdin, _ := json.Marshal(startStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionStart, CommandSource(in.Source)}) // strings always marshal
 	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(SessionStartFunc)(ctx, in)
-		return answer{text: out.AdditionalContext}, err
+		a := answer{text: out.AdditionalContext}
+		if err == nil && len(out.ModifiedConfig) > 0 {
+			a.config, err = json.Marshal(out.ModifiedConfig)
+		}
+		return a, err
 	})
 	return outcomes, join(texts)
 }
@@ -47,11 +51,14 @@ func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, en
 // RunSessionEnd runs hooks in parallel with in and returns their outcomes.
 // Command hooks run with env, whose EnvFile is ignored.
 func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome {
-	stdin, _ := json.Marshal(endStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionEnd, in.Reason, in.Reason})
+	reason := CommandReason(in.Reason)
+	stdin, _ := json.Marshal(endStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionEnd, reason, reason})
 	env.EnvFile = ""
+	fin := in
+	fin.Reason = FunctionReason(in.Reason)
 	outcomes, _ := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
-		out, err := h.Body.(SessionEndFunc)(ctx, in)
-		return answer{summary: out.SessionSummary, cleanup: out.CleanupActions}, err
+		out, err := h.Body.(SessionEndFunc)(ctx, fin)
+		return answer{summary: out.SessionSummary, cleanup: out.CleanupActions, suppress: out.SuppressOutput}, err
 	})
 	return outcomes
 }
@@ -74,27 +81,89 @@ func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (o
 		out, err := h.Body.(StopFunc)(ctx, in)
 		return answer{text: out.Reason, block: out.Decision == "block"}, err
 	})
+	blocked, reason, _ = blocks(outcomes, texts)
+	return outcomes, blocked, reason
+}
+
+// blocks splits the texts of hooks that may block: the reasons of those
+// that blocked, joined, and the texts of the others, joined.
+func blocks(outcomes []schema.HookOutcome, texts []string) (blocked bool, reason, rest string) {
+	reasons := make([]string, len(texts))
+	others := make([]string, len(texts))
 	for i, o := range outcomes {
-		if o.Decision == "block" {
-			blocked = true
-			if texts[i] == "" {
-				texts[i] = "blocked by " + o.Name
-			}
-		} else {
-			texts[i] = ""
+		if o.Decision != "block" {
+			others[i] = texts[i]
+			continue
+		}
+		blocked, reasons[i] = true, texts[i]
+		if reasons[i] == "" {
+			reasons[i] = "blocked by " + o.Name
 		}
 	}
-	return outcomes, blocked, join(texts)
+	return blocked, join(reasons), join(others)
+}
+
+// promptStdin is what a UserPromptSubmit command hook reads on stdin.
+type promptStdin struct {
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	HookEventName  Event  `json:"hook_event_name"`
+	Prompt         string `json:"prompt"`
+	PromptID       string `json:"prompt_id,omitempty"`
+}
+
+// RunPrompt runs UserPromptSubmit hooks in parallel with in. blocked is
+// true when any hook blocked the prompt (exit 2, or "decision": "block"),
+// reason joins their reasons, and text joins the context of the others
+// that succeeded, in configuration order.
+func RunPrompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, text string) {
+	stdin, _ := json.Marshal(promptStdin{in.SessionID, in.TranscriptPath, in.Cwd, UserPromptSubmit, in.Prompt, in.PromptID})
+	env.EnvFile = ""
+	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+		out, err := h.Body.(PromptFunc)(ctx, in)
+		if out.Decision == "block" {
+			return answer{text: out.Reason, block: true}, err
+		}
+		return answer{text: out.AdditionalContext}, err
+	})
+	blocked, reason, text = blocks(outcomes, texts)
+	return outcomes, blocked, reason, text
+}
+
+// preCompactStdin is what a PreCompact command hook reads on stdin.
+type preCompactStdin struct {
+	SessionID          string `json:"session_id"`
+	TranscriptPath     string `json:"transcript_path"`
+	Cwd                string `json:"cwd"`
+	HookEventName      Event  `json:"hook_event_name"`
+	Trigger            string `json:"trigger"`
+	CustomInstructions string `json:"custom_instructions"`
+}
+
+// RunPreCompact runs PreCompact hooks in parallel with in. blocked is true
+// when any hook blocked the compaction; reason joins their reasons.
+func RunPreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
+	stdin, _ := json.Marshal(preCompactStdin{in.SessionID, in.TranscriptPath, in.Cwd, PreCompact, in.Trigger, in.CustomInstructions})
+	env.EnvFile = ""
+	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+		out, err := h.Body.(PreCompactFunc)(ctx, in)
+		return answer{text: out.Reason, block: out.Decision == "block"}, err
+	})
+	blocked, reason, _ = blocks(outcomes, texts)
+	return outcomes, blocked, reason
 }
 
 // answer is what a hook body returned that reprise keeps: the text it
 // contributes (context for SessionStart, the reason of a block for Stop),
 // and what SessionEnd hooks report.
 type answer struct {
-	text    string
-	summary string
-	cleanup []string
-	block   bool
+	text     string
+	summary  string
+	cleanup  []string
+	block    bool
+	config   json.RawMessage // a SessionStart hook's modifiedConfig
+	suppress bool            // a SessionEnd hook's suppressOutput
 }
 
 // call runs one function hook's body.
@@ -239,6 +308,7 @@ func (f *funcRun) wait() (schema.HookOutcome, string) {
 		if r.answer.block {
 			o.Decision, o.Reason = "block", r.answer.text
 		}
+		o.Config, o.Suppress = r.answer.config, r.answer.suppress
 	}
 	o.Duration = f.now().Sub(f.began).Nanoseconds()
 	o.ContextLen = len(text)

@@ -13,7 +13,9 @@ import (
 //     its hook and carrying its Source;
 //   - SessionStart's context joins, with newlines and in the hooks' order,
 //     the non-empty context of the hooks that succeeded;
-//   - Stop blocks when any hook blocked, and its reason joins theirs;
+//   - Stop, UserPromptSubmit and PreCompact block when any hook blocked,
+//     and the reason joins theirs; a UserPromptSubmit's context joins that
+//     of the hooks that succeeded without blocking;
 //   - a hook that fails, panics, hangs or is cancelled is an outcome, never
 //     an error or a panic of the call;
 //   - it returns once every hook has an outcome; no hook is run twice.
@@ -21,6 +23,8 @@ type Runner interface {
 	SessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string)
 	SessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome
 	Stop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string)
+	Prompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, context string)
+	PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string)
 }
 
 // Exec runs hooks for real: command hooks as processes in their own process
@@ -38,6 +42,16 @@ func (Exec) SessionStart(ctx context.Context, hooks []Hook, in SessionStartInput
 // SessionEnd is RunSessionEnd.
 func (Exec) SessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome {
 	return RunSessionEnd(ctx, hooks, in, env)
+}
+
+// Prompt is RunPrompt.
+func (Exec) Prompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) ([]schema.HookOutcome, bool, string, string) {
+	return RunPrompt(ctx, hooks, in, env)
+}
+
+// PreCompact is RunPreCompact.
+func (Exec) PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) ([]schema.HookOutcome, bool, string) {
+	return RunPreCompact(ctx, hooks, in, env)
 }
 
 // Stop is RunStop.
