@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 
@@ -154,31 +153,41 @@ func (a *Agent) sync(ctx context.Context) error {
 // left in flight, runs prepare (which names act's session, creating it if
 // need be), then performs act. It returns the restore act completed, nil
 // when it changed nothing, and what a Stop decided.
-func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context) (string, error)) (*Restore, *lifecycle.StopResult, error) {
+func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context) (string, error)) (*Restore, outcomes, error) {
 	if !a.mu.TryLock() {
-		return nil, nil, fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
+		return nil, outcomes{}, fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
 	}
 	defer a.mu.Unlock()
 	release, err := a.lockStream(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, outcomes{}, err
 	}
 	defer release()
 	if err := a.sync(ctx); err != nil {
-		return nil, nil, err
+		return nil, outcomes{}, err
 	}
 	if prepare != nil {
 		if act.To, err = prepare(ctx); err != nil {
-			return nil, nil, err
+			return nil, outcomes{}, err
 		}
 	}
 	before := len(a.view.History)
-	stopped, err := a.step(ctx, act)
-	if err != nil || len(a.view.History) == before {
-		return nil, stopped, err
+	out, err := a.step(ctx, act)
+	if err == nil && out.blocked != "" {
+		err = fmt.Errorf("%w: %s", ErrCompactionBlocked, out.blocked)
+	}
+	if len(a.view.History) == before {
+		return nil, out, err
 	}
 	done := a.view.History[len(a.view.History)-1]
-	return &done, stopped, nil
+	return &done, out, err
+}
+
+// outcomes is what an action decided besides its restore.
+type outcomes struct {
+	stopped  *lifecycle.StopResult
+	prompted *lifecycle.PromptResult
+	blocked  string // why a PreCompact hook stopped a compaction
 }
 
 // step is the shell around lifecycle.Step: it asks the stepper what to do,
@@ -186,11 +195,11 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 // feeds the outcome back, until the action is finished. Hooks get ctx; once
 // a step is in flight, appends no longer stop when ctx is cancelled, so an
 // action that has begun always ends recorded. a.mu must be held.
-func (a *Agent) step(ctx context.Context, act lifecycle.Action) (*lifecycle.StopResult, error) {
+func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error) {
 	wctx := context.WithoutCancel(ctx)
 	var (
 		outcome lifecycle.Outcome
-		result  *lifecycle.StopResult
+		result  outcomes
 		tries   int
 	)
 	for {
@@ -200,7 +209,11 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (*lifecycle.Stop
 		}
 		views, err := a.views(actx, act)
 		if err != nil {
-			return nil, err
+			return result, err
+		}
+		given := outcome
+		if failed, ok := outcome.(lifecycle.AppendFailed); ok {
+			given = failed.Outcome
 		}
 		ready, err := lifecycle.Step(lifecycle.Input{Agent: a.view, Action: act, Sessions: views.sessions,
 			Outcome: outcome, Now: a.e.stamp(), NewID: a.e.newID, StopCap: a.e.stopCap})
@@ -216,13 +229,15 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (*lifecycle.Stop
 		switch {
 		case errors.As(err, &failed):
 			tries++
-			outcome = lifecycle.AppendFailed{Err: failed.err, Tries: tries}
+			outcome = lifecycle.AppendFailed{Err: failed.err, Tries: tries, Outcome: given}
 			continue
 		case err != nil:
-			return nil, err
+			return result, err
 		}
 		tries = 0
-		result = cmp.Or(ready.Stopped, result)
+		result.stopped = cmp.Or(ready.Stopped, result.stopped)
+		result.prompted = cmp.Or(ready.Prompted, result.prompted)
+		result.blocked = cmp.Or(ready.Blocked, result.blocked)
 		if ready.Effect == nil {
 			if !fsm.InFlight(a.view.State) {
 				return result, nil
@@ -259,6 +274,9 @@ func (a *Agent) views(ctx context.Context, act lifecycle.Action) (*sessionViews,
 	}
 	if st := a.view.Stop; st != nil {
 		ids = append(ids, st.Session)
+	}
+	if pr := a.view.Prompt; pr != nil {
+		ids = append(ids, pr.Session)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -324,6 +342,9 @@ func (a *Agent) append(ctx context.Context, ready lifecycle.Ready, views *sessio
 			s.dropPending(saved.N)
 		}
 	}
+	for _, s := range views.locked {
+		a.e.keepTranscript(s, false)
+	}
 	return nil
 }
 
@@ -355,9 +376,11 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks) life
 	e := a.e
 	id := eff.Session
 	env := hookexec.CommandEnv{Now: e.now, Spill: func(text string) (string, error) { return e.spill(id, text) }}
+	var msgs []Message
 	if s, err := e.session(wctx, id); err == nil {
 		s.mu.Lock()
 		env.ProjectDir = s.conv.Cwd
+		msgs = s.conv.Messages[:len(s.conv.Messages):len(s.conv.Messages)] // appends never touch these
 		if len(eff.Hooks) > 0 {
 			_, err = e.syncTranscript(s)
 		}
@@ -366,21 +389,29 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks) life
 			e.log.Warn("transcript not updated before hooks", "session", id, "error", err)
 		}
 	}
-	if env.ProjectDir == "" {
-		env.ProjectDir, _ = os.Getwd()
-	}
 	transcript := e.TranscriptPath(id)
 	now := e.now().UnixMilli()
 	switch eff.Event {
 	case hookexec.SessionEnd:
 		outcomes := e.runner.SessionEnd(ctx, eff.Hooks, hookexec.SessionEndInput{
 			SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: env.ProjectDir,
-			Reason: eff.Reason, FinalMessage: eff.FinalMessage, Error: eff.Error}, env)
-		return lifecycle.HooksRan{Outcomes: outcomes}
+			Reason: eff.Reason, FinalMessage: eff.FinalMessage, Error: eff.Error, Messages: msgs}, env)
+		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes)}
 	case hookexec.Stop:
 		outcomes, blocked, reason := e.runner.Stop(ctx, eff.Hooks, hookexec.StopInput{
-			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, StopHookActive: eff.StopActive}, env)
-		return lifecycle.HooksRan{Outcomes: outcomes, Blocked: blocked, Reason: reason}
+			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, StopHookActive: eff.StopActive,
+			StopReason: eff.StopReason, Messages: msgs}, env)
+		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Blocked: blocked, Reason: reason}
+	case hookexec.UserPromptSubmit:
+		outcomes, blocked, reason, text := e.runner.Prompt(ctx, eff.Hooks, hookexec.PromptInput{
+			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Prompt: eff.Prompt, PromptID: eff.PromptID,
+			Messages: msgs}, env)
+		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Blocked: blocked, Reason: reason, Context: text}
+	case hookexec.PreCompact:
+		outcomes, blocked, reason := e.runner.PreCompact(ctx, eff.Hooks, hookexec.PreCompactInput{
+			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Trigger: eff.Trigger,
+			CustomInstructions: eff.Instructions, Messages: msgs}, env)
+		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Blocked: blocked, Reason: reason}
 	}
 	envName := id + ".env"
 	if slices.ContainsFunc(eff.Hooks, hookexec.Hook.IsCommand) {
@@ -391,8 +422,9 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks) life
 		}
 	}
 	outcomes, text := e.runner.SessionStart(ctx, eff.Hooks, hookexec.SessionStartInput{
-		SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: env.ProjectDir, Source: eff.Source}, env)
-	ran := lifecycle.HooksRan{Outcomes: outcomes, Context: text}
+		SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: env.ProjectDir, Source: eff.Source,
+		InitialPrompt: eff.InitialPrompt, Messages: msgs}, env)
+	ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Context: text}
 	if env.EnvFile != "" {
 		written, err := e.files.Read(envName)
 		if err != nil {
@@ -420,9 +452,44 @@ func (e *Engine) spill(id, text string) (string, error) {
 // SessionStart hooks with source "startup", without any SessionEnd. Use it
 // when the host process starts, including to resume the session the log
 // already has as current. An empty id is a no-op that returns nil, nil.
-func (a *Agent) Start(ctx context.Context, id string) (*Restore, error) {
-	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Start, To: id}, nil)
+func (a *Agent) Start(ctx context.Context, id string, opts ...ActionOption) (*Restore, error) {
+	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Start, To: id}, opts), nil)
 	return r, err
+}
+
+// ActionOption sets an optional input of a lifecycle action.
+type ActionOption func(*lifecycle.Action)
+
+// WithInitialPrompt gives Start or New the first prompt of the session,
+// which SessionStart hooks receive as initialPrompt. It is recorded, so a
+// restore finished after a crash passes the same value.
+func WithInitialPrompt(prompt string) ActionOption {
+	return func(a *lifecycle.Action) { a.Prompt = prompt }
+}
+
+// WithStopReason tells Stop why the turn ended (e.g. "end_turn"); it is
+// recorded and Stop function hooks receive it as StopReason.
+func WithStopReason(reason string) ActionOption {
+	return func(a *lifecycle.Action) { a.StopReason = reason }
+}
+
+// WithTrigger tells Compact what started it, "manual" (the default) or
+// "auto"; PreCompact hooks receive it and match on it.
+func WithTrigger(trigger string) ActionOption {
+	return func(a *lifecycle.Action) { a.Trigger = trigger }
+}
+
+// WithInstructions gives Compact the user's custom instructions, which
+// PreCompact hooks receive.
+func WithInstructions(text string) ActionOption {
+	return func(a *lifecycle.Action) { a.Instructions = text }
+}
+
+func action(act lifecycle.Action, opts []ActionOption) lifecycle.Action {
+	for _, o := range opts {
+		o(&act)
+	}
+	return act
 }
 
 // Restore is the runtime restore from the current session to session id:

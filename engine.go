@@ -73,6 +73,12 @@ type Options struct {
 	Files Files
 	// Runner runs the hooks. Nil means hookexec.Exec, the real runner.
 	Runner hookexec.Runner
+	// TranscriptOnSave keeps each session's transcript file current after
+	// every save, for hosts whose tools tail it. Otherwise a transcript is
+	// written when hooks are about to read it, and kept current from then
+	// on only through lifecycle steps (an injected reminder is in it at
+	// once). Saves cost more with it.
+	TranscriptOnSave bool
 }
 
 // Engine keeps sessions in an event log and runs restores. It is safe for
@@ -84,10 +90,12 @@ type Engine struct {
 	now   func() time.Time
 	newID func() string
 	// files holds transcripts, env files and spilled hook output.
-	files   Files
-	runner  hookexec.Runner
-	scoped  hookexec.Scoped
-	stopCap int
+	files  Files
+	runner hookexec.Runner
+	// transcriptOnSave: sync transcripts after every save.
+	transcriptOnSave bool
+	scoped           hookexec.Scoped
+	stopCap          int
 	// claudeSettings: read Claude Code settings files at each hook run.
 	claudeSettings bool
 
@@ -150,7 +158,8 @@ func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
 		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,
 		files: opts.Files, runner: opts.Runner, stopCap: opts.StopBlockCap, claudeSettings: opts.ClaudeSettings,
-		sessions: map[string]*session{}, agents: map[string]*Agent{},
+		transcriptOnSave: opts.TranscriptOnSave,
+		sessions:         map[string]*session{}, agents: map[string]*Agent{},
 	}
 	if e.hooks == nil {
 		e.hooks = hookexec.NewRegistry()
@@ -191,6 +200,24 @@ func (e *Engine) AddSessionHook(id string, h hookexec.Hook) (string, error) {
 		return "", err
 	}
 	return e.scoped.Add(id, h)
+}
+
+// AddSessionHookWith is AddSessionHook with Claude Code's options for
+// session hooks: a chosen id (ErrHookIDInUse when another hook of the
+// session has it), an error message used as the failure text, a callback
+// after each ok outcome (in process, never recorded), and once (removed
+// after its first ok outcome).
+func (e *Engine) AddSessionHookWith(id string, h hookexec.Hook, opts hookexec.ScopedOptions) (string, error) {
+	if err := ValidateID(id); err != nil {
+		return "", err
+	}
+	return e.scoped.AddWith(id, h, opts)
+}
+
+// SessionHooks lists session id's own hooks of event (every event for ""),
+// with their ids and options, in the order they were added.
+func (e *Engine) SessionHooks(id string, event hookexec.Event) []hookexec.ScopedHook {
+	return e.scoped.List(id, event)
 }
 
 // RemoveSessionHook takes hook hookID away from session id and reports
@@ -414,6 +441,9 @@ func (e *Engine) save(ctx context.Context, s *session) (int, error) {
 		}
 	}
 	s.dropPending(len(evs))
+	if e.transcriptOnSave {
+		e.keepTranscript(s, true)
+	}
 	return len(evs), nil
 }
 
@@ -429,8 +459,28 @@ func (e *Engine) saveFailed(ctx context.Context, s *session, err error) error {
 
 // view is what the stepper sees of s. s.mu must be held.
 func (s *session) view() *lifecycle.Session {
-	return &lifecycle.Session{ID: s.conv.ID, Cwd: s.conv.Cwd, Head: s.conv.Head, Messages: len(s.conv.Messages),
+	v := &lifecycle.Session{ID: s.conv.ID, Cwd: s.conv.Cwd, Head: s.conv.Head, Messages: len(s.conv.Messages),
 		ViewLen: len(s.conv.Messages) - s.conv.ViewStart, LastUUID: s.conv.LastUUID(), Pending: s.pending}
+	for i := len(s.conv.Messages) - 1; i >= 0; i-- {
+		if m := &s.conv.Messages[i]; m.Role == "assistant" {
+			v.LastAssistant = projection.FirstText(*m)
+			break
+		}
+	}
+	return v
+}
+
+// keepTranscript brings s's transcript file up to date after messages were
+// written: always with Options.TranscriptOnSave, otherwise when hooks have
+// been given the file (an injected reminder must be in it at once), or
+// when force is set. s.mu must be held.
+func (e *Engine) keepTranscript(s *session, force bool) {
+	if !force && !e.transcriptOnSave && s.transcribed < 0 {
+		return
+	}
+	if _, err := e.syncTranscript(s); err != nil {
+		e.log.Warn("transcript not updated", "session", s.conv.ID, "error", err)
+	}
 }
 
 // fold applies an event written to s, with its payload as written. A

@@ -33,6 +33,10 @@ var (
 	// own package and handed to New.
 	ErrDatabaseURL = errors.New("reprise: Open takes a bbolt file, not a database URL")
 
+	// ErrCompactionBlocked is returned by Compact when a PreCompact hook
+	// blocked the compaction; the error says why.
+	ErrCompactionBlocked = errors.New("reprise: compaction blocked by a PreCompact hook")
+
 	// ErrNoCurrentSession is returned by Restore on an agent that has no
 	// current session yet; use Start for its first one.
 	ErrNoCurrentSession = lifecycle.ErrNoCurrentSession

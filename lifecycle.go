@@ -25,8 +25,8 @@ var ErrBadReason = lifecycle.ErrBadReason
 // and ended with reason "clear". The fresh session is created before the
 // first step is recorded, so a refused New (ErrRestoreInProgress) leaves an
 // empty session behind.
-func (a *Agent) New(ctx context.Context, id, cwd string) (*Restore, error) {
-	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.New}, func(ctx context.Context) (string, error) {
+func (a *Agent) New(ctx context.Context, id, cwd string, opts ...ActionOption) (*Restore, error) {
+	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.New}, opts), func(ctx context.Context) (string, error) {
 		return a.e.CreateSession(ctx, id, cwd)
 	})
 	return r, err
@@ -115,9 +115,63 @@ const CompactSummaryPrefix = lifecycle.CompactSummaryPrefix
 // messages, and the conversation from then on starts at the summary.
 // SessionStart hooks then run with source "compact" and their context is
 // injected after the summary.
-func (a *Agent) Compact(ctx context.Context, summary string) (*Restore, error) {
-	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Compact, Summary: summary}, nil)
+//
+// PreCompact hooks run first, with the trigger (WithTrigger, "manual" by
+// default) and the user's instructions (WithInstructions). One that blocks
+// stops the compaction: Compact returns the restore, which records it, and
+// an error matching ErrCompactionBlocked with the hook's reason.
+func (a *Agent) Compact(ctx context.Context, summary string, opts ...ActionOption) (*Restore, error) {
+	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Compact, Summary: summary}, opts), nil)
 	return r, err
+}
+
+// PromptResult says what became of a prompt.
+type PromptResult struct {
+	Blocked bool     // a UserPromptSubmit hook blocked it: it was not kept
+	Reason  string   // why it was blocked
+	Message *Message // the prompt as kept, nil when blocked
+	// Context is what the hooks added, kept as a meta message right after
+	// the prompt (ContextMessage); "" when they added nothing.
+	Context        string
+	ContextMessage *Message
+	Outcomes       []schema.HookOutcome
+}
+
+// Prompt submits text, the user's prompt, to the current session. The
+// UserPromptSubmit hooks run first, with Claude Code's input; unless one
+// blocks it (exit 2, or "decision": "block"), the prompt is appended as a
+// user message, after any buffered ones, with the hooks' context as a
+// <system-reminder> meta message after it, in the same append as the
+// hooks' outcomes. The hooks run at most once: a run its process died in is
+// closed as interrupted on reopen and the prompt is not kept, so the host
+// may submit it again. With no UserPromptSubmit hook the prompt is simply
+// appended.
+func (a *Agent) Prompt(ctx context.Context, text string) (*PromptResult, error) {
+	_, out, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Prompt, Prompt: text}, nil)
+	if err != nil {
+		return nil, err
+	}
+	pr := out.prompted
+	if pr == nil {
+		return nil, fmt.Errorf("agent %s: the prompt was not decided", a.id)
+	}
+	res := &PromptResult{Blocked: pr.Blocked, Reason: pr.Reason, Context: pr.Context, Outcomes: pr.Outcomes}
+	wctx := context.WithoutCancel(ctx)
+	if pr.MessageUUID != "" {
+		m, err := a.e.message(wctx, pr.Session, pr.MessageUUID)
+		if err != nil {
+			return nil, err
+		}
+		res.Message = &m
+	}
+	if pr.ContextUUID != "" {
+		m, err := a.e.message(wctx, pr.Session, pr.ContextUUID)
+		if err != nil {
+			return nil, err
+		}
+		res.ContextMessage = &m
+	}
+	return res, nil
 }
 
 // EndOptions carry what SessionEnd function hooks receive besides the
@@ -158,8 +212,11 @@ type StopResult struct {
 // Options.StopBlockCap consecutive blocks the hooks are not asked and the
 // stop is recorded as capped. The count lives in the log, so a crash does
 // not reset it.
-func (a *Agent) Stop(ctx context.Context) (*StopResult, error) {
-	_, st, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Stop}, nil)
+//
+// WithStopReason tells the hooks why the turn ended.
+func (a *Agent) Stop(ctx context.Context, opts ...ActionOption) (*StopResult, error) {
+	_, out, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Stop}, opts), nil)
+	st := out.stopped
 	if err != nil || st == nil {
 		return nil, err
 	}

@@ -24,6 +24,10 @@ const (
 	Starting State = "starting" // SessionStart hooks may be running
 	Started  State = "started"  // SessionStart hooks have run; injection is next
 	Stopping State = "stopping" // Stop hooks may be running
+
+	Prompting     State = "prompting"     // UserPromptSubmit hooks may be running
+	PreCompacting State = "precompacting" // PreCompact hooks may be running
+	PreCompacted  State = "precompacted"  // PreCompact hooks have run; the compaction is next
 )
 
 // Event labels a transition. Most labels are event types of the log;
@@ -48,6 +52,11 @@ const (
 	SessionStartHookStarted = Event(schema.TypeSessionStartHookStarted)
 	SessionStartHookRan     = Event(schema.TypeSessionStartHookRan)
 	ContextInjected         = Event(schema.TypeContextInjected)
+	PromptHookStarted       = Event(schema.TypePromptHookStarted)
+	PromptHookRan           = Event(schema.TypePromptHookRan)
+	PreCompactHookStarted   = Event(schema.TypePreCompactHookStarted)
+	PreCompactHookRan       = Event(schema.TypePreCompactHookRan)
+	PreCompactBlocked       = Event(schema.TypePreCompactHookRan + "/blocked")
 )
 
 // Transition is one row of the table: Event moves an agent from any of From
@@ -70,12 +79,17 @@ var table = []Transition{
 	{SessionLoadedNew, []State{Idle, Ended}, Loaded},
 	{SessionLoadedFork, []State{Idle, Ended}, Loaded},
 	{SessionClosed, []State{Ended}, Idle},
-	{SessionCompacted, []State{Active}, Loaded},
+	{PreCompactHookStarted, []State{Active}, PreCompacting},
+	{PreCompactHookRan, []State{PreCompacting}, PreCompacted},
+	{PreCompactBlocked, []State{PreCompacting}, Active},
+	{SessionCompacted, []State{Active, PreCompacted}, Loaded},
 	{SessionStartHookStarted, []State{Loaded}, Starting},
 	{SessionStartHookRan, []State{Starting}, Started},
 	{ContextInjected, []State{Started}, Active},
 	{StopHookStarted, []State{Active}, Stopping},
 	{StopHookRan, []State{Stopping}, Active},
+	{PromptHookStarted, []State{Active}, Prompting},
+	{PromptHookRan, []State{Prompting}, Active},
 }
 
 // Table returns a copy of the transition table, in lifecycle order.
@@ -126,7 +140,13 @@ func EventOf(p schema.Payload) (e Event, ok bool) {
 	case *schema.SessionLoaded:
 		// Unknown sources get a label the table rejects.
 		return Event(schema.TypeSessionLoaded + "/" + eventlog.Type(p.Source)), true
+	case *schema.PreCompactHookRan:
+		if p.Blocked {
+			return PreCompactBlocked, true
+		}
+		return PreCompactHookRan, true
 	case *schema.SaveAttempted, *schema.SessionEndHookStarted, *schema.SessionEndHookRan,
+		*schema.PromptHookStarted, *schema.PromptHookRan, *schema.PreCompactHookStarted,
 		*schema.SessionStartHookStarted, *schema.SessionStartHookRan, *schema.ContextInjected,
 		*schema.SessionCompacted, *schema.SessionClosed, *schema.StopHookStarted, *schema.StopHookRan:
 		return Event(p.EventType()), true

@@ -14,7 +14,8 @@ import (
 
 var update = flag.Bool("update", false, "rewrite docs/lifecycle.md's diagram from the table")
 
-var allStates = []fsm.State{fsm.Idle, fsm.Active, fsm.Saved, fsm.Ending, fsm.Ended, fsm.Loaded, fsm.Starting, fsm.Started, fsm.Stopping}
+var allStates = []fsm.State{fsm.Idle, fsm.Active, fsm.Saved, fsm.Ending, fsm.Ended, fsm.Loaded, fsm.Starting, fsm.Started, fsm.Stopping,
+	fsm.Prompting, fsm.PreCompacting, fsm.PreCompacted}
 
 func TestRuntimeRestoreWalksEveryStep(t *testing.T) {
 	steps := []struct {
@@ -82,8 +83,17 @@ var legalSteps = []struct {
 	// With no current session, New and Fork load their session at once.
 	{fsm.Idle, fsm.SessionLoadedNew, fsm.Loaded},
 	{fsm.Idle, fsm.SessionLoadedFork, fsm.Loaded},
-	// A compaction keeps the session and starts again at SessionStart.
+	// A compaction keeps the session and starts again at SessionStart;
+	// with PreCompact hooks, their intent and outcome come first, and a
+	// hook that blocks ends it there.
 	{fsm.Active, fsm.SessionCompacted, fsm.Loaded},
+	{fsm.Active, fsm.PreCompactHookStarted, fsm.PreCompacting},
+	{fsm.PreCompacting, fsm.PreCompactHookRan, fsm.PreCompacted},
+	{fsm.PreCompacting, fsm.PreCompactBlocked, fsm.Active},
+	{fsm.PreCompacted, fsm.SessionCompacted, fsm.Loaded},
+	// UserPromptSubmit hooks on a prompt.
+	{fsm.Active, fsm.PromptHookStarted, fsm.Prompting},
+	{fsm.Prompting, fsm.PromptHookRan, fsm.Active},
 	// SessionStart intent, SessionStart, injection.
 	{fsm.Loaded, fsm.SessionStartHookStarted, fsm.Starting},
 	{fsm.Starting, fsm.SessionStartHookRan, fsm.Started},
@@ -98,6 +108,7 @@ var allEvents = []fsm.Event{
 	fsm.SessionLoadedStartup, fsm.SessionLoadedResume, fsm.SessionLoadedNew, fsm.SessionLoadedClear, fsm.SessionLoadedFork,
 	fsm.SessionCompacted, fsm.SessionClosed, fsm.StopHookStarted, fsm.StopHookRan,
 	fsm.SessionStartHookStarted, fsm.SessionStartHookRan, fsm.ContextInjected,
+	fsm.PromptHookStarted, fsm.PromptHookRan, fsm.PreCompactHookStarted, fsm.PreCompactHookRan, fsm.PreCompactBlocked,
 }
 
 // TestApplyAcceptsExactlyTheLegalSteps checks every (state, event) pair

@@ -28,6 +28,7 @@ const (
 	Compact       // compact the current session with Summary
 	End           // end the current session with Reason
 	Stop          // run the Stop hooks at the end of a turn
+	Prompt        // run the UserPromptSubmit hooks on Prompt and keep it
 )
 
 // Action is what the host asked for. The shell passes the same Action to
@@ -39,8 +40,17 @@ type Action struct {
 	Reason       schema.Reason
 	FinalMessage string
 	Error        string
-	// Compact: the summary that replaces the conversation so far.
-	Summary string
+	// Compact: the summary that replaces the conversation so far, what
+	// started it ("manual" or "auto") and the user's instructions, for
+	// PreCompact hooks.
+	Summary      string
+	Trigger      string
+	Instructions string
+	// Start, New, Fork: the first prompt, for SessionStart hooks. Prompt:
+	// the prompt submitted.
+	Prompt string
+	// Stop: why the turn ended, as the host says.
+	StopReason string
 }
 
 // Session is what the stepper needs to know of one conversation: what the
@@ -53,7 +63,10 @@ type Session struct {
 	Messages int    // saved messages
 	ViewLen  int    // saved messages the model sees, after a compaction
 	LastUUID string // of the last saved message, "" when there is none
-	Pending  []schema.Message
+	// LastAssistant is the text of the last saved assistant message: the
+	// final message SessionEnd hooks get when the host gives none.
+	LastAssistant string
+	Pending       []schema.Message
 }
 
 // Input is everything a Step decides from.
@@ -81,8 +94,24 @@ type Ready struct {
 	// Warning is a problem the step recorded and went on from; the shell
 	// logs it.
 	Warning string
-	// Stopped is the result of a Stop, on the step that finishes it.
-	Stopped *StopResult
+	// Stopped is the result of a Stop, on the step that finishes it;
+	// Prompted of a Prompt; Blocked the reason a PreCompact hook gave to
+	// stop a compaction.
+	Stopped  *StopResult
+	Prompted *PromptResult
+	Blocked  string
+}
+
+// PromptResult says what became of a prompt: kept as MessageUUID (with
+// the hooks' context as ContextUUID), or blocked for Reason.
+type PromptResult struct {
+	Session     string
+	Blocked     bool
+	Reason      string
+	MessageUUID string
+	ContextUUID string
+	Context     string
+	Outcomes    []schema.HookOutcome
 }
 
 // Saved says that a Ready's records write the first N pending messages of
@@ -116,14 +145,20 @@ type MatchHooks struct {
 
 // RunHooks asks for Hooks to be run on Session. The outcome is HooksRan.
 type RunHooks struct {
-	Event        hookexec.Event
-	Session      string
-	Hooks        []hookexec.Hook
-	Source       schema.Source // SessionStart
-	Reason       schema.Reason // SessionEnd
-	FinalMessage string        // SessionEnd
-	Error        string        // SessionEnd
-	StopActive   bool          // Stop: the previous stop was blocked
+	Event         hookexec.Event
+	Session       string
+	Hooks         []hookexec.Hook
+	Source        schema.Source // SessionStart
+	InitialPrompt string        // SessionStart
+	Reason        schema.Reason // SessionEnd
+	FinalMessage  string        // SessionEnd
+	Error         string        // SessionEnd
+	StopActive    bool          // Stop: the previous stop was blocked
+	StopReason    string        // Stop
+	Prompt        string        // UserPromptSubmit
+	PromptID      string        // UserPromptSubmit
+	Trigger       string        // PreCompact
+	Instructions  string        // PreCompact
 }
 
 // DropSessionHooks asks for Session's session-scoped hooks to be dropped:
@@ -153,10 +188,12 @@ type HooksRan struct {
 
 // AppendFailed says that the previous Ready's append failed with Err (not
 // on the agent's own stream, which the shell reports itself); Tries counts
-// the consecutive failures of this step.
+// the consecutive failures of this step, and Outcome is the outcome that
+// Step had been given.
 type AppendFailed struct {
-	Err   error
-	Tries int
+	Err     error
+	Tries   int
+	Outcome Outcome
 }
 
 func (HooksMatched) outcome() {}
@@ -172,8 +209,13 @@ const MaxInjectTries = 8
 // the same Input gives the same Ready.
 func Step(in Input) (Ready, error) {
 	a := in.Agent
-	if failed, ok := in.Outcome.(AppendFailed); ok && !retries(in, failed) {
-		return Ready{}, failed.Err
+	if failed, ok := in.Outcome.(AppendFailed); ok {
+		if !retries(in, failed) {
+			return Ready{}, failed.Err
+		}
+		if a.State == fsm.Prompting || in.Action.Kind == Prompt {
+			in.Outcome = failed.Outcome // keep the prompt as the hooks said, once it fits
+		}
 	}
 	switch a.State {
 	case fsm.Idle, fsm.Active:
@@ -199,13 +241,13 @@ func Step(in Input) (Ready, error) {
 		if r.To == "" {
 			return agentStep(in, r.ID, &schema.SessionClosed{Session: r.From}), nil
 		}
-		return load(in, r.ID, r.To, r.Source, r.From)
+		return load(in, r.ID, r.To, r.Source, r.From, r.InitialPrompt)
 	case fsm.Loaded:
 		r := a.Restore
 		return hookIntent(in, r.ID, MatchHooks{Event: hookexec.SessionStart, Value: string(r.Source), Session: r.To},
 			func(names []string) schema.Payload {
 				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: names}
-			}, RunHooks{Event: hookexec.SessionStart, Session: r.To, Source: r.Source})
+			}, RunHooks{Event: hookexec.SessionStart, Session: r.To, Source: r.Source, InitialPrompt: r.InitialPrompt})
 	case fsm.Starting:
 		r := a.Restore
 		ran, ok := in.Outcome.(HooksRan)
@@ -219,6 +261,13 @@ func Step(in Input) (Ready, error) {
 		return inject(in)
 	case fsm.Stopping:
 		return stopped(in)
+	case fsm.Prompting:
+		return prompted(in)
+	case fsm.PreCompacting:
+		return preCompacted(in)
+	case fsm.PreCompacted:
+		r := a.Restore
+		return compaction(in, r.To, r.ID, r.Summary)
 	}
 	return Ready{}, fmt.Errorf("agent %s: unknown state %q", a.ID, a.State)
 }
@@ -232,8 +281,11 @@ func retries(in Input, failed AppendFailed) bool {
 	case fsm.Idle, fsm.Active:
 		leaving := in.Action.Kind == Restore || in.Action.Kind == Clear || in.Action.Kind == End ||
 			(in.Action.Kind == New || in.Action.Kind == Fork) && in.Agent.Current != ""
+		if in.Action.Kind == Prompt {
+			return errors.Is(failed.Err, eventlog.ErrConflict) && failed.Tries < MaxInjectTries
+		}
 		return leaving && failed.Tries == 1
-	case fsm.Started:
+	case fsm.Started, fsm.Prompting:
 		return errors.Is(failed.Err, eventlog.ErrConflict) && failed.Tries < MaxInjectTries
 	}
 	return false
@@ -253,7 +305,7 @@ func begin(in Input) (Ready, error) {
 		if in.Sessions[act.To] == nil {
 			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, act.To)
 		}
-		return load(in, in.NewID(), act.To, schema.SourceStartup, current)
+		return load(in, in.NewID(), act.To, schema.SourceStartup, current, act.Prompt)
 	case Restore:
 		if act.To == "" || act.To == current {
 			return Ready{}, nil
@@ -271,9 +323,9 @@ func begin(in Input) (Ready, error) {
 			source, reason = schema.SourceFork, schema.ReasonResume
 		}
 		if current == "" {
-			return load(in, in.NewID(), act.To, source, "")
+			return load(in, in.NewID(), act.To, source, "", act.Prompt)
 		}
-		return leave(in, &schema.SaveAttempted{From: current, To: act.To, Reason: reason, Source: source})
+		return leave(in, &schema.SaveAttempted{From: current, To: act.To, Reason: reason, Source: source, Prompt: act.Prompt})
 	case Clear:
 		if current == "" {
 			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
@@ -297,6 +349,11 @@ func begin(in Input) (Ready, error) {
 			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
 		}
 		return stop(in, current)
+	case Prompt:
+		if current == "" {
+			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
+		}
+		return prompt(in, current)
 	}
 	return Ready{}, fmt.Errorf("agent %s: unknown action %d", a.ID, act.Kind)
 }
@@ -327,16 +384,31 @@ func leave(in Input, attempt *schema.SaveAttempted) (Ready, error) {
 		ready = messages(in.Now, from, nil)
 		attempt.Saved = len(from.Pending)
 	}
+	if attempt.FinalMessage == "" {
+		attempt.FinalMessage = lastAssistant(from)
+	}
 	return withAgentStep(in, ready, rid, attempt), nil
 }
 
-// load records that session id became current through source.
-func load(in Input, rid, id string, source schema.Source, from string) (Ready, error) {
+// lastAssistant is the text of s's last assistant message, pending ones
+// included.
+func lastAssistant(s *Session) string {
+	for i := len(s.Pending) - 1; i >= 0; i-- {
+		if m := s.Pending[i]; m.Role == "assistant" {
+			return projection.FirstText(m)
+		}
+	}
+	return s.LastAssistant
+}
+
+// load records that session id became current through source; prompt is
+// the first prompt the host gave, for SessionStart hooks.
+func load(in Input, rid, id string, source schema.Source, from, prompt string) (Ready, error) {
 	s := in.Sessions[id]
 	if s == nil {
 		return Ready{}, fmt.Errorf("load %s for restore %s: %w: %s", id, rid, ErrSessionNotFound, id)
 	}
-	return agentStep(in, rid, &schema.SessionLoaded{Session: id, Source: source, From: from, Messages: s.Messages, Head: s.Head}), nil
+	return agentStep(in, rid, &schema.SessionLoaded{Session: id, Source: source, From: from, Messages: s.Messages, Head: s.Head, Prompt: prompt}), nil
 }
 
 // hookIntent is a hook phase's first half: which hooks would run, then the
@@ -367,24 +439,63 @@ func inject(in Input) (Ready, error) {
 		return Ready{}, fmt.Errorf("inject into %s for restore %s: %w: %s", r.To, r.ID, ErrSessionNotFound, r.To)
 	}
 	msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
-		Content: []schema.Block{{Type: "text", Text: Reminder(r.Context)}}}
+		Content: []schema.Block{{Type: "text", Text: Reminder(hookexec.SessionStart, r.Context)}}}
 	done.MessageUUID = msg.UUID
 	return withAgentStep(in, messages(in.Now, s, &msg), r.ID, done), nil
 }
 
-// Reminder wraps hook context the way the model expects to see it.
-func Reminder(context string) string {
-	return "<system-reminder>\nSessionStart hook additional context: " + context + "\n</system-reminder>"
+// Reminder wraps the context hooks of event gave the way the model expects
+// to see it.
+func Reminder(event hookexec.Event, context string) string {
+	return "<system-reminder>\n" + string(event) + " hook additional context: " + context + "\n</system-reminder>"
 }
 
 // CompactSummaryPrefix opens the summary message of a compacted session, as
 // Claude Code words it; the summary given to Compact follows it.
 const CompactSummaryPrefix = "This session is being continued from a previous conversation that ran out of context. The conversation is summarized below:\n"
 
-// compact writes, in one append, the session's pending messages, a
-// compaction boundary, the summary that starts the compacted view, and
-// SessionCompacted; SessionStart hooks with source "compact" follow.
+// compact begins a compaction: PreCompact hooks first, when any match;
+// with none, the compaction itself.
 func compact(in Input, id string) (Ready, error) {
+	act := in.Action
+	trigger := act.Trigger
+	if trigger == "" {
+		trigger = "manual"
+	}
+	matched, ok := in.Outcome.(HooksMatched)
+	switch {
+	case !ok:
+		return Ready{Effect: MatchHooks{Event: hookexec.PreCompact, Value: trigger, Session: id}}, nil
+	case len(matched.Hooks) == 0:
+		return compaction(in, id, in.NewID(), act.Summary)
+	}
+	ready := agentStep(in, in.NewID(), &schema.PreCompactHookStarted{Session: id, Trigger: trigger,
+		Instructions: act.Instructions, Summary: act.Summary, Hooks: hookexec.Names(matched.Hooks)})
+	ready.Effect = RunHooks{Event: hookexec.PreCompact, Session: id, Hooks: matched.Hooks, Trigger: trigger, Instructions: act.Instructions}
+	return ready, nil
+}
+
+// preCompacted records the PreCompact hooks' outcomes: a block ends the
+// compaction; otherwise, or when the process running them died, the
+// compaction follows.
+func preCompacted(in Input) (Ready, error) {
+	r := in.Agent.Restore
+	ran, ok := in.Outcome.(HooksRan)
+	if !ok {
+		return agentStep(in, r.ID, &schema.PreCompactHookRan{Session: r.To, Outcomes: interrupted(r.PreCompactHooks), Interrupted: true}), nil
+	}
+	ready := agentStep(in, r.ID, &schema.PreCompactHookRan{Session: r.To, Outcomes: ran.Outcomes, Blocked: ran.Blocked, Reason: ran.Reason})
+	if ran.Blocked {
+		ready.Blocked = ran.Reason
+	}
+	return ready, nil
+}
+
+// compaction writes, in one append, the session's pending messages, a
+// compaction boundary, the summary that starts the compacted view, and
+// SessionCompacted as step rid; SessionStart hooks with source "compact"
+// follow.
+func compaction(in Input, id, rid, summaryText string) (Ready, error) {
 	s := in.Sessions[id]
 	if s == nil {
 		return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, id)
@@ -396,16 +507,84 @@ func compact(in Input, id string) (Ready, error) {
 	}
 	boundary := &schema.CompactBoundary{UUID: in.NewID(), LogicalParent: last, Trigger: "manual",
 		PreMessages: s.ViewLen + len(s.Pending)}
+	if r := in.Agent.Restore; r != nil && r.Trigger != "" {
+		boundary.Trigger = r.Trigger
+	} else if in.Action.Trigger != "" {
+		boundary.Trigger = in.Action.Trigger
+	}
 	summary := &schema.MessageAppended{Message: schema.Message{UUID: in.NewID(), ParentUUID: boundary.UUID,
 		Role: "user", IsMeta: true, Summary: true, Timestamp: in.Now,
-		Content: []schema.Block{{Type: "text", Text: CompactSummaryPrefix + in.Action.Summary}}}}
+		Content: []schema.Block{{Type: "text", Text: CompactSummaryPrefix + summaryText}}}}
 	if len(ready.Expect) == 0 {
 		ready.Expect = []eventlog.Expect{{Stream: projection.SessionStream(id), Seq: s.Head}}
 	}
 	ready = add(ready, projection.SessionStream(id), boundary, in.Now, "")
 	ready = add(ready, projection.SessionStream(id), summary, in.Now, "")
 	step := &schema.SessionCompacted{Session: id, Boundary: boundary.UUID, SummaryUUID: summary.Message.UUID}
-	return withAgentStep(in, ready, in.NewID(), step), nil
+	return withAgentStep(in, ready, rid, step), nil
+}
+
+// prompt is the first step of a Prompt: the UserPromptSubmit hooks to ask,
+// then their intent; with none, the prompt is kept at once.
+func prompt(in Input, id string) (Ready, error) {
+	matched, ok := in.Outcome.(HooksMatched)
+	if !ok {
+		return Ready{Effect: MatchHooks{Event: hookexec.UserPromptSubmit, Session: id}}, nil
+	}
+	if len(matched.Hooks) == 0 {
+		return keepPrompt(in, id, in.Action.Prompt, "", nil, nil)
+	}
+	promptID := in.NewID()
+	ready := agentStep(in, in.NewID(), &schema.PromptHookStarted{Session: id, Prompt: in.Action.Prompt,
+		PromptID: promptID, Hooks: hookexec.Names(matched.Hooks)})
+	ready.Effect = RunHooks{Event: hookexec.UserPromptSubmit, Session: id, Hooks: matched.Hooks,
+		Prompt: in.Action.Prompt, PromptID: promptID}
+	return ready, nil
+}
+
+// prompted records the UserPromptSubmit hooks' outcomes: a blocked prompt
+// is not kept; otherwise the prompt and the hooks' context are appended
+// with the outcome. A run its process died in keeps no prompt: the host
+// learns it from the log and may submit again.
+func prompted(in Input) (Ready, error) {
+	pr := in.Agent.Prompt
+	ran, ok := in.Outcome.(HooksRan)
+	switch {
+	case !ok:
+		return agentStep(in, pr.ID, &schema.PromptHookRan{Session: pr.Session, Outcomes: interrupted(pr.Hooks), Interrupted: true}), nil
+	case ran.Blocked:
+		ready := agentStep(in, pr.ID, &schema.PromptHookRan{Session: pr.Session, Outcomes: ran.Outcomes, Blocked: true, Reason: ran.Reason})
+		ready.Prompted = &PromptResult{Session: pr.Session, Blocked: true, Reason: ran.Reason, Outcomes: ran.Outcomes}
+		return ready, nil
+	}
+	step := &schema.PromptHookRan{Session: pr.Session, Outcomes: ran.Outcomes, Context: ran.Context}
+	return keepPrompt(in, pr.Session, pr.Text, ran.Context, ran.Outcomes, step)
+}
+
+// keepPrompt appends the prompt as a user message after s's pending ones,
+// and the hooks' context, if any, as a meta message after it, with step
+// (when hooks ran) in the same append.
+func keepPrompt(in Input, id, text, context string, outcomes []schema.HookOutcome, step *schema.PromptHookRan) (Ready, error) {
+	s := in.Sessions[id]
+	if s == nil {
+		return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, id)
+	}
+	msg := schema.Message{UUID: in.NewID(), Role: "user", Timestamp: in.Now,
+		Content: []schema.Block{{Type: "text", Text: text}}}
+	result := &PromptResult{Session: id, MessageUUID: msg.UUID, Context: context, Outcomes: outcomes}
+	ready := messages(in.Now, s, &msg)
+	if context != "" {
+		meta := schema.Message{UUID: in.NewID(), ParentUUID: msg.UUID, Role: "user", IsMeta: true, Timestamp: in.Now,
+			Content: []schema.Block{{Type: "text", Text: Reminder(hookexec.UserPromptSubmit, context)}}}
+		ready = add(ready, projection.SessionStream(id), &schema.MessageAppended{Message: meta}, in.Now, "")
+		result.ContextUUID = meta.UUID
+	}
+	if step != nil {
+		step.MessageUUID, step.ContextUUID = result.MessageUUID, result.ContextUUID
+		ready = withAgentStep(in, ready, in.Agent.Prompt.ID, step)
+	}
+	ready.Prompted = result
+	return ready, nil
 }
 
 // stop is the first step of a Stop: the hooks to ask, then the intent; or,
@@ -413,7 +592,7 @@ func compact(in Input, id string) (Ready, error) {
 func stop(in Input, id string) (Ready, error) {
 	a := in.Agent
 	if a.StopBlocks >= in.StopCap {
-		ready := agentStep(in, in.NewID(), &schema.StopHookStarted{Session: id, Active: true, Capped: true})
+		ready := agentStep(in, in.NewID(), &schema.StopHookStarted{Session: id, Active: true, Capped: true, StopReason: in.Action.StopReason})
 		ready.Warning = fmt.Sprintf("stop hook cap reached: %d consecutive stops were blocked", a.StopBlocks)
 		return ready, nil
 	}
@@ -424,8 +603,8 @@ func stop(in Input, id string) (Ready, error) {
 	}
 	return hookIntent(in, in.NewID(), match,
 		func(names []string) schema.Payload {
-			return &schema.StopHookStarted{Session: id, Active: active, Hooks: names}
-		}, RunHooks{Event: hookexec.Stop, Session: id, StopActive: active})
+			return &schema.StopHookStarted{Session: id, Active: active, Hooks: names, StopReason: in.Action.StopReason}
+		}, RunHooks{Event: hookexec.Stop, Session: id, StopActive: active, StopReason: in.Action.StopReason})
 }
 
 // stopped records the end of a Stop: its outcomes, with the reason of a

@@ -1,6 +1,10 @@
 package projection
 
 import (
+	"encoding/json"
+	"maps"
+	"slices"
+
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/schema"
@@ -20,6 +24,25 @@ type Agent struct {
 	Stop       *Stop // the Stop hook run in flight; nil unless State is stopping
 	Stops      int   // Stop hook runs completed
 	StopBlocks int   // consecutive stops that hooks blocked, since the last one they did not
+
+	Prompt  *Prompt // the UserPromptSubmit run in flight; nil unless State is prompting
+	Prompts int     // UserPromptSubmit runs completed
+}
+
+// Prompt is what the log says about one prompt's UserPromptSubmit run.
+type Prompt struct {
+	ID          string
+	Session     string
+	Text        string
+	PromptID    string
+	Hooks       []string
+	Outcomes    []schema.HookOutcome
+	Context     string
+	Blocked     bool
+	Reason      string
+	MessageUUID string
+	ContextUUID string
+	Interrupted bool
 }
 
 // Restore is what the log says about one change of the current session,
@@ -43,11 +66,22 @@ type Restore struct {
 	EndOutcomes    []schema.HookOutcome
 	EndInterrupted bool
 
+	// A compaction's PreCompact run, when it had hooks.
+	Trigger               string // "manual" or "auto"
+	Instructions          string
+	Summary               string
+	PreCompactHooks       []string
+	PreCompactOutcomes    []schema.HookOutcome
+	PreCompactBlocked     bool
+	PreCompactReason      string
+	PreCompactInterrupted bool
+
 	Boundary    string // compaction: uuid of the CompactBoundary
 	SummaryUUID string // compaction: uuid of the summary message
 
 	Loaded           bool // SessionLoaded was recorded
 	Messages         int  // the target's message count when loaded
+	InitialPrompt    string
 	StartHooks       []string
 	StartOutcomes    []schema.HookOutcome
 	Context          string
@@ -55,6 +89,13 @@ type Restore struct {
 	StartInterrupted bool
 
 	InjectedUUID string // the meta message, "" when there was no context
+
+	// ModifiedConfig merges, key by key in hook order (a later hook wins a
+	// key), the modifiedConfig objects SessionStart hooks returned; nil
+	// when none did. SuppressOutput is set when a SessionEnd hook asked for
+	// it.
+	ModifiedConfig json.RawMessage
+	SuppressOutput bool
 }
 
 // Stop is what the log says about one Stop hook run.
@@ -67,6 +108,7 @@ type Stop struct {
 	Outcomes    []schema.HookOutcome
 	Blocked     bool
 	Reason      string
+	StopReason  string // why the turn ended, as the host said
 	Interrupted bool
 }
 
@@ -111,8 +153,8 @@ func (a *Agent) apply(ev eventlog.Event, p schema.Payload) error {
 	if err != nil {
 		return &eventlog.EventError{Stream: ev.Stream, Seq: ev.Seq, Err: err}
 	}
-	if step == fsm.StopHookStarted || step == fsm.StopHookRan {
-		if err := a.foldStop(ev, p); err != nil {
+	if step == fsm.StopHookStarted || step == fsm.StopHookRan || step == fsm.PromptHookStarted || step == fsm.PromptHookRan {
+		if err := a.foldRun(ev, p); err != nil {
 			return err
 		}
 		a.State, a.Head = next, ev.Seq
@@ -148,14 +190,21 @@ func (a *Agent) fold(r *Restore, p schema.Payload) {
 			r.Source = ""
 		}
 		r.Saved, r.SaveError = p.Saved, p.Error
-		r.EndMessage, r.EndError = p.FinalMessage, p.EndError
+		r.EndMessage, r.EndError, r.InitialPrompt = p.FinalMessage, p.EndError, p.Prompt
 	case *schema.SessionEndHookStarted:
 		r.EndHooks = p.Hooks
 	case *schema.SessionEndHookRan:
 		r.EndOutcomes, r.EndInterrupted = p.Outcomes, p.Interrupted
+		r.SuppressOutput = slices.ContainsFunc(p.Outcomes, func(o schema.HookOutcome) bool { return o.Suppress })
 	case *schema.SessionLoaded:
-		r.Source, r.To, r.Loaded, r.Messages = p.Source, p.Session, true, p.Messages
+		r.Source, r.To, r.Loaded, r.Messages, r.InitialPrompt = p.Source, p.Session, true, p.Messages, p.Prompt
 		a.Current, a.StopBlocks = p.Session, 0
+	case *schema.PreCompactHookStarted:
+		r.Source, r.From, r.To = schema.SourceCompact, p.Session, p.Session
+		r.Trigger, r.Instructions, r.Summary, r.PreCompactHooks = p.Trigger, p.Instructions, p.Summary, p.Hooks
+	case *schema.PreCompactHookRan:
+		r.PreCompactOutcomes, r.PreCompactBlocked, r.PreCompactReason = p.Outcomes, p.Blocked, p.Reason
+		r.PreCompactInterrupted = p.Interrupted
 	case *schema.SessionCompacted:
 		r.Source, r.From, r.To, r.Loaded = schema.SourceCompact, p.Session, p.Session, true
 		r.Boundary, r.SummaryUUID = p.Boundary, p.SummaryUUID
@@ -166,6 +215,7 @@ func (a *Agent) fold(r *Restore, p schema.Payload) {
 		r.StartHooks = p.Hooks
 	case *schema.SessionStartHookRan:
 		r.StartOutcomes, r.Context, r.Env, r.StartInterrupted = p.Outcomes, p.Context, p.Env, p.Interrupted
+		r.ModifiedConfig = MergeConfig(p.Outcomes)
 	case *schema.ContextInjected:
 		r.InjectedUUID = p.MessageUUID
 	}
@@ -179,11 +229,23 @@ func orResume[T ~string](v, resume T) T {
 	return v
 }
 
-// foldStop folds a Stop hook step; the step is already known to be legal.
-func (a *Agent) foldStop(ev eventlog.Event, p schema.Payload) error {
+// foldRun folds a step of a Stop or UserPromptSubmit run; the step is
+// already known to be legal.
+func (a *Agent) foldRun(ev eventlog.Event, p schema.Payload) error {
 	switch p := p.(type) {
+	case *schema.PromptHookStarted:
+		a.Prompt = &Prompt{ID: ev.RestoreID, Session: p.Session, Text: p.Prompt, PromptID: p.PromptID, Hooks: p.Hooks}
+	case *schema.PromptHookRan:
+		pr := a.Prompt
+		if pr.ID != ev.RestoreID {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "outcome of prompt %q inside prompt %q", ev.RestoreID, pr.ID)
+		}
+		pr.Outcomes, pr.Context, pr.Blocked, pr.Reason = p.Outcomes, p.Context, p.Blocked, p.Reason
+		pr.MessageUUID, pr.ContextUUID, pr.Interrupted = p.MessageUUID, p.ContextUUID, p.Interrupted
+		a.Prompt = nil
+		a.Prompts++
 	case *schema.StopHookStarted:
-		a.Stop = &Stop{ID: ev.RestoreID, Session: p.Session, Active: p.Active, Hooks: p.Hooks, Capped: p.Capped}
+		a.Stop = &Stop{ID: ev.RestoreID, Session: p.Session, Active: p.Active, Hooks: p.Hooks, Capped: p.Capped, StopReason: p.StopReason}
 	case *schema.StopHookRan:
 		if a.Stop.ID != ev.RestoreID {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "outcome of stop %q inside stop %q", ev.RestoreID, a.Stop.ID)
@@ -198,4 +260,29 @@ func (a *Agent) foldStop(ev eventlog.Event, p schema.Payload) error {
 		a.Stop = nil
 	}
 	return nil
+}
+
+// MergeConfig merges the modifiedConfig objects of outcomes, in order, key
+// by key: a later hook wins a key. It returns nil when no outcome has one,
+// and skips one that is not a JSON object.
+func MergeConfig(outcomes []schema.HookOutcome) json.RawMessage {
+	var merged map[string]json.RawMessage
+	for _, o := range outcomes {
+		if len(o.Config) == 0 {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(o.Config, &obj) != nil {
+			continue
+		}
+		if merged == nil {
+			merged = map[string]json.RawMessage{}
+		}
+		maps.Copy(merged, obj)
+	}
+	if merged == nil {
+		return nil
+	}
+	out, _ := json.Marshal(merged) // raw values of a decoded object always encode
+	return out
 }

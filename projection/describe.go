@@ -46,6 +46,9 @@ func Describe(p schema.Payload) string {
 	case *schema.SessionEndHookRan:
 		return fmt.Sprintf("session=%s reason=%s %s", p.Session, p.Reason, outcomes(p.Outcomes, p.Interrupted))
 	case *schema.SessionLoaded:
+		if p.Prompt != "" {
+			return fmt.Sprintf("session=%s source=%s messages=%d prompt=%q", p.Session, p.Source, p.Messages, Clip(p.Prompt, 40))
+		}
 		return fmt.Sprintf("session=%s source=%s messages=%d", p.Session, p.Source, p.Messages)
 	case *schema.SessionStartHookStarted:
 		return fmt.Sprintf("session=%s source=%s hooks=%s", p.Session, p.Source, hookList(p.Hooks))
@@ -64,7 +67,28 @@ func Describe(p schema.Payload) string {
 		if p.Capped {
 			return "session=" + p.Session + " capped"
 		}
-		return fmt.Sprintf("session=%s active=%v hooks=%s", p.Session, p.Active, hookList(p.Hooks))
+		reason := ""
+		if p.StopReason != "" {
+			reason = " reason=" + p.StopReason
+		}
+		return fmt.Sprintf("session=%s active=%v%s hooks=%s", p.Session, p.Active, reason, hookList(p.Hooks))
+	case *schema.PromptHookStarted:
+		return fmt.Sprintf("session=%s prompt=%q hooks=%s", p.Session, Clip(p.Prompt, 40), hookList(p.Hooks))
+	case *schema.PromptHookRan:
+		switch {
+		case p.Blocked:
+			return fmt.Sprintf("session=%s blocked %s reason=%q", p.Session, outcomes(p.Outcomes, p.Interrupted), Clip(p.Reason, 40))
+		case p.Interrupted:
+			return fmt.Sprintf("session=%s %s, prompt not kept", p.Session, outcomes(p.Outcomes, p.Interrupted))
+		}
+		return fmt.Sprintf("session=%s %s message=%s context=%q", p.Session, outcomes(p.Outcomes, p.Interrupted), p.MessageUUID, Clip(p.Context, 40))
+	case *schema.PreCompactHookStarted:
+		return fmt.Sprintf("session=%s trigger=%s hooks=%s", p.Session, p.Trigger, hookList(p.Hooks))
+	case *schema.PreCompactHookRan:
+		if p.Blocked {
+			return fmt.Sprintf("session=%s blocked %s reason=%q", p.Session, outcomes(p.Outcomes, p.Interrupted), Clip(p.Reason, 40))
+		}
+		return fmt.Sprintf("session=%s %s", p.Session, outcomes(p.Outcomes, p.Interrupted))
 	case *schema.StopHookRan:
 		if p.Capped != "" {
 			return fmt.Sprintf("session=%s capped: %s", p.Session, p.Capped)
@@ -95,6 +119,12 @@ func outcomes(list []schema.HookOutcome, interrupted bool) string {
 		}
 		if o.Decision == "block" {
 			parts[i] += fmt.Sprintf(" block=%q", Clip(o.Reason, 40))
+		}
+		if len(o.Config) > 0 {
+			parts[i] += " config=" + Clip(string(o.Config), 60)
+		}
+		if o.Suppress {
+			parts[i] += " suppress"
 		}
 	}
 	s := "[" + strings.Join(parts, " ") + "]"

@@ -28,6 +28,10 @@ const (
 	TypeSessionClosed           eventlog.Type = "SessionClosed"
 	TypeStopHookStarted         eventlog.Type = "StopHookStarted"
 	TypeStopHookRan             eventlog.Type = "StopHookRan"
+	TypePromptHookStarted       eventlog.Type = "PromptHookStarted"
+	TypePromptHookRan           eventlog.Type = "PromptHookRan"
+	TypePreCompactHookStarted   eventlog.Type = "PreCompactHookStarted"
+	TypePreCompactHookRan       eventlog.Type = "PreCompactHookRan"
 )
 
 // Payload is the typed body of an event.
@@ -105,6 +109,9 @@ type SaveAttempted struct {
 	// FinalMessage and EndError are passed to function SessionEnd hooks.
 	FinalMessage string `msgpack:"finalmsg,omitempty"`
 	EndError     string `msgpack:"enderror,omitempty"`
+	// Prompt is the first prompt the host gave New or Fork for To,
+	// recorded here so that a restore finished after a crash has it.
+	Prompt string `msgpack:"prompt,omitempty"`
 }
 
 // SessionEndHookStarted is the durable intent recorded before SessionEnd
@@ -133,6 +140,9 @@ type SessionLoaded struct {
 	From     string `msgpack:"from,omitempty"`
 	Messages int    `msgpack:"messages"`
 	Head     uint64 `msgpack:"head"`
+	// Prompt is the first prompt the host gave Start or New, which
+	// SessionStart hooks receive as initialPrompt.
+	Prompt string `msgpack:"prompt,omitempty"`
 }
 
 // SessionStartHookStarted is the durable intent recorded before SessionStart
@@ -176,6 +186,8 @@ type StopHookStarted struct {
 	Active  bool     `msgpack:"active,omitempty"`
 	Hooks   []string `msgpack:"hooks,omitempty"`
 	Capped  bool     `msgpack:"capped,omitempty"`
+	// StopReason is why the turn ended, as the host said (e.g. end_turn).
+	StopReason string `msgpack:"stopreason,omitempty"`
 }
 
 // StopHookRan records the Stop hooks' outcomes. When a hook blocked the
@@ -188,6 +200,51 @@ type StopHookRan struct {
 	Reason      string        `msgpack:"reason,omitempty"`
 	MessageUUID string        `msgpack:"message,omitempty"`
 	Capped      string        `msgpack:"capped,omitempty"` // why no hook was asked
+	Interrupted bool          `msgpack:"interrupted,omitempty"`
+}
+
+// PromptHookStarted is the durable intent recorded before UserPromptSubmit
+// hooks run on a prompt the user submitted, which is not kept yet.
+type PromptHookStarted struct {
+	Session  string   `msgpack:"session"`
+	Prompt   string   `msgpack:"prompt"`
+	PromptID string   `msgpack:"promptid"`
+	Hooks    []string `msgpack:"hooks,omitempty"`
+}
+
+// PromptHookRan records the UserPromptSubmit hooks' outcomes. Unless a hook
+// blocked the prompt (Blocked, Reason) or the run was interrupted, the
+// same append kept the prompt as user message MessageUUID and, when the
+// hooks gave Context, the meta message ContextUUID after it.
+type PromptHookRan struct {
+	Session     string        `msgpack:"session"`
+	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
+	Context     string        `msgpack:"context,omitempty"`
+	Blocked     bool          `msgpack:"blocked,omitempty"`
+	Reason      string        `msgpack:"reason,omitempty"`
+	MessageUUID string        `msgpack:"message,omitempty"`
+	ContextUUID string        `msgpack:"contextmsg,omitempty"`
+	Interrupted bool          `msgpack:"interrupted,omitempty"`
+}
+
+// PreCompactHookStarted is the durable intent recorded before PreCompact
+// hooks run. It keeps the summary, so that a compaction whose process died
+// after its hooks can still be finished.
+type PreCompactHookStarted struct {
+	Session      string   `msgpack:"session"`
+	Trigger      string   `msgpack:"trigger"` // "manual" or "auto"
+	Instructions string   `msgpack:"instructions,omitempty"`
+	Summary      string   `msgpack:"summary"`
+	Hooks        []string `msgpack:"hooks,omitempty"`
+}
+
+// PreCompactHookRan records the PreCompact hooks' outcomes. A blocked
+// compaction ends here; otherwise SessionCompacted follows.
+type PreCompactHookRan struct {
+	Session     string        `msgpack:"session"`
+	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
+	Blocked     bool          `msgpack:"blocked,omitempty"`
+	Reason      string        `msgpack:"reason,omitempty"`
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
 }
 
@@ -222,8 +279,12 @@ type HookOutcome struct {
 	// What a SessionEnd hook returned, and a Stop hook's block.
 	Summary  string   `msgpack:"summary,omitempty"`
 	Cleanup  []string `msgpack:"cleanup,omitempty"`
-	Decision string   `msgpack:"decision,omitempty"` // "block" when a Stop hook blocked
+	Decision string   `msgpack:"decision,omitempty"` // "block" when a Stop, UserPromptSubmit or PreCompact hook blocked
 	Reason   string   `msgpack:"reason,omitempty"`
+	// Config is the modifiedConfig a SessionStart function hook returned,
+	// as JSON; Suppress the suppressOutput of a SessionEnd one.
+	Config   []byte `msgpack:"config,omitempty"`
+	Suppress bool   `msgpack:"suppress,omitempty"`
 }
 
 func (SessionCreated) EventType() eventlog.Type          { return TypeSessionCreated }
@@ -241,6 +302,10 @@ func (SessionCompacted) EventType() eventlog.Type        { return TypeSessionCom
 func (SessionClosed) EventType() eventlog.Type           { return TypeSessionClosed }
 func (StopHookStarted) EventType() eventlog.Type         { return TypeStopHookStarted }
 func (StopHookRan) EventType() eventlog.Type             { return TypeStopHookRan }
+func (PromptHookStarted) EventType() eventlog.Type       { return TypePromptHookStarted }
+func (PromptHookRan) EventType() eventlog.Type           { return TypePromptHookRan }
+func (PreCompactHookStarted) EventType() eventlog.Type   { return TypePreCompactHookStarted }
+func (PreCompactHookRan) EventType() eventlog.Type       { return TypePreCompactHookRan }
 
 // SchemaVersion is the payload schema version this build writes and the
 // highest it reads.
@@ -262,6 +327,10 @@ var payloads = map[eventlog.Type]func() Payload{
 	TypeSessionClosed:           func() Payload { return new(SessionClosed) },
 	TypeStopHookStarted:         func() Payload { return new(StopHookStarted) },
 	TypeStopHookRan:             func() Payload { return new(StopHookRan) },
+	TypePromptHookStarted:       func() Payload { return new(PromptHookStarted) },
+	TypePromptHookRan:           func() Payload { return new(PromptHookRan) },
+	TypePreCompactHookStarted:   func() Payload { return new(PreCompactHookStarted) },
+	TypePreCompactHookRan:       func() Payload { return new(PreCompactHookRan) },
 }
 
 // Types returns every event type of the schema, in no particular order.

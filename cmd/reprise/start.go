@@ -49,7 +49,9 @@ never stop the restore.
 
 // runStart runs the startup restore of o.session and prints its context.
 func runStart(ctx context.Context, a *app, o startOptions, stdout, stderr io.Writer) error {
-	_, r, err := a.restore(ctx, o.restoreOptions, o.session, (*reprise.Agent).Start, stderr)
+	_, r, err := a.restore(ctx, o.restoreOptions, o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
+		return agent.Start(ctx, id)
+	}, stderr)
 	if err != nil {
 		return err
 	}
