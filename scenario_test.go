@@ -317,21 +317,41 @@ func (w *world) command(t *testing.T, words []string, opts map[string]string) ([
 		}
 		return []string{"current=" + a.Current()}, nil
 	case "start":
-		return restored(agent().Start(ctx, arg(2)))
+		return restored(agent().Start(ctx, arg(2), reprise.WithInitialPrompt(opts["prompt"])))
 	case "restore":
 		return restored(agent().Restore(ctx, arg(2)))
 	case "new":
-		return restored(agent().New(ctx, arg(2), opts["cwd"]))
+		return restored(agent().New(ctx, arg(2), opts["cwd"], reprise.WithInitialPrompt(opts["prompt"])))
 	case "clear":
 		return restored(agent().Clear(ctx))
 	case "fork":
 		return restored(agent().Fork(ctx, arg(2), opts["upto"]))
 	case "compact":
-		return restored(agent().Compact(ctx, arg(2)))
+		return restored(agent().Compact(ctx, arg(2), reprise.WithTrigger(opts["trigger"]), reprise.WithInstructions(opts["instructions"])))
+	case "prompt":
+		res, err := agent().Prompt(ctx, arg(2))
+		if err != nil {
+			return nil, err
+		}
+		return []string{fmt.Sprintf("blocked=%v reason=%q context=%q", res.Blocked, res.Reason, res.Context)}, nil
+	case "hooks":
+		var out []string
+		for _, sh := range w.e.SessionHooks(arg(1), hookexec.Event(opts["event"])) {
+			out = append(out, fmt.Sprintf("%s %s %s once=%v", sh.ID, sh.Hook.Event, sh.Hook.Name, sh.Options.Once))
+		}
+		return out, nil
+	case "restored":
+		a := agent()
+		h := a.History()
+		if len(h) == 0 {
+			return []string{"(no restore)"}, nil
+		}
+		r := h[len(h)-1]
+		return []string{fmt.Sprintf("config=%s suppress=%v prompt=%q", r.ModifiedConfig, r.SuppressOutput, r.InitialPrompt)}, nil
 	case "end":
 		return restored(agent().End(ctx, reprise.Reason(arg(2)), reprise.EndOptions{FinalMessage: opts["final"], Error: opts["error"]}))
 	case "stop":
-		res, err := agent().Stop(ctx)
+		res, err := agent().Stop(ctx, reprise.WithStopReason(opts["reason"]))
 		if err != nil {
 			return nil, err
 		}
@@ -393,9 +413,13 @@ func (w *world) addHook(t *testing.T, words []string, opts map[string]string) ([
 		}
 	}
 	w.scripts[words[2]] = hookScript{status: cmpOr(opts["status"], schema.HookOK), context: opts["context"],
-		block: opts["block"], summary: opts["summary"], cleanup: opts["cleanup"]}
+		block: opts["block"], summary: opts["summary"], cleanup: opts["cleanup"], config: opts["config"],
+		suppress: opts["suppress"] == "true"}
 	if id := opts["scoped"]; id != "" {
-		hid, err := w.e.AddSessionHook(id, h)
+		hid, err := w.e.AddSessionHookWith(id, h, hookexec.ScopedOptions{ID: opts["id"], ErrorMessage: opts["error"],
+			Once: opts["once"] == "true", OnSuccess: func(o schema.HookOutcome) {
+				w.journal.add("  on success " + o.Name)
+			}})
 		return []string{"hook " + hid}, err
 	}
 	return nil, w.hooks.Add(h)
@@ -502,8 +526,10 @@ type hookScript struct {
 	status  string
 	context string // SessionStart: the context it returns
 	block   string // Stop: the reason it blocks with
-	summary string // SessionEnd
-	cleanup string // SessionEnd, ";"-separated
+	summary  string // SessionEnd
+	cleanup  string // SessionEnd, ";"-separated
+	config   string // SessionStart: modifiedConfig, as JSON
+	suppress bool   // SessionEnd: suppressOutput
 }
 
 // scriptedRunner is the in-memory twin of hookexec.Exec: it plays each
@@ -524,6 +550,8 @@ func (s scriptedRunner) outcomes(hooks []hookexec.Hook) ([]schema.HookOutcome, [
 		if o.Status == schema.HookOK {
 			texts[i] = sc.context
 			o.Summary = sc.summary
+			o.Config = []byte(sc.config)
+			o.Suppress = sc.suppress
 			if sc.cleanup != "" {
 				o.Cleanup = strings.Split(sc.cleanup, ";")
 			}
@@ -559,6 +587,22 @@ func (s scriptedRunner) SessionEnd(_ context.Context, hooks []hookexec.Hook, _ h
 	return out
 }
 
+func (s scriptedRunner) Prompt(_ context.Context, hooks []hookexec.Hook, _ hookexec.PromptInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
+	out, texts := s.outcomes(hooks)
+	reasons := make([]string, len(texts))
+	blocked := false
+	for i, o := range out {
+		if o.Decision == "block" {
+			blocked, reasons[i], texts[i] = true, texts[i], ""
+		}
+	}
+	return out, blocked, joinTexts(reasons), joinTexts(texts)
+}
+
+func (s scriptedRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, _ hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+	return s.Stop(ctx, hooks, hookexec.StopInput{}, env)
+}
+
 func (s scriptedRunner) Stop(_ context.Context, hooks []hookexec.Hook, _ hookexec.StopInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
 	out, texts := s.outcomes(hooks)
 	blocked := false
@@ -584,16 +628,38 @@ func (r *recordingRunner) note(event hookexec.Event, session, value string, hook
 }
 
 func (r *recordingRunner) SessionStart(ctx context.Context, hooks []hookexec.Hook, in hookexec.SessionStartInput, env hookexec.CommandEnv) ([]schema.HookOutcome, string) {
-	r.note(hookexec.SessionStart, in.SessionID, "source="+string(in.Source), hooks)
+	value := "source=" + string(in.Source)
+	if in.InitialPrompt != "" {
+		value += fmt.Sprintf(" initialPrompt=%q", in.InitialPrompt)
+	}
+	r.note(hookexec.SessionStart, in.SessionID, value, hooks)
 	return r.inner.SessionStart(ctx, hooks, in, env)
 }
 
 func (r *recordingRunner) SessionEnd(ctx context.Context, hooks []hookexec.Hook, in hookexec.SessionEndInput, env hookexec.CommandEnv) []schema.HookOutcome {
-	r.note(hookexec.SessionEnd, in.SessionID, "reason="+string(in.Reason), hooks)
+	value := "reason=" + string(in.Reason)
+	if in.FinalMessage != "" {
+		value += fmt.Sprintf(" finalMessage=%q", in.FinalMessage)
+	}
+	r.note(hookexec.SessionEnd, in.SessionID, value, hooks)
 	return r.inner.SessionEnd(ctx, hooks, in, env)
 }
 
+func (r *recordingRunner) Prompt(ctx context.Context, hooks []hookexec.Hook, in hookexec.PromptInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
+	r.note(hookexec.UserPromptSubmit, in.SessionID, fmt.Sprintf("prompt=%q", in.Prompt), hooks)
+	return r.inner.Prompt(ctx, hooks, in, env)
+}
+
+func (r *recordingRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, in hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+	r.note(hookexec.PreCompact, in.SessionID, fmt.Sprintf("trigger=%s instructions=%q", in.Trigger, in.CustomInstructions), hooks)
+	return r.inner.PreCompact(ctx, hooks, in, env)
+}
+
 func (r *recordingRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in hookexec.StopInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
-	r.note(hookexec.Stop, in.SessionID, "active="+strconv.FormatBool(in.StopHookActive), hooks)
+	value := "active=" + strconv.FormatBool(in.StopHookActive)
+	if in.StopReason != "" {
+		value += " stopReason=" + in.StopReason
+	}
+	r.note(hookexec.Stop, in.SessionID, value, hooks)
 	return r.inner.Stop(ctx, hooks, in, env)
 }
