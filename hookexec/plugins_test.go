@@ -228,7 +228,7 @@ func TestEnabledPluginsMustBeAnObject(t *testing.T) {
 	bad := h.write(".claude/bad.json", `{"enabledPlugins": ["a@m"]}`)
 	good := h.settings(userSettings, map[string]bool{"a@m": true})
 	odd := h.write(".claude/odd.json", `{"enabledPlugins": {"a@m": "yes", "b@m": null}}`) // not true or false: ignored
-	broken := h.write(".claude/broken.json", `{"enabledPlugins": `)                        // LoadSettings reports it
+	broken := h.write(".claude/broken.json", `{"enabledPlugins": `)                       // LoadSettings reports it
 	plugins, errs := hookexec.EnabledPlugins(h.dir, "", []string{bad, good, odd, broken})
 	if len(plugins) != 1 || plugins[0].ID != "a@m" {
 		t.Errorf("plugins %+v, want a@m", plugins)

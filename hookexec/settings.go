@@ -28,9 +28,11 @@ type settingsFile struct {
 }
 
 type settingsEvents struct {
-	SessionStart []settingsGroup `json:"SessionStart"`
-	SessionEnd   []settingsGroup `json:"SessionEnd"`
-	Stop         []settingsGroup `json:"Stop"`
+	SessionStart     []settingsGroup `json:"SessionStart"`
+	SessionEnd       []settingsGroup `json:"SessionEnd"`
+	Stop             []settingsGroup `json:"Stop"`
+	UserPromptSubmit []settingsGroup `json:"UserPromptSubmit"`
+	PreCompact       []settingsGroup `json:"PreCompact"`
 }
 
 // settingsGroup is one matcher and the hooks it selects.
@@ -47,9 +49,11 @@ type settingsEntry struct {
 }
 
 // LoadSettings reads one Claude Code settings file and returns its
-// SessionStart, SessionEnd and Stop command hooks, in that order, each in
-// file order. Each hook's Name and
-// Command are the configured command and its Source is path.
+// SessionStart, SessionEnd, Stop, UserPromptSubmit and PreCompact command
+// hooks, in that order, each in file order. Each hook's Name and Command
+// are the configured command and its Source is path. The matchers of Stop
+// and UserPromptSubmit hooks are ignored, as Claude Code ignores them;
+// PreCompact hooks match on the trigger ("manual" or "auto").
 //
 // The file must be a JSON object. Hooks of other events, hooks whose type
 // is not "command" ("prompt", "http", "agent", ...) and keys this package
@@ -254,12 +258,14 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 		{SessionStart, f.Hooks.SessionStart},
 		{SessionEnd, f.Hooks.SessionEnd},
 		{Stop, f.Hooks.Stop},
+		{UserPromptSubmit, f.Hooks.UserPromptSubmit},
+		{PreCompact, f.Hooks.PreCompact},
 	} {
 		for i, g := range ev.groups {
 			at := fmt.Sprintf("hooks.%s[%d]", ev.name, i)
 			matcher := g.Matcher
-			if ev.name == Stop {
-				matcher = "" // Stop hooks have no matcher: they run on every stop
+			if ev.name == Stop || ev.name == UserPromptSubmit {
+				matcher = "" // as in Claude Code, these events have no matcher: they run every time
 			}
 			m, err := ParseMatcher(matcher)
 			if err != nil {

@@ -385,3 +385,24 @@ func TestConfigFilesMustBeRegularAndSmall(t *testing.T) {
 		t.Errorf("plugin hooks.json that is a FIFO: %v, want ErrBadConfig", err)
 	}
 }
+
+func TestPromptAndPreCompactHooksAreLoaded(t *testing.T) {
+	path := writeSettings(t, `{"hooks": {
+  "PreCompact": [{"matcher": "manual", "hooks": [{"type": "command", "command": "echo before compact"}]}],
+  "UserPromptSubmit": [{"matcher": "ignored", "hooks": [{"type": "command", "command": "echo prompt"}]}],
+  "SessionStart": [{"hooks": [{"type": "command", "command": "echo start"}]}]
+}}`)
+	hooks := mustLoadSettings(t, path)
+	if got := commands(hooks); !reflect.DeepEqual(got, []string{"echo start", "echo prompt", "echo before compact"}) {
+		t.Fatalf("loaded %q", got)
+	}
+	if h := hooks[1]; h.Event != hookexec.UserPromptSubmit || h.Matcher.String() != "" {
+		t.Errorf("UserPromptSubmit hook %+v: want no matcher", h)
+	}
+	if h := hooks[2]; h.Event != hookexec.PreCompact || !h.Matcher.Match("manual") || h.Matcher.Match("auto") {
+		t.Errorf("PreCompact hook %+v: want it to match the manual trigger only", h)
+	}
+	if err := hookexec.NewRegistry().AddAll(hooks); err != nil {
+		t.Errorf("registry refused them: %v", err)
+	}
+}
