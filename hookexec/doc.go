@@ -1,11 +1,18 @@
 // Package hookexec configures, matches and runs lifecycle hooks.
 //
 // A Registry holds the hooks of one Engine in configuration order. Each Hook
-// answers one event (SessionStart, SessionEnd or Stop), has a matcher over
-// the event's source or reason, a timeout, and a body: a shell command
-// configured the way Claude Code configures it (LoadSettings, LoadPluginDir,
-// LoadAll), or a Go function with the shapes of the Copilot SDK's session
-// hooks. Scoped holds hooks that belong to one session.
+// answers one event (SessionStart, SessionEnd, Stop, UserPromptSubmit or
+// PreCompact), has a matcher over the event's source, reason or trigger, a
+// timeout, and a body: a shell command configured the way Claude Code
+// configures it (LoadSettings, LoadPluginDir, LoadAll, and
+// LoadEnabledPlugins for the plugins Claude Code installed under
+// ~/.claude/plugins that settings enable), or a Go function with the shapes
+// of the Copilot SDK's session hooks.
+//
+// Scoped holds hooks that belong to one session, with Claude Code's
+// session-hook options (ScopedOptions: a chosen id, an error message, a
+// success callback, once). The caller runs what Scoped.Match returns and
+// hands the outcomes to Scoped.Settle, which applies those options.
 //
 // Command hooks run as /bin/sh -c COMMAND in their own process group, read
 // one JSON object on stdin and answer on stdout: plain text or a JSON
@@ -21,9 +28,16 @@
 //			return hookexec.SessionStartOutput{AdditionalContext: "Go 1.26 module"}, nil
 //		})
 //	hooks, errs := hookexec.LoadAll(settingsFiles, pluginDirs) // Claude Code files
-//	err = reg.AddAll(hooks)
-//	matched := hookexec.Dedupe(reg.Match(hookexec.SessionStart, "resume"))
+//	installed, more := hookexec.LoadEnabledPlugins(home, projectDir, settingsFiles)
+//	err = reg.AddAll(append(hooks, installed...)) // warn about errs and more
+//
+//	var scoped hookexec.Scoped
+//	id, err := scoped.AddWith(session, hook, hookexec.ScopedOptions{Once: true})
+//
+//	matched := hookexec.Dedupe(append(reg.Match(hookexec.SessionStart, "resume"),
+//		scoped.Match(session, hookexec.SessionStart, "resume")...))
 //	outcomes, context := hookexec.RunSessionStart(ctx, matched, in, env)
+//	outcomes = scoped.Settle(session, matched, outcomes) // then record them
 //
 // # Caveats
 //
@@ -34,4 +48,16 @@
 // child holding its output is read for 2 more seconds, then left alone. A
 // function hook that ignores its context keeps its goroutine until it
 // returns, but the run does not wait for it.
+//
+// Configuration files (settings, hooks.json, installed_plugins.json) are
+// read only when they are, or link to, a regular file of at most
+// MaxConfigFileSize bytes; a FIFO or device is refused without waiting.
+//
+// Session-hook options live in process only: OnSuccess runs in Settle, not
+// in the log, so a run cut short by a crash never calls it, and a Once
+// hook matched by two concurrent runs may run twice, but only the first
+// ok outcome settled calls its OnSuccess and removes it. Settle recognises
+// a scoped hook by its Source (ScopedSource) and its dedupe identity, so
+// it must be called before Drop, and a hook removed meanwhile is left
+// alone.
 package hookexec
