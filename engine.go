@@ -73,6 +73,9 @@ type Options struct {
 	Files Files
 	// Runner runs the hooks. Nil means hookexec.Exec, the real runner.
 	Runner hookexec.Runner
+	// AllowMissingCwd lets CreateSession and New take a working directory
+	// that does not exist (yet); it is still stored absolute.
+	AllowMissingCwd bool
 	// TranscriptOnSave keeps each session's transcript file current after
 	// every save, for hosts whose tools tail it. Otherwise a transcript is
 	// written when hooks are about to read it, and kept current from then
@@ -94,6 +97,7 @@ type Engine struct {
 	runner hookexec.Runner
 	// transcriptOnSave: sync transcripts after every save.
 	transcriptOnSave bool
+	allowMissingCwd  bool
 	scoped           hookexec.Scoped
 	stopCap          int
 	// claudeSettings: read Claude Code settings files at each hook run.
@@ -158,8 +162,8 @@ func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
 		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,
 		files: opts.Files, runner: opts.Runner, stopCap: opts.StopBlockCap, claudeSettings: opts.ClaudeSettings,
-		transcriptOnSave: opts.TranscriptOnSave,
-		sessions:         map[string]*session{}, agents: map[string]*Agent{},
+		transcriptOnSave: opts.TranscriptOnSave, allowMissingCwd: opts.AllowMissingCwd,
+		sessions: map[string]*session{}, agents: map[string]*Agent{},
 	}
 	if e.hooks == nil {
 		e.hooks = hookexec.NewRegistry()
@@ -292,8 +296,37 @@ func (e *Engine) Close() error {
 func (e *Engine) stamp() int64 { return e.now().UTC().UnixNano() }
 
 // CreateSession starts a session with id (a new UUID when empty) and working
-// directory cwd, and returns its id.
+// directory cwd, and returns its id. The directory is stored absolute: ""
+// means the process's working directory, and a relative one is resolved
+// against it. One that is not an existing directory is ErrNoDirectory,
+// unless Options.AllowMissingCwd is set. Hooks run in this directory and
+// nowhere else.
 func (e *Engine) CreateSession(ctx context.Context, id, cwd string) (string, error) {
+	cwd, err := e.resolveCwd(cwd)
+	if err != nil {
+		return "", err
+	}
+	return e.createSession(ctx, id, cwd)
+}
+
+// resolveCwd makes cwd absolute and checks that it is a directory.
+func (e *Engine) resolveCwd(cwd string) (string, error) {
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q: %w", ErrNoDirectory, cwd, err)
+	}
+	if e.allowMissingCwd {
+		return abs, nil
+	}
+	if info, err := os.Stat(abs); err != nil || !info.IsDir() {
+		return "", fmt.Errorf("%w: %s", ErrNoDirectory, abs)
+	}
+	return abs, nil
+}
+
+// createSession writes the SessionCreated of a session with id and cwd as
+// given.
+func (e *Engine) createSession(ctx context.Context, id, cwd string) (string, error) {
 	if id == "" {
 		id = e.newID()
 	}

@@ -33,6 +33,10 @@ var (
 	// own package and handed to New.
 	ErrDatabaseURL = errors.New("reprise: Open takes a bbolt file, not a database URL")
 
+	// ErrNoDirectory is returned by CreateSession and New for a working
+	// directory that does not exist or is not a directory.
+	ErrNoDirectory = errors.New("reprise: working directory does not exist")
+
 	// ErrCompactionBlocked is returned by Compact when a PreCompact hook
 	// blocked the compaction; the error says why.
 	ErrCompactionBlocked = errors.New("reprise: compaction blocked by a PreCompact hook")

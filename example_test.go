@@ -32,8 +32,8 @@ func Example() {
 		return hookexec.SessionStartOutput{AdditionalContext: "tests pass on main"}, nil
 	})
 
-	e.CreateSession(ctx, "design", "/src/app")
-	e.CreateSession(ctx, "bugfix", "/src/app")
+	e.CreateSession(ctx, "design", dir)
+	e.CreateSession(ctx, "bugfix", dir)
 	e.Append(ctx, "bugfix", reprise.Text("user", "Why does the build fail?"))
 
 	agent, _ := e.Agent(ctx, "ide")

@@ -44,7 +44,7 @@ func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
 		if info, err := a.e.Session(ctx, a.view.Current); err == nil {
 			cwd = info.Cwd
 		}
-		return a.e.CreateSession(ctx, "", cwd)
+		return a.e.createSession(ctx, "", cwd) // the cleared session's, as it is
 	})
 	return r, err
 }

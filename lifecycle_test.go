@@ -79,7 +79,8 @@ func TestNewFromIdleThenFromACurrentSession(t *testing.T) {
 		t.Fatalf("new from a session: steps %v, restore %+v", got, second)
 	}
 	in := hookInputs(t, side)
-	want := []string{"start new " + first.To, "end clear " + first.To, "start new " + second.To}
+	// Command hooks speak Claude Code's words: a new session is "startup".
+	want := []string{"start startup " + first.To, "end clear " + first.To, "start startup " + second.To}
 	if got := summarize(in); !reflect.DeepEqual(got, want) {
 		t.Fatalf("hook inputs %q, want %q", got, want)
 	}
@@ -229,6 +230,14 @@ func TestForkCopiesUpToAPointAndLeavesTheParentAlone(t *testing.T) {
 
 func TestEndRunsSessionEndWithItsReasonAndRecordsWhatHooksSay(t *testing.T) {
 	ctx := context.Background()
+	// What each reason becomes for command hooks (Claude Code's words) and
+	// for Go function hooks (the Copilot SDK's), per docs/hooks.md.
+	words := map[reprise.Reason][2]reprise.Reason{
+		"complete": {"other", "complete"}, "error": {"other", "error"}, "abort": {"other", "abort"},
+		"timeout": {"other", "timeout"}, "user_exit": {"prompt_input_exit", "user_exit"},
+		"logout": {"logout", "user_exit"}, "prompt_input_exit": {"prompt_input_exit", "user_exit"},
+		"other": {"other", "complete"},
+	}
 	for _, reason := range []reprise.Reason{"complete", "error", "abort", "timeout", "user_exit", "logout", "prompt_input_exit", "other"} {
 		t.Run(string(reason), func(t *testing.T) {
 			settings, side := stdinLog(t)
@@ -245,12 +254,12 @@ func TestEndRunsSessionEndWithItsReasonAndRecordsWhatHooksSay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Reason != reason || got.FinalMessage != "bye" || got.Error != "disk full" || got.SessionID != "s" {
+			if got.Reason != words[reason][1] || got.FinalMessage != "bye" || got.Error != "disk full" || got.SessionID != "s" {
 				t.Fatalf("function hook input %+v", got)
 			}
 			in := hookInputs(t, side)
 			last := in[len(in)-1]
-			if last["reason"] != string(reason) || last["end_source"] != string(reason) {
+			if command := string(words[reason][0]); last["reason"] != command || last["end_source"] != command {
 				t.Fatalf("command hook stdin %v", last)
 			}
 			var summary schema.HookOutcome

@@ -2,6 +2,7 @@ package reprise_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -191,8 +192,20 @@ func (w *world) open() {
 	w.crashes = &crashStore{MemoryStore: w.store, journal: &w.journal}
 	w.e = reprise.New(w.crashes, reprise.Options{
 		Hooks: w.hooks, Files: keepOpen{w.files}, Runner: w.runner, StopBlockCap: w.stopCap,
+		AllowMissingCwd: !w.real, // scenarios name directories like /src/app; real hooks run in real ones
 		Logger: slog.New(slog.DiscardHandler), Now: w.now, NewID: w.newID,
 	})
+}
+
+// scenarioDir stands for the directory sessions work in when a scenario
+// names none: a real one when hooks run for real, printed as this.
+const scenarioDir = "/scenario"
+
+func (w *world) cwd() string {
+	if w.real {
+		return w.dir
+	}
+	return scenarioDir
 }
 
 func (w *world) close() {
@@ -255,6 +268,11 @@ func (w *world) run(t *testing.T, line string) []string {
 	}()
 	w.crashes.crashAfter, w.crashes.failOnce = "", ""
 	out := w.journal.take()
+	if w.real {
+		for i := range out {
+			out[i] = strings.ReplaceAll(out[i], w.dir, scenarioDir)
+		}
+	}
 	if err != nil {
 		out = append(out, "error: "+err.Error())
 	}
@@ -291,7 +309,7 @@ func (w *world) command(t *testing.T, words []string, opts map[string]string) ([
 	}
 	switch words[0] {
 	case "session":
-		_, err := w.e.CreateSession(ctx, arg(1), opts["cwd"])
+		_, err := w.e.CreateSession(ctx, arg(1), cmpOr(opts["cwd"], w.cwd()))
 		return nil, err
 	case "append", "buffer":
 		m := reprise.Text(arg(2), arg(3))
@@ -321,7 +339,7 @@ func (w *world) command(t *testing.T, words []string, opts map[string]string) ([
 	case "restore":
 		return restored(agent().Restore(ctx, arg(2)))
 	case "new":
-		return restored(agent().New(ctx, arg(2), opts["cwd"], reprise.WithInitialPrompt(opts["prompt"])))
+		return restored(agent().New(ctx, arg(2), cmpOr(opts["cwd"], w.cwd()), reprise.WithInitialPrompt(opts["prompt"])))
 	case "clear":
 		return restored(agent().Clear(ctx))
 	case "fork":
@@ -372,7 +390,19 @@ func (w *world) command(t *testing.T, words []string, opts map[string]string) ([
 		if err != nil {
 			return nil, err
 		}
-		return []string{fmt.Sprintf("%d lines", strings.Count(string(data), "\n"))}, nil
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		var last struct {
+			Type    string `json:"type"`
+			IsMeta  bool   `json:"isMeta"`
+			Message struct {
+				Content any `json:"content"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+			return nil, err
+		}
+		return []string{fmt.Sprintf("transcript: %d lines, the last %s meta=%v %q", len(lines), last.Type, last.IsMeta,
+			projection.Clip(fmt.Sprint(last.Message.Content), 50))}, nil
 	case "reopen":
 		if w.e != nil {
 			if err := w.e.Close(); err != nil {

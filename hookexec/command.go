@@ -157,7 +157,12 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 		r.err = err
 		return r
 	}
-	if env.ProjectDir != "" {
+	if env.ProjectDir == "" {
+		// Never reprise's own working directory: a hook belongs to a project.
+		r.err = errors.New("no working directory: the session has none")
+		return r
+	}
+	{
 		// exec reports a missing directory as if the shell were missing.
 		info, err := os.Stat(env.ProjectDir)
 		if err == nil && !info.IsDir() {
