@@ -51,8 +51,10 @@ type Options struct {
 	// ClaudeSettings makes every hook run also read Claude Code's settings
 	// files: ~/.claude/settings.json, and the session's project's
 	// .claude/settings.json and .claude/settings.local.json, the project
-	// being the session's working directory. Their hooks run before the
-	// registry's.
+	// being the session's working directory, and the hooks of the
+	// installed plugins they enable (enabledPlugins), found where Claude
+	// Code installs them under ~/.claude/plugins. Their hooks run before
+	// the registry's. A broken file or plugin is skipped with a warning.
 	ClaudeSettings bool
 	// StopBlockCap is how many consecutive stops Stop hooks may block
 	// before the Engine stops asking them. Zero means DefaultStopBlockCap.
@@ -245,7 +247,8 @@ func (e *Engine) HooksFor(ctx context.Context, event hookexec.Event, value, id s
 }
 
 // projectHooks reads the Claude Code settings that apply to session id:
-// the user's, then its project's (its working directory's). They are read
+// the user's, then its project's (its working directory's), then the hooks
+// of the installed plugins those settings enable. They are read
 // at every run, so edits apply to the next restore. Files that cannot be
 // read or parsed are logged and skipped.
 func (e *Engine) projectHooks(ctx context.Context, id string) *hookexec.Registry {
@@ -262,6 +265,11 @@ func (e *Engine) projectHooks(ctx context.Context, id string) *hookexec.Registry
 	for _, err := range errs {
 		e.log.Warn("settings file skipped", "error", err)
 	}
+	plugins, errs := hookexec.LoadEnabledPlugins(home, cwd, paths)
+	for _, err := range errs {
+		e.log.Warn("installed plugin skipped", "error", err)
+	}
+	hooks = append(hooks, plugins...)
 	reg := hookexec.NewRegistry()
 	if err := reg.AddAll(hooks); err != nil {
 		e.log.Warn("settings hook skipped", "error", err)
