@@ -18,3 +18,7 @@ var (
 	// reprise does not know.
 	ErrBadHook = errors.New("hookexec: invalid hook")
 )
+
+// ErrHookIDInUse is returned by Scoped.AddWith when the id asked for names
+// another hook of the same session.
+var ErrHookIDInUse = errors.New("hookexec: session hook id in use")

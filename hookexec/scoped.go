@@ -1,7 +1,6 @@
 package hookexec
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -16,10 +15,6 @@ import (
 // Match returns and so in their outcomes. Settle recognises the outcomes of
 // a session's scoped hooks by it.
 const ScopedSource = "session"
-
-// ErrHookIDInUse is returned by Scoped.AddWith when the id asked for names
-// another hook of the same session.
-var ErrHookIDInUse = errors.New("hookexec: session hook id in use")
 
 // ScopedOptions are what a session-scoped hook may carry besides the hook,
 // after Claude Code's session hooks.
@@ -160,7 +155,7 @@ func (s *Scoped) Drop(session string) { s.sessions.Delete(session) }
 // the order they were added. Their Source is ScopedSource.
 func (s *Scoped) Match(session string, event Event, value string) []Hook {
 	matched := s.collect(session, func(sh scopedHook) bool {
-		return sh.hook.Event == event && sh.hook.Matcher.Match(value)
+		return sh.hook.Event == event && sh.hook.Selects(value)
 	})
 	out := make([]Hook, len(matched))
 	for i, sh := range matched {
