@@ -164,19 +164,45 @@ func (s *modelSession) keep(msgs ...msg) {
 	s.history = append(s.history, msgs...)
 }
 
+// heard is the word hook h receives, and matches on, for value, a source
+// or reason as the log records it: command hooks get Claude Code's words,
+// function hooks the Copilot SDK's (the tables in docs/hooks.md).
+func (h hookSpec) heard(event hookexec.Event, value string) string {
+	command := h.command != ""
+	switch {
+	case command && event == hookexec.SessionStart && value == "new":
+		return "startup"
+	case command && event == hookexec.SessionEnd:
+		switch value {
+		case "user_exit":
+			return "prompt_input_exit"
+		case "complete", "error", "abort", "timeout":
+			return "other"
+		}
+	case !command && event == hookexec.SessionEnd:
+		switch value {
+		case "clear", "logout", "prompt_input_exit":
+			return "user_exit"
+		case "other":
+			return "complete"
+		}
+	}
+	return value
+}
+
 // hooksFor lists the hooks a restore runs, as Engine.HooksFor does: the
 // registry's, then (unless the process is a new one, which has none) the
 // session's own, each command once.
 func (m *model) hooksFor(event hookexec.Event, value, session string, scoped bool) []hookSpec {
 	var out []hookSpec
 	for _, h := range m.registry {
-		if h.event == event && h.matches(value) {
+		if h.event == event && h.matches(h.heard(event, value)) {
 			out = append(out, h)
 		}
 	}
 	if s := m.sessions[session]; s != nil && scoped {
 		for _, e := range s.scoped {
-			if e.spec.event == event && e.spec.matches(value) {
+			if e.spec.event == event && e.spec.matches(e.spec.heard(event, value)) {
 				out = append(out, e.spec)
 			}
 		}
@@ -211,11 +237,12 @@ func (m *model) run(hooks []hookSpec, event hookexec.Event, session, value strin
 			status = schema.HookTimedOut
 		}
 		statuses = append(statuses, status)
+		heard := h.heard(event, value)
 		if b != behaveHang {
-			lines = append(lines, runLine(event, session, value, h.tag))
+			lines = append(lines, runLine(event, session, heard, h.tag))
 		}
 		if event == hookexec.SessionStart && (b == behaveContext || b == behaveJSON) {
-			texts = append(texts, hookContext(h.tag, session, value))
+			texts = append(texts, hookContext(h.tag, session, heard))
 		}
 	}
 	return statuses, strings.Join(texts, "\n"), lines
