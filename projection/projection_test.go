@@ -2,6 +2,7 @@ package projection_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/reprise-dev/reprise/eventlog"
@@ -177,5 +178,36 @@ func TestIndexCountsMessagesAndRestores(t *testing.T) {
 	rows := x.Sessions()
 	if len(rows) != 1 || rows[0].Messages != 2 || rows[0].Cwd != "/w" || rows[0].LastRestored != 1000 {
 		t.Fatalf("index = %+v", rows)
+	}
+}
+
+// TestTranscriptHasNoBlankLineAfterACompaction checks that a compaction
+// boundary, whose kept record already ends its line, is one line of the
+// transcript, not a line and an empty one.
+func TestTranscriptHasNoBlankLineAfterACompaction(t *testing.T) {
+	c := projection.NewConversation("s")
+	payloads := []schema.Payload{
+		&schema.SessionCreated{ID: "s", Cwd: "/w"},
+		&schema.MessageAppended{Message: schema.Message{UUID: "m1", Role: "user", Content: []schema.Block{{Type: "text", Text: "hi"}}}},
+		&schema.CompactBoundary{UUID: "b1", LogicalParent: "m1", Trigger: "manual", PreMessages: 1},
+		&schema.MessageAppended{Message: schema.Message{UUID: "m2", ParentUUID: "b1", Role: "user", IsMeta: true, Summary: true,
+			Content: []schema.Block{{Type: "text", Text: "summary"}}}},
+	}
+	for i, p := range payloads {
+		ev := eventlog.Event{Stream: "session/s", Seq: uint64(i + 1), Position: uint64(i + 1), Type: p.EventType(), Version: schema.SchemaVersion, Time: 1}
+		if err := c.ApplyDecoded(ev, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []byte
+	if err := c.Transcript(0, func(line []byte) error { out = append(out, line...); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != c.Entries() || strings.Contains(string(out), "\n\n") {
+		t.Fatalf("%d lines for %d entries:\n%s", len(lines), c.Entries(), out)
+	}
+	if !strings.Contains(lines[1], "compact_boundary") {
+		t.Fatalf("line 2 is not the boundary: %s", lines[1])
 	}
 }

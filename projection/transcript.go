@@ -153,6 +153,15 @@ func transcriptContent(m schema.Message) any {
 // and one per kept record.
 func (c *Conversation) Entries() int { return len(c.Messages) + len(c.Kept) }
 
+// line is record as one line: with its newline, added only when missing
+// (a compaction boundary's record has one already).
+func line(record []byte) []byte {
+	if n := len(record); n > 0 && record[n-1] == '\n' {
+		return record
+	}
+	return append(record[:len(record):len(record)], '\n')
+}
+
 // Transcript calls fn with each transcript line of c, in order, skipping the
 // first from entries. The line passed to fn is only valid during the call.
 func (c *Conversation) Transcript(from int, fn func(line []byte) error) error {
@@ -175,7 +184,7 @@ func (c *Conversation) Transcript(from int, fn func(line []byte) error) error {
 	for i := start; i <= len(c.Messages); i++ {
 		for ; k < len(c.Kept) && c.Kept[k].Before == i; k++ {
 			record := c.Kept[k].Record
-			if err := emit(func() ([]byte, error) { return append(record[:len(record):len(record)], '\n'), nil }); err != nil {
+			if err := emit(func() ([]byte, error) { return line(record), nil }); err != nil {
 				return err
 			}
 		}
