@@ -37,7 +37,7 @@ func fullRun(t *testing.T) []eventlog.Event {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b"} {
-		testkit.Session(t, e, id, "/work/"+id, "hello "+id)
+		testkit.Session(t, e, id, "", "hello "+id) // in a directory of its own
 	}
 	agent := testkit.Agent(t, e, "ide")
 	if _, err := agent.Start(ctx, "a"); err != nil {

@@ -105,6 +105,13 @@ func TestNewAndAppend(t *testing.T) {
 	}
 	id = strings.TrimSpace(id)
 	var created struct{ Session, Cwd string }
+	// A working directory must exist: hooks run in it.
+	if r := c.fails(exitFailure, "new", "--id", "named", "--cwd", "sub/dir"); !strings.Contains(r.stderr, "working directory does not exist") {
+		t.Fatalf("new --cwd missing: %s", r.stderr)
+	}
+	if err := os.MkdirAll(filepath.Join(c.dir, "sub", "dir"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	c.okJSON(&created, "new", "--id", "named", "--cwd", "sub/dir")
 	if created.Session != "named" || created.Cwd != filepath.Join(c.dir, "sub", "dir") {
 		t.Fatalf("new --json = %+v", created)

@@ -89,12 +89,14 @@ func TestLifecycleCommands(t *testing.T) {
 	}
 	c.fails(1, with("clear")...) // no current session any more
 
+	// Command hooks get Claude Code's words: a new session starts with
+	// "startup", and user_exit ends one with "prompt_input_exit".
 	want := []string{
-		"SessionStart new",
+		"SessionStart startup",
 		"SessionEnd resume", "SessionStart fork",
 		"SessionStart compact",
 		"SessionEnd clear", "SessionStart clear",
-		"SessionEnd user_exit",
+		"SessionEnd prompt_input_exit",
 	}
 	if got := hookEvents(t, log); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("hooks ran for %q\nwant %q", got, want)

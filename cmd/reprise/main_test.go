@@ -240,3 +240,14 @@ func (c *cli) writeFile(name, data string) string {
 	c.t.Helper()
 	return testkit.WriteFile(c.t, filepath.Join(c.dir, name), data)
 }
+
+// mkdir makes the directory name under the cli's directory and returns its
+// path.
+func (c *cli) mkdir(name string) string {
+	c.t.Helper()
+	path := filepath.Join(c.dir, name)
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
+}

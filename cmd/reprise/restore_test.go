@@ -125,6 +125,7 @@ func TestResumeNoOpAndFailures(t *testing.T) {
 func TestStartJSONAndDefaultSettings(t *testing.T) {
 	c := newCLI(t)
 	project := filepath.Join(c.dir, "project")
+	c.mkdir("project")
 	c.ok("new", "--id", "p", "--cwd", project)
 	// User settings in HOME, project settings in the session's cwd.
 	testkit.WriteFile(t, filepath.Join(c.home, ".claude", "settings.json"), testkit.Settings(t, []string{"echo from-user"}, nil))
@@ -154,6 +155,7 @@ func TestStartJSONAndDefaultSettings(t *testing.T) {
 func TestHooksListsWhatWouldRun(t *testing.T) {
 	c := newCLI(t)
 	project := filepath.Join(c.dir, "project")
+	c.mkdir("project")
 	c.ok("new", "--id", "p", "--cwd", project)
 	user := testkit.WriteFile(t, filepath.Join(c.home, ".claude", "settings.json"), testkit.Settings(t, []string{"echo user"}, []string{"echo bye"}))
 	proj := c.writeFile("project/.claude/settings.json", testkit.Settings(t, []string{"echo project", "echo user"}, nil))
@@ -172,11 +174,12 @@ func TestHooksListsWhatWouldRun(t *testing.T) {
 	}
 	wantStart := []row{{"echo user", user}, {"echo project", proj}}
 	wantEnd := []row{{"echo bye", user}, {plugin + "/end.sh", "plugin:" + plugin}}
-	if len(events) != 2 || events[0].Source != "resume" || events[1].Reason != "resume" ||
+	// Every event reprise runs, in lifecycle order; nothing else is configured.
+	if len(events) != 5 || events[0].Source != "resume" || events[4].Reason != "resume" || events[3].Trigger != "manual" ||
 		!slices.Equal(got["SessionStart"], wantStart) || !slices.Equal(got["SessionEnd"], wantEnd) {
 		t.Fatalf("hooks --json = %+v", events)
 	}
-	if events[1].Hooks[0].TimeoutMS != 1500 || events[0].Hooks[0].TimeoutMS != 600000 {
+	if events[4].Hooks[0].TimeoutMS != 1500 || events[0].Hooks[0].TimeoutMS != 600000 {
 		t.Fatalf("default timeouts: %+v", events)
 	}
 
@@ -194,7 +197,8 @@ func TestHooksListsWhatWouldRun(t *testing.T) {
 		t.Fatalf("hooks:\n%s", out)
 	}
 	out = c.ok("hooks", "--no-default-settings")
-	if out != "SessionStart (source resume):\n  none\n\nSessionEnd (reason resume):\n  none\n" {
+	if out != "SessionStart (source resume):\n  none\n\nUserPromptSubmit:\n  none\n\nStop:\n  none\n\n"+
+		"PreCompact (trigger manual):\n  none\n\nSessionEnd (reason resume):\n  none\n" {
 		t.Fatalf("hooks --no-default-settings:\n%s", out)
 	}
 	c.fails(exitFailure, "hooks", "--session", "nope")
