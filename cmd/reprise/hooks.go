@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,16 +18,18 @@ import (
 
 // hookEventJSON is one event of hooks --json and the hooks it would run.
 type hookEventJSON struct {
-	Event  string     `json:"event"`
-	Source string     `json:"source,omitempty"` // SessionStart
-	Reason string     `json:"reason,omitempty"` // SessionEnd
-	Hooks  []hookJSON `json:"hooks"`
+	Event   string     `json:"event"`
+	Run     bool       `json:"run"`               // false for an event reprise does not run
+	Source  string     `json:"source,omitempty"`  // SessionStart
+	Reason  string     `json:"reason,omitempty"`  // SessionEnd
+	Trigger string     `json:"trigger,omitempty"` // PreCompact
+	Hooks   []hookJSON `json:"hooks"`
 }
 
 // hookJSON is one hook as configured.
 type hookJSON struct {
 	Name       string  `json:"name"`
-	Type       string  `json:"type"` // "command" or "function"
+	Type       string  `json:"type"` // "command" or "function"; as configured for events not run
 	Command    string  `json:"command,omitempty"`
 	Shell      string  `json:"shell,omitempty"`
 	Matcher    string  `json:"matcher"`
@@ -36,56 +40,87 @@ type hookJSON struct {
 
 // hooksOptions are the options of hooks.
 type hooksOptions struct {
-	hooks   hookOptions
-	event   string // --event, "" for both
-	value   string // --source: the SessionStart source or SessionEnd reason
-	session string // --session, "" for none
+	hooks    hookOptions
+	event    string // --event, "" for all
+	value    string // --source: the SessionStart source, SessionEnd reason or PreCompact trigger
+	valueSet bool   // --source was given
+	session  string // --session, "" for none
 }
 
 // newHooksCmd returns the hooks command: which hooks a restore would run.
 func newHooksCmd(a *app) *cobra.Command {
 	var o hooksOptions
 	cmd := &cobra.Command{
-		Use:   "hooks [--event SessionStart|SessionEnd] [--source S] [--session ID]",
-		Short: "Show which hooks a restore would run, in order, and where each comes from",
-		Long: `hooks loads hooks the way start and resume do and lists, for each event,
+		Use:   "hooks [--event EVENT] [--source S] [--session ID]",
+		Short: "Show which hooks reprise would run, in order, and where each comes from",
+		Long: `hooks loads hooks the way start and resume do and lists, for each event
+reprise runs (SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd),
 those that would run, in the order they run: each with its matcher, its
 timeout (the default when it sets none), its command and where it was
 configured (a settings file or plugin:<dir>). A command configured in several
 places is listed, and run, once.
 
-Without --event both events are listed. --source is the SessionStart source
-(startup or resume) or the SessionEnd reason that matchers see; it defaults
-to resume. --session takes the project settings from that session's working
+Without --event every event is listed, followed by the hooks the settings
+files and plugins configure for events reprise does not run (PreToolUse,
+PostToolUse, Notification, SubagentStop, ...), marked "found, not run by
+reprise". --source is the value matchers see: the SessionStart source, the
+SessionEnd reason (both default to resume) or the PreCompact trigger
+(manual or auto, default manual); Stop and UserPromptSubmit hooks have no
+matcher, and --source with --event Stop or UserPromptSubmit is an error.
+--session takes the project settings from that session's working
 directory; only then is the store read, read-only.
 
 ` + hookSourcesHelp,
 		Example: `  reprise hooks
   reprise hooks --event SessionStart --source startup --session "$id"
+  reprise hooks --event PreCompact --source auto
   reprise hooks --settings ./hooks.json --no-default-settings --json`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.valueSet = cmd.Flags().Changed("source")
 			return runHooks(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&o.event, "event", "", "list only `EVENT`: SessionStart or SessionEnd")
-	cmd.Flags().StringVar(&o.value, "source", string(reprise.SourceResume), "the SessionStart `SOURCE` or SessionEnd reason to match")
+	cmd.Flags().StringVar(&o.event, "event", "", "list only `EVENT`: SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd")
+	cmd.Flags().StringVar(&o.value, "source", "", "the SessionStart `SOURCE`, SessionEnd reason or PreCompact trigger to match (default resume; manual for PreCompact)")
 	cmd.Flags().StringVar(&o.session, "session", "", "the session `ID` whose project settings apply")
 	o.hooks.register(cmd)
 	return cmd
 }
 
-// runHooks lists, for each event, the hooks a restore would run.
-func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Writer) (err error) {
-	events := []hookexec.Event{hookexec.SessionStart, hookexec.SessionEnd}
-	switch hookexec.Event(o.event) {
-	case "":
-	case hookexec.SessionStart, hookexec.SessionEnd:
-		events = []hookexec.Event{hookexec.Event(o.event)}
+// hookValue returns the value event's matchers see when --source is value
+// (set says whether it was given), and the key it is reported under.
+func hookValue(event hookexec.Event, value string, set bool) string {
+	switch event {
+	case hookexec.Stop, hookexec.UserPromptSubmit:
+		return ""
+	case hookexec.PreCompact:
+		if !set {
+			return "manual"
+		}
 	default:
-		return usagef("--event must be SessionStart or SessionEnd, not %q", o.event)
+		if !set {
+			return string(reprise.SourceResume)
+		}
 	}
-	if o.value == "" {
+	return value
+}
+
+// runHooks lists, for each event, the hooks reprise would run, and without
+// --event the hooks found for events it does not run.
+func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Writer) (err error) {
+	events := hookexec.Events
+	if o.event != "" {
+		ev := hookexec.Event(o.event)
+		if !slices.Contains(hookexec.Events, ev) {
+			return usagef("--event must be one of %s, not %q", joinEvents(hookexec.Events), o.event)
+		}
+		if o.valueSet && hookValue(ev, "x", true) == "" {
+			return usagef("--source does not apply to %s hooks: they have no matcher", ev)
+		}
+		events = []hookexec.Event{ev}
+	}
+	if o.valueSet && o.value == "" {
 		return usagef("--source must not be empty")
 	}
 	// Without --session no store is needed: the hooks come from
@@ -109,24 +144,40 @@ func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Wri
 	if o.session != "" && !found {
 		return fmt.Errorf("%w: %s", reprise.ErrSessionNotFound, o.session)
 	}
-	o.hooks.load(e, dir, stderr)
+	paths := o.hooks.load(e, dir, stderr)
 	var out []hookEventJSON
 	for _, ev := range events {
-		x := hookEventJSON{Event: string(ev), Hooks: []hookJSON{}}
-		if ev == hookexec.SessionStart {
-			x.Source = o.value
-		} else {
-			x.Reason = o.value
+		value := hookValue(ev, o.value, o.valueSet)
+		x := hookEventJSON{Event: string(ev), Run: true, Hooks: []hookJSON{}}
+		switch ev {
+		case hookexec.SessionStart:
+			x.Source = value
+		case hookexec.SessionEnd:
+			x.Reason = value
+		case hookexec.PreCompact:
+			x.Trigger = value
 		}
-		for _, h := range e.HooksFor(ctx, ev, o.value, o.session) {
+		for _, h := range e.HooksFor(ctx, ev, value, o.session) {
 			x.Hooks = append(x.Hooks, newHookJSON(h))
 		}
 		out = append(out, x)
+	}
+	if o.event == "" {
+		out = append(out, otherEventHooks(paths, o.hooks.plugins, stderr)...)
 	}
 	if a.json {
 		return printJSON(stdout, out)
 	}
 	return printHooks(stdout, out)
+}
+
+// joinEvents returns "A, B or C".
+func joinEvents(events []hookexec.Event) string {
+	names := make([]string, len(events))
+	for i, ev := range events {
+		names[i] = string(ev)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // newHookJSON describes h for JSON output, with its effective timeout.
@@ -158,10 +209,17 @@ func printHooks(w io.Writer, events []hookEventJSON) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if ev.Event == string(hookexec.SessionStart) {
+		switch {
+		case !ev.Run:
+			fmt.Fprintf(w, "%s: found, not run by reprise:\n", ev.Event)
+		case ev.Source != "":
 			fmt.Fprintf(w, "%s (source %s):\n", ev.Event, ev.Source)
-		} else {
+		case ev.Reason != "":
 			fmt.Fprintf(w, "%s (reason %s):\n", ev.Event, ev.Reason)
+		case ev.Trigger != "":
+			fmt.Fprintf(w, "%s (trigger %s):\n", ev.Event, ev.Trigger)
+		default:
+			fmt.Fprintf(w, "%s:\n", ev.Event)
 		}
 		if len(ev.Hooks) == 0 {
 			fmt.Fprintln(w, "  none")
@@ -174,8 +232,15 @@ func printHooks(w io.Writer, events []hookEventJSON) error {
 			if matcher == "" {
 				matcher = `""`
 			}
-			timeout := time.Duration(h.TimeoutMS * float64(time.Millisecond))
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", j+1, matcher, timeout, h.Name, h.Source)
+			timeout := "-"
+			if h.TimeoutMS > 0 {
+				timeout = time.Duration(h.TimeoutMS * float64(time.Millisecond)).String()
+			}
+			name := h.Name
+			if !ev.Run && h.Type != "command" {
+				name = h.Type + ": " + name
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", j+1, matcher, timeout, name, h.Source)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -49,9 +49,10 @@ and the others still load; a --settings file that does not exist is
 reported too, while missing default files are skipped silently.`
 
 // load registers in e the hooks of the settings and plugins f names, with
-// projectDir as the project of the default settings. Configuration errors
-// are printed to stderr as warnings.
-func (f *hookOptions) load(e *reprise.Engine, projectDir string, stderr io.Writer) {
+// projectDir as the project of the default settings, and returns the
+// settings files it read, in order. Configuration errors are printed to
+// stderr as warnings.
+func (f *hookOptions) load(e *reprise.Engine, projectDir string, stderr io.Writer) []string {
 	var paths []string
 	if !f.noDefault {
 		home, err := os.UserHomeDir()
@@ -82,6 +83,7 @@ func (f *hookOptions) load(e *reprise.Engine, projectDir string, stderr io.Write
 			warn(stderr, "%v", err)
 		}
 	}
+	return paths
 }
 
 // projectDir returns the working directory of session id, or the current

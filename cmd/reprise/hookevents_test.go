@@ -1,0 +1,82 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// hooks --event takes every event reprise runs, and without --event the
+// hooks of other events are listed as found, not run.
+func TestHooksEveryEventAndOthersFound(t *testing.T) {
+	c := newCLI(t)
+	settings := c.writeFile("all.json", `{"hooks": {
+  "SessionStart": [{"hooks": [{"type": "command", "command": "echo start"}]}],
+  "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo prompt"}]}],
+  "Stop": [{"hooks": [{"type": "command", "command": "echo stop"}]}],
+  "PreCompact": [{"matcher": "auto", "hooks": [{"type": "command", "command": "echo auto-only"}]}],
+  "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/check-bash.sh", "timeout": 5}]}],
+  "Notification": [{"hooks": [{"type": "command", "command": "notify-send done"}, {"type": "prompt", "prompt": "Is this urgent?"}]}]
+}}`)
+	plugin := filepath.Join(c.dir, "plugin")
+	c.writeFile("plugin/hooks/hooks.json", `{"hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/fmt.sh"}]}],
+  "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/check-bash.sh"}]}]}}`)
+	flags := []string{"--no-default-settings", "--settings", settings}
+
+	for ev, want := range map[string]string{"SessionStart": "echo start", "UserPromptSubmit": "echo prompt", "Stop": "echo stop", "SessionEnd": ""} {
+		var events []hookEventJSON
+		c.okJSON(&events, append([]string{"hooks", "--event", ev}, flags...)...)
+		if len(events) != 1 || events[0].Event != ev || !events[0].Run || (want == "") != (len(events[0].Hooks) == 0) ||
+			(want != "" && events[0].Hooks[0].Name != want) {
+			t.Errorf("hooks --event %s = %+v", ev, events)
+		}
+	}
+	var events []hookEventJSON
+	c.okJSON(&events, append([]string{"hooks", "--event", "PreCompact"}, flags...)...)
+	if events[0].Trigger != "manual" || len(events[0].Hooks) != 0 {
+		t.Fatalf("hooks --event PreCompact = %+v", events)
+	}
+	c.okJSON(&events, append([]string{"hooks", "--event", "PreCompact", "--source", "auto"}, flags...)...)
+	if events[0].Trigger != "auto" || len(events[0].Hooks) != 1 || events[0].Hooks[0].Name != "echo auto-only" {
+		t.Fatalf("hooks --event PreCompact --source auto = %+v", events)
+	}
+	c.fails(exitUsage, "hooks", "--event", "Stop", "--source", "startup")
+	c.fails(exitUsage, "hooks", "--event", "PreToolUse")
+
+	c.okJSON(&events, append([]string{"hooks", "--plugin-dir", plugin}, flags...)...)
+	var names []string
+	for _, ev := range events {
+		names = append(names, ev.Event)
+	}
+	if got := strings.Join(names, ","); got != "SessionStart,UserPromptSubmit,Stop,PreCompact,SessionEnd,PreToolUse,PostToolUse,Notification" {
+		t.Fatalf("events listed: %s", got)
+	}
+	pre, post, note := events[5], events[6], events[7]
+	if pre.Run || len(pre.Hooks) != 1 || pre.Hooks[0].Matcher != "Bash" || pre.Hooks[0].TimeoutMS != 5000 || pre.Hooks[0].Source != settings {
+		t.Fatalf("PreToolUse = %+v", pre)
+	}
+	if post.Run || len(post.Hooks) != 1 || post.Hooks[0].Name != plugin+"/fmt.sh" || post.Hooks[0].Source != "plugin:"+plugin {
+		t.Fatalf("PostToolUse = %+v", post)
+	}
+	if len(note.Hooks) != 2 || note.Hooks[1].Type != "prompt" || note.Hooks[1].Name != "Is this urgent?" {
+		t.Fatalf("Notification = %+v", note)
+	}
+	out := c.ok(append([]string{"hooks"}, flags...)...)
+	if !strings.Contains(out, "PreToolUse: found, not run by reprise:\n") || !strings.Contains(out, "~/bin/check-bash.sh") ||
+		!strings.Contains(out, "prompt: Is this urgent?") || !strings.Contains(out, "Stop:\n") || !strings.Contains(out, "PreCompact (trigger manual):\n  none") {
+		t.Fatalf("hooks:\n%s", out)
+	}
+
+	// Only regular files of at most 1 MiB are read: a FIFO does not hang
+	// the listing, and a larger file adds nothing.
+	fifo := filepath.Join(c.dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	big := c.writeFile("big.json", `{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "huge"}]}]}, "pad": "`+strings.Repeat("x", 1<<20)+`"}`)
+	r := c.run("--json", "hooks", "--no-default-settings", "--settings", fifo, "--settings", big)
+	if r.code != exitOK || strings.Contains(r.stdout, "huge") || !strings.Contains(r.stderr, "not a regular file") {
+		t.Fatalf("FIFO and big file: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}
