@@ -64,6 +64,13 @@ func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engi
 	return e, nil
 }
 
+// addFunctionHooks, when set, is called with every Engine a command opens
+// for writing, after it is opened and before any hook is loaded from the
+// files. A CLI process has no Go function hooks of its own; the in-process
+// tests register some through it, to see what the commands report of
+// their answers.
+var addFunctionHooks func(*reprise.Engine) error
+
 // openWritable opens the store for writing, creating it and its directory
 // if needed. It holds the store alone until Close.
 func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engine, error) {
@@ -79,6 +86,11 @@ func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engi
 	e, err := openStore(ctx, path, reprise.Options{Logger: warnLogger(stderr)})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if addFunctionHooks != nil {
+		if err := addFunctionHooks(e); err != nil {
+			return nil, errors.Join(err, e.Close())
+		}
 	}
 	return e, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -107,13 +109,15 @@ func runClear(ctx context.Context, a *app, o clearOptions, stdout, stderr io.Wri
 // compactOptions are the options of compact.
 type compactOptions struct {
 	restoreOptions
-	summary string // SUMMARY, "-" for standard input
+	summary      string // SUMMARY, "-" for standard input
+	trigger      string // --trigger: manual or auto
+	instructions string // --instructions, for PreCompact hooks
 }
 
 func newCompactCmd(a *app) *cobra.Command {
 	var o compactOptions
 	cmd := &cobra.Command{
-		Use:   "compact --agent NAME SUMMARY",
+		Use:   "compact --agent NAME [--trigger manual|auto] [--instructions TEXT] SUMMARY",
 		Short: "Replace the agent's conversation so far by a summary",
 		Long: `compact records a compaction of the agent's current session: a boundary and
 SUMMARY (a meta user message) are appended, the conversation the model sees
@@ -122,20 +126,32 @@ replay --format claude shows the boundary as Claude Code does). The
 SessionStart hooks then run with source "compact" and their context is
 injected after the summary. SUMMARY "-" reads it from standard input.
 
+PreCompact hooks run first, with --trigger (manual, the default, or auto;
+their matchers match on it) and --instructions (custom_instructions). A
+PreCompact hook that blocks (exit 2, or {"decision": "block"}) stops the
+compaction: nothing is compacted, the block is recorded, and compact exits
+1 naming the reason.
+
 ` + hookSourcesHelp,
-		Example: `  reprise compact --agent ide "We fixed the refund race; the ledger now locks."`,
-		Args:    positional("SUMMARY"),
+		Example: `  reprise compact --agent ide "We fixed the refund race; the ledger now locks."
+  reprise compact --agent ide --trigger auto --instructions "keep the decisions" - < summary.txt`,
+		Args: positional("SUMMARY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.summary = args[0]
 			return runCompact(cmd.Context(), a, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.register(cmd)
+	cmd.Flags().StringVar(&o.trigger, "trigger", "manual", "what started the compaction, `manual` or auto, for PreCompact hooks")
+	cmd.Flags().StringVar(&o.instructions, "instructions", "", "the user's custom instructions `TEXT`, for PreCompact hooks")
 	return cmd
 }
 
 // runCompact replaces the agent's conversation so far by o.summary.
 func runCompact(ctx context.Context, a *app, o compactOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	if o.trigger != "manual" && o.trigger != "auto" {
+		return usagef("--trigger must be manual or auto, not %q", o.trigger)
+	}
 	summary := o.summary
 	if summary == "-" {
 		data, err := io.ReadAll(stdin)
@@ -145,8 +161,15 @@ func runCompact(ctx context.Context, a *app, o compactOptions, stdin io.Reader, 
 		summary = strings.TrimSpace(string(data))
 	}
 	r, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
-		return agent.Compact(ctx, summary)
+		return agent.Compact(ctx, summary, reprise.WithTrigger(o.trigger), reprise.WithInstructions(o.instructions))
 	}, stderr)
+	if errors.Is(err, reprise.ErrCompactionBlocked) && r != nil {
+		// The restore records the block: report it, then fail.
+		if rerr := a.report(stdout, o.agent, r); rerr != nil {
+			return rerr
+		}
+		return fmt.Errorf("compaction of %s not done: %w", r.To, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -249,12 +272,13 @@ func runEnd(ctx context.Context, a *app, o endOptions, stdout, stderr io.Writer)
 // stopOptions are the options of stop.
 type stopOptions struct {
 	restoreOptions
+	reason string // --reason: why the turn ended, such as end_turn
 }
 
 func newStopCmd(a *app) *cobra.Command {
 	var o stopOptions
 	cmd := &cobra.Command{
-		Use:   "stop --agent NAME",
+		Use:   "stop --agent NAME [--reason REASON]",
 		Short: "Run the Stop hooks at the end of the agent's turn",
 		Long: `stop runs the Stop hooks of the agent's current session, as when the agent
 has finished a turn. A hook that answers {"decision": "block", "reason": ...}
@@ -263,14 +287,19 @@ the reason is queued as the next user message and printed, and the next stop
 tells the hooks stop_hook_active. After 8 consecutive blocks the hooks are
 not asked and the stop is recorded as capped. Exit code 0 either way.
 
+--reason says why the turn ended (for example end_turn); it is recorded and
+Go function hooks receive it as stopReason.
+
 ` + hookSourcesHelp,
-		Example: `  reprise stop --agent ide`,
-		Args:    positional(),
+		Example: `  reprise stop --agent ide
+  reprise stop --agent ide --reason end_turn`,
+		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runStop(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	o.register(cmd)
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why the turn ended, such as `end_turn`, for Stop hooks (stopReason)")
 	return cmd
 }
 
@@ -280,7 +309,7 @@ func runStop(ctx context.Context, a *app, o stopOptions, stdout, stderr io.Write
 	var res *reprise.StopResult
 	_, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		var err error
-		res, err = agent.Stop(ctx)
+		res, err = agent.Stop(ctx, reprise.WithStopReason(o.reason))
 		return nil, err
 	}, stderr)
 	if err != nil {
@@ -288,11 +317,13 @@ func runStop(ctx context.Context, a *app, o stopOptions, stdout, stderr io.Write
 	}
 	if a.json {
 		return printJSON(stdout, struct {
-			Blocked bool          `json:"blocked"`
-			Capped  bool          `json:"capped"`
-			Reason  string        `json:"reason,omitempty"`
-			Hooks   []outcomeJSON `json:"hooks"`
-		}{res.Blocked, res.Capped, res.Reason, newOutcomesJSON(res.Outcomes)})
+			Blocked    bool          `json:"blocked"`
+			Capped     bool          `json:"capped"`
+			Reason     string        `json:"reason,omitempty"`
+			StopReason string        `json:"stop_reason,omitempty"`
+			Message    string        `json:"message,omitempty"`
+			Hooks      []outcomeJSON `json:"hooks"`
+		}{res.Blocked, res.Capped, res.Reason, o.reason, messageUUID(res.Message), newOutcomesJSON(hookexec.Stop, res.Outcomes)})
 	}
 	switch {
 	case res.Capped:
@@ -304,4 +335,12 @@ func runStop(ctx context.Context, a *app, o stopOptions, stdout, stderr io.Write
 	}
 	printOutcomes(stdout, res.Outcomes, false)
 	return nil
+}
+
+// messageUUID returns m's uuid, "" for none.
+func messageUUID(m *reprise.Message) string {
+	if m == nil {
+		return ""
+	}
+	return m.UUID
 }

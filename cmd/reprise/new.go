@@ -19,13 +19,14 @@ type newOptions struct {
 	idSet    bool   // --id was given, even empty
 	cwd      string // --cwd, "" for the current directory
 	agentSet bool   // --agent was given, even empty
+	prompt   string // --prompt, with --agent: the session's first prompt
 }
 
 // newNewCmd returns the new command: create a session.
 func newNewCmd(a *app) *cobra.Command {
 	var o newOptions
 	cmd := &cobra.Command{
-		Use:   "new [--id ID] [--cwd DIR]",
+		Use:   "new [--id ID] [--cwd DIR] [--agent NAME [--prompt TEXT]]",
 		Short: "Create a session and print its id",
 		Long: `new creates an empty session and prints its id: a random UUID unless --id
 gives one. Ids hold letters, digits, '-', '_', '.' and ':', start with a
@@ -36,23 +37,30 @@ its project settings are looked for; it defaults to the current directory.
 
 With --agent, the new session also becomes that agent's current session:
 a current session is saved and ended with reason "clear", and the new one's
-SessionStart hooks run with source "new". What happened is printed after
-the id.
+SessionStart hooks run with source "new" (command hooks see "startup", as
+Claude Code has no "new"). What happened is printed after the id. --prompt,
+only with --agent, gives the session's first prompt, which is recorded and
+passed to Go function hooks as initialPrompt.
 
 ` + hookSourcesHelp,
 		Example: `  reprise new
   reprise new --id bugfix-42 --cwd ~/src/payments
   id=$(reprise new) && reprise append "$id" --role user "hello"
-  reprise new --agent ide --cwd ~/src/payments`,
+  reprise new --agent ide --cwd ~/src/payments
+  reprise new --agent ide --prompt "Add retries to the payment client"`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.idSet = cmd.Flags().Changed("id")
 			o.agentSet = cmd.Flags().Changed("agent")
+			if cmd.Flags().Changed("prompt") && !o.agentSet {
+				return usagef("--prompt needs --agent: it is given to the agent's SessionStart hooks")
+			}
 			return runNew(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&o.id, "id", "", "the session's `ID` (default a new UUID)")
 	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working `DIR` (default the current directory)")
+	cmd.Flags().StringVar(&o.prompt, "prompt", "", "with --agent, the session's first prompt `TEXT`, for SessionStart hooks (initialPrompt)")
 	o.register(cmd)
 	return cmd
 }
@@ -76,7 +84,7 @@ func runNew(ctx context.Context, a *app, o newOptions, stdout, stderr io.Writer)
 	}
 	if o.agent != "" || o.agentSet {
 		r, err := a.runAgent(ctx, o.restoreOptions, "", cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
-			return agent.New(ctx, o.id, cwd)
+			return agent.New(ctx, o.id, cwd, reprise.WithInitialPrompt(o.prompt))
 		}, stderr)
 		if err != nil {
 			return err

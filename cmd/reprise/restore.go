@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -155,21 +156,26 @@ func (a *app) restore(ctx context.Context, f restoreOptions, id string, do resto
 
 // restoreJSON is the JSON shape of a restore's report.
 type restoreJSON struct {
-	Agent        string       `json:"agent"`
-	Restored     bool         `json:"restored"`
-	RestoreID    string       `json:"restore_id,omitempty"`
-	Source       string       `json:"source,omitempty"`
-	From         string       `json:"from,omitempty"`
-	To           string       `json:"to"`
-	Saved        int          `json:"saved"`
-	SaveError    string       `json:"save_error,omitempty"`
-	SessionEnd   *hookRunJSON `json:"session_end,omitempty"`
-	SessionStart *hookRunJSON `json:"session_start,omitempty"`
-	Context      string       `json:"context"`
-	Injected     string       `json:"injected_message,omitempty"`
-	Env          string       `json:"env,omitempty"`
-	Began        string       `json:"began,omitempty"`
-	Ended        string       `json:"ended,omitempty"`
+	Agent         string          `json:"agent"`
+	Restored      bool            `json:"restored"`
+	RestoreID     string          `json:"restore_id,omitempty"`
+	Source        string          `json:"source,omitempty"`
+	From          string          `json:"from,omitempty"`
+	To            string          `json:"to"`
+	InitialPrompt string          `json:"initial_prompt,omitempty"`
+	Saved         int             `json:"saved"`
+	SaveError     string          `json:"save_error,omitempty"`
+	SessionEnd    *hookRunJSON    `json:"session_end,omitempty"`
+	PreCompact    *preCompactJSON `json:"pre_compact,omitempty"`
+	SessionStart  *hookRunJSON    `json:"session_start,omitempty"`
+	Context       string          `json:"context"`
+	Injected      string          `json:"injected_message,omitempty"`
+	Env           string          `json:"env,omitempty"`
+	// ModifiedConfig merges the modifiedConfig objects of the SessionStart
+	// hooks, a later hook winning a key; absent when none returned one.
+	ModifiedConfig json.RawMessage `json:"modifiedConfig,omitempty"`
+	Began          string          `json:"began,omitempty"`
+	Ended          string          `json:"ended,omitempty"`
 }
 
 // hookRunJSON is one hook event of a restore.
@@ -178,9 +184,24 @@ type hookRunJSON struct {
 	Reason      string        `json:"reason,omitempty"` // SessionEnd
 	Hooks       []outcomeJSON `json:"hooks"`
 	Interrupted bool          `json:"interrupted"`
+	// SessionEnd only: a hook asked the host not to show the end.
+	SuppressOutput *bool `json:"suppressOutput,omitempty"`
 }
 
-// outcomeJSON is what one hook did.
+// preCompactJSON is the PreCompact run of a compaction that had hooks.
+type preCompactJSON struct {
+	Trigger      string        `json:"trigger"`
+	Instructions string        `json:"instructions,omitempty"`
+	Hooks        []outcomeJSON `json:"hooks"`
+	Blocked      bool          `json:"blocked"`
+	Reason       string        `json:"reason,omitempty"`
+	Interrupted  bool          `json:"interrupted"`
+}
+
+// outcomeJSON is what one hook did. The keys that carry a field of a hook
+// contract keep the contract's name: a SessionEnd outcome always has
+// sessionSummary, cleanupActions and suppressOutput, a SessionStart one
+// modifiedConfig (null when the hook returned none).
 type outcomeJSON struct {
 	Name       string  `json:"name"`
 	Source     string  `json:"source"`
@@ -191,17 +212,39 @@ type outcomeJSON struct {
 	Stderr     string  `json:"stderr,omitempty"`
 	ContextLen int     `json:"context_len"`
 	Dropped    int64   `json:"dropped,omitempty"`
+	// Stop, UserPromptSubmit and PreCompact: "block" and why.
+	Decision string `json:"decision,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+
+	ModifiedConfig *json.RawMessage `json:"modifiedConfig,omitempty"` // SessionStart
+	SessionSummary *string          `json:"sessionSummary,omitempty"` // SessionEnd
+	CleanupActions *[]string        `json:"cleanupActions,omitempty"` // SessionEnd
+	SuppressOutput *bool            `json:"suppressOutput,omitempty"` // SessionEnd
 }
 
-// newOutcomesJSON describes hook outcomes for JSON output.
-func newOutcomesJSON(list []schema.HookOutcome) []outcomeJSON {
+// newOutcomesJSON describes the outcomes of hooks of event for JSON output.
+func newOutcomesJSON(event hookexec.Event, list []schema.HookOutcome) []outcomeJSON {
 	out := make([]outcomeJSON, len(list))
 	for i, o := range list {
-		out[i] = outcomeJSON{
+		x := outcomeJSON{
 			Name: o.Name, Source: o.Source, Status: o.Status, ExitCode: o.ExitCode,
 			DurationMS: float64(o.Duration) / float64(time.Millisecond),
 			Error:      o.Error, Stderr: o.Stderr, ContextLen: o.ContextLen, Dropped: o.Dropped,
+			Decision: o.Decision, Reason: o.Reason,
 		}
+		switch event {
+		case hookexec.SessionStart:
+			config := json.RawMessage(o.Config)
+			x.ModifiedConfig = &config // a nil one is null
+		case hookexec.SessionEnd:
+			cleanup := o.Cleanup
+			if cleanup == nil {
+				cleanup = []string{}
+			}
+			summary, suppress := o.Summary, o.Suppress
+			x.SessionSummary, x.CleanupActions, x.SuppressOutput = &summary, &cleanup, &suppress
+		}
+		out[i] = x
 	}
 	return out
 }
@@ -214,15 +257,22 @@ func newRestoreJSON(agent, to string, r *reprise.Restore) restoreJSON {
 	}
 	out := restoreJSON{
 		Agent: agent, Restored: true, RestoreID: r.ID, Source: string(r.Source), From: r.From, To: r.To,
-		Saved: r.Saved, SaveError: r.SaveError,
-		SessionStart: &hookRunJSON{Source: string(r.Source), Hooks: newOutcomesJSON(r.StartOutcomes), Interrupted: r.StartInterrupted},
-		Context:      r.Context, Injected: r.InjectedUUID, Env: r.Env,
+		InitialPrompt: r.InitialPrompt, Saved: r.Saved, SaveError: r.SaveError,
+		SessionStart: &hookRunJSON{Source: string(r.Source), Hooks: newOutcomesJSON(hookexec.SessionStart, r.StartOutcomes), Interrupted: r.StartInterrupted},
+		Context:      r.Context, Injected: r.InjectedUUID, Env: r.Env, ModifiedConfig: r.ModifiedConfig,
 		Began: formatTime(r.Began), Ended: formatTime(r.Ended),
 	}
 	if r.EndReason != "" { // the agent left a session
-		out.SessionEnd = &hookRunJSON{Reason: string(r.EndReason), Hooks: newOutcomesJSON(r.EndOutcomes), Interrupted: r.EndInterrupted}
+		suppress := r.SuppressOutput
+		out.SessionEnd = &hookRunJSON{Reason: string(r.EndReason), Hooks: newOutcomesJSON(hookexec.SessionEnd, r.EndOutcomes),
+			Interrupted: r.EndInterrupted, SuppressOutput: &suppress}
 	}
-	if r.To == "" { // an End: no session started
+	if r.Trigger != "" || len(r.PreCompactHooks) > 0 { // a compaction that had PreCompact hooks
+		out.PreCompact = &preCompactJSON{Trigger: r.Trigger, Instructions: r.Instructions,
+			Hooks:   newOutcomesJSON(hookexec.PreCompact, r.PreCompactOutcomes),
+			Blocked: r.PreCompactBlocked, Reason: r.PreCompactReason, Interrupted: r.PreCompactInterrupted}
+	}
+	if r.To == "" || r.PreCompactBlocked { // an End, or a blocked compaction: no session started
 		out.SessionStart = nil
 	}
 	return out
@@ -243,24 +293,48 @@ func printRestore(w io.Writer, agent string, r *reprise.Restore) {
 		}
 		fmt.Fprintf(w, "SessionEnd hooks on %s (reason %s):\n", r.From, r.EndReason)
 		printOutcomes(w, r.EndOutcomes, r.EndInterrupted)
+		if r.SuppressOutput {
+			fmt.Fprintln(w, "  a hook asked to suppress the output of the end")
+		}
 	}
 	if r.To == "" {
 		fmt.Fprintln(w, "the agent has no current session now")
 		return
 	}
+	if r.Trigger != "" || len(r.PreCompactHooks) > 0 {
+		fmt.Fprintf(w, "PreCompact hooks on %s (trigger %s):\n", r.To, r.Trigger)
+		printOutcomes(w, r.PreCompactOutcomes, r.PreCompactInterrupted)
+		if r.PreCompactBlocked {
+			fmt.Fprintf(w, "compaction blocked: %s\n", r.PreCompactReason)
+			return
+		}
+	}
+	if r.InitialPrompt != "" {
+		fmt.Fprintf(w, "initial prompt: %s\n", projection.Clip(r.InitialPrompt, 200))
+	}
 	fmt.Fprintf(w, "SessionStart hooks on %s (source %s):\n", r.To, r.Source)
 	printOutcomes(w, r.StartOutcomes, r.StartInterrupted)
+	if len(r.ModifiedConfig) > 0 {
+		fmt.Fprintf(w, "modified config: %s\n", r.ModifiedConfig)
+	}
 	if r.InjectedUUID == "" {
 		fmt.Fprintln(w, "no context injected")
 		return
 	}
 	fmt.Fprintf(w, "injected context as message %s:\n", r.InjectedUUID)
-	for line := range strings.SplitSeq(r.Context, "\n") {
+	printIndented(w, r.Context)
+}
+
+// printIndented writes text, each line indented by two spaces.
+func printIndented(w io.Writer, text string) {
+	for line := range strings.SplitSeq(text, "\n") {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 }
 
-// printOutcomes writes one line per hook outcome.
+// printOutcomes writes one line per hook outcome, followed by what the
+// hook answered besides context: a block's reason, a session summary,
+// cleanup actions, a modified config.
 func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "  none")
@@ -277,6 +351,18 @@ func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 			detail += fmt.Sprintf("; stderr %q", projection.Clip(s, 200))
 		}
 		fmt.Fprintf(w, "  %-11s %8s  %s%s  (%s)\n", o.Status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, o.Source)
+		if o.Decision == "block" {
+			fmt.Fprintf(w, "      blocked: %s\n", projection.Clip(o.Reason, 200))
+		}
+		if o.Summary != "" {
+			fmt.Fprintf(w, "      session summary: %s\n", projection.Clip(o.Summary, 200))
+		}
+		for _, c := range o.Cleanup {
+			fmt.Fprintf(w, "      cleanup action (for the host): %s\n", projection.Clip(c, 200))
+		}
+		if len(o.Config) > 0 {
+			fmt.Fprintf(w, "      modified config: %s\n", projection.Clip(string(o.Config), 200))
+		}
 	}
 	if interrupted {
 		fmt.Fprintln(w, "  interrupted: the process died while these ran; they may have run and were not run again")

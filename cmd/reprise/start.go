@@ -14,13 +14,14 @@ import (
 type startOptions struct {
 	restoreOptions
 	session string // SESSION
+	prompt  string // --prompt, start only: the session's first prompt
 }
 
 // newStartCmd returns the start command: the startup restore.
 func newStartCmd(a *app) *cobra.Command {
 	var o startOptions
 	cmd := &cobra.Command{
-		Use:   "start --agent NAME SESSION",
+		Use:   "start --agent NAME [--prompt TEXT] SESSION",
 		Short: "Run the startup restore of a session and print its hook context",
 		Long: `start is the startup restore: the agent NAME makes SESSION its current
 session and runs the SessionStart hooks with source "startup", without any
@@ -29,6 +30,11 @@ SessionEnd hook. Their context is injected into the session as a
 the model. Nothing is printed when the hooks give no context. Use it when an
 agent host starts, also to resume the session it already had.
 
+--prompt gives the session's first prompt: it is recorded with the restore
+and Go function hooks receive it as initialPrompt. It is information for
+SessionStart only; no UserPromptSubmit hook runs and it is not appended
+(use reprise prompt for that).
+
 Each step is recorded in the log before the next one begins. Hooks that fail,
 time out or crash are warned about on standard error and recorded; they
 never stop the restore.
@@ -36,7 +42,8 @@ never stop the restore.
 ` + hookSourcesHelp,
 		Example: `  reprise start --agent ide "$id"
   reprise start --agent ide --settings ./ci-hooks.json --no-default-settings "$id"
-  reprise start --agent ide --json "$id" | jq .session_start.hooks`,
+  reprise start --agent ide --json "$id" | jq .session_start.hooks
+  reprise start --agent ide --prompt "Fix the flaky refund test" "$id"`,
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session = args[0]
@@ -44,13 +51,14 @@ never stop the restore.
 		},
 	}
 	o.register(cmd)
+	cmd.Flags().StringVar(&o.prompt, "prompt", "", "the session's first prompt `TEXT`, for SessionStart hooks (initialPrompt)")
 	return cmd
 }
 
 // runStart runs the startup restore of o.session and prints its context.
 func runStart(ctx context.Context, a *app, o startOptions, stdout, stderr io.Writer) error {
 	_, r, err := a.restore(ctx, o.restoreOptions, o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
-		return agent.Start(ctx, id)
+		return agent.Start(ctx, id, reprise.WithInitialPrompt(o.prompt))
 	}, stderr)
 	if err != nil {
 		return err
