@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-var commands = []string{"new", "append", "start", "resume", "sessions", "log", "replay", "audit", "import", "export", "hooks", "clear", "compact", "fork", "end", "stop", "demo"}
+var commands = []string{"new", "append", "start", "resume", "sessions", "log", "replay", "audit", "import", "export", "hooks", "clear", "compact", "fork", "end", "stop", "prompt", "demo"}
 
 func TestHelpEverywhere(t *testing.T) {
 	c := newCLI(t)

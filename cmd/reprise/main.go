@@ -121,6 +121,7 @@ Exit codes: 0 ok, 1 the operation failed or the audit found violations,
 		newForkCmd(a),
 		newEndCmd(a),
 		newStopCmd(a),
+		newPromptCmd(a),
 		newBenchCmd(a),
 		newDemoCmd(a),
 	)

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+)
+
+// errPromptBlocked is why prompt exits 1: a UserPromptSubmit hook kept the
+// prompt out of the conversation.
+var errPromptBlocked = errors.New("prompt blocked by a UserPromptSubmit hook")
+
+// promptOptions are the options of prompt.
+type promptOptions struct {
+	restoreOptions
+	text string // TEXT, "-" for standard input
+}
+
+// promptJSON is what prompt --json prints.
+type promptJSON struct {
+	Agent          string        `json:"agent"`
+	Session        string        `json:"session"`
+	Blocked        bool          `json:"blocked"`
+	Reason         string        `json:"reason,omitempty"`
+	Message        string        `json:"message,omitempty"` // the prompt's uuid when kept
+	Context        string        `json:"context"`
+	ContextMessage string        `json:"context_message,omitempty"`
+	Hooks          []outcomeJSON `json:"hooks"`
+}
+
+func newPromptCmd(a *app) *cobra.Command {
+	var o promptOptions
+	cmd := &cobra.Command{
+		Use:   "prompt --agent NAME TEXT",
+		Short: "Submit the user's prompt to the agent's session through the UserPromptSubmit hooks",
+		Long: `prompt submits TEXT, the user's prompt, to the agent's current session. The
+UserPromptSubmit hooks run first, with Claude Code's input (the prompt in
+"prompt"). Unless one blocks it (exit 2, or {"decision": "block", "reason":
+...}), the prompt is appended as a user message, and the context the hooks
+add (plain stdout, or additionalContext) is kept right after it as a
+<system-reminder> meta message. TEXT "-" reads it from standard input.
+
+prompt prints whether the prompt was kept (and as which message) or why it
+was blocked, each hook's outcome, and the context added. Exit code 0 when
+the prompt was kept, 1 when a hook blocked it.
+
+` + hookSourcesHelp,
+		Example: `  reprise prompt --agent ide "Why does TestRefund flake?"
+  reprise prompt --agent ide --settings ./guard.json - < prompt.txt
+  reprise prompt --agent ide --json "deploy it" | jq .blocked`,
+		Args: positional("TEXT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.text = args[0]
+			return runPrompt(cmd.Context(), a, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.register(cmd)
+	return cmd
+}
+
+// runPrompt submits o.text to the agent's current session and prints what
+// became of it.
+func runPrompt(ctx context.Context, a *app, o promptOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	text := o.text
+	if text == "-" {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return fmt.Errorf("read prompt: %w", err)
+		}
+		text = strings.TrimSuffix(string(data), "\n")
+	}
+	if strings.TrimSpace(text) == "" {
+		return usagef("the prompt is empty")
+	}
+	var (
+		res     *reprise.PromptResult
+		session string
+	)
+	_, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		session = agent.Current()
+		var err error
+		res, err = agent.Prompt(ctx, text)
+		return nil, err
+	}, stderr)
+	if errors.Is(err, reprise.ErrNoCurrentSession) {
+		return fmt.Errorf("%w; give it one with reprise start --agent %s", err, o.agent)
+	}
+	if err != nil {
+		return err
+	}
+	if a.json {
+		err = printJSON(stdout, promptJSON{
+			Agent: o.agent, Session: session, Blocked: res.Blocked, Reason: res.Reason,
+			Message: messageUUID(res.Message), Context: res.Context, ContextMessage: messageUUID(res.ContextMessage),
+			Hooks: newOutcomesJSON(hookexec.UserPromptSubmit, res.Outcomes),
+		})
+	} else {
+		printPrompt(stdout, session, res)
+	}
+	if err == nil && res.Blocked {
+		err = fmt.Errorf("%w: %s", errPromptBlocked, res.Reason)
+	}
+	return err
+}
+
+// printPrompt writes what became of a prompt, for people.
+func printPrompt(w io.Writer, session string, res *reprise.PromptResult) {
+	switch {
+	case res.Blocked:
+		fmt.Fprintf(w, "blocked: %s\n", res.Reason)
+	case res.Message != nil:
+		fmt.Fprintf(w, "kept as message %s of %s\n", res.Message.UUID, session)
+	default:
+		fmt.Fprintf(w, "kept in %s\n", session)
+	}
+	fmt.Fprintln(w, "UserPromptSubmit hooks:")
+	printOutcomes(w, res.Outcomes, false)
+	switch {
+	case res.Context == "":
+		fmt.Fprintln(w, "no context added")
+	case res.ContextMessage != nil:
+		fmt.Fprintf(w, "context added as message %s:\n", res.ContextMessage.UUID)
+		printIndented(w, res.Context)
+	default:
+		fmt.Fprintln(w, "context (not kept, as the prompt was not):")
+		printIndented(w, res.Context)
+	}
+}
