@@ -77,9 +77,10 @@ func newRootCmd() *cobra.Command {
 		Use:   "reprise",
 		Short: "Crash-safe session lifecycle for agent hosts",
 		Long: `reprise keeps agent conversations in an append-only event log (a bbolt
-file) and runs Claude Code SessionStart and SessionEnd hooks when an agent
-restores a session, recording every step so that no hook runs twice for one
-restore, even across a crash.
+file) and runs Claude Code hooks (SessionStart and SessionEnd when an agent
+restores a session, UserPromptSubmit, PreCompact and Stop around its turns),
+recording every step so that no hook runs twice for one restore, even
+across a crash.
 
 The store is --store, else $REPRISE_STORE, else
 $XDG_STATE_HOME/reprise/reprise.db (~/.local/state/reprise/reprise.db when

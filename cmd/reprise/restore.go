@@ -44,8 +44,10 @@ const hookSourcesHelp = `Hooks come from, in this order: ~/.claude/settings.json
 project's .claude/settings.json and .claude/settings.local.json (the project
 is the working directory of the session the command is about, or the current
 directory when that session does not exist or has none), then each
---settings file, then each --plugin-dir. --no-default-settings skips the
-first three. A file that cannot be read or parsed is reported as a warning
+--settings file, then each --plugin-dir, then the installed plugins the
+settings files enable (enabledPlugins, from ~/.claude/plugins).
+--no-default-settings skips the user and project files and installed
+plugins. A file that cannot be read or parsed is reported as a warning
 and the others still load; a --settings file that does not exist is
 reported too, while missing default files are skipped silently.`
 
@@ -55,9 +57,10 @@ reported too, while missing default files are skipped silently.`
 // stderr as warnings.
 func (f *hookOptions) load(e *reprise.Engine, projectDir string, stderr io.Writer) []string {
 	var paths []string
+	home := ""
 	if !f.noDefault {
-		home, err := os.UserHomeDir()
-		if err != nil {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
 			warn(stderr, "no home directory for ~/.claude/settings.json: %v", err)
 		}
 		for _, loc := range hookexec.DefaultSettingsPaths(home, projectDir) {
@@ -76,6 +79,12 @@ func (f *hookOptions) load(e *reprise.Engine, projectDir string, stderr io.Write
 		paths = append(paths, p)
 	}
 	hooks, errs := hookexec.LoadAll(paths, f.plugins)
+	if home != "" {
+		// The installed plugins the settings enable, as Claude Code loads
+		// them, next to those --plugin-dir names.
+		plugins, perrs := hookexec.LoadEnabledPlugins(home, projectDir, paths)
+		hooks, errs = append(hooks, plugins...), append(errs, perrs...)
+	}
 	for _, err := range errs {
 		warn(stderr, "%v", err)
 	}
