@@ -257,4 +257,3 @@ func TestHookAnswersReported(t *testing.T) {
 		t.Fatalf("resume printed:\n%s", out)
 	}
 }
-
