@@ -11,6 +11,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -81,11 +82,7 @@ func TestHooksNeverRunInReprisesDirectory(t *testing.T) {
 	if err := e.Hooks().Add(hookexec.Hook{Event: hookexec.SessionStart, Body: hookexec.Command{Line: "pwd > " + marker}}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := e.Agent(ctx, "ide")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := a.Start(ctx, "old")
+	r, err := testkit.Agent(t, e, "ide").Start(ctx, "old")
 	if err != nil {
 		t.Fatal(err)
 	}

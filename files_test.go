@@ -13,6 +13,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
 // TestFilesContract runs the contract of the Engine's file seam against
@@ -138,20 +139,11 @@ func TestNewKeepsFilesInAPrivateTemporaryDirectory(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", "")
 	ctx := t.Context()
 	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{})
-	if _, err := e.CreateSession(ctx, "s", t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Append(ctx, "s", reprise.Text("user", "hello")); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Session(t, e, "s", t.TempDir(), "hello")
 	if err := e.Hooks().Add(hookexec.Hook{Event: hookexec.SessionStart, Body: hookexec.Command{Line: `test -f "$CLAUDE_ENV_FILE" && test -s "$(dirname "$CLAUDE_ENV_FILE")/s.jsonl"`}}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := e.Agent(ctx, "ide")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := a.Start(ctx, "s")
+	r, err := testkit.Agent(t, e, "ide").Start(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
 // TestClaudeSettingsRunInstalledPlugins checks that with ClaudeSettings an
@@ -47,15 +48,8 @@ func TestClaudeSettingsRunInstalledPlugins(t *testing.T) {
 	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{ClaudeSettings: true, Files: reprise.NewMemoryFiles(),
 		Logger: slog.New(slog.NewTextHandler(&warnings, nil))})
 	defer e.Close()
-	ctx := t.Context()
-	if _, err := e.CreateSession(ctx, "s", t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	a, err := e.Agent(ctx, "ide")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := a.Start(ctx, "s")
+	testkit.Session(t, e, "s", t.TempDir())
+	r, err := testkit.Agent(t, e, "ide").Start(t.Context(), "s")
 	if err != nil {
 		t.Fatal(err)
 	}
