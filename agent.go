@@ -153,7 +153,16 @@ func (a *Agent) sync(ctx context.Context) error {
 // left in flight, runs prepare (which names act's session, creating it if
 // need be), then performs act. It returns the restore act completed, nil
 // when it changed nothing, and what a Stop decided.
-func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context) (string, error)) (*Restore, outcomes, error) {
+func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context) (string, error)) (r *Restore, out outcomes, err error) {
+	if obs := a.e.observer; obs != nil {
+		session := act.To
+		if session == "" {
+			session = a.Current()
+		}
+		var end func(*Restore, error)
+		ctx, end = obs.Action(ctx, a.id, act.Kind.String(), session)
+		defer func() { end(r, err) }()
+	}
 	if !a.mu.TryLock() {
 		return nil, outcomes{}, fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
 	}
@@ -172,7 +181,7 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 		}
 	}
 	before := len(a.view.History)
-	out, err := a.step(ctx, act)
+	out, err = a.step(ctx, act)
 	if err == nil && out.blocked != "" {
 		err = fmt.Errorf("%w: %s", ErrCompactionBlocked, out.blocked)
 	}
@@ -311,7 +320,7 @@ func (e *appendError) Error() string { return e.err.Error() }
 // sessions. A moved agent stream means another process won the agent:
 // ErrRestoreInProgress. The sessions of views must be locked.
 func (a *Agent) append(ctx context.Context, ready lifecycle.Ready, views *sessionViews) error {
-	evs, err := a.e.store.Append(ctx, ready.Expect, ready.Records)
+	evs, err := a.e.appendTimed(ctx, ready.Expect, ready.Records)
 	var conflict *eventlog.ConflictError
 	switch {
 	case errors.As(err, &conflict) && conflict.Stream == a.stream:
@@ -329,6 +338,9 @@ func (a *Agent) append(ctx context.Context, ready lifecycle.Ready, views *sessio
 	for i, ev := range evs {
 		p := ready.Payloads[i]
 		if ev.Stream == a.stream {
+			if a.e.observer != nil {
+				a.e.observer.Step(ctx, ev)
+			}
 			err = a.view.ApplyDecoded(ev, p)
 		} else if s := views.byID[projection.SessionID(ev.Stream)]; s != nil {
 			err = s.fold(ev, p)
@@ -376,6 +388,34 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks) life
 	e := a.e
 	id := eff.Session
 	env := hookexec.CommandEnv{Now: e.now, Spill: func(text string) (string, error) { return e.spill(id, text) }}
+	if obs := e.observer; obs != nil {
+		var end func([]schema.HookOutcome)
+		ctx, env.Extra, end = obs.Hooks(ctx, eff.Event, id, hookValue(eff), eff.Hooks)
+		var ran lifecycle.HooksRan
+		defer func() { end(ran.Outcomes) }()
+		ran = a.runHooksIn(ctx, wctx, eff, env)
+		return ran
+	}
+	return a.runHooksIn(ctx, wctx, eff, env)
+}
+
+// hookValue is what eff's hooks match on: its source, reason or trigger.
+func hookValue(eff lifecycle.RunHooks) string {
+	switch eff.Event {
+	case hookexec.SessionStart:
+		return string(eff.Source)
+	case hookexec.SessionEnd:
+		return string(eff.Reason)
+	case hookexec.PreCompact:
+		return eff.Trigger
+	}
+	return ""
+}
+
+// runHooksIn is runHooks with its command environment set.
+func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, env hookexec.CommandEnv) lifecycle.HooksRan {
+	e := a.e
+	id := eff.Session
 	var msgs []Message
 	if s, err := e.session(wctx, id); err == nil {
 		s.mu.Lock()

@@ -75,6 +75,9 @@ type Options struct {
 	Files Files
 	// Runner runs the hooks. Nil means hookexec.Exec, the real runner.
 	Runner hookexec.Runner
+	// Observer is told about actions, steps, hook runs and appends, for
+	// tracing and metrics. Nil means none.
+	Observer Observer
 	// AllowMissingCwd lets CreateSession and New take a working directory
 	// that does not exist (yet); it is still stored absolute.
 	AllowMissingCwd bool
@@ -100,6 +103,7 @@ type Engine struct {
 	// transcriptOnSave: sync transcripts after every save.
 	transcriptOnSave bool
 	allowMissingCwd  bool
+	observer         Observer
 	scoped           hookexec.Scoped
 	stopCap          int
 	// claudeSettings: read Claude Code settings files at each hook run.
@@ -164,7 +168,7 @@ func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
 		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,
 		files: opts.Files, runner: opts.Runner, stopCap: opts.StopBlockCap, claudeSettings: opts.ClaudeSettings,
-		transcriptOnSave: opts.TranscriptOnSave, allowMissingCwd: opts.AllowMissingCwd,
+		transcriptOnSave: opts.TranscriptOnSave, allowMissingCwd: opts.AllowMissingCwd, observer: opts.Observer,
 		sessions: map[string]*session{}, agents: map[string]*Agent{},
 	}
 	if e.hooks == nil {
@@ -472,7 +476,7 @@ func (e *Engine) save(ctx context.Context, s *session) (int, error) {
 	if len(ready.Records) == 0 {
 		return 0, nil
 	}
-	evs, err := e.store.Append(ctx, ready.Expect, ready.Records)
+	evs, err := e.appendTimed(ctx, ready.Expect, ready.Records)
 	if err != nil {
 		return 0, e.saveFailed(ctx, s, err)
 	}

@@ -193,7 +193,7 @@ func (w *world) open() {
 	w.e = reprise.New(w.crashes, reprise.Options{
 		Hooks: w.hooks, Files: keepOpen{w.files}, Runner: w.runner, StopBlockCap: w.stopCap,
 		AllowMissingCwd: !w.real, // scenarios name directories like /src/app; real hooks run in real ones
-		Logger: slog.New(slog.DiscardHandler), Now: w.now, NewID: w.newID,
+		Logger:          slog.New(slog.DiscardHandler), Now: w.now, NewID: w.newID,
 	})
 }
 
@@ -553,9 +553,9 @@ func holds(recs []eventlog.Record, typ eventlog.Type) bool {
 
 // hookScript is what the scripted runner makes a hook do.
 type hookScript struct {
-	status  string
-	context string // SessionStart: the context it returns
-	block   string // Stop: the reason it blocks with
+	status   string
+	context  string // SessionStart: the context it returns
+	block    string // Stop: the reason it blocks with
 	summary  string // SessionEnd
 	cleanup  string // SessionEnd, ";"-separated
 	config   string // SessionStart: modifiedConfig, as JSON

@@ -28,6 +28,9 @@ type CommandEnv struct {
 	Spill func(text string) (path string, err error)
 	// Now times hooks; nil means time.Now.
 	Now func() time.Time
+	// Extra is added to the environment of command hooks, after the rest
+	// (so it wins): KEY=value pairs such as TRACEPARENT.
+	Extra []string
 }
 
 // clock returns env's clock.
@@ -231,7 +234,7 @@ func commandEnviron(h Hook, env CommandEnv) []string {
 	if env.EnvFile != "" {
 		vars = append(vars, "CLAUDE_ENV_FILE="+env.EnvFile)
 	}
-	return vars
+	return append(vars, env.Extra...)
 }
 
 // exitCode returns the exit code of a finished hook; a hook killed by a

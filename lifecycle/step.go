@@ -31,6 +31,15 @@ const (
 	Prompt        // run the UserPromptSubmit hooks on Prompt and keep it
 )
 
+// String names the action, lower case, as hosts and traces say it.
+func (k Kind) String() string {
+	names := [...]string{"continue", "start", "restore", "new", "clear", "fork", "compact", "end", "stop", "prompt"}
+	if int(k) < len(names) {
+		return names[k]
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
 // Action is what the host asked for. The shell passes the same Action to
 // every Step of it.
 type Action struct {
