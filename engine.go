@@ -350,7 +350,7 @@ func (e *Engine) createSession(ctx context.Context, id, cwd string) (string, err
 	if err != nil {
 		return "", err
 	}
-	evs, err := e.store.Append(ctx, []eventlog.Expect{{Stream: stream}}, []eventlog.Record{rec})
+	evs, err := e.appendTimed(ctx, []eventlog.Expect{{Stream: stream}}, []eventlog.Record{rec})
 	if errors.Is(err, eventlog.ErrConflict) {
 		return "", fmt.Errorf("%w: %s", ErrSessionExists, id)
 	}

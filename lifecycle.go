@@ -99,7 +99,7 @@ func (e *Engine) fork(ctx context.Context, parent, upTo string) (string, error) 
 			return "", err
 		}
 	}
-	if _, err := e.store.Append(ctx, []eventlog.Expect{{Stream: stream}}, recs); err != nil {
+	if _, err := e.appendTimed(ctx, []eventlog.Expect{{Stream: stream}}, recs); err != nil {
 		return "", fmt.Errorf("fork %s: %w", parent, err)
 	}
 	return id, nil

@@ -293,7 +293,7 @@ func (imp *importer) flush(ctx context.Context) error {
 		}
 		recs = append(recs, rec)
 	}
-	evs, err := imp.e.store.Append(ctx, []eventlog.Expect{{Stream: imp.stream, Seq: imp.head}}, recs)
+	evs, err := imp.e.appendTimed(ctx, []eventlog.Expect{{Stream: imp.stream, Seq: imp.head}}, recs)
 	if imp.head == 0 && errors.Is(err, eventlog.ErrConflict) {
 		return fmt.Errorf("%w: %s", ErrSessionExists, imp.rep.Session)
 	}
