@@ -43,7 +43,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// TestEveryPackageDocRendersFromItsFirstLine checks that each package's
+// TestEveryPackageDocRendersFromItsFirstLine checks that each package's,
+// nested modules' included,
 // documentation, as go doc shows it, starts with "Package <name>" (a
 // command's with "Command <name>"): a blank line inside a doc comment detaches
 // what comes before it, and go doc would then start in the middle.
@@ -59,11 +60,6 @@ func TestEveryPackageDocRendersFromItsFirstLine(t *testing.T) {
 		name := d.Name()
 		if path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
 			return filepath.SkipDir
-		}
-		if path != "." {
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir // a nested module
-			}
 		}
 		pkg, ok := parsePackage(t, path)
 		if !ok {
