@@ -441,3 +441,5 @@ func TestExportKeepsResponse(t *testing.T) {
 		t.Error("the exported transcript does not hold the usage")
 	}
 }
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
