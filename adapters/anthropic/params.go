@@ -1,0 +1,116 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// ErrUnmappable is returned for a message or block that has no place in a
+// Messages API request: a role other than user or assistant, or a non-text
+// block whose stored JSON is missing, is not an object, or names another
+// type than the block.
+var ErrUnmappable = errors.New("anthropic adapter: message cannot be sent")
+
+// MessageParams returns conv, a conversation as Engine.Conversation returns
+// it, as the messages of a Messages API request.
+//
+// Consecutive messages of one role are merged into one turn, their blocks
+// in order, since the API wants user and assistant turns to alternate.
+// Meta messages are user messages like any other (Claude Code sends its
+// isMeta reminders so): their text joins the user turn they fall in. In a
+// user turn, the tool_result blocks are moved before the other blocks,
+// keeping their order, as the API requires tool results to open the turn
+// that answers a tool_use. A message without a block is skipped.
+//
+// A text block is sent as a text block param of its Text, unless it has
+// stored JSON (FromResponse keeps it for a text block with citations),
+// which is then sent verbatim. Every other block is sent as its stored
+// JSON, verbatim, whatever its type.
+func MessageParams(conv []schema.Message) ([]anthropic.MessageParam, error) {
+	out := make([]anthropic.MessageParam, 0, len(conv))
+	var role string
+	// The turn being built: its tool_result blocks, then its other blocks.
+	var results, rest []anthropic.ContentBlockParamUnion
+	flush := func() {
+		blocks := append(results, rest...)
+		results, rest = nil, nil
+		if len(blocks) == 0 {
+			return
+		}
+		if role == "user" {
+			out = append(out, anthropic.MessageParam{OfUser: &anthropic.UserMessageParam{Content: blocks}})
+		} else {
+			out = append(out, anthropic.MessageParam{OfAssistant: &anthropic.AssistantMessageParam{Content: blocks}})
+		}
+	}
+	for i, m := range conv {
+		if m.Role != "user" && m.Role != "assistant" {
+			return nil, fmt.Errorf("%w: message %d (%s) has role %q", ErrUnmappable, i, m.UUID, m.Role)
+		}
+		if len(m.Content) == 0 {
+			continue
+		}
+		if m.Role != role {
+			flush()
+			role = m.Role
+		}
+		for j, b := range m.Content {
+			p, err := BlockParam(b)
+			if err != nil {
+				return nil, fmt.Errorf("message %d (%s) block %d: %w", i, m.UUID, j, err)
+			}
+			if role == "user" && b.Type == "tool_result" {
+				results = append(results, p)
+			} else {
+				rest = append(rest, p)
+			}
+		}
+	}
+	flush()
+	return out, nil
+}
+
+// BlockParam returns b as a content block of a request: a text block made
+// of its Text when it has no stored JSON, otherwise its stored JSON
+// verbatim.
+func BlockParam(b schema.Block) (anthropic.ContentBlockParamUnion, error) {
+	if b.Type == "text" && b.Raw == nil {
+		return anthropic.NewTextBlock(b.Text), nil
+	}
+	if err := checkRaw(b); err != nil {
+		return anthropic.ContentBlockParamUnion{}, err
+	}
+	return param.Override[anthropic.ContentBlockParamUnion](json.RawMessage(b.Raw)), nil
+}
+
+// checkRaw verifies that b's stored JSON is an object of b's type.
+func checkRaw(b schema.Block) error {
+	trimmed := bytes.TrimSpace(b.Raw)
+	if len(trimmed) == 0 {
+		return fmt.Errorf("%w: %s block has no stored JSON", ErrUnmappable, b.Type)
+	}
+	if trimmed[0] != '{' || !json.Valid(trimmed) {
+		return fmt.Errorf("%w: %s block's stored JSON is not an object", ErrUnmappable, b.Type)
+	}
+	if t := blockType(trimmed); t != b.Type {
+		return fmt.Errorf("%w: %s block's stored JSON has type %q", ErrUnmappable, b.Type, t)
+	}
+	return nil
+}
+
+// blockType returns the "type" of a block's JSON object, or "".
+func blockType(raw []byte) string {
+	var b struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(raw, &b) != nil {
+		return ""
+	}
+	return b.Type
+}
