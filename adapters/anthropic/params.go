@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -61,6 +62,9 @@ func MessageParams(conv []schema.Message) ([]anthropic.MessageParam, error) {
 			role = m.Role
 		}
 		for j, b := range m.Content {
+			if strings.HasPrefix(b.Type, openAIPrefix) {
+				continue // the OpenAI adapter's own bookkeeping, such as the response's usage
+			}
 			p, err := BlockParam(b)
 			if err != nil {
 				return nil, fmt.Errorf("message %d (%s) block %d: %w", i, m.UUID, j, err)
@@ -86,7 +90,37 @@ func BlockParam(b schema.Block) (anthropic.ContentBlockParamUnion, error) {
 	if err := checkRaw(b); err != nil {
 		return anthropic.ContentBlockParamUnion{}, err
 	}
-	return param.Override[anthropic.ContentBlockParamUnion](json.RawMessage(b.Raw)), nil
+	raw := b.Raw
+	if b.Type == "tool_use" && bytes.Contains(raw, []byte(`"`+openAIPrefix)) {
+		raw = withoutOpenAIFields(raw)
+	}
+	return param.Override[anthropic.ContentBlockParamUnion](json.RawMessage(raw)), nil
+}
+
+// openAIPrefix starts the block types and fields the OpenAI adapter keeps
+// for itself (an "openai_response" block holding a response's usage, an
+// "openai_arguments" field on a tool_use whose arguments were not compact
+// JSON). They mean nothing to the Messages API, which rejects them, so a
+// conversation answered through OpenAI is sent without them.
+const openAIPrefix = "openai_"
+
+// withoutOpenAIFields returns a block's JSON object without its members
+// named with openAIPrefix; the rest stays as stored.
+func withoutOpenAIFields(raw []byte) []byte {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return raw
+	}
+	for k := range obj {
+		if strings.HasPrefix(k, openAIPrefix) {
+			delete(obj, k)
+		}
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // checkRaw verifies that b's stored JSON is an object of b's type.
