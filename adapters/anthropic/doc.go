@@ -43,5 +43,6 @@
 // Usage reads the usage back. Append does this for a session of an
 // Engine, filling the line's place (session, working directory, parent).
 //
-// MAPPING.md, beside this file, tables every mapping and what cannot map.
+// docs/adapters.md, at the repository root, tables every mapping and what
+// cannot map.
 package anthropic

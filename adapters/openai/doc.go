@@ -26,6 +26,6 @@
 // The chat format has no system role in a reprise conversation: a host
 // prepends its own system or developer message to what ToMessages returns.
 //
-// MAPPING.md, next to this file, has the table of what maps to what, and
-// what cannot map losslessly.
+// docs/adapters.md, at the repository root, has the table of what maps to
+// what, and what cannot map losslessly.
 package openai

@@ -98,7 +98,7 @@ const RefusalBlockType = "openai_refusal"
 
 // ToMessages returns the chat completion messages for conv, a reprise
 // conversation such as Engine.Conversation returns, in order, and the
-// blocks it could not send. See MAPPING.md for the whole mapping. In short:
+// blocks it could not send. See docs/adapters.md for the whole mapping. In short:
 //
 //   - user text and images (base64 as a data URL, or a URL) become a user
 //     message; a base64 PDF document becomes a file part. Meta messages
