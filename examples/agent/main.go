@@ -1,0 +1,428 @@
+// Command agent is a small agent host on the Anthropic Messages API that
+// keeps every turn in reprise: a chat loop on standard input whose
+// conversation lives in a reprise event log, whose Claude Code hooks
+// (SessionStart, UserPromptSubmit, Stop, SessionEnd) run as Claude Code
+// runs them, and whose sessions can be resumed by id in a later process.
+//
+// Usage:
+//
+//	agent [--store PATH] [--session ID] [--model MODEL] [--base-url URL]
+//
+// Each line read from standard input is a prompt. For each, the agent
+//
+//  1. submits it with Agent.Prompt, which runs the UserPromptSubmit hooks:
+//     a hook that blocks it has its reason printed, and the next line is
+//     read; a hook's context is kept as a <system-reminder> meta message;
+//  2. rebuilds the conversation from the log (Engine.Conversation), turns
+//     it into request messages (adapters/anthropic.MessageParams) and sends
+//     it with the SDK's Messages.New;
+//  3. appends the response, every block and its usage, to the session
+//     (adapters/anthropic.Append) and prints its text;
+//  4. ends the turn with Agent.Stop, which runs the Stop hooks: a hook that
+//     blocks queues its reason as the next user message, and the agent
+//     sends again, until no hook blocks or reprise's cap of consecutive
+//     blocks is reached.
+//
+// At the end of input the session is ended with reason user_exit (its
+// SessionEnd hooks get prompt_input_exit) and the agent prints the command
+// that resumes it.
+//
+// Without --session, the first prompt starts a new session (Agent.New,
+// with the prompt as the SessionStart hooks' initialPrompt) in the current
+// directory, which is the session's project: its .claude/settings.json and
+// .claude/settings.local.json hooks run, besides those of
+// ~/.claude/settings.json. With --session ID, the agent resumes that
+// session at once (Agent.Start, a startup restore): the next prompt is
+// sent with every earlier turn.
+//
+// The store is a bbolt file: --store, else $REPRISE_STORE, else
+// $XDG_STATE_HOME/reprise/reprise.db, else
+// ~/.local/state/reprise/reprise.db, the reprise command's default, so
+// that `reprise sessions`, `reprise log` and `reprise replay` show what the
+// agent did (once it has exited: a bbolt file has one writer at a time).
+// Transcripts that hooks read are kept in a "transcripts" directory beside
+// it.
+//
+// The API key is $ANTHROPIC_API_KEY; without it the SDK's other
+// credential sources apply ($ANTHROPIC_AUTH_TOKEN, profiles). --base-url
+// (else $ANTHROPIC_BASE_URL) points the client at another server.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/reprise-dev/reprise"
+	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// storeEnv names the environment variable that chooses the store when
+// --store is not given, as for the reprise command.
+const storeEnv = "REPRISE_STORE"
+
+// stopBlockCap is how many consecutive times Stop hooks may send the agent
+// back to work in one turn before reprise stops asking them.
+const stopBlockCap = reprise.DefaultStopBlockCap
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config is what the flags say.
+type config struct {
+	store     string
+	session   string
+	agent     string
+	model     string
+	maxTokens int64
+	system    string
+	baseURL   string
+}
+
+// run is the whole command: it parses args, reads prompts from stdin until
+// its end (or until ctx is cancelled), writes the model's answers to stdout
+// and everything else to stderr, and returns the exit code: 0, 1 on an
+// error, 2 on a usage error.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var cfg config
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.store, "store", "", "the bbolt `PATH` of the session store (default $"+storeEnv+", else $XDG_STATE_HOME/reprise/reprise.db)")
+	fs.StringVar(&cfg.session, "session", "", "resume the session with this `ID` instead of starting a new one")
+	fs.StringVar(&cfg.agent, "agent", "example-agent", "the reprise agent `NAME` whose lifecycle the log records")
+	fs.StringVar(&cfg.model, "model", string(anthropic.ModelClaudeSonnet4_5), "the `MODEL` to ask")
+	fs.Int64Var(&cfg.maxTokens, "max-tokens", 4096, "the most tokens an answer may have")
+	fs.StringVar(&cfg.system, "system", "", "a system prompt")
+	fs.StringVar(&cfg.baseURL, "base-url", "", "the Messages API's base `URL` (default $ANTHROPIC_BASE_URL, else Anthropic's)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agent [flags] < prompts\n\nA chat loop on the Anthropic Messages API whose sessions live in reprise.\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agent: unexpected argument %q (prompts are read from standard input)\n", fs.Arg(0))
+		return 2
+	}
+	if err := runLoop(ctx, cfg, stdin, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "agent:", err)
+		return 1
+	}
+	return 0
+}
+
+// storePath returns the store file: --store, else $REPRISE_STORE, else
+// reprise/reprise.db under the XDG state directory, as the reprise command
+// chooses it.
+func storePath(flagValue string) (string, error) {
+	path := flagValue
+	if path == "" {
+		path = os.Getenv(storeEnv)
+	}
+	if path == "" {
+		// The XDG base directory specification says to ignore relative paths.
+		if dir := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(dir) {
+			path = filepath.Join(dir, "reprise", "reprise.db")
+		} else {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("no store: give --store or set %s: %w", storeEnv, err)
+			}
+			path = filepath.Join(home, ".local", "state", "reprise", "reprise.db")
+		}
+	}
+	if strings.Contains(path, "://") {
+		return "", fmt.Errorf("store %s: this example opens bbolt files only", path)
+	}
+	return filepath.Abs(path)
+}
+
+// host is one run of the agent: the Engine over the store, the reprise
+// agent whose current session the prompts go to, and the API client.
+type host struct {
+	cfg     config
+	store   string
+	e       *reprise.Engine
+	agent   *reprise.Agent
+	client  anthropic.Client
+	out     io.Writer
+	errw    io.Writer
+	session string // the current session, "" until the first prompt of a new one
+}
+
+func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	store, err := storePath(cfg.store)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(store), 0o700); err != nil {
+		return err
+	}
+	e, err := reprise.OpenContext(ctx, store, reprise.Options{
+		// Run the hooks of ~/.claude/settings.json and of each session's
+		// project's .claude/settings.json and settings.local.json, and
+		// of the plugins they enable, as Claude Code would.
+		ClaudeSettings: true,
+		StopBlockCap:   stopBlockCap,
+		Logger:         slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", store, err)
+	}
+	defer func() {
+		if cerr := e.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close store: %w", cerr)
+		}
+	}()
+	agent, err := e.Agent(ctx, cfg.agent)
+	if err != nil {
+		return err
+	}
+	opts := []option.RequestOption{}
+	if key := os.Getenv("ANTHROPIC_API_KEY"); key != "" {
+		opts = append(opts, option.WithAPIKey(key))
+	}
+	if cfg.baseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.baseURL))
+	}
+	h := &host{cfg: cfg, store: store, e: e, agent: agent, client: anthropic.NewClient(opts...), out: stdout, errw: stderr}
+
+	if cfg.session != "" {
+		if err := h.resume(ctx, cfg.session); err != nil {
+			return err
+		}
+	}
+	interactive := isTerminal(stdin)
+	lines, stopReading := readLines(stdin)
+	defer stopReading()
+	for {
+		if interactive {
+			fmt.Fprint(stdout, "> ")
+		}
+		var text string
+		var ok bool
+		select {
+		case <-ctx.Done():
+			h.end(context.WithoutCancel(ctx), reprise.ReasonAbort)
+			return ctx.Err()
+		case text, ok = <-lines:
+		}
+		if !ok {
+			break
+		}
+		text = strings.TrimSpace(text)
+		if text == "" {
+			continue
+		}
+		if h.session == "" {
+			if err := h.start(ctx, text); err != nil {
+				return err
+			}
+		}
+		if err := h.turn(ctx, text); err != nil {
+			var apiErr *apiError
+			if ctx.Err() == nil && errors.As(err, &apiErr) {
+				// The prompt is kept: the next one is sent with it.
+				fmt.Fprintln(stderr, "agent:", err)
+				continue
+			}
+			h.end(context.WithoutCancel(ctx), reprise.ReasonError)
+			return err
+		}
+	}
+	return h.end(ctx, reprise.ReasonUserExit)
+}
+
+// resume makes session id current with a startup restore: its SessionStart
+// hooks run with source "startup" and their context is injected.
+func (h *host) resume(ctx context.Context, id string) error {
+	r, err := h.agent.Start(ctx, id)
+	if errors.Is(err, reprise.ErrSessionNotFound) {
+		return fmt.Errorf("no session %s in %s", id, h.store)
+	}
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", id, err)
+	}
+	h.session = id
+	info, _ := h.e.Session(ctx, id)
+	fmt.Fprintf(h.errw, "resumed session %s (%d messages, project %s)\n", id, r.Messages, info.Cwd)
+	h.reportHooks("SessionStart", r.StartOutcomes, r.Context)
+	return nil
+}
+
+// start makes a new session current, in the current directory, with prompt
+// as the SessionStart hooks' initialPrompt.
+func (h *host) start(ctx context.Context, prompt string) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	r, err := h.agent.New(ctx, "", cwd, reprise.WithInitialPrompt(prompt))
+	if err != nil {
+		return fmt.Errorf("new session: %w", err)
+	}
+	h.session = r.To
+	fmt.Fprintf(h.errw, "session %s (project %s)\n", h.session, cwd)
+	h.reportHooks("SessionStart", r.StartOutcomes, r.Context)
+	return nil
+}
+
+// apiError is a failed request to the Messages API: the turn is given up,
+// but the loop goes on.
+type apiError struct{ err error }
+
+func (e *apiError) Error() string { return "messages API: " + e.err.Error() }
+func (e *apiError) Unwrap() error { return e.err }
+
+// turn is one prompt: submit it, then send, append and stop until no Stop
+// hook asks to continue.
+func (h *host) turn(ctx context.Context, text string) error {
+	pr, err := h.agent.Prompt(ctx, text)
+	if err != nil {
+		return fmt.Errorf("prompt: %w", err)
+	}
+	h.reportHooks("UserPromptSubmit", pr.Outcomes, pr.Context)
+	if pr.Blocked {
+		fmt.Fprintf(h.out, "[prompt blocked by a UserPromptSubmit hook: %s]\n", pr.Reason)
+		return nil
+	}
+	// reprise caps consecutive Stop blocks; the bound here only guards
+	// against a loop if it did not.
+	for sends := 0; sends <= stopBlockCap; sends++ {
+		resp, err := h.send(ctx)
+		if err != nil {
+			return &apiError{err}
+		}
+		if _, err := rpanthropic.Append(ctx, h.e, h.session, resp); err != nil {
+			return fmt.Errorf("append the answer: %w", err)
+		}
+		for _, b := range resp.Content {
+			if b.Type == "text" {
+				fmt.Fprintln(h.out, b.Text)
+			}
+		}
+		st, err := h.agent.Stop(ctx, reprise.WithStopReason(string(resp.StopReason)))
+		if err != nil {
+			return fmt.Errorf("stop: %w", err)
+		}
+		h.reportHooks("Stop", st.Outcomes, "")
+		if st.Capped {
+			fmt.Fprintf(h.errw, "Stop hooks blocked %d times in a row: not asked again this turn\n", stopBlockCap)
+		}
+		if !st.Blocked {
+			return nil
+		}
+		// The reason is already the session's next user message.
+		fmt.Fprintf(h.out, "[a Stop hook asks to continue: %s]\n", st.Reason)
+	}
+	return nil
+}
+
+// send sends the session's conversation, rebuilt from the log, to the
+// model.
+func (h *host) send(ctx context.Context) (*anthropic.Message, error) {
+	conv, err := h.e.Conversation(ctx, h.session)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := rpanthropic.MessageParams(conv)
+	if err != nil {
+		return nil, err
+	}
+	params := anthropic.MessageNewParams{
+		Model:     anthropic.Model(h.cfg.model),
+		MaxTokens: h.cfg.maxTokens,
+		Messages:  msgs,
+	}
+	if h.cfg.system != "" {
+		params.System = []anthropic.TextBlockParam{{Text: h.cfg.system}}
+	}
+	return h.client.Messages.New(ctx, params)
+}
+
+// end ends the current session for reason, running its SessionEnd hooks,
+// and says how to resume it.
+func (h *host) end(ctx context.Context, reason reprise.Reason) error {
+	if h.session == "" {
+		return nil
+	}
+	r, err := h.agent.End(ctx, reason, reprise.EndOptions{})
+	if err != nil {
+		return fmt.Errorf("end session %s: %w", h.session, err)
+	}
+	h.reportHooks("SessionEnd", r.EndOutcomes, "")
+	fmt.Fprintf(h.errw, "session %s saved in %s\nresume it with: agent --store %s --session %s\n", h.session, h.store, h.store, h.session)
+	h.session = ""
+	return nil
+}
+
+// reportHooks tells, on stderr, which hooks of event did not succeed and
+// whether they added context.
+func (h *host) reportHooks(event string, outcomes []schema.HookOutcome, added string) {
+	for _, o := range outcomes {
+		if o.Status == "ok" {
+			continue
+		}
+		detail := o.Error
+		if o.Stderr != "" {
+			detail = strings.TrimSpace(o.Stderr)
+		}
+		if o.Decision == "block" {
+			continue // the caller prints the reason
+		}
+		fmt.Fprintf(h.errw, "%s hook %q (%s): %s %s\n", event, o.Name, o.Source, o.Status, detail)
+	}
+	if added != "" {
+		fmt.Fprintf(h.errw, "[%s hooks added context (%d characters)]\n", event, len(added))
+	}
+}
+
+// readLines sends the lines of r, then closes the channel. stop lets the
+// reading goroutine go when the caller returns early.
+func readLines(r io.Reader) (lines <-chan string, stop func()) {
+	ch := make(chan string)
+	done := make(chan struct{})
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			select {
+			case ch <- sc.Text():
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ch, func() { close(done) }
+}
+
+// isTerminal tells whether r is a terminal, where a prompt sign helps.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
