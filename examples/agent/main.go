@@ -103,11 +103,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var cfg config
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.store, "store", "", "the bbolt `PATH` of the session store (default $"+storeEnv+", else $XDG_STATE_HOME/reprise/reprise.db)")
+	fs.StringVar(&cfg.store, "store", "", "the bbolt `PATH` of the session store (default $"+storeEnv+", else $XDG_STATE_HOME/reprise/reprise.db, else ~/.local/state/reprise/reprise.db)")
 	fs.StringVar(&cfg.session, "session", "", "resume the session with this `ID` instead of starting a new one")
 	fs.StringVar(&cfg.agent, "agent", "example-agent", "the reprise agent `NAME` whose lifecycle the log records")
 	fs.StringVar(&cfg.model, "model", string(anthropic.ModelClaudeSonnet4_5), "the `MODEL` to ask")
-	fs.Int64Var(&cfg.maxTokens, "max-tokens", 4096, "the most tokens an answer may have")
+	fs.Int64Var(&cfg.maxTokens, "max-tokens", 4096, "the most tokens (`N`) an answer may have")
 	fs.StringVar(&cfg.system, "system", "", "a system prompt")
 	fs.StringVar(&cfg.baseURL, "base-url", "", "the Messages API's base `URL` (default $ANTHROPIC_BASE_URL, else Anthropic's)")
 	fs.Usage = func() {
@@ -246,7 +246,11 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 				fmt.Fprintln(stderr, "agent:", err)
 				continue
 			}
-			h.end(context.WithoutCancel(ctx), reprise.ReasonError)
+			reason := reprise.ReasonError
+			if ctx.Err() != nil {
+				reason = reprise.ReasonAbort
+			}
+			h.end(context.WithoutCancel(ctx), reason)
 			return err
 		}
 	}
@@ -383,12 +387,12 @@ func (h *host) reportHooks(event string, outcomes []schema.HookOutcome, added st
 		if o.Status == "ok" {
 			continue
 		}
+		if o.Decision == "block" {
+			continue // the caller prints the reason
+		}
 		detail := o.Error
 		if o.Stderr != "" {
 			detail = strings.TrimSpace(o.Stderr)
-		}
-		if o.Decision == "block" {
-			continue // the caller prints the reason
 		}
 		fmt.Fprintf(h.errw, "%s hook %q (%s): %s %s\n", event, o.Name, o.Source, o.Status, detail)
 	}
