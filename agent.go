@@ -354,8 +354,14 @@ func (a *Agent) append(ctx context.Context, ready lifecycle.Ready, views *sessio
 			s.dropPending(saved.N)
 		}
 	}
-	for _, s := range views.locked {
-		a.e.keepTranscript(s, false)
+	// Sessions this append wrote messages to: their transcript files, when
+	// hooks have been given them, must hold the messages at once.
+	var wrote *session
+	for _, ev := range evs {
+		if s := views.byID[projection.SessionID(ev.Stream)]; s != nil && s != wrote {
+			wrote = s
+			a.e.keepTranscript(s, false)
+		}
 	}
 	return nil
 }
