@@ -105,7 +105,8 @@ func runScenarioFile(t *testing.T, path string, real bool) {
 	failed := false
 	for _, b := range blocks {
 		var got []string
-		for _, cmd := range b.commands {
+		for k, cmd := range b.commands {
+			w.where = fmt.Sprintf("%s:%d", path, b.line+k)
 			got = append(got, w.run(t, cmd)...)
 		}
 		if len(got) == 0 {
@@ -147,6 +148,7 @@ type world struct {
 	ids     int
 	stopCap int
 	mu      sync.Mutex
+	where   string // the scenario line being run, for errors
 
 	journal journal // what the commands did, in order
 }
@@ -241,10 +243,19 @@ func (w *world) run(t *testing.T, line string) []string {
 	t.Helper()
 	words, opts, err := splitCommand(line)
 	if err != nil {
-		t.Fatalf("%q: %v", line, err)
+		t.Fatalf("%s: %q: %v", w.where, line, err)
+	}
+	allowed, known := commandOptions[words[0]]
+	if !known {
+		t.Fatalf("%s: unknown command %q", w.where, words[0])
+	}
+	for key := range opts {
+		if key != "crash-after" && key != "fail" && !strings.Contains(" "+allowed+" ", " "+key+" ") {
+			t.Fatalf("%s: %s takes no option %q", w.where, words[0], key)
+		}
 	}
 	if w.e == nil && words[0] != "reopen" {
-		t.Fatalf("%q: the Engine crashed; reopen first", line)
+		t.Fatalf("%s: %q: the Engine crashed; reopen first", w.where, line)
 	}
 	w.journal.take()
 	var printed []string
@@ -290,7 +301,7 @@ func (w *world) command(t *testing.T, words []string, opts map[string]string) ([
 	ctx := context.Background()
 	arg := func(i int) string {
 		if i >= len(words) {
-			t.Fatalf("%s: missing argument %d", words[0], i)
+			t.Fatalf("%s: %s: missing argument %d", w.where, words[0], i)
 		}
 		return words[i]
 	}
@@ -419,8 +430,19 @@ func (w *world) command(t *testing.T, words []string, opts map[string]string) ([
 		w.open()
 		return nil, nil
 	}
-	t.Fatalf("unknown command %q", words[0])
+	t.Fatalf("%s: unknown command %q", w.where, words[0])
 	return nil, nil
+}
+
+// commandOptions are the options each command takes, besides crash-after
+// and fail, which every command takes.
+var commandOptions = map[string]string{
+	"session": "cwd", "append": "meta", "buffer": "meta", "save": "",
+	"hook":   "matcher status context block summary cleanup config suppress timeout scoped id error once",
+	"unhook": "", "hooks": "event", "agent": "", "restored": "", "conversation": "", "transcript": "",
+	"start": "prompt", "restore": "", "new": "cwd prompt", "clear": "", "fork": "upto",
+	"compact": "trigger instructions", "end": "final error", "stop": "reason", "prompt": "",
+	"reopen": "stopcap",
 }
 
 // addHook registers a hook: "hook EVENT NAME [matcher=M] [status=S]
@@ -654,7 +676,11 @@ type recordingRunner struct {
 }
 
 func (r *recordingRunner) note(event hookexec.Event, session, value string, hooks []hookexec.Hook) {
-	r.journal.add(fmt.Sprintf("  run %s session=%s %s hooks=%s", event, session, value, strings.Join(hookexec.Names(hooks), ",")))
+	names := strings.Join(hookexec.Names(hooks), ",")
+	if names == "" {
+		names = "none" // as the intent line says it
+	}
+	r.journal.add(fmt.Sprintf("  run %s session=%s %s hooks=%s", event, session, value, names))
 }
 
 func (r *recordingRunner) SessionStart(ctx context.Context, hooks []hookexec.Hook, in hookexec.SessionStartInput, env hookexec.CommandEnv) ([]schema.HookOutcome, string) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -260,6 +261,9 @@ func runEnd(ctx context.Context, a *app, o endOptions, stdout, stderr io.Writer)
 	if o.reason == "" {
 		return usagef("missing --reason")
 	}
+	if !slices.Contains(endReasons, reprise.Reason(o.reason)) {
+		return usagef("--reason must be one of %s, not %q", joinReasons(endReasons), o.reason)
+	}
 	r, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.End(ctx, reprise.Reason(o.reason), o.end)
 	}, stderr)
@@ -343,4 +347,16 @@ func messageUUID(m *reprise.Message) string {
 		return ""
 	}
 	return m.UUID
+}
+
+// endReasons are the reasons reprise end takes.
+var endReasons = []reprise.Reason{reprise.ReasonComplete, reprise.ReasonError, reprise.ReasonAbort, reprise.ReasonTimeout,
+	reprise.ReasonUserExit, reprise.ReasonLogout, reprise.ReasonPromptInputExit, reprise.ReasonOther}
+
+func joinReasons(reasons []reprise.Reason) string {
+	words := make([]string, len(reasons))
+	for i, r := range reasons {
+		words[i] = string(r)
+	}
+	return strings.Join(words, ", ")
 }

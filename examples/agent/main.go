@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&cfg.agent, "agent", "example-agent", "the reprise agent `NAME` whose lifecycle the log records")
 	fs.StringVar(&cfg.model, "model", string(anthropic.ModelClaudeSonnet4_5), "the `MODEL` to ask")
 	fs.Int64Var(&cfg.maxTokens, "max-tokens", 4096, "the most tokens (`N`) an answer may have")
-	fs.StringVar(&cfg.system, "system", "", "a system prompt")
+	fs.StringVar(&cfg.system, "system", "", "a system prompt `TEXT`")
 	fs.StringVar(&cfg.baseURL, "base-url", "", "the Messages API's base `URL` (default $ANTHROPIC_BASE_URL, else Anthropic's)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: agent [flags] < prompts\n\nA chat loop on the Anthropic Messages API whose sessions live in reprise.\nFlags:")
