@@ -154,19 +154,19 @@ func (a *Agent) sync(ctx context.Context) error {
 // need be), then performs act. It returns the restore act completed, nil
 // when it changed nothing, and what a Stop decided.
 func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context) (string, error)) (r *Restore, out outcomes, err error) {
+	if !a.mu.TryLock() {
+		return nil, outcomes{}, fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
+	}
+	defer a.mu.Unlock()
 	if obs := a.e.observer; obs != nil {
 		session := act.To
 		if session == "" {
-			session = a.Current()
+			session = a.view.Current
 		}
 		var end func(*Restore, error)
 		ctx, end = obs.Action(ctx, a.id, act.Kind.String(), session)
 		defer func() { end(r, err) }()
 	}
-	if !a.mu.TryLock() {
-		return nil, outcomes{}, fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
-	}
-	defer a.mu.Unlock()
 	release, err := a.lockStream(ctx)
 	if err != nil {
 		return nil, outcomes{}, err
@@ -320,6 +320,21 @@ func (e *appendError) Error() string { return e.err.Error() }
 // sessions. A moved agent stream means another process won the agent:
 // ErrRestoreInProgress. The sessions of views must be locked.
 func (a *Agent) append(ctx context.Context, ready lifecycle.Ready, views *sessionViews) error {
+	// The lifecycle table must accept each step from the state the log
+	// yields before anything is written: a step it refuses would make the
+	// agent unreadable.
+	state := a.view.State
+	for i, rec := range ready.Records {
+		if rec.Stream != a.stream {
+			continue
+		}
+		step, _ := fsm.EventOf(ready.Payloads[i])
+		next, err := fsm.Apply(state, step)
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", a.id, err)
+		}
+		state = next
+	}
 	evs, err := a.e.appendTimed(ctx, ready.Expect, ready.Records)
 	var conflict *eventlog.ConflictError
 	switch {
@@ -405,6 +420,16 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks) life
 	return a.runHooksIn(ctx, wctx, eff, env)
 }
 
+// gate is the answer of hooks that may block what follows them: when the
+// caller cancelled while they ran, they did not all answer, so what they
+// guard does not happen.
+func gate(ctx context.Context, blocked bool, reason string) (bool, string) {
+	if err := ctx.Err(); err != nil && !blocked {
+		return true, "cancelled before the hooks answered: " + err.Error()
+	}
+	return blocked, reason
+}
+
 // hookValue is what eff's hooks match on: its source, reason or trigger.
 func hookValue(eff lifecycle.RunHooks) string {
 	switch eff.Event {
@@ -452,11 +477,13 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 		outcomes, blocked, reason, text := e.runner.Prompt(ctx, eff.Hooks, hookexec.PromptInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Prompt: eff.Prompt, PromptID: eff.PromptID,
 			Messages: msgs}, env)
+		blocked, reason = gate(ctx, blocked, reason)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Blocked: blocked, Reason: reason, Context: text}
 	case hookexec.PreCompact:
 		outcomes, blocked, reason := e.runner.PreCompact(ctx, eff.Hooks, hookexec.PreCompactInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Trigger: eff.Trigger,
 			CustomInstructions: eff.Instructions, Messages: msgs}, env)
+		blocked, reason = gate(ctx, blocked, reason)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Blocked: blocked, Reason: reason}
 	}
 	envName := id + ".env"

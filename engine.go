@@ -362,7 +362,9 @@ func (e *Engine) createSession(ctx context.Context, id, cwd string) (string, err
 		return "", err
 	}
 	e.mu.Lock()
-	e.sessions[id] = newSession(conv)
+	if e.sessions[id] == nil { // a reader may have cached it already: keep one copy
+		e.sessions[id] = newSession(conv)
+	}
 	e.mu.Unlock()
 	return id, nil
 }

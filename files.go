@@ -127,6 +127,15 @@ func (d *dirFiles) Replace(name string, write func(io.Writer) error) error {
 	path := filepath.Join(dir, name)
 	tmp := path + ".tmp"
 	err = writeFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, write)
+	if errors.Is(err, fs.ErrNotExist) { // the directory went away (a tmp cleaner): make it again, once
+		d.mu.Lock()
+		d.checked = false
+		d.mu.Unlock()
+		if _, derr := d.directory(true); derr != nil {
+			return derr
+		}
+		err = writeFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, write)
+	}
 	if errors.Is(err, fs.ErrExist) { // a leftover of a crash, or a planted file: never written through
 		_ = os.Remove(tmp)
 		err = writeFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, write)

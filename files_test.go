@@ -168,3 +168,24 @@ func TestNewKeepsFilesInAPrivateTemporaryDirectory(t *testing.T) {
 		t.Fatalf("the Engine wrote into the home directory: %v", entries)
 	}
 }
+
+// TestDirFilesRecreateARemovedDirectory checks that a transcript directory
+// removed while an Engine runs (a tmp cleaner) is made again on the next
+// write, instead of every later write failing.
+func TestDirFilesRecreateARemovedDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "files")
+	f := reprise.DirFiles(dir)
+	write := func(io.Writer) error { return nil }
+	if err := f.Replace("a.jsonl", write); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Replace("a.jsonl", write); err != nil {
+		t.Fatalf("Replace after the directory was removed: %v", err)
+	}
+	if info, err := os.Stat(dir); err != nil || info.Mode().Perm() != 0o700 {
+		t.Fatalf("directory made again: %v, %v", info, err)
+	}
+}

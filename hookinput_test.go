@@ -62,3 +62,41 @@ func schemaText(m schema.Message) string {
 	}
 	return m.Content[0].Text
 }
+
+// TestCancelledPromptIsNotKept checks that a prompt whose UserPromptSubmit
+// hooks were cut short by the caller's cancellation is not kept: the gate
+// did not answer, so it did not let the prompt through.
+func TestCancelledPromptIsNotKept(t *testing.T) {
+	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{Files: reprise.NewMemoryFiles()})
+	defer e.Close()
+	if _, err := e.CreateSession(t.Context(), "a", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	e.Hooks().OnUserPromptSubmit("gate", func(hctx context.Context, _ hookexec.PromptInput) (hookexec.PromptOutput, error) {
+		cancel()
+		<-hctx.Done()
+		return hookexec.PromptOutput{}, hctx.Err()
+	})
+	a, err := e.Agent(t.Context(), "ide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Start(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Prompt(ctx, "do it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Blocked || res.Message != nil {
+		t.Fatalf("result %+v: a cancelled gate let the prompt through", res)
+	}
+	msgs, err := e.Conversation(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 0 {
+		t.Fatalf("the conversation holds %d messages, want none", len(msgs))
+	}
+}

@@ -2,6 +2,7 @@ package reprise_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -99,5 +100,41 @@ func TestObserverIsToldEverything(t *testing.T) {
 	}
 	if _, err := a.Restore(t.Context(), "missing"); err == nil || !strings.Contains(strings.Join(rec.lines, "\n"), "end restore steps=0 err=reprise: session not found") {
 		t.Errorf("a refused action's end was not told with its error: %v", err)
+	}
+}
+
+// TestObserverDoesNotMakeASecondActionWait checks that with an Observer a
+// second action on a busy agent still fails at once with
+// ErrRestoreInProgress, instead of waiting and running afterwards.
+func TestObserverDoesNotMakeASecondActionWait(t *testing.T) {
+	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{Files: reprise.NewMemoryFiles(), Observer: &recorder{}})
+	defer e.Close()
+	testkit.Session(t, e, "a", t.TempDir())
+	started, release := make(chan struct{}), make(chan struct{})
+	e.Hooks().OnStop("slow", func(context.Context, hookexec.StopInput) (hookexec.StopOutput, error) {
+		close(started)
+		<-release
+		return hookexec.StopOutput{}, nil
+	})
+	a := testkit.Agent(t, e, "ide")
+	if _, err := a.Start(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := a.Stop(t.Context()); done <- err }()
+	<-started
+	second := make(chan error, 1)
+	go func() { _, err := a.Stop(t.Context()); second <- err }()
+	select {
+	case err := <-second:
+		if !errors.Is(err, reprise.ErrRestoreInProgress) {
+			t.Errorf("second Stop: %v, want ErrRestoreInProgress", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the second Stop waited for the first")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

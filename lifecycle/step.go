@@ -222,7 +222,7 @@ func Step(in Input) (Ready, error) {
 		if !retries(in, failed) {
 			return Ready{}, failed.Err
 		}
-		if a.State == fsm.Prompting || in.Action.Kind == Prompt {
+		if a.State == fsm.Prompting || a.State == fsm.Stopping || in.Action.Kind == Prompt {
 			in.Outcome = failed.Outcome // keep the prompt as the hooks said, once it fits
 		}
 	}
@@ -239,8 +239,10 @@ func Step(in Input) (Ready, error) {
 		r := a.Restore
 		ran, ok := in.Outcome.(HooksRan)
 		if !ok {
-			return agentStep(in, r.ID, &schema.SessionEndHookRan{Session: r.From, Reason: r.EndReason,
-				Outcomes: interrupted(r.EndHooks), Interrupted: true}), nil
+			ready := agentStep(in, r.ID, &schema.SessionEndHookRan{Session: r.From, Reason: r.EndReason,
+				Outcomes: interrupted(r.EndHooks), Interrupted: true})
+			ready.Effect = DropSessionHooks{Session: r.From} // it has ended all the same
+			return ready, nil
 		}
 		ready := agentStep(in, r.ID, &schema.SessionEndHookRan{Session: r.From, Reason: r.EndReason, Outcomes: ran.Outcomes})
 		ready.Effect = DropSessionHooks{Session: r.From}
@@ -294,7 +296,7 @@ func retries(in Input, failed AppendFailed) bool {
 			return errors.Is(failed.Err, eventlog.ErrConflict) && failed.Tries < MaxInjectTries
 		}
 		return leaving && failed.Tries == 1
-	case fsm.Started, fsm.Prompting:
+	case fsm.Started, fsm.Prompting, fsm.Stopping, fsm.PreCompacted:
 		return errors.Is(failed.Err, eventlog.ErrConflict) && failed.Tries < MaxInjectTries
 	}
 	return false
@@ -378,6 +380,9 @@ var EndReasons = []schema.Reason{schema.ReasonComplete, schema.ReasonError, sche
 func leave(in Input, attempt *schema.SaveAttempted) (Ready, error) {
 	rid := in.NewID()
 	from := in.Sessions[attempt.From]
+	if attempt.FinalMessage == "" && from != nil {
+		attempt.FinalMessage = lastAssistant(from)
+	}
 	if failed, ok := in.Outcome.(AppendFailed); ok || from == nil {
 		why := "session " + attempt.From + " cannot be read"
 		if ok {
@@ -392,9 +397,6 @@ func leave(in Input, attempt *schema.SaveAttempted) (Ready, error) {
 	if len(from.Pending) > 0 {
 		ready = messages(in.Now, from, nil)
 		attempt.Saved = len(from.Pending)
-	}
-	if attempt.FinalMessage == "" {
-		attempt.FinalMessage = lastAssistant(from)
 	}
 	return withAgentStep(in, ready, rid, attempt), nil
 }

@@ -120,3 +120,35 @@ func TestStepRefusesBeforeRecording(t *testing.T) {
 		})
 	}
 }
+
+// TestStopBlockIsTriedAgainAfterAConflict checks that a Stop whose hooks
+// blocked, and whose outcome lost a race with another writer of the
+// session, is recorded again, block and feedback message included, rather
+// than lost.
+func TestStopBlockIsTriedAgainAfterAConflict(t *testing.T) {
+	agent := projection.NewAgent("ide")
+	sessions := map[string]*lifecycle.Session{"a": {ID: "a", Head: 1}}
+	walk(t, agent, sessions, lifecycle.Action{Kind: lifecycle.Start, To: "a"}, func(lifecycle.Input) {})
+	ids := 0
+	in := lifecycle.Input{Agent: agent, Action: lifecycle.Action{Kind: lifecycle.Stop}, Sessions: sessions, Now: 1, StopCap: 8,
+		NewID: func() string { ids++; return "s" + strconv.Itoa(ids) }}
+	in.Outcome = lifecycle.HooksMatched{Hooks: []hookexec.Hook{{Name: "checker"}}}
+	ready, err := lifecycle.Step(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := eventlog.Event{Stream: "agent/ide", Seq: agent.Head + 1, Type: ready.Records[0].Type, RestoreID: ready.Records[0].RestoreID}
+	if err := agent.ApplyDecoded(ev, ready.Payloads[0]); err != nil {
+		t.Fatal(err)
+	}
+	ran := lifecycle.HooksRan{Outcomes: []schema.HookOutcome{{Name: "checker", Status: schema.HookOK, Decision: "block"}}, Blocked: true, Reason: "keep going"}
+	conflict := &eventlog.ConflictError{Stream: "session/a", Expected: 1, Actual: 2}
+	in.Outcome = lifecycle.AppendFailed{Err: conflict, Tries: 1, Outcome: ran}
+	ready, err = lifecycle.Step(in)
+	if err != nil {
+		t.Fatalf("a conflict on the session ended the Stop: %v", err)
+	}
+	if ready.Stopped == nil || !ready.Stopped.Blocked || len(ready.Records) != 2 {
+		t.Fatalf("after the conflict: %d records, result %+v; want the feedback message and the blocked outcome", len(ready.Records), ready.Stopped)
+	}
+}

@@ -81,7 +81,7 @@ func TestLifecycleCommands(t *testing.T) {
 	if out := c.ok(with("stop")...); !strings.HasPrefix(out, "blocked: tests are still red") {
 		t.Fatalf("stop printed %s", out)
 	}
-	c.fails(2, with("end")...) // --reason is required
+	c.fails(2, with("end")...)                      // --reason is required
 	c.fails(2, with("end", "--reason", "bored")...) // a reason end does not know is a usage error
 	out = c.ok(with("end", "--reason", "user_exit")...)
 	if !strings.Contains(out, "the agent has no current session now") {
