@@ -90,12 +90,12 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		compare(t, want, render(t, engineStore(t, reprise.New(store, reprise.Options{TranscriptDir: t.TempDir()}))))
+		compare(t, want, render(t, closing(t, reprise.New(store, reprise.Options{TranscriptDir: t.TempDir()}))))
 	})
 }
 
 // openBolt opens a copy of the golden bbolt file, read-only.
-func openBolt(t *testing.T) eventlog.Store {
+func openBolt(t *testing.T) *reprise.Engine {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, boltFile))
 	if err != nil {
@@ -108,25 +108,24 @@ func openBolt(t *testing.T) eventlog.Store {
 	return openEngine(t, path)
 }
 
-// openEngine opens the store at path (a file or a URL) read-only and
-// returns its event log, closed when t ends.
-func openEngine(t *testing.T, path string) eventlog.Store {
+// openEngine opens the bbolt store at path read-only, closed when t ends.
+func openEngine(t *testing.T, path string) *reprise.Engine {
 	t.Helper()
 	e, err := reprise.Open(path, reprise.Options{ReadOnly: true, TranscriptDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engineStore(t, e)
+	return closing(t, e)
 }
 
-// engineStore returns e's store, closing e when t ends.
-func engineStore(t *testing.T, e *reprise.Engine) eventlog.Store {
+// closing returns e, closed when t ends.
+func closing(t *testing.T, e *reprise.Engine) *reprise.Engine {
 	t.Cleanup(func() {
 		if err := e.Close(); err != nil {
 			t.Error(err)
 		}
 	})
-	return e.Store()
+	return e
 }
 
 // compare fails t at the first line where got differs from want.
@@ -153,8 +152,9 @@ func compare(t *testing.T, want, got []byte) {
 // render writes what the log holds and what the projections make of it,
 // one item a line: every event with its decoded payload, every session's
 // conversation and transcript, the session index, every agent's history.
-func render(t *testing.T, store eventlog.Store) []byte {
+func render(t *testing.T, e *reprise.Engine) []byte {
 	t.Helper()
+	store := e.Store()
 	ctx := context.Background()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -207,7 +207,11 @@ func render(t *testing.T, store eventlog.Store) []byte {
 		for _, k := range c.Kept {
 			fmt.Fprintf(&b, "kept before=%d %q\n", k.Before, k.Record)
 		}
-		for line := range strings.Lines(string(transcriptLines(t, store, stream, id))) {
+		var transcript bytes.Buffer
+		if err := e.Export(ctx, id, &transcript); err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(transcript.String()) {
 			b.WriteString("transcript " + line)
 		}
 	}
@@ -234,30 +238,6 @@ func render(t *testing.T, store eventlog.Store) []byte {
 		}
 	}
 	return b.Bytes()
-}
-
-// transcriptLines renders session stream's events as a Claude Code
-// transcript, the way export does.
-func transcriptLines(t *testing.T, store eventlog.Store, stream, id string) []byte {
-	t.Helper()
-	var out []byte
-	var cwd string
-	err := store.ReadStream(context.Background(), stream, 1, func(ev eventlog.Event) error {
-		p, err := schema.Decode(ev)
-		if err != nil {
-			return err
-		}
-		if created, ok := p.(*schema.SessionCreated); ok {
-			cwd = created.Cwd
-		}
-		line, err := projection.RecordLine(id, cwd, ev.Time, p)
-		out = append(out, line...)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func streams(t *testing.T, store eventlog.Store, prefix string) []string {
@@ -347,7 +327,7 @@ func regenerate(t *testing.T) {
 	}
 
 	// The same events, one append each, into a schema of its own, dumped.
-	src := openEngine(t, path)
+	src := openEngine(t, path).Store()
 	var evs []eventlog.Event
 	if err := src.ReadAll(ctx, 1, func(ev eventlog.Event) error {
 		ev.Payload = bytes.Clone(ev.Payload)
