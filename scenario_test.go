@@ -1,6 +1,7 @@
 package reprise_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -320,7 +321,7 @@ func (w *world) command(t *testing.T, words []string, opts map[string]string) ([
 	}
 	switch words[0] {
 	case "session":
-		_, err := w.e.CreateSession(ctx, arg(1), cmpOr(opts["cwd"], w.cwd()))
+		_, err := w.e.CreateSession(ctx, arg(1), cmp.Or(opts["cwd"], w.cwd()))
 		return nil, err
 	case "append", "buffer":
 		m := reprise.Text(arg(2), arg(3))
@@ -350,7 +351,7 @@ func (w *world) command(t *testing.T, words []string, opts map[string]string) ([
 	case "restore":
 		return restored(agent().Restore(ctx, arg(2)))
 	case "new":
-		return restored(agent().New(ctx, arg(2), cmpOr(opts["cwd"], w.cwd()), reprise.WithInitialPrompt(opts["prompt"])))
+		return restored(agent().New(ctx, arg(2), cmp.Or(opts["cwd"], w.cwd()), reprise.WithInitialPrompt(opts["prompt"])))
 	case "clear":
 		return restored(agent().Clear(ctx))
 	case "fork":
@@ -464,7 +465,7 @@ func (w *world) addHook(t *testing.T, words []string, opts map[string]string) ([
 			t.Fatalf("timeout: %v", err)
 		}
 	}
-	w.scripts[words[2]] = hookScript{status: cmpOr(opts["status"], schema.HookOK), context: opts["context"],
+	w.scripts[words[2]] = hookScript{status: cmp.Or(opts["status"], schema.HookOK), context: opts["context"],
 		block: opts["block"], summary: opts["summary"], cleanup: opts["cleanup"], config: opts["config"],
 		suppress: opts["suppress"] == "true"}
 	if id := opts["scoped"]; id != "" {
@@ -475,13 +476,6 @@ func (w *world) addHook(t *testing.T, words []string, opts map[string]string) ([
 		return []string{"hook " + hid}, err
 	}
 	return nil, w.hooks.Add(h)
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // describe is the line of an appended event: its type, then for a
@@ -598,7 +592,7 @@ func (s scriptedRunner) outcomes(hooks []hookexec.Hook) ([]schema.HookOutcome, [
 	texts := make([]string, len(hooks))
 	for i, h := range hooks {
 		sc := s.scripts[h.Name]
-		o := schema.HookOutcome{Name: h.Name, Source: h.Source, Status: cmpOr(sc.status, schema.HookOK)}
+		o := schema.HookOutcome{Name: h.Name, Source: h.Source, Status: cmp.Or(sc.status, schema.HookOK)}
 		if o.Status == schema.HookOK {
 			texts[i] = sc.context
 			o.Summary = sc.summary
