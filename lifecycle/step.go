@@ -231,7 +231,7 @@ func Step(in Input) (Ready, error) {
 		return begin(in)
 	case fsm.Saved:
 		r := a.Restore
-		return hookIntent(in, r.ID, MatchHooks{Event: hookexec.SessionEnd, Value: string(r.EndReason), Session: r.From},
+		return hookIntent(in, func() string { return r.ID }, MatchHooks{Event: hookexec.SessionEnd, Value: string(r.EndReason), Session: r.From},
 			func(names []string) schema.Payload {
 				return &schema.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: names}
 			}, RunHooks{Event: hookexec.SessionEnd, Session: r.From, Reason: r.EndReason, FinalMessage: r.EndMessage, Error: r.EndError})
@@ -255,7 +255,7 @@ func Step(in Input) (Ready, error) {
 		return load(in, r.ID, r.To, r.Source, r.From, r.InitialPrompt)
 	case fsm.Loaded:
 		r := a.Restore
-		return hookIntent(in, r.ID, MatchHooks{Event: hookexec.SessionStart, Value: string(r.Source), Session: r.To},
+		return hookIntent(in, func() string { return r.ID }, MatchHooks{Event: hookexec.SessionStart, Value: string(r.Source), Session: r.To},
 			func(names []string) schema.Payload {
 				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: names}
 			}, RunHooks{Event: hookexec.SessionStart, Session: r.To, Source: r.Source, InitialPrompt: r.InitialPrompt})
@@ -423,13 +423,14 @@ func load(in Input, rid, id string, source schema.Source, from, prompt string) (
 }
 
 // hookIntent is a hook phase's first half: which hooks would run, then the
-// durable intent naming them, appended before they run.
-func hookIntent(in Input, rid string, match MatchHooks, intent func([]string) schema.Payload, run RunHooks) (Ready, error) {
+// durable intent naming them, appended before they run; rid gives the
+// restore id, drawn only when the intent is recorded.
+func hookIntent(in Input, rid func() string, match MatchHooks, intent func([]string) schema.Payload, run RunHooks) (Ready, error) {
 	matched, ok := in.Outcome.(HooksMatched)
 	if !ok {
 		return Ready{Effect: match}, nil
 	}
-	ready := agentStep(in, rid, intent(hookexec.Names(matched.Hooks)))
+	ready := agentStep(in, rid(), intent(hookexec.Names(matched.Hooks)))
 	run.Hooks = matched.Hooks
 	ready.Effect = run
 	return ready, nil
@@ -608,11 +609,7 @@ func stop(in Input, id string) (Ready, error) {
 		return ready, nil
 	}
 	active := a.StopBlocks > 0
-	match := MatchHooks{Event: hookexec.Stop, Session: id}
-	if _, ok := in.Outcome.(HooksMatched); !ok {
-		return Ready{Effect: match}, nil
-	}
-	return hookIntent(in, in.NewID(), match,
+	return hookIntent(in, in.NewID, MatchHooks{Event: hookexec.Stop, Session: id},
 		func(names []string) schema.Payload {
 			return &schema.StopHookStarted{Session: id, Active: active, Hooks: names, StopReason: in.Action.StopReason}
 		}, RunHooks{Event: hookexec.Stop, Session: id, StopActive: active, StopReason: in.Action.StopReason})
