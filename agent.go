@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
@@ -66,10 +67,10 @@ type Agent struct {
 }
 
 // Agent returns agent id, reading its lifecycle from the log on first use.
-// If the log ends inside a restore (the process that ran it died), the
-// restore is rolled forward first: its remaining steps run, and hooks whose
-// intent was recorded without an outcome are closed as interrupted, never
-// run again.
+// If the log ends inside a restore (the process that ran it died, or an
+// action was interrupted with ErrInterrupted), the restore is rolled
+// forward first: its remaining steps run, and hooks whose intent was
+// recorded without an outcome are closed as interrupted, never run again.
 func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, err
@@ -83,7 +84,7 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 	e.mu.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.loaded {
+	if !a.loaded || fsm.InFlight(a.view.State) {
 		release, err := a.lockStream(ctx)
 		if err != nil {
 			return nil, err
@@ -184,6 +185,9 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 	out, err = a.step(ctx, act)
 	if err == nil && out.blocked != "" {
 		err = fmt.Errorf("%w: %s", ErrCompactionBlocked, out.blocked)
+		if cause := ctx.Err(); cause != nil {
+			err = fmt.Errorf("%w: %w", err, cause)
+		}
 	}
 	if len(a.view.History) == before {
 		return nil, out, err
@@ -202,8 +206,13 @@ type outcomes struct {
 // step is the shell around lifecycle.Step: it asks the stepper what to do,
 // appends the records it decided, performs the effect it asked for, and
 // feeds the outcome back, until the action is finished. Hooks get ctx; once
-// a step is in flight, appends no longer stop when ctx is cancelled, so an
-// action that has begun always ends recorded. a.mu must be held.
+// a step is in flight, appends no longer stop when ctx is cancelled, so a
+// step that has begun always ends recorded. a.mu must be held.
+//
+// When ctx is done the loop stops at the next step boundary: the outcome
+// of hooks that were running is still recorded (under recordTimeout), but
+// no new step starts, and a step left in flight makes the error
+// ErrInterrupted.
 func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error) {
 	wctx := context.WithoutCancel(ctx)
 	var (
@@ -212,12 +221,19 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error
 		tries   int
 	)
 	for {
-		actx := ctx
-		if fsm.InFlight(a.view.State) {
+		if err := ctx.Err(); err != nil && !ranHooks(outcome) {
+			return result, a.interrupted(err)
+		}
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		switch {
+		case ctx.Err() != nil:
+			actx, cancel = context.WithTimeout(wctx, recordTimeout)
+		case fsm.InFlight(a.view.State):
 			actx = wctx
 		}
 		views, err := a.views(actx, act)
 		if err != nil {
+			cancel()
 			return result, err
 		}
 		given := outcome
@@ -233,6 +249,7 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error
 			err = a.append(actx, ready, views)
 		}
 		views.unlock()
+		cancel()
 		outcome = nil
 		var failed *appendError
 		switch {
@@ -255,6 +272,32 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error
 		}
 		outcome = a.perform(ctx, wctx, ready.Effect)
 	}
+}
+
+// recordTimeout bounds the append that records what hooks cut short by a
+// cancelled context did: the caller has given up, but the log must say
+// how the hooks ended.
+const recordTimeout = 5 * time.Second
+
+// ranHooks reports whether outcome is what hooks did, which the next step
+// records whatever happens.
+func ranHooks(outcome lifecycle.Outcome) bool {
+	if failed, ok := outcome.(lifecycle.AppendFailed); ok {
+		outcome = failed.Outcome
+	}
+	_, ok := outcome.(lifecycle.HooksRan)
+	return ok
+}
+
+// interrupted is the error of an action stopped because its context ended
+// with cause: ErrInterrupted when it left a step in flight, cause alone
+// when it had not begun.
+func (a *Agent) interrupted(cause error) error {
+	if !fsm.InFlight(a.view.State) {
+		return cause
+	}
+	return fmt.Errorf("%w: agent %s stopped in state %s (%w); the next call on agent %s finishes the restore",
+		ErrInterrupted, a.id, a.view.State, cause, a.id)
 }
 
 // sessionViews are the sessions a step may read or write, locked, with
@@ -424,8 +467,8 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks) life
 // caller cancelled while they ran, they did not all answer, so what they
 // guard does not happen.
 func gate(ctx context.Context, blocked bool, reason string) (bool, string) {
-	if err := ctx.Err(); err != nil && !blocked {
-		return true, "cancelled before the hooks answered: " + err.Error()
+	if ctx.Err() != nil && !blocked {
+		return true, "cancelled before the hooks answered"
 	}
 	return blocked, reason
 }
@@ -574,9 +617,10 @@ func action(act lifecycle.Action, opts []ActionOption) lifecycle.Action {
 // An empty id or the current session is a no-op that returns nil, nil. A
 // target that does not exist or cannot be read returns ErrSessionNotFound
 // before anything is recorded or run. A failed save or a failed hook is
-// logged and recorded, and the restore goes on. Once the first step is
-// recorded, cancelling ctx cancels running hooks but the restore still
-// records its remaining steps.
+// logged and recorded, and the restore goes on. Cancelling ctx cancels the
+// hooks that are running, records their outcome and stops at that step
+// boundary with ErrInterrupted; the next call on the agent finishes the
+// restore.
 func (a *Agent) Restore(ctx context.Context, id string) (*Restore, error) {
 	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Restore, To: id}, nil)
 	return r, err

@@ -41,6 +41,15 @@ var (
 	// blocked the compaction; the error says why.
 	ErrCompactionBlocked = errors.New("reprise: compaction blocked by a PreCompact hook")
 
+	// ErrInterrupted is returned when the context of an action was
+	// cancelled while a step was in flight. The action stopped at the next
+	// step boundary: the hooks that were running were cancelled and their
+	// outcome recorded, and no new step began. The error also matches the
+	// context's error. The log is consistent: the next call on the agent
+	// (Engine.Agent or any action) finishes the restore, running the steps
+	// that never began and never a hook whose outcome is recorded.
+	ErrInterrupted = errors.New("reprise: restore interrupted")
+
 	// ErrNoCurrentSession is returned by Restore on an agent that has no
 	// current session yet; use Start for its first one.
 	ErrNoCurrentSession = lifecycle.ErrNoCurrentSession

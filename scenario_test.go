@@ -251,7 +251,7 @@ func (w *world) run(t *testing.T, line string) []string {
 		t.Fatalf("%s: unknown command %q", w.where, words[0])
 	}
 	for key := range opts {
-		if key != "crash-after" && key != "fail" && !strings.Contains(" "+allowed+" ", " "+key+" ") {
+		if key != "crash-after" && key != "cancel-after" && key != "fail" && !strings.Contains(" "+allowed+" ", " "+key+" ") {
 			t.Fatalf("%s: %s takes no option %q", w.where, words[0], key)
 		}
 	}
@@ -259,6 +259,8 @@ func (w *world) run(t *testing.T, line string) []string {
 		t.Fatalf("%s: %q: the Engine crashed; reopen first", w.where, line)
 	}
 	w.journal.take()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var printed []string
 	crashed := false
 	func() {
@@ -276,9 +278,12 @@ func (w *world) run(t *testing.T, line string) []string {
 		if fail := opts["fail"]; fail != "" {
 			w.crashes.failOnce = eventlog.Type(fail)
 		}
-		printed, err = w.command(t, words, opts)
+		if after := opts["cancel-after"]; after != "" {
+			w.crashes.cancelAfter, w.crashes.cancel = eventlog.Type(after), cancel
+		}
+		printed, err = w.command(ctx, t, words, opts)
 	}()
-	w.crashes.crashAfter, w.crashes.failOnce = "", ""
+	w.crashes.crashAfter, w.crashes.failOnce, w.crashes.cancelAfter, w.crashes.cancel = "", "", "", nil
 	out := w.journal.take()
 	if w.real {
 		for i := range out {
@@ -296,10 +301,9 @@ func (w *world) run(t *testing.T, line string) []string {
 	return out
 }
 
-// command runs one command on the world's Engine.
-func (w *world) command(t *testing.T, words []string, opts map[string]string) ([]string, error) {
+// command runs one command on the world's Engine, under ctx.
+func (w *world) command(ctx context.Context, t *testing.T, words []string, opts map[string]string) ([]string, error) {
 	t.Helper()
-	ctx := context.Background()
 	arg := func(i int) string {
 		if i >= len(words) {
 			t.Fatalf("%s: %s: missing argument %d", w.where, words[0], i)
@@ -435,8 +439,8 @@ func (w *world) command(t *testing.T, words []string, opts map[string]string) ([
 	return nil, nil
 }
 
-// commandOptions are the options each command takes, besides crash-after
-// and fail, which every command takes.
+// commandOptions are the options each command takes, besides crash-after,
+// cancel-after and fail, which every command takes.
 var commandOptions = map[string]string{
 	"session": "cwd", "append": "meta", "buffer": "meta", "save": "",
 	"hook":   "matcher status context block summary cleanup config suppress timeout scoped id error once",
@@ -532,13 +536,17 @@ func splitCommand(line string) (words []string, opts map[string]string, err erro
 type crashSignal struct{}
 
 // crashStore is the world's store as one process sees it: it can die right
-// after an append that holds an event of type crashAfter, and fail once an
-// append that holds an event of type failOnce.
+// after an append that holds an event of type crashAfter, cancel the
+// command's context (as a Ctrl-C would) right after an append that holds
+// an event of type cancelAfter, and fail once an append that holds an
+// event of type failOnce.
 type crashStore struct {
 	*eventlog.MemoryStore
-	journal    *journal
-	crashAfter eventlog.Type
-	failOnce   eventlog.Type
+	journal     *journal
+	crashAfter  eventlog.Type
+	cancelAfter eventlog.Type
+	cancel      context.CancelFunc
+	failOnce    eventlog.Type
 }
 
 func (c *crashStore) Close() error { return nil } // the store outlives the process
@@ -554,6 +562,11 @@ func (c *crashStore) Append(ctx context.Context, expect []eventlog.Expect, recs 
 	}
 	if err == nil && c.crashAfter != "" && holds(recs, c.crashAfter) {
 		panic(crashSignal{})
+	}
+	if err == nil && c.cancelAfter != "" && holds(recs, c.cancelAfter) {
+		c.journal.add("  cancel")
+		c.cancel()
+		c.cancelAfter = ""
 	}
 	return evs, err
 }
@@ -584,7 +597,7 @@ type hookScript struct {
 // blocked when any hook blocked).
 type scriptedRunner struct{ scripts map[string]hookScript }
 
-func (s scriptedRunner) outcomes(hooks []hookexec.Hook) ([]schema.HookOutcome, []string) {
+func (s scriptedRunner) outcomes(ctx context.Context, hooks []hookexec.Hook) ([]schema.HookOutcome, []string) {
 	if len(hooks) == 0 {
 		return nil, nil
 	}
@@ -593,6 +606,11 @@ func (s scriptedRunner) outcomes(hooks []hookexec.Hook) ([]schema.HookOutcome, [
 	for i, h := range hooks {
 		sc := s.scripts[h.Name]
 		o := schema.HookOutcome{Name: h.Name, Source: h.Source, Status: cmp.Or(sc.status, schema.HookOK)}
+		if err := ctx.Err(); err != nil { // cut short, as Exec cuts a hook short
+			o.Status, o.Error = schema.HookCancelled, err.Error()
+			out[i] = o
+			continue
+		}
 		if o.Status == schema.HookOK {
 			texts[i] = sc.context
 			o.Summary = sc.summary
@@ -623,18 +641,18 @@ func joinTexts(texts []string) string {
 	return strings.Join(kept, "\n")
 }
 
-func (s scriptedRunner) SessionStart(_ context.Context, hooks []hookexec.Hook, _ hookexec.SessionStartInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, string) {
-	out, texts := s.outcomes(hooks)
+func (s scriptedRunner) SessionStart(ctx context.Context, hooks []hookexec.Hook, _ hookexec.SessionStartInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, string) {
+	out, texts := s.outcomes(ctx, hooks)
 	return out, joinTexts(texts)
 }
 
-func (s scriptedRunner) SessionEnd(_ context.Context, hooks []hookexec.Hook, _ hookexec.SessionEndInput, _ hookexec.CommandEnv) []schema.HookOutcome {
-	out, _ := s.outcomes(hooks)
+func (s scriptedRunner) SessionEnd(ctx context.Context, hooks []hookexec.Hook, _ hookexec.SessionEndInput, _ hookexec.CommandEnv) []schema.HookOutcome {
+	out, _ := s.outcomes(ctx, hooks)
 	return out
 }
 
-func (s scriptedRunner) Prompt(_ context.Context, hooks []hookexec.Hook, _ hookexec.PromptInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
-	out, texts := s.outcomes(hooks)
+func (s scriptedRunner) Prompt(ctx context.Context, hooks []hookexec.Hook, _ hookexec.PromptInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
+	out, texts := s.outcomes(ctx, hooks)
 	reasons := make([]string, len(texts))
 	blocked := false
 	for i, o := range out {
@@ -649,8 +667,8 @@ func (s scriptedRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, _
 	return s.Stop(ctx, hooks, hookexec.StopInput{}, env)
 }
 
-func (s scriptedRunner) Stop(_ context.Context, hooks []hookexec.Hook, _ hookexec.StopInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
-	out, texts := s.outcomes(hooks)
+func (s scriptedRunner) Stop(ctx context.Context, hooks []hookexec.Hook, _ hookexec.StopInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+	out, texts := s.outcomes(ctx, hooks)
 	blocked := false
 	for i, o := range out {
 		if o.Decision == "block" {
