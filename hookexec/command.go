@@ -31,6 +31,8 @@ type CommandEnv struct {
 	// Extra is added to the environment of command hooks, after the rest
 	// (so it wins): KEY=value pairs such as TRACEPARENT.
 	Extra []string
+
+	supervisor string // Exec.Supervisor
 }
 
 // clock returns env's clock.
@@ -182,6 +184,7 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	supervised(cmd, env.supervisor)
 	cmd.WaitDelay = outputWaitDelay
 	cmd.Cancel = func() error {
 		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -37,11 +37,15 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// testEnv is the environment of the command tests: a project and spill
+// directory of their own, and the supervisor when the tests run supervised
+// (see TestSupervisedCommandsBehaveTheSame).
 func testEnv(t *testing.T) CommandEnv {
 	return CommandEnv{
 		ProjectDir: t.TempDir(),
 		SpillDir:   filepath.Join(t.TempDir(), "spill"),
 		SpillName:  "sess-1",
+		supervisor: testSupervisor,
 	}
 }
 

@@ -30,31 +30,45 @@ type Runner interface {
 // Exec runs hooks for real: command hooks as processes in their own process
 // groups, function hooks on goroutines, all in parallel, under their
 // timeouts.
-type Exec struct{}
+type Exec struct {
+	// Supervisor, when set, is an executable whose main calls
+	// MaybeSupervise first (SelfExecutable for the running program): each
+	// command hook then runs under a supervisor, started from it, that
+	// kills the hook's process group when this process dies, even by
+	// SIGKILL. Exit codes, output, timeouts and cancellation are as
+	// without it. Linux only; elsewhere it is ignored.
+	Supervisor string
+}
 
 var _ Runner = Exec{}
 
+// env is env with x's supervisor.
+func (x Exec) env(env CommandEnv) CommandEnv {
+	env.supervisor = x.Supervisor
+	return env
+}
+
 // SessionStart is RunSessionStart.
-func (Exec) SessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string) {
-	return RunSessionStart(ctx, hooks, in, env)
+func (x Exec) SessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string) {
+	return RunSessionStart(ctx, hooks, in, x.env(env))
 }
 
 // SessionEnd is RunSessionEnd.
-func (Exec) SessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome {
-	return RunSessionEnd(ctx, hooks, in, env)
+func (x Exec) SessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome {
+	return RunSessionEnd(ctx, hooks, in, x.env(env))
 }
 
 // Prompt is RunPrompt.
-func (Exec) Prompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) ([]schema.HookOutcome, bool, string, string) {
-	return RunPrompt(ctx, hooks, in, env)
+func (x Exec) Prompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) ([]schema.HookOutcome, bool, string, string) {
+	return RunPrompt(ctx, hooks, in, x.env(env))
 }
 
 // PreCompact is RunPreCompact.
-func (Exec) PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) ([]schema.HookOutcome, bool, string) {
-	return RunPreCompact(ctx, hooks, in, env)
+func (x Exec) PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) ([]schema.HookOutcome, bool, string) {
+	return RunPreCompact(ctx, hooks, in, x.env(env))
 }
 
 // Stop is RunStop.
-func (Exec) Stop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) ([]schema.HookOutcome, bool, string) {
-	return RunStop(ctx, hooks, in, env)
+func (x Exec) Stop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) ([]schema.HookOutcome, bool, string) {
+	return RunStop(ctx, hooks, in, x.env(env))
 }

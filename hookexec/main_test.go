@@ -1,0 +1,46 @@
+package hookexec
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as a hook supervisor and as a host that other
+// tests kill; these variables in its environment say which it is.
+const (
+	// supervisedEnv makes testEnv run command hooks under the supervisor.
+	supervisedEnv = "REPRISE_TEST_SUPERVISED"
+	// hostEnv makes the binary a host that runs one supervised hook, with
+	// the command line it names, then exits.
+	hostEnv = "REPRISE_TEST_HOOK_HOST"
+)
+
+// testSupervisor is the supervisor of the command tests: none, or the test
+// binary itself when supervisedEnv is set.
+var testSupervisor string
+
+func TestMain(m *testing.M) {
+	MaybeSupervise()
+	if line := os.Getenv(hostEnv); line != "" {
+		os.Exit(runHost(line))
+	}
+	if os.Getenv(supervisedEnv) != "" {
+		testSupervisor = SelfExecutable
+	}
+	os.Exit(m.Run())
+}
+
+// runHost is the test binary as a host: it runs the hook line under the
+// supervisor in the current directory, as a SessionStart hook, and exits 0
+// once it has finished.
+func runHost(line string) int {
+	dir, err := os.Getwd()
+	if err != nil {
+		return 1
+	}
+	h := Hook{Event: SessionStart, Name: "host-hook", Body: Command{Line: line}}
+	runCommand(context.Background(), h, nil, CommandEnv{ProjectDir: dir, supervisor: SelfExecutable}, time.Hour)
+	return 0
+}

@@ -1,0 +1,173 @@
+package hookexec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// The command tests, run again with every hook under the supervisor, give
+// the same outcomes: exit codes, context from stdout and JSON, stdin,
+// timeouts, cancellations, a death by a signal, output limits.
+func TestSupervisedCommandsBehaveTheSame(t *testing.T) {
+	if testSupervisor != "" {
+		t.Skip("this run is the supervised one")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCommand", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), supervisedEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the command tests under the supervisor: %v\n%s", err, out)
+	}
+	if n := bytes.Count(out, []byte("--- PASS: TestCommand")); n < 15 {
+		t.Fatalf("only %d command tests passed under the supervisor:\n%s", n, out)
+	}
+}
+
+// Under a supervisor, the hook's parent is the supervisor, started from
+// the executable named, in the hook's process group.
+func TestCommandRunsUnderTheSupervisor(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	env.supervisor = SelfExecutable
+	o, text := runTestHook(t, `tr '\0' ' ' < /proc/$PPID/cmdline; echo; ps -o pgid= -p $$ $PPID`, env)
+	lines := strings.Split(text, "\n")
+	if o.Status != schema.HookOK || len(lines) != 3 || !strings.Contains(lines[0], SupervisorArg) {
+		t.Fatalf("outcome %+v, context %q: want the supervisor's command line and two process groups", o, text)
+	}
+	if a, b := strings.TrimSpace(lines[1]), strings.TrimSpace(lines[2]); a != b {
+		t.Fatalf("the hook is in process group %s, its supervisor in %s", a, b)
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// waitPid waits for a pid to appear in file.
+func waitPid(t *testing.T, file string) int {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		data, _ := os.ReadFile(file)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s", file)
+		}
+	}
+}
+
+// assertGone fails unless every pid is gone within a few seconds.
+func assertGone(t *testing.T, pids map[string]int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for name, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("the %s (pid %d) outlived its host", name, pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// When the host is killed with SIGKILL while a hook runs, the supervisor
+// kills the hook's process group: the hook's shell and the child it
+// started in the background are gone.
+func TestSupervisorKillsTheHookWhenTheHostDies(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	host := exec.Command(os.Args[0])
+	host.Dir = dir
+	host.Env = append(os.Environ(), hostEnv+"=sleep 300 & echo $! > grandchild; echo $$ > hook; wait")
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pids := map[string]int{
+		"hook":       waitPid(t, filepath.Join(dir, "hook")),
+		"grandchild": waitPid(t, filepath.Join(dir, "grandchild")),
+	}
+	if err := host.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = host.Wait()
+	assertGone(t, pids)
+}
+
+// A parent-death signal that comes while the parent lives (Linux sends it
+// when the thread that started the supervisor ends) changes nothing: the
+// hook runs to its end and its answer counts.
+func TestSupervisorIgnoresTheSignalWhileTheHostLives(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	env.supervisor = SelfExecutable
+	file := filepath.Join(env.ProjectDir, "supervisor")
+	go func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			data, _ := os.ReadFile(file)
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				_ = syscall.Kill(pid, parentDeathSignal)
+				return
+			}
+		}
+	}()
+	o, text := runTestHook(t, "echo $PPID > supervisor; sleep 1; echo still here", env)
+	if o.Status != schema.HookOK || text != "still here" {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+}
+
+// A supervisor whose parent is not the one it was given (the parent died
+// before the supervisor could catch the signal) never starts the hook and
+// kills its process group.
+func TestSupervisorStartsNothingOnceItsParentIsGone(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(os.Args[0], SupervisorArg, "1", "/bin/sh", "-c", "touch "+shellQuote(marker))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the group it kills is its own
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("supervisor with a wrong parent: %v; want it killed by SIGKILL", err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the hook ran: %v", err)
+	}
+}
+
+// BenchmarkCommandHook measures one command hook run, bare and under the
+// supervisor; compare the two in one run.
+func BenchmarkCommandHook(b *testing.B) {
+	for _, c := range []struct {
+		name       string
+		supervisor string
+	}{{"bare", ""}, {"supervised", SelfExecutable}} {
+		b.Run(c.name, func(b *testing.B) {
+			env := CommandEnv{ProjectDir: b.TempDir(), supervisor: c.supervisor}
+			h := Hook{Event: SessionStart, Name: "echo", Body: Command{Line: "echo ok"}}
+			for b.Loop() {
+				if o, text := runCommand(context.Background(), h, nil, env, time.Minute); o.Status != schema.HookOK || text != "ok" {
+					b.Fatalf("outcome %+v, context %q", o, text)
+				}
+			}
+		})
+	}
+}
