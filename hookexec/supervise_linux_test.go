@@ -81,7 +81,9 @@ func assertGone(t *testing.T, pids map[string]int) {
 	for name, pid := range pids {
 		for alive(pid) {
 			if time.Now().After(deadline) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				for _, p := range pids {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+				}
 				t.Fatalf("the %s (pid %d) outlived its host", name, pid)
 			}
 			time.Sleep(10 * time.Millisecond)

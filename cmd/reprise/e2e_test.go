@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,56 +37,147 @@ func TestBinaryExitCodes(t *testing.T) {
 	c.fails(exitUsage, "append", "s", "--role", "system", "hi")
 }
 
-// Interrupting reprise cancels the running hooks; the restore still records
-// its remaining steps, and the store stays consistent.
-func TestBinaryInterruptCancelsRunningHooks(t *testing.T) {
-	c := newBinaryCLI(t)
-	c.session("a")
-	pidFile := filepath.Join(c.dir, "hook.pid")
-	settings := c.writeFile("hooks.json", testkit.Settings(t, []string{"echo $$ > " + pidFile + "; exec sleep 30"}, nil))
-	cmd := c.command("start", "--agent", "ide", "--settings", settings, "--no-default-settings", "a")
-	var stderr testkit.SyncBuffer
-	cmd.Stderr = &stderr
+// startBinary starts reprise with args, its stderr in a buffer, and
+// returns a channel that gets its exit once it has ended.
+func (c *cli) startBinary(args ...string) (*exec.Cmd, *testkit.SyncBuffer, <-chan error) {
+	c.t.Helper()
+	cmd := c.command(args...)
+	stderr := new(testkit.SyncBuffer)
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		c.t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	var hook int
-	for deadline := time.Now().Add(30 * time.Second); hook == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("the hook never started; stderr: %s", stderr.String())
+	c.t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, stderr, exited
+}
+
+// waitPid waits up to 30 s for a pid to appear in file.
+func waitPid(t *testing.T, file string, stderr *testkit.SyncBuffer) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		data, _ := os.ReadFile(file)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+			return pid
 		}
-		data, _ := os.ReadFile(pidFile)
-		hook, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s; stderr: %s", file, stderr.String())
+		}
 	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil // no /proc: a zombie counts as alive
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+// assertGone fails unless the processes named are gone within 5 s.
+func assertGone(t *testing.T, pids map[string]int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for name, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				for _, p := range pids {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+				}
+				t.Fatalf("the %s (pid %d) still runs", name, pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// SIGINT or SIGTERM during a restore stops it at the next step boundary:
+// the SessionEnd hook that runs is killed and recorded as cancelled, no
+// new step begins, and reprise exits with 130 or 143, naming the command
+// that finishes the restore. That command finishes it without running the
+// SessionEnd hook again, and the audit is clean.
+func TestBinarySignalStopsTheRestoreAtAStepBoundary(t *testing.T) {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			cl := newBinaryCLI(t)
+			cl.session("a", "hello")
+			cl.session("b")
+			runs, pidFile := filepath.Join(cl.dir, "runs"), filepath.Join(cl.dir, "hook.pid")
+			settings := cl.writeFile("hooks.json", testkit.Settings(t,
+				[]string{"echo start >> " + runs},
+				[]string{"echo end >> " + runs + "; echo $$ > " + pidFile + "; exec sleep 30"}))
+			hooks := []string{"--settings", settings, "--no-default-settings"}
+			cl.ok(append([]string{"start", "--agent", "ide", "a"}, hooks...)...)
+
+			cmd, stderr, exited := cl.startBinary(append([]string{"resume", "--agent", "ide", "b"}, hooks...)...)
+			hook := waitPid(t, pidFile, stderr)
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("resume did not exit within 10 s of %s", c.sig)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != c.code {
+				t.Fatalf("exit %d after %s, want %d; stderr: %s", code, c.sig, c.code, stderr.String())
+			}
+			want := "reprise: interrupted: the resume restore of agent ide to session b stopped at a step boundary; " +
+				"the next command on agent ide finishes it (reprise resume --agent ide b does only that)\n"
+			if !strings.HasSuffix(stderr.String(), want) {
+				t.Fatalf("stderr %q, want it to end with %q", stderr.String(), want)
+			}
+			assertGone(t, map[string]int{"SessionEnd hook": hook})
+
+			var evs []eventJSON
+			for line := range strings.Lines(cl.ok("--json", "log", "--agent", "ide")) {
+				evs = append(evs, decodeEvent(t, line))
+			}
+			if n := len(evs); n != 7 || evs[n-1].Type != "SessionEndHookRan" {
+				t.Fatalf("the agent's log after %s: %+v", c.sig, evs)
+			}
+
+			out := cl.ok(append([]string{"resume", "--agent", "ide", "b"}, hooks...)...)
+			if out != "agent ide is already on session b; nothing to do\n" {
+				t.Fatalf("the finishing resume printed %q", out)
+			}
+			if data, _ := os.ReadFile(runs); string(data) != "start\nend\nstart\n" {
+				t.Fatalf("hooks ran %q, want start, end, start: each once", data)
+			}
+			if out := cl.ok("audit"); !strings.HasPrefix(out, "ok: ") || !strings.Contains(out, "1 cancelled") {
+				t.Fatalf("audit: %s", out)
+			}
+		})
+	}
+}
+
+// Killed with SIGKILL while a hook runs, reprise takes the hook with it:
+// the hook's shell and the child it started in the background are gone
+// within seconds. The next command closes the hook's run as interrupted,
+// never running it again.
+func TestBinaryHooksDieWithReprise(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("a")
+	grandchild, hookPid := filepath.Join(c.dir, "grandchild"), filepath.Join(c.dir, "hook.pid")
+	settings := c.writeFile("hooks.json", testkit.Settings(t,
+		[]string{"[ -e " + hookPid + " ] && exit 0; sleep 300 & echo $! > " + grandchild + "; echo $$ > " + hookPid + "; wait"}, nil))
+	hooks := []string{"--settings", settings, "--no-default-settings"}
+	cmd, stderr, exited := c.startBinary(append([]string{"start", "--agent", "ide", "a"}, hooks...)...)
+	pids := map[string]int{"hook": waitPid(t, hookPid, stderr), "grandchild": waitPid(t, grandchild, stderr)}
+	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("start after an interrupt: %v; stderr: %s", err, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("start did not exit within 10 s of an interrupt")
-	}
-	if err := syscall.Kill(hook, 0); err == nil {
-		t.Errorf("the hook's process %d still runs", hook)
-	}
-	if !strings.Contains(stderr.String(), "status=cancelled") {
-		t.Errorf("no warning about the cancelled hook: %s", stderr.String())
-	}
-	var evs []eventJSON
-	for line := range strings.Lines(c.ok("--json", "log", "--agent", "ide")) {
-		evs = append(evs, decodeEvent(t, line))
-	}
-	if len(evs) != 4 || evs[3].Type != "ContextInjected" {
-		t.Fatalf("the agent's log after an interrupt: %+v", evs)
-	}
-	if out := c.ok("audit"); !strings.Contains(out, "1 cancelled") {
+	<-exited
+	assertGone(t, pids)
+
+	c.ok(append([]string{"resume", "--agent", "ide", "a"}, hooks...)...)
+	if out := c.ok("audit"); !strings.HasPrefix(out, "ok: ") || !strings.Contains(out, "1 interrupted") {
 		t.Fatalf("audit: %s", out)
 	}
 }

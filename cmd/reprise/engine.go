@@ -83,7 +83,7 @@ func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engi
 			return nil, fmt.Errorf("create the store's directory: %w", err)
 		}
 	}
-	e, err := openStore(ctx, path, reprise.Options{Logger: warnLogger(stderr)})
+	e, err := openStore(ctx, path, reprise.Options{Logger: warnLogger(stderr), Runner: hookRunner})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}

@@ -34,6 +34,7 @@ func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir str
 		return nil, err
 	}
 	defer closeEngine(e, &err)
+	defer func() { err = explainInterrupt(e, f.agent, err) }()
 	if projectOf == "" && dir == "" {
 		if projectOf, err = currentSession(ctx, e, f.agent); err != nil {
 			return nil, err

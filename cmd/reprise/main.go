@@ -13,11 +13,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise/hookexec"
 )
 
 // Exit codes.
@@ -36,10 +36,11 @@ func usagef(format string, args ...any) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	hookexec.MaybeSupervise() // when started as a hook's supervisor, it never returns
+	ctx, signals := notifySignals(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	signals.stop()
+	os.Exit(signals.exitCode(code))
 }
 
 // run executes the command line args and returns the exit code.

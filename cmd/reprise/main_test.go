@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
@@ -32,6 +33,7 @@ const (
 var testEnv []string
 
 func TestMain(m *testing.M) {
+	hookexec.MaybeSupervise() // the in-process commands run their hooks under this binary
 	if path := os.Getenv(holdEnv); path != "" {
 		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != ""))
 	}

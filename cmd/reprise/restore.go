@@ -146,6 +146,7 @@ func (a *app) restore(ctx context.Context, f restoreOptions, id string, do resto
 		return "", nil, err
 	}
 	defer closeEngine(e, &err)
+	defer func() { err = explainInterrupt(e, f.agent, err) }()
 	dir, _, err := projectDir(ctx, e, id)
 	if err != nil {
 		return "", nil, err

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// hookRunner runs the hooks of the commands that write: each command hook
+// under a supervisor, this executable, so that hooks die with reprise even
+// when it is killed (on Linux; elsewhere they run as they are).
+var hookRunner = hookexec.Exec{Supervisor: hookexec.SelfExecutable}
+
+// interrupts cancels a context on the first SIGINT or SIGTERM and
+// remembers which one came. After it, both signals take their default
+// action again, so a second one ends the process at once.
+type interrupts struct {
+	ch     chan os.Signal
+	caught atomic.Value // the os.Signal that came
+	done   chan struct{}
+}
+
+// notifySignals returns a context that the first SIGINT or SIGTERM
+// cancels, and what watches for them; call stop when the command is done.
+func notifySignals(parent context.Context) (context.Context, *interrupts) {
+	ctx, cancel := context.WithCancel(parent)
+	in := &interrupts{ch: make(chan os.Signal, 1), done: make(chan struct{})}
+	signal.Notify(in.ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		defer cancel()
+		select {
+		case sig := <-in.ch:
+			in.caught.Store(sig)
+			signal.Stop(in.ch)
+		case <-in.done:
+		}
+	}()
+	return ctx, in
+}
+
+// stop stops watching for signals.
+func (in *interrupts) stop() {
+	signal.Stop(in.ch)
+	close(in.done)
+}
+
+// exitCode is code, or when a signal interrupted the command, 128 plus
+// the signal's number (130 for SIGINT, 143 for SIGTERM), as shells report
+// a command a signal ended.
+func (in *interrupts) exitCode(code int) int {
+	if sig, ok := in.caught.Load().(syscall.Signal); ok {
+		return 128 + int(sig)
+	}
+	return code
+}
+
+// interruptedError is an ErrInterrupted told for the command line: which
+// restore stopped and which command finishes it.
+type interruptedError struct {
+	msg string
+	err error
+}
+
+func (e *interruptedError) Error() string { return e.msg }
+func (e *interruptedError) Unwrap() error { return e.err }
+
+// explainInterrupt rewords err, when it is the ErrInterrupted of agent,
+// to say which restore stopped and which command finishes it; the
+// restore is read from the log of e. Any other err is returned as it is.
+func explainInterrupt(e *reprise.Engine, agent string, err error) error {
+	if !errors.Is(err, reprise.ErrInterrupted) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	view := projection.NewAgent(agent)
+	if rerr := e.Store().ReadStream(ctx, projection.AgentStream(agent), 1, view.Apply); rerr != nil || view.Restore == nil {
+		return &interruptedError{msg: fmt.Sprintf("interrupted: agent %s stopped at a step boundary; the next command on agent %s finishes its restore", agent, agent), err: err}
+	}
+	r := view.Restore
+	if r.To == "" {
+		return &interruptedError{err: err, msg: fmt.Sprintf("interrupted: the end of session %s on agent %s stopped at a step boundary; the next command on agent %s finishes it",
+			r.From, agent, agent)}
+	}
+	return &interruptedError{err: err, msg: fmt.Sprintf("interrupted: the %s restore of agent %s to session %s stopped at a step boundary; the next command on agent %s finishes it (reprise resume --agent %s %s does only that)",
+		r.Source, agent, r.To, agent, agent, r.To)}
+}
