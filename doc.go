@@ -41,4 +41,10 @@
 // session's working directory; one that does not exist makes command hooks
 // fail, and the failure is recorded like any other. A function hook that
 // ignores its context keeps its goroutine after its timeout.
+//
+// Cancelling the context of an action stops it at the next step boundary
+// with ErrInterrupted: the running hooks are cancelled and recorded, and
+// the next call on the agent finishes the restore. Command hooks outlive a
+// host killed by SIGKILL unless Options.Runner is a hookexec.Exec with a
+// Supervisor (see docs/hooks.md).
 package reprise

@@ -49,6 +49,15 @@
 // function hook that ignores its context keeps its goroutine until it
 // returns, but the run does not wait for it.
 //
+// A host that dies, even by SIGKILL, takes its command hooks with it only
+// when Exec has a Supervisor (Linux only): each hook then runs under the
+// host's own executable, started with SupervisorArg, which kills the
+// hook's process group when the host is gone; the host calls
+// MaybeSupervise first thing in main. Without it, a hook outlives a host
+// killed by SIGKILL. Linux sends the parent-death signal when the thread
+// that started the supervisor ends, too (golang/go#27505): the supervisor
+// acts only once its parent pid has changed.
+//
 // Configuration files (settings, hooks.json, installed_plugins.json) are
 // read only when they are, or link to, a regular file of at most
 // MaxConfigFileSize bytes; a FIFO or device is refused without waiting.
