@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,16 +202,24 @@ func TestFailuresAreOutcomesNotErrors(t *testing.T) {
 	}
 }
 
+// A caller that has given up before the hooks run gets them all
+// cancelled, and none of them is started.
 func TestCancelledCallerCancelsHooks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
+	var started atomic.Bool
 	hooks := []hookexec.Hook{startHook("waits", time.Minute, func(ctx context.Context, _ hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+		started.Store(true)
 		<-ctx.Done()
 		return hookexec.SessionStartOutput{}, ctx.Err()
 	})}
 	outcomes, _ := hookexec.RunSessionStart(ctx, hooks, hookexec.SessionStartInput{}, hookexec.CommandEnv{})
 	if s := outcomes[0].Status; s != schema.HookCancelled {
 		t.Fatalf("status = %s, want cancelled", s)
+	}
+	time.Sleep(10 * time.Millisecond) // a hook started by mistake has run by now
+	if started.Load() {
+		t.Fatal("the hook was started for a caller that had given up")
 	}
 }
 

@@ -250,7 +250,8 @@ type funcRun struct {
 }
 
 // startFunc starts function hook h, the index-th of the hooks being run,
-// under its timeout, recovering a panic.
+// under its timeout, recovering a panic. A hook whose caller has already
+// given up is not started: it is cancelled.
 func startFunc(ctx context.Context, h Hook, fn call, index int, now func() time.Time) *funcRun {
 	f := &funcRun{h: h, index: index, ctx: ctx, timeout: h.Timeout, now: now, done: make(chan callResult, 1)}
 	f.began = now()
@@ -258,6 +259,10 @@ func startFunc(ctx context.Context, h Hook, fn call, index int, now func() time.
 		f.timeout = DefaultFuncTimeout
 	}
 	f.hctx, f.cancel = context.WithTimeout(ctx, f.timeout)
+	if ctx.Err() != nil {
+		f.done <- callResult{late: true}
+		return f
+	}
 	go func() {
 		var r callResult
 		defer func() {
