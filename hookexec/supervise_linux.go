@@ -40,6 +40,11 @@ func supervise(args []string) int {
 		fmt.Fprintf(os.Stderr, "hook supervisor: parent pid: %v\n", err)
 		return 2
 	}
+	// The group it may kill must be its own, never its starter's.
+	if syscall.Getpgrp() != os.Getpid() {
+		fmt.Fprintln(os.Stderr, "hook supervisor: not the leader of its process group")
+		return 2
+	}
 	died := make(chan os.Signal, 1)
 	signal.Notify(died, parentDeathSignal)
 	// A parent that died before the signal was caught sent it too early:

@@ -155,6 +155,24 @@ func TestSupervisorStartsNothingOnceItsParentIsGone(t *testing.T) {
 	}
 }
 
+// A supervisor that does not lead a process group of its own refuses to
+// run: the group it would kill is its starter's.
+func TestSupervisorRefusesToShareItsStartersGroup(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command(os.Args[0], SupervisorArg, strconv.Itoa(os.Getpid()), "/bin/sh", "-c", "touch "+shellQuote(marker))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), "process group") {
+		t.Fatalf("supervisor in its starter's group: %v, stderr %q; want exit 2", err, stderr.String())
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the hook ran: %v", err)
+	}
+}
+
 // BenchmarkCommandHook measures one command hook run, bare and under the
 // supervisor; compare the two in one run.
 func BenchmarkCommandHook(b *testing.B) {

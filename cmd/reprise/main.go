@@ -90,7 +90,8 @@ postgres:// URL. Commands that only read open it read-only, so any
 number of them can run at once; a command that writes holds it alone.
 
 Exit codes: 0 ok, 1 the operation failed or the audit found violations,
-2 bad usage.`,
+2 bad usage, 130 and 143 interrupted by SIGINT and SIGTERM (the next
+command on the agent finishes a restore left midway).`,
 		Example: `  id=$(reprise new --cwd ~/src/app)
   reprise append "$id" --role user "Why does TestRefund flake?"
   reprise start --agent ide "$id"
