@@ -87,10 +87,20 @@ func explainInterrupt(e *reprise.Engine, agent string, err error) error {
 		return &interruptedError{msg: fmt.Sprintf("interrupted: agent %s stopped at a step boundary; the next command on agent %s finishes its restore", agent, agent), err: err}
 	}
 	r := view.Restore
+	what := fmt.Sprintf("the %s restore of agent %s to session %s", r.Source, agent, r.To)
 	if r.To == "" {
-		return &interruptedError{err: err, msg: fmt.Sprintf("interrupted: the end of session %s on agent %s stopped at a step boundary; the next command on agent %s finishes it",
-			r.From, agent, agent)}
+		what = fmt.Sprintf("the end of session %s on agent %s", r.From, agent)
 	}
-	return &interruptedError{err: err, msg: fmt.Sprintf("interrupted: the %s restore of agent %s to session %s stopped at a step boundary; the next command on agent %s finishes it (reprise resume --agent %s %s does only that)",
-		r.Source, agent, r.To, agent, agent, r.To)}
+	return &interruptedError{err: err, msg: "interrupted: " + what + " stopped at a step boundary; " + finishHint(agent, r)}
+}
+
+// finishHint says which command finishes restore r of agent, left in
+// flight: any command on the agent; for a restore that leaves a session
+// current, resume to that session does nothing else.
+func finishHint(agent string, r *projection.Restore) string {
+	hint := "the next command on agent " + agent + " finishes it"
+	if r.To != "" {
+		hint += fmt.Sprintf(" (reprise resume --agent %s %s does only that)", agent, r.To)
+	}
+	return hint
 }
