@@ -78,3 +78,40 @@ func TestSignalExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// On a PostgreSQL store an interrupted restore is recorded up to the step
+// boundary too, and the next command finishes it, the agent's lock having
+// been let go.
+func TestInterruptedRestoreOnPostgres(t *testing.T) {
+	c := newCLI(t)
+	store := postgresStore(t)
+	flags := []string{"--store", store, "--agent", "ide", "--no-default-settings"}
+	c.ok("--store", store, "new", "--id", "a", "--cwd", c.dir)
+	c.ok("--store", store, "new", "--id", "b", "--cwd", c.dir)
+	c.ok(append([]string{"start"}, append(flags, "a")...)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ends := 0
+	withFunctionHooks(t, func(e *reprise.Engine) error {
+		return e.Hooks().OnSessionEnd("wait", "", func(hctx context.Context, _ hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
+			ends++
+			cancel()
+			<-hctx.Done()
+			return hookexec.SessionEndOutput{}, hctx.Err()
+		})
+	})
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, append([]string{"resume"}, append(flags, "b")...), strings.NewReader(""), &stdout, &stderr)
+	if code != exitFailure || !strings.Contains(stderr.String(), "(reprise resume --agent ide b does only that)") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if out := c.ok(append([]string{"resume"}, append(flags, "b")...)...); out != "agent ide is already on session b; nothing to do\n" {
+		t.Fatalf("the finishing resume printed %q", out)
+	}
+	if ends != 1 {
+		t.Fatalf("the SessionEnd hook ran %d times, want once", ends)
+	}
+	if out := c.ok("--store", store, "audit"); !strings.HasPrefix(out, "ok:") || !strings.Contains(out, "1 cancelled") {
+		t.Fatalf("audit: %s", out)
+	}
+}
