@@ -197,7 +197,7 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 		return err
 	}
 	if err := cmd.Start(); err != nil {
-		r.err = fmt.Errorf("start %s: %w", shell, err)
+		r.err = fmt.Errorf("start %s: %w", cmd.Path, err) // the shell, or its supervisor
 		return r
 	}
 	r.err = cmd.Wait()
