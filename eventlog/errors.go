@@ -3,6 +3,7 @@ package eventlog
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -33,7 +34,34 @@ var (
 	// ErrInvalidAppend is returned by Append for a malformed request: no
 	// records, or a record whose stream has no expectation.
 	ErrInvalidAppend = errors.New("eventlog: invalid append")
+
+	// ErrInvalidLoad is returned by Loader.Load for events that do not come
+	// after what the store holds, or not in order.
+	ErrInvalidLoad = errors.New("eventlog: events do not follow the store's")
 )
+
+// LockedError is the ErrLocked of a store file that another process holds.
+// It names that process when the operating system tells which one it is.
+type LockedError struct {
+	Path    string        // the store file
+	Waited  time.Duration // how long the open waited for the lock
+	PID     int           // the holder's process id, 0 when unknown
+	Command string        // the holder's command line, "" when unknown
+}
+
+func (e *LockedError) Error() string {
+	holder := "another process"
+	if e.PID > 0 {
+		holder = fmt.Sprintf("process %d", e.PID)
+		if e.Command != "" {
+			holder += " (" + e.Command + ")"
+		}
+	}
+	return fmt.Sprintf("%s is held by %s; waited %v", e.Path, holder, e.Waited)
+}
+
+// Is reports whether target is ErrLocked.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
 // ConflictError tells which stream moved. It matches ErrConflict.
 type ConflictError struct {

@@ -20,7 +20,7 @@ type MemoryStore struct {
 
 	mu      sync.RWMutex
 	closed  bool
-	events  []Event          // in position order: Position == index+1
+	events  []Event          // in position order, gaps allowed (Load)
 	streams map[string][]int // stream -> indexes into events, in seq order
 }
 
@@ -29,7 +29,10 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{streams: make(map[string][]int)}
 }
 
-var _ Store = (*MemoryStore)(nil)
+var (
+	_ Store  = (*MemoryStore)(nil)
+	_ Loader = (*MemoryStore)(nil)
+)
 
 // Append implements Store.
 func (m *MemoryStore) Append(ctx context.Context, expect []Expect, recs []Record) ([]Event, error) {
@@ -45,7 +48,7 @@ func (m *MemoryStore) Append(ctx context.Context, expect []Expect, recs []Record
 		return nil, ErrClosed
 	}
 	for _, e := range expect {
-		if head := uint64(len(m.streams[e.Stream])); head != e.Seq {
+		if head := m.head(e.Stream); head != e.Seq {
 			return nil, &ConflictError{Stream: e.Stream, Expected: e.Seq, Actual: head}
 		}
 	}
@@ -53,8 +56,8 @@ func (m *MemoryStore) Append(ctx context.Context, expect []Expect, recs []Record
 	for i, r := range recs {
 		ev := Event{
 			Stream:    r.Stream,
-			Seq:       uint64(len(m.streams[r.Stream])) + 1,
-			Position:  uint64(len(m.events)) + 1,
+			Seq:       m.head(r.Stream) + 1,
+			Position:  m.last() + 1,
 			Type:      r.Type,
 			Version:   r.Version,
 			Time:      r.Time,
@@ -82,7 +85,46 @@ func (m *MemoryStore) Head(ctx context.Context, stream string) (uint64, error) {
 	if m.closed {
 		return 0, ErrClosed
 	}
-	return uint64(len(m.streams[stream])), nil
+	return m.head(stream), nil
+}
+
+// Load implements Loader.
+func (m *MemoryStore) Load(ctx context.Context, evs []Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	err := CheckLoad(evs, m.last(), func(stream string) (uint64, error) { return m.head(stream), nil })
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		ev.Payload = bytes.Clone(ev.Payload)
+		m.streams[ev.Stream] = append(m.streams[ev.Stream], len(m.events))
+		m.events = append(m.events, ev)
+	}
+	return nil
+}
+
+// head returns the seq of stream's last event; m.mu is held.
+func (m *MemoryStore) head(stream string) uint64 {
+	idx := m.streams[stream]
+	if len(idx) == 0 {
+		return 0
+	}
+	return m.events[idx[len(idx)-1]].Seq
+}
+
+// last returns the last position given; m.mu is held.
+func (m *MemoryStore) last() uint64 {
+	if len(m.events) == 0 {
+		return 0
+	}
+	return m.events[len(m.events)-1].Position
 }
 
 // ReadStream implements Store.
@@ -97,11 +139,8 @@ func (m *MemoryStore) ReadStream(ctx context.Context, stream string, from uint64
 	if err != nil {
 		return err
 	}
-	from = max(from, 1)
-	if from > uint64(len(idx)) {
-		return nil
-	}
-	for n, i := range idx[from-1:] {
+	first := sort.Search(len(idx), func(i int) bool { return events[idx[i]].Seq >= from })
+	for n, i := range idx[first:] {
 		if err := deliver(ctx, n, events[i], fn); err != nil {
 			return err
 		}
@@ -118,11 +157,8 @@ func (m *MemoryStore) ReadAll(ctx context.Context, from uint64, fn func(Event) e
 	if err != nil {
 		return err
 	}
-	from = max(from, 1)
-	if from > uint64(len(events)) {
-		return nil
-	}
-	for n, ev := range events[from-1:] {
+	first := sort.Search(len(events), func(i int) bool { return events[i].Position >= from })
+	for n, ev := range events[first:] {
 		if err := deliver(ctx, n, ev, fn); err != nil {
 			return err
 		}
@@ -143,7 +179,7 @@ func (m *MemoryStore) Streams(ctx context.Context, prefix string, fn func(Stream
 	var infos []StreamInfo
 	for name, idx := range m.streams {
 		if strings.HasPrefix(name, prefix) {
-			infos = append(infos, StreamInfo{Name: name, Head: uint64(len(idx))})
+			infos = append(infos, StreamInfo{Name: name, Head: m.events[idx[len(idx)-1]].Seq})
 		}
 	}
 	m.mu.RUnlock()

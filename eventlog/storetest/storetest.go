@@ -19,6 +19,8 @@
 //
 // # Caveats
 //
+// The Load tests run only against stores that implement eventlog.Loader.
+//
 // Run closes every store it opens when its subtest ends; open need not. The
 // suite treats a nil and an empty payload as equal, and "name order" as the
 // byte order of stream names (Go's string order).
@@ -69,6 +71,8 @@ func Run(t *testing.T, open func(t *testing.T) eventlog.Store) {
 		{"ConcurrentAppendsToOneStream", testConcurrentOneStream},
 		{"ConcurrentAppendsToDistinctStreams", testConcurrentDistinctStreams},
 		{"ClosedStore", testClosedStore},
+		{"LoadKeepsNumbering", testLoadKeepsNumbering},
+		{"LoadRefusesEventsNotAfterStore", testLoadRefuses},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -759,4 +763,75 @@ func show(evs []eventlog.Event) string {
 		parts[i] = fmt.Sprintf("%s#%d@%d:%.16q", ev.Stream, ev.Seq, ev.Position, ev.Payload)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// loader returns s as an eventlog.Loader, skipping the test for a store
+// that is not one.
+func loader(t *testing.T, s eventlog.Store) eventlog.Loader {
+	t.Helper()
+	l, ok := s.(eventlog.Loader)
+	if !ok {
+		t.Skip("the store is not an eventlog.Loader")
+	}
+	return l
+}
+
+func testLoadKeepsNumbering(t *testing.T, s eventlog.Store) {
+	l := loader(t, s)
+	ctx := context.Background()
+	evs := []eventlog.Event{
+		{Stream: "agent/a", Seq: 1, Position: 1, Type: testType, Version: 2, Time: 5, RestoreID: "r1", Payload: []byte("a1")},
+		{Stream: "session/s", Seq: 1, Position: 2, Type: testType, Version: 1, Time: -7, Payload: []byte("s1")},
+		{Stream: "session/s", Seq: 2, Position: 3, Type: "other", Version: 65535, Time: 9, Payload: nil},
+		{Stream: "agent/a", Seq: 2, Position: 4, Type: testType, Version: 1, Time: 10, RestoreID: "r2", Payload: []byte("a2")},
+	}
+	if err := l.Load(ctx, evs[:3]); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if err := l.Load(ctx, evs[3:]); err != nil {
+		t.Fatalf("second Load: %v", err)
+	}
+	if got := readAll(t, s, 0); !equalEvents(got, evs) {
+		t.Errorf("ReadAll after Load = %s, want %s", show(got), show(evs))
+	}
+	if got := readStream(t, s, "session/s", 2); !equalEvents(got, evs[2:3]) {
+		t.Errorf("ReadStream(session/s, 2) = %s", show(got))
+	}
+	if got := streams(t, s, ""); len(got) != 2 || got[0] != (eventlog.StreamInfo{Name: "agent/a", Head: 2}) ||
+		got[1] != (eventlog.StreamInfo{Name: "session/s", Head: 2}) {
+		t.Errorf("Streams = %v", got)
+	}
+	next := mustAppend(t, s, []eventlog.Expect{{Stream: "agent/a", Seq: 2}}, rec("agent/a", "a3"))
+	if next[0].Seq != 3 || next[0].Position != 5 {
+		t.Errorf("Append after Load got seq %d position %d, want 3 and 5", next[0].Seq, next[0].Position)
+	}
+}
+
+func testLoadRefuses(t *testing.T, s eventlog.Store) {
+	l := loader(t, s)
+	ctx := context.Background()
+	held := mustAppend(t, s, []eventlog.Expect{{Stream: "s"}}, rec("s", "1"), rec("s", "2"))
+	ev := func(stream string, seq, pos uint64) eventlog.Event {
+		return eventlog.Event{Stream: stream, Seq: seq, Position: pos, Type: testType, Payload: []byte("x")}
+	}
+	for _, tt := range []struct {
+		name string
+		evs  []eventlog.Event
+	}{
+		{"position already held", []eventlog.Event{ev("t", 1, 2)}},
+		{"seq at the stream's head", []eventlog.Event{ev("s", 2, 3)}},
+		{"positions out of order", []eventlog.Event{ev("t", 1, 4), ev("u", 1, 3)}},
+		{"seqs out of order", []eventlog.Event{ev("t", 2, 3), ev("t", 1, 4)}},
+		{"a good event before a bad one", []eventlog.Event{ev("t", 1, 3), ev("s", 1, 4)}},
+	} {
+		if err := l.Load(ctx, tt.evs); !errors.Is(err, eventlog.ErrInvalidLoad) {
+			t.Errorf("%s: Load err = %v, want ErrInvalidLoad", tt.name, err)
+		}
+	}
+	if got := readAll(t, s, 0); !equalEvents(got, held) {
+		t.Errorf("refused loads wrote: ReadAll = %s", show(got))
+	}
+	if err := l.Load(ctx, []eventlog.Event{{Stream: "t", Seq: 1, Position: 3}}); !errors.Is(err, eventlog.ErrInvalidLoad) {
+		t.Errorf("Load of an event without a type: err = %v, want ErrInvalidLoad", err)
+	}
 }

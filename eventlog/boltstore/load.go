@@ -1,0 +1,68 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+var _ eventlog.Loader = (*Store)(nil)
+
+// Load implements eventlog.Loader in one write transaction. Consecutive
+// events of one stream with consecutive positions and sequences are one
+// run, as an append would have written them.
+func (s *Store) Load(ctx context.Context, evs []eventlog.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		b, err := s.buckets(tx)
+		if err != nil {
+			return err
+		}
+		c := b.events.Cursor()
+		if err := eventlog.CheckLoad(evs, lastPosition(b), func(stream string) (uint64, error) {
+			return readHead(c, stream)
+		}); err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		// Runs older than the loaded ones leave recent first, so that
+		// positions stays in order ahead of it.
+		if err := moveRecent(tx, b); err != nil {
+			return err
+		}
+		b.recent = tx.Bucket(recentBucket)
+		b.positions.FillPercent = 1
+		b.events.FillPercent = 1
+		for i := 0; i < len(evs); {
+			j := i + 1
+			for j < len(evs) && j-i < math.MaxUint32 && evs[j].Stream == evs[i].Stream &&
+				evs[j].Position == evs[j-1].Position+1 && evs[j].Seq == evs[j-1].Seq+1 {
+				j++
+			}
+			key := binary.BigEndian.AppendUint64(nil, evs[i].Position)
+			if err := b.positions.Put(key, appendRun(nil, evs[i].Stream, evs[i].Seq, uint32(j-i))); err != nil {
+				return fmt.Errorf("boltstore: load %s: %w", evs[i].Stream, err)
+			}
+			for ; i < j; i++ {
+				env := appendEnvelope(nil, evs[i])
+				if len(env) > bolt.MaxValueSize {
+					return fmt.Errorf("boltstore: load %s#%d: an event of %d bytes is larger than the %d a value may hold",
+						evs[i].Stream, evs[i].Seq, len(env), bolt.MaxValueSize)
+				}
+				if err := b.events.Put(eventKey(evs[i].Stream, evs[i].Seq), env); err != nil {
+					return fmt.Errorf("boltstore: load %s: %w", evs[i].Stream, err)
+				}
+			}
+		}
+		return b.recent.SetSequence(evs[len(evs)-1].Position)
+	})
+}
