@@ -50,14 +50,19 @@ type LockedError struct {
 }
 
 func (e *LockedError) Error() string {
-	holder := "another process"
-	if e.PID > 0 {
-		holder = fmt.Sprintf("process %d", e.PID)
-		if e.Command != "" {
-			holder += " (" + e.Command + ")"
-		}
+	return fmt.Sprintf("store %s is locked by %s (waited %v)", e.Path, e.Holder(), e.Waited)
+}
+
+// Holder names the holding process: "process PID (COMMAND)", or "another
+// process" when it is unknown.
+func (e *LockedError) Holder() string {
+	switch {
+	case e.PID <= 0:
+		return "another process"
+	case e.Command == "":
+		return fmt.Sprintf("process %d", e.PID)
 	}
-	return fmt.Sprintf("%s is held by %s; waited %v", e.Path, holder, e.Waited)
+	return fmt.Sprintf("process %d (%s)", e.PID, e.Command)
 }
 
 // Is reports whether target is ErrLocked.

@@ -96,8 +96,9 @@ type Store struct {
 var _ eventlog.Store = (*Store)(nil)
 
 // Open opens the store at path, creating it unless opts.ReadOnly is set.
-// Besides I/O errors, it fails with an error matching eventlog.ErrLocked when
-// another process holds the store for longer than opts.Timeout,
+// Besides I/O errors, it fails with an *eventlog.LockedError, which matches
+// eventlog.ErrLocked and names the holding process where the system tells
+// (Linux), when another process holds the store for longer than opts.Timeout,
 // eventlog.ErrCorrupt when the file is damaged or is not a bbolt database,
 // ErrFormat when it is not a reprise store, and os.ErrNotExist when a store
 // opened read-only does not exist.
@@ -194,7 +195,8 @@ func openError(path string, timeout time.Duration, err error) error {
 	case errors.Is(err, eventlog.ErrCorrupt):
 		return err
 	case errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("boltstore: open %s: %w (waited %v)", path, eventlog.ErrLocked, timeout)
+		pid, command := lockHolder(path)
+		return &eventlog.LockedError{Path: path, Waited: timeout, PID: pid, Command: command}
 	case errors.As(err, &pathErr), errors.As(err, &errno):
 		return fmt.Errorf("boltstore: open %s: %w", path, err)
 	default:

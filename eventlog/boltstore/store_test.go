@@ -109,6 +109,11 @@ func TestLockedAcrossProcesses(t *testing.T) {
 		start := time.Now()
 		_, err := Open(path, Options{Timeout: 100 * time.Millisecond, ReadOnly: readOnly})
 		checkLocked(t, path, err, time.Since(start))
+		var locked *eventlog.LockedError
+		if runtime.GOOS == "linux" && (!errors.As(err, &locked) || locked.PID != cmd.Process.Pid ||
+			!strings.Contains(locked.Command, "TestHoldStoreHelper")) {
+			t.Errorf("the error should name the holder, process %d: %#v", cmd.Process.Pid, err)
+		}
 	}
 	release()
 	mustOpen(t, path, Options{Timeout: 100 * time.Millisecond}).Close()
@@ -137,7 +142,7 @@ func checkLocked(t *testing.T, path string, err error, waited time.Duration) {
 	if !errors.Is(err, eventlog.ErrLocked) {
 		t.Fatalf("opening a held store: err = %v, want ErrLocked", err)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "store is locked by another process") || !strings.Contains(msg, path) {
+	if msg := err.Error(); !strings.Contains(msg, "is locked by") || !strings.Contains(msg, path) {
 		t.Errorf("error %q should say the store is locked and name %s", msg, path)
 	}
 	if waited > time.Second {
