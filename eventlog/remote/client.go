@@ -1,0 +1,192 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+// Client is a read-only eventlog.Store that reads through the service of
+// another process. It is safe for concurrent use. Append returns
+// eventlog.ErrReadOnly; errors the serving store returned match the same
+// eventlog sentinels they matched there.
+type Client struct {
+	http   *http.Client
+	socket string
+	closed atomic.Bool
+}
+
+var _ eventlog.Store = (*Client)(nil)
+
+// Dial connects to the service at socket, the path of a Unix socket, and
+// checks that it answers. It fails with ErrNotOwned for a path that is not
+// a socket of the user's own, and ErrNotServing when nothing answers there.
+func Dial(ctx context.Context, socket string) (*Client, error) {
+	if err := checkSocket(socket); err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c := &Client{socket: socket, http: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", socket)
+		},
+		DisableCompression: true,
+	}}}
+	if err := c.get(ctx, "/v1/ping", nil, nil); err != nil {
+		c.http.CloseIdleConnections()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Append returns eventlog.ErrReadOnly: the service only reads.
+func (c *Client) Append(ctx context.Context, _ []eventlog.Expect, _ []eventlog.Record) ([]eventlog.Event, error) {
+	if c.closed.Load() {
+		return nil, eventlog.ErrClosed
+	}
+	return nil, eventlog.ErrReadOnly
+}
+
+// Head implements eventlog.Store.
+func (c *Client) Head(ctx context.Context, stream string) (uint64, error) {
+	var head uint64
+	err := c.get(ctx, "/v1/head", url.Values{"stream": {stream}}, func(fr frame) error {
+		if fr.kind != frameHead {
+			return unexpected(fr)
+		}
+		head = fr.head
+		return nil
+	})
+	return head, err
+}
+
+// ReadStream implements eventlog.Store.
+func (c *Client) ReadStream(ctx context.Context, stream string, from uint64, fn func(eventlog.Event) error) error {
+	q := url.Values{"stream": {stream}, "from": {strconv.FormatUint(from, 10)}}
+	return c.get(ctx, "/v1/events", q, events(fn))
+}
+
+// ReadAll implements eventlog.Store. The events are those of one snapshot
+// of the serving store.
+func (c *Client) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event) error) error {
+	return c.WaitAll(ctx, from, 0, fn)
+}
+
+// WaitAll is ReadAll, except that when the store holds no event at or
+// after from yet, it waits up to wait (at most MaxWait) for one to be
+// appended. A follower calls it again and again from the position after
+// the last event it saw.
+func (c *Client) WaitAll(ctx context.Context, from uint64, wait time.Duration, fn func(eventlog.Event) error) error {
+	q := url.Values{"from": {strconv.FormatUint(from, 10)}}
+	if wait > 0 {
+		q.Set("wait", min(wait, MaxWait).String())
+	}
+	return c.get(ctx, "/v1/events", q, events(fn))
+}
+
+// Streams implements eventlog.Store.
+func (c *Client) Streams(ctx context.Context, prefix string, fn func(eventlog.StreamInfo) error) error {
+	return c.get(ctx, "/v1/streams", url.Values{"prefix": {prefix}}, func(fr frame) error {
+		if fr.kind != frameStream {
+			return unexpected(fr)
+		}
+		return fn(fr.stream)
+	})
+}
+
+// Close releases the client's connections; the serving store stays open.
+// Calls after Close return eventlog.ErrClosed.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return eventlog.ErrClosed
+	}
+	c.http.CloseIdleConnections()
+	return nil
+}
+
+// events returns a frame callback that passes event frames to fn.
+func events(fn func(eventlog.Event) error) func(frame) error {
+	return func(fr frame) error {
+		if fr.kind != frameEvent {
+			return unexpected(fr)
+		}
+		return fn(fr.event)
+	}
+}
+
+func unexpected(fr frame) error {
+	return fmt.Errorf("remote: unexpected frame of kind %d", fr.kind)
+}
+
+// get sends a request for path with query q and passes each frame of the
+// response before its end frame to fn. An error frame is returned as the
+// error; fn's error stops the read and is returned as is.
+func (c *Client) get(ctx context.Context, path string, q url.Values, fn func(frame) error) error {
+	if c.closed.Load() {
+		return eventlog.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://reprise"+path+"?"+q.Encode(), nil)
+	if err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w at %s: %w", ErrNotServing, c.socket, err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != contentType {
+		return fmt.Errorf("remote: %s answered %s with %q, not the read service's frames", c.socket, resp.Status, ct)
+	}
+	body := &bodyReader{r: resp.Body}
+	frames := newFrameReader(body)
+	for {
+		fr, err := frames.next()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil && body.err != nil && !errors.Is(body.err, io.EOF):
+			return fmt.Errorf("%w: %w", ErrDisconnected, body.err)
+		case err != nil:
+			return err
+		case fr.kind == frameEnd:
+			return nil
+		case fr.kind == frameError:
+			return fr.err
+		case fn == nil:
+			return unexpected(fr)
+		}
+		if err := fn(fr); err != nil {
+			return err
+		}
+	}
+}
+
+// bodyReader keeps the error of a response body's reads, to tell a broken
+// connection from a malformed frame.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil {
+		b.err = err
+	}
+	return n, err
+}
