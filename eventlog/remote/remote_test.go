@@ -186,7 +186,9 @@ func TestCloseEndsAWaitingFollowerAndRemovesTheSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error)
-	go func() { done <- client.WaitAll(context.Background(), 1, MaxWait, func(eventlog.Event) error { return nil }) }()
+	go func() {
+		done <- client.WaitAll(context.Background(), 1, MaxWait, func(eventlog.Event) error { return nil })
+	}()
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
 	if err := srv.Close(); err != nil {
