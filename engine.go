@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/eventlog/remote"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
@@ -59,6 +60,16 @@ type Options struct {
 	// StopBlockCap is how many consecutive stops Stop hooks may block
 	// before the Engine stops asking them. Zero means DefaultStopBlockCap.
 	StopBlockCap int
+	// ServeReads makes an Engine over a bbolt file (Open only, not
+	// ReadOnly) serve the file's reads to other processes while it holds
+	// the file, which no other process can open meanwhile: the reads of
+	// package eventlog/remote, on the Unix socket
+	// remote.SocketPath(path), which the reprise command reads through
+	// when it finds the store locked. Close stops it. A socket that cannot
+	// be made is logged, and the Engine works on without it. Hosts that
+	// keep a store open for long should set it, so that the store stays
+	// readable to the audit tools; the socket is private to the user.
+	ServeReads bool
 	// ReadOnly opens the store for reading only (Open only): several
 	// read-only Engines may share a file, and every write fails with
 	// eventlog.ErrReadOnly.
@@ -109,6 +120,10 @@ type Engine struct {
 	// claudeSettings: read Claude Code settings files at each hook run.
 	claudeSettings bool
 
+	// reads serves the store's reads on its socket (Options.ServeReads),
+	// or is nil.
+	reads *remote.Server
+
 	mu       sync.Mutex
 	sessions map[string]*session
 	agents   map[string]*Agent
@@ -157,7 +172,13 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 	if opts.TranscriptDir == "" {
 		opts.TranscriptDir = filepath.Join(filepath.Dir(path), "transcripts")
 	}
-	return New(store, opts), nil
+	e := New(store, opts)
+	if opts.ServeReads && !opts.ReadOnly {
+		if e.reads, err = remote.Serve(store, path, e.log); err != nil {
+			e.log.Warn("the store's reads are not served to other processes", "error", err)
+		}
+	}
+	return e, nil
 }
 
 // New returns an Engine over store. The Engine owns store from then on and
@@ -301,6 +322,9 @@ func (e *Engine) Close() error {
 			errs = append(errs, fmt.Errorf("save %s on close: %w", s.conv.ID, err))
 		}
 		s.mu.Unlock()
+	}
+	if e.reads != nil {
+		errs = append(errs, e.reads.Close())
 	}
 	return errors.Join(append(errs, e.store.Close(), e.files.Close())...)
 }
