@@ -14,10 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/eventlog/remote"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -46,23 +48,88 @@ func (a *app) storePath() (string, error) {
 	return filepath.Join(home, ".local", "state", "reprise", "reprise.db"), nil
 }
 
+// lockTimeoutEnv names the environment variable that sets --lock-timeout
+// when the flag is not given.
+const lockTimeoutEnv = "REPRISE_LOCK_TIMEOUT"
+
+// defaultLockTimeout is how long a command waits for a store file another
+// process holds, unless --lock-timeout or $REPRISE_LOCK_TIMEOUT says
+// otherwise.
+const defaultLockTimeout = time.Second
+
+// lockProbe is how long each attempt to open a held file waits for its
+// lock; between attempts a reader tries the holder's socket, and every
+// command checks whether it was interrupted.
+const lockProbe = 100 * time.Millisecond
+
+// lockTimeout returns how long to wait for a held store file: --lock-timeout,
+// else $REPRISE_LOCK_TIMEOUT, else defaultLockTimeout.
+func (a *app) lockTimeout() (time.Duration, error) {
+	if a.lockFlag != nil && a.lockFlag.Changed {
+		if a.lockWait < 0 {
+			return 0, usagef("--lock-timeout must not be negative")
+		}
+		return a.lockWait, nil
+	}
+	v := os.Getenv(lockTimeoutEnv)
+	if v == "" {
+		return defaultLockTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, usagef("%s must be a duration such as 30s or 2m, not %q", lockTimeoutEnv, clip(v))
+	}
+	return d, nil
+}
+
 // openReadOnly opens the store for reading only. Several read-only opens
-// may share the store; one fails with eventlog.ErrLocked, after the lock
-// timeout, while a writer holds it.
+// may share a file. While another process holds it for writing, the
+// command reads through that process's socket (remote.SocketPath) if it
+// serves one, with the same results; otherwise it waits for the file up
+// to the lock timeout, then fails naming the holder.
 func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engine, error) {
 	path, err := a.storePath()
 	if err != nil {
 		return nil, err
 	}
-	e, err := openStore(ctx, path, reprise.Options{ReadOnly: true, Logger: warnLogger(stderr)})
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, pgstore.ErrFormat) {
-		return nil, fmt.Errorf("no store at %s (reprise new or reprise import creates one): %w", redact(path), err)
+	opts := reprise.Options{ReadOnly: true, Logger: warnLogger(stderr)}
+	if pgstore.IsURL(path) {
+		e, err := openDatabase(ctx, path, opts)
+		return e, openError(path, err)
+	}
+	wait, err := a.lockTimeout()
+	if err != nil {
+		return nil, err
+	}
+	var client *remote.Client
+	e, err := openFile(ctx, path, opts, wait, func() bool {
+		client = dialHolder(ctx, path, stderr)
+		return client != nil
+	})
+	if client != nil {
+		opts.TranscriptDir = filepath.Join(filepath.Dir(path), "transcripts")
+		return reprise.New(client, opts), nil
+	}
+	return e, openError(path, err)
+}
+
+// dialHolder connects to the read service of the process holding the
+// store at path, or returns nil when none answers. A socket that is not
+// the user's own is never used; it is reported once.
+func dialHolder(ctx context.Context, path string, stderr io.Writer) *remote.Client {
+	client, err := remote.Dial(ctx, remote.SocketPath(path))
+	if errors.Is(err, remote.ErrNotOwned) && !warnedSocket {
+		warnedSocket = true
+		warn(stderr, "not reading through %s: %v", remote.SocketPath(path), err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil
 	}
-	return e, nil
+	return client
 }
+
+// warnedSocket is set once a refused socket was reported.
+var warnedSocket bool
 
 // addFunctionHooks, when set, is called with every Engine a command opens
 // for writing, after it is opened and before any hook is loaded from the
@@ -72,20 +139,30 @@ func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engi
 var addFunctionHooks func(*reprise.Engine) error
 
 // openWritable opens the store for writing, creating it and its directory
-// if needed. It holds the store alone until Close.
+// if needed, waiting up to the lock timeout for a file another process
+// holds. It holds the store alone until Close, serving its reads to other
+// commands meanwhile.
 func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engine, error) {
 	path, err := a.storePath()
 	if err != nil {
 		return nil, err
 	}
-	if !pgstore.IsURL(path) {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, fmt.Errorf("create the store's directory: %w", err)
+	opts := reprise.Options{Logger: warnLogger(stderr), ServeReads: true, Runner: hookRunner}
+	var e *reprise.Engine
+	if pgstore.IsURL(path) {
+		e, err = openDatabase(ctx, path, opts)
+	} else {
+		wait, werr := a.lockTimeout()
+		if werr != nil {
+			return nil, werr
 		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("cannot create the store's directory: %w", err)
+		}
+		e, err = openFile(ctx, path, opts, wait, nil)
 	}
-	e, err := openStore(ctx, path, reprise.Options{Logger: warnLogger(stderr), Runner: hookRunner})
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil, openError(path, err)
 	}
 	if addFunctionHooks != nil {
 		if err := addFunctionHooks(e); err != nil {
@@ -95,14 +172,39 @@ func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engi
 	return e, nil
 }
 
-// openStore opens an Engine over the store at path: a PostgreSQL database
-// for a postgres:// URL, with transcripts under the user's cache directory,
-// otherwise a bbolt file.
-func openStore(ctx context.Context, path string, opts reprise.Options) (*reprise.Engine, error) {
-	if !pgstore.IsURL(path) {
-		return reprise.OpenContext(ctx, path, opts)
+// openFile opens the bbolt file at path, trying again while another
+// process holds it, until wait has passed or ctx ends. Between tries it
+// calls instead, if given, and stops without an Engine when that reports
+// true. A file still held at the end is an *eventlog.LockedError that
+// says how long the command waited in all.
+func openFile(ctx context.Context, path string, opts reprise.Options, wait time.Duration, instead func() bool) (*reprise.Engine, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		opts.LockTimeout = max(min(lockProbe, time.Until(deadline)), time.Nanosecond)
+		e, err := reprise.OpenContext(ctx, path, opts)
+		var locked *eventlog.LockedError
+		if !errors.As(err, &locked) {
+			return e, err
+		}
+		if instead != nil && instead() {
+			return nil, nil
+		}
+		if time.Now().After(deadline) {
+			locked.Waited = wait
+			return nil, locked
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(lockProbe, time.Until(deadline))):
+		}
 	}
-	store, err := pgstore.Open(ctx, path, pgstore.Options{ReadOnly: opts.ReadOnly})
+}
+
+// openDatabase opens an Engine over the PostgreSQL store at url, with
+// transcripts under the user's cache directory.
+func openDatabase(ctx context.Context, url string, opts reprise.Options) (*reprise.Engine, error) {
+	store, err := pgstore.Open(ctx, url, pgstore.Options{ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +214,59 @@ func openStore(ctx context.Context, path string, opts reprise.Options) (*reprise
 	}
 	opts.TranscriptDir = filepath.Join(base, "reprise", "transcripts")
 	return reprise.New(store, opts), nil
+}
+
+// openError says, in the user's terms, why the store at path could not be
+// opened; it still matches what err matches. A nil err is nil.
+func openError(path string, err error) error {
+	var locked *eventlog.LockedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &locked):
+		return userError{fmt.Sprintf("the store %s is in use by %s (waited %v); wait for it to finish, stop it, "+
+			"or wait longer with --lock-timeout or %s", path, locked.Holder(), locked.Waited, lockTimeoutEnv), err}
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, pgstore.ErrFormat) && strings.Contains(err.Error(), "holds no reprise store"):
+		return userError{fmt.Sprintf("no store at %s (reprise new or reprise import creates one)", redact(path)), err}
+	case errors.Is(err, eventlog.ErrCorrupt):
+		return userError{fmt.Sprintf("the store %s is damaged: %s", redact(path), plain(err)), err}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return userError{fmt.Sprintf("cannot open the store %s: %s", redact(path), plain(err)), err}
+}
+
+// userError is an error with a message for the user, which still matches
+// the error it explains.
+type userError struct {
+	msg string
+	err error
+}
+
+func (e userError) Error() string { return e.msg }
+func (e userError) Unwrap() error { return e.err }
+
+// plain returns err's message without the names of the layers it crossed
+// ("boltstore: ", "eventlog: ", ...) and without the store's path, which
+// the caller names already.
+func plain(err error) string {
+	msg := err.Error()
+	for _, layer := range []string{"boltstore: ", "pgstore: ", "eventlog: ", "reprise: "} {
+		msg = strings.ReplaceAll(msg, layer, "")
+	}
+	return clip(msg)
+}
+
+// maxShown bounds how much of a user's input or a long message an error
+// repeats.
+const maxShown = 300
+
+// clip cuts s to maxShown characters.
+func clip(s string) string {
+	if r := []rune(s); len(r) > maxShown {
+		return string(r[:maxShown-1]) + "…"
+	}
+	return s
 }
 
 // redact hides the password of a database URL; file paths are returned as

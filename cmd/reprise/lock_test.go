@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,40 +12,131 @@ import (
 // arguments, on a store holding session s.
 var readOnlyCommands = [][]string{
 	{"sessions"},
+	{"sessions", "--json"},
 	{"log", "s"},
+	{"log", "--json", "s"},
+	{"log", "--agent", "ide"},
 	{"replay", "s"},
+	{"replay", "--json", "s"},
 	{"audit"},
+	{"audit", "--json"},
 	{"export", "s"},
 	{"hooks", "--session", "s"},
 }
 
-// The binary, as a user runs it, against another process holding the
-// store: each command fails with exit 1 and says why, within the lock
-// timeout.
-func TestReadOnlyCommandsFailClearlyWhileAWriterHoldsTheStore(t *testing.T) {
+// While a host that serves its reads holds the store, every read command
+// prints what it prints on the idle store.
+func TestReadCommandsReadThroughTheHoldingProcess(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "hello", "hi")
+	c.ok("start", "--agent", "ide", "s")
+	idle := map[string]result{}
+	for _, args := range readOnlyCommands {
+		idle[strings.Join(args, " ")] = c.run(args...)
+	}
+	h := holdServing(t, c.store)
+	for _, args := range readOnlyCommands {
+		key := strings.Join(args, " ")
+		if idle[key].code != exitOK {
+			t.Fatalf("reprise %s on the idle store: %+v", key, idle[key])
+		}
+		start := time.Now()
+		if got := c.run(args...); got != idle[key] {
+			t.Errorf("reprise %s while a host holds the store:\n%+v\nwant, as on the idle store:\n%+v", key, got, idle[key])
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("reprise %s took %v", key, d)
+		}
+	}
+	// What the host appends meanwhile is read at once.
+	h.append("s", "from the host")
+	if out := c.ok("log", "s"); !strings.Contains(out, "from the host") {
+		t.Errorf("log does not show the host's append:\n%s", out)
+	}
+	h.release()
+	if out := c.ok("log", "s"); !strings.Contains(out, "from the host") {
+		t.Errorf("log of the released store does not show the host's append:\n%s", out)
+	}
+}
+
+// The binary, as a user runs it, against another process that holds the
+// store and serves nothing: each command fails with exit 1 within the lock
+// timeout, naming the holder and what to do.
+func TestCommandsFailNamingTheHolderWhenItServesNothing(t *testing.T) {
 	c := newBinaryCLI(t)
 	c.session("s", "hello")
-	hold(t, c.store, false)
+	h := hold(t, c.store, false)
+	want := fmt.Sprintf("is in use by process %d (", h.pid())
 	var wg sync.WaitGroup
 	for _, args := range append(readOnlyCommands, []string{"append", "s", "--role", "user", "x"}) {
 		wg.Go(func() {
 			start := time.Now()
 			r := c.run(args...)
-			if r.code != exitFailure || !strings.Contains(r.stderr, "store is locked by another process") {
+			if r.code != exitFailure || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "--lock-timeout") {
 				t.Errorf("reprise %s: exit %d: %s", strings.Join(args, " "), r.code, r.stderr)
 			}
 			// The lock timeout is 1 second; allow for a slow machine.
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("reprise %s took %v", strings.Join(args, " "), d)
+			if d := time.Since(start); d < time.Second || d > 5*time.Second {
+				t.Errorf("reprise %s gave up after %v, want about 1s", strings.Join(args, " "), d)
 			}
 		})
 	}
 	wg.Wait()
 }
 
+func TestLockTimeoutFlagAndEnvironment(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("s", "hello")
+	h := holdServing(t, c.store)
+	for _, tt := range []struct {
+		name string
+		env  string
+		args []string
+		wait time.Duration
+	}{
+		{"flag", "", []string{"--lock-timeout", "300ms"}, 300 * time.Millisecond},
+		{"environment", "300ms", nil, 300 * time.Millisecond},
+		{"flag over environment", "1m", []string{"--lock-timeout", "200ms"}, 200 * time.Millisecond},
+		{"no wait", "", []string{"--lock-timeout", "0"}, 0},
+	} {
+		t.Setenv(lockTimeoutEnv, tt.env)
+		start := time.Now()
+		r := c.run(append(tt.args, "append", "s", "--role", "user", "x")...)
+		d := time.Since(start)
+		if r.code != exitFailure || !strings.Contains(r.stderr, fmt.Sprintf("process %d", h.pid())) ||
+			!strings.Contains(r.stderr, fmt.Sprintf("(waited %v)", tt.wait)) {
+			t.Errorf("%s: exit %d: %s", tt.name, r.code, r.stderr)
+		}
+		if d < tt.wait || d > tt.wait+3*time.Second {
+			t.Errorf("%s: gave up after %v, want %v", tt.name, d, tt.wait)
+		}
+	}
+	t.Setenv(lockTimeoutEnv, "soon")
+	if r := c.run("append", "s", "--role", "user", "x"); r.code != exitUsage || !strings.Contains(r.stderr, lockTimeoutEnv) {
+		t.Errorf("a bad %s: exit %d: %s", lockTimeoutEnv, r.code, r.stderr)
+	}
+	t.Setenv(lockTimeoutEnv, "")
+	if r := c.run("--lock-timeout", "-1s", "append", "s", "--role", "user", "x"); r.code != exitUsage {
+		t.Errorf("a negative --lock-timeout: exit %d: %s", r.code, r.stderr)
+	}
+
+	// A write that waits long enough gets the store once the host lets go.
+	done := make(chan result)
+	go func() { done <- c.run("--lock-timeout", "30s", "append", "s", "--role", "user", "late") }()
+	time.Sleep(300 * time.Millisecond)
+	h.release()
+	if r := <-done; r.code != exitOK {
+		t.Fatalf("append waiting for the host: exit %d: %s", r.code, r.stderr)
+	}
+	if out := c.ok("log", "s"); !strings.Contains(out, "late") {
+		t.Errorf("the waiting append is not in the log:\n%s", out)
+	}
+}
+
 func TestReadOnlyCommandsRunConcurrently(t *testing.T) {
 	c := newCLI(t)
 	c.session("s", "hello", "hi")
+	c.ok("start", "--agent", "ide", "s")
 	// Another reader holds the store the whole time; readers share it.
 	reader := hold(t, c.store, true)
 	var wg sync.WaitGroup
@@ -60,7 +152,7 @@ func TestReadOnlyCommandsRunConcurrently(t *testing.T) {
 	wg.Wait()
 	// A writer waits for readers, then gives up.
 	r := c.fails(exitFailure, "append", "s", "--role", "user", "x")
-	if !strings.Contains(r.stderr, "store is locked by another process") {
+	if !strings.Contains(r.stderr, fmt.Sprintf("is in use by process %d", reader.pid())) {
 		t.Fatalf("append while a reader holds the store: %s", r.stderr)
 	}
 	reader.release()

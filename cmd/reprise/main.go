@@ -14,10 +14,11 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	"github.com/spf13/cobra"
+	"time"
 
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes.
@@ -67,8 +68,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // app holds the global flags every command shares.
 type app struct {
-	store string // --store, "" for the default
-	json  bool   // --json
+	store    string        // --store, "" for the default
+	json     bool          // --json
+	lockWait time.Duration // --lock-timeout, when lockFlag.Changed
+	lockFlag *pflag.Flag
 }
 
 // newRootCmd returns the reprise command with all its subcommands.
@@ -107,6 +110,9 @@ command on the agent finishes a restore left midway).`,
 	root.PersistentFlags().StringVar(&a.store, "store", "",
 		"store: a bbolt file `PATH` or a postgres:// URL (default $REPRISE_STORE, else $XDG_STATE_HOME/reprise/reprise.db)")
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print machine-readable JSON")
+	root.PersistentFlags().DurationVar(&a.lockWait, "lock-timeout", 0,
+		"how long to wait for a store file another process holds, `DURATION` such as 30s (default $"+lockTimeoutEnv+", else 1s)")
+	a.lockFlag = root.PersistentFlags().Lookup("lock-timeout")
 	root.AddCommand(
 		newNewCmd(a),
 		newAppendCmd(a),

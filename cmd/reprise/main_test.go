@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,11 +21,13 @@ import (
 )
 
 // holdEnv, when set in the environment of the test binary, makes it hold
-// the store at that path (read-only when holdReadOnlyEnv is set too) until
-// its stdin closes, instead of running the tests.
+// the store at that path (read-only when holdReadOnlyEnv is set too,
+// serving its reads when holdServeEnv is) until its stdin closes, instead
+// of running the tests.
 const (
 	holdEnv         = "REPRISE_TEST_HOLD_STORE"
 	holdReadOnlyEnv = "REPRISE_TEST_HOLD_READONLY"
+	holdServeEnv    = "REPRISE_TEST_HOLD_SERVE"
 )
 
 // testEnv is the environment the test binary started with, before any test
@@ -35,7 +38,7 @@ var testEnv []string
 func TestMain(m *testing.M) {
 	hookexec.MaybeSupervise() // the in-process commands run their hooks under this binary
 	if path := os.Getenv(holdEnv); path != "" {
-		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != ""))
+		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != "", os.Getenv(holdServeEnv) != ""))
 	}
 	testEnv = os.Environ()
 	code := m.Run()
@@ -73,15 +76,25 @@ func binary(t *testing.T) string {
 }
 
 // holdStore opens the store at path, says "ready" on stdout, and keeps the
-// store open until stdin reaches end of file.
-func holdStore(path string, readOnly bool) int {
-	e, err := reprise.Open(path, reprise.Options{ReadOnly: readOnly})
+// store open until stdin reaches end of file. Each line "SESSION TEXT" it
+// reads meanwhile appends TEXT to SESSION as a user message, and is
+// answered "appended".
+func holdStore(path string, readOnly, serve bool) int {
+	e, err := reprise.Open(path, reprise.Options{ReadOnly: readOnly, ServeReads: serve})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	fmt.Println("ready")
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		id, text, _ := strings.Cut(lines.Text(), " ")
+		if _, err := e.Append(context.Background(), id, reprise.Text("user", text)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("appended")
+	}
 	if err := e.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -104,6 +117,19 @@ func hold(t *testing.T, path string, readOnly bool) *holder {
 	if readOnly {
 		env = append(env, holdReadOnlyEnv+"=1")
 	}
+	return startHolder(t, path, env)
+}
+
+// holdServing is hold for writing, by a process that serves the store's
+// reads on its socket, as reprise's own commands do.
+func holdServing(t *testing.T, path string) *holder {
+	t.Helper()
+	return startHolder(t, path, []string{holdEnv + "=" + path, holdServeEnv + "=1"})
+}
+
+// startHolder starts the holding process with env.
+func startHolder(t *testing.T, path string, env []string) *holder {
+	t.Helper()
 	h := &holder{t: t, child: testkit.StartChild(t, env...)}
 	if line := h.child.Line(t); line != "ready" {
 		t.Fatalf("holder did not open %s: %q; stderr: %s", path, line, h.child.Stderr)
@@ -113,6 +139,20 @@ func hold(t *testing.T, path string, readOnly bool) *holder {
 
 // release closes the holder's stdin and waits for it to close the store.
 func (h *holder) release() { h.child.Wait(h.t) }
+
+// pid returns the holding process's id.
+func (h *holder) pid() int { return h.child.Cmd.Process.Pid }
+
+// append makes the holder append text to session id as a user message.
+func (h *holder) append(id, text string) {
+	h.t.Helper()
+	if _, err := fmt.Fprintf(h.child.Stdin, "%s %s\n", id, text); err != nil {
+		h.t.Fatal(err)
+	}
+	if line := h.child.Line(h.t); line != "appended" {
+		h.t.Fatalf("the holder did not append: %q; stderr: %s", line, h.child.Stderr)
+	}
+}
 
 // cli runs reprise commands against a store of its own, with HOME and the
 // XDG directories in a temporary directory, which is also the working
@@ -135,7 +175,7 @@ func newCLI(t *testing.T) *cli {
 	dir := t.TempDir()
 	c := &cli{t: t, dir: dir, home: testkit.Home(t), store: filepath.Join(dir, "state", "reprise.db")}
 	t.Setenv(storeEnv, c.store)
-	for _, name := range []string{holdEnv, holdReadOnlyEnv} {
+	for _, name := range []string{holdEnv, holdReadOnlyEnv, holdServeEnv, lockTimeoutEnv} {
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}
