@@ -26,18 +26,20 @@ type eventJSON struct {
 	Payload   map[string]any `json:"payload"`
 }
 
-// logOptions are the options of log: one of session and agent.
+// logOptions are the options of log: one of session and agent, or
+// neither with follow.
 type logOptions struct {
 	session   string // SESSION
 	agent     string // --agent
 	bySession bool   // SESSION was given, even empty
+	follow    bool   // --follow
 }
 
 // newLogCmd returns the log command: the events of one stream.
 func newLogCmd(a *app) *cobra.Command {
 	var o logOptions
 	cmd := &cobra.Command{
-		Use:   "log (SESSION | --agent NAME)",
+		Use:   "log (SESSION | --agent NAME | --follow)",
 		Short: "Show the events of a session or of an agent",
 		Long: `log prints the event timeline of one stream: a session's creation and
 messages, or an agent's restores step by step. Each line has the event's
@@ -45,9 +47,17 @@ sequence in its stream, its time (UTC), its type and what it says.
 
 With --json it prints one JSON object per event and line: position, stream,
 seq, type, time (RFC 3339, UTC), restore_id and payload, the event's payload
-with the keys listed in docs/events.md.`,
+with the keys listed in docs/events.md.
+
+With --follow it goes on to print each event as it is appended, until
+interrupted (Ctrl-C); without SESSION or --agent it follows every stream,
+each line starting with the event's stream. It reads through the socket
+of a process that holds the store, else opens the file for each read and
+lets it go between reads, so that it never keeps writers out.`,
 		Example: `  reprise log "$id"
   reprise log --agent ide
+  reprise log --follow
+  reprise log --follow --json "$id"
   reprise log --agent ide --json | jq 'select(.type == "SessionStartHookRan") | .payload.outcomes'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -55,8 +65,8 @@ with the keys listed in docs/events.md.`,
 				return usagef("unexpected argument %q", args[1])
 			case len(args) == 1 && o.agent != "":
 				return usagef("give SESSION or --agent, not both")
-			case len(args) == 0 && o.agent == "":
-				return usagef("missing SESSION or --agent")
+			case len(args) == 0 && o.agent == "" && !o.follow:
+				return usagef("missing SESSION, --agent or --follow")
 			}
 			return nil
 		},
@@ -68,6 +78,7 @@ with the keys listed in docs/events.md.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.agent, "agent", "", "show the restores of agent `NAME` instead of a session")
+	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "go on printing events as they are appended, until interrupted")
 	return cmd
 }
 
@@ -78,8 +89,30 @@ func runLog(ctx context.Context, a *app, o logOptions, stdout, stderr io.Writer)
 	if o.bySession {
 		what, stream, id = "session", projection.SessionStream(o.session), o.session
 	}
+	if o.follow && !o.bySession && o.agent == "" {
+		return follow(ctx, a, stderr, func(ev eventlog.Event) error {
+			if a.json {
+				return printEventJSON(stdout, ev)
+			}
+			return printFollowLine(stdout, ev)
+		})
+	}
 	if err := validID(what, id); err != nil {
 		return err
+	}
+	show := func(ev eventlog.Event) error {
+		if a.json {
+			return printEventJSON(stdout, ev)
+		}
+		return printLogLine(stdout, ev)
+	}
+	if o.follow {
+		return follow(ctx, a, stderr, func(ev eventlog.Event) error {
+			if ev.Stream != stream {
+				return nil
+			}
+			return show(ev)
+		})
 	}
 	e, err := a.openReadOnly(ctx, stderr)
 	if err != nil {
@@ -93,16 +126,16 @@ func runLog(ctx context.Context, a *app, o logOptions, stdout, stderr io.Writer)
 	if head == 0 {
 		return fmt.Errorf("%s %s has no events", what, id)
 	}
-	return e.Store().ReadStream(ctx, stream, 1, func(ev eventlog.Event) error {
-		if a.json {
-			line, err := newEventJSON(ev)
-			if err != nil {
-				return err
-			}
-			return printJSON(stdout, line)
-		}
-		return printLogLine(stdout, ev)
-	})
+	return e.Store().ReadStream(ctx, stream, 1, show)
+}
+
+// printEventJSON prints ev as one line of log --json.
+func printEventJSON(w io.Writer, ev eventlog.Event) error {
+	line, err := newEventJSON(ev)
+	if err != nil {
+		return err
+	}
+	return printJSON(w, line)
 }
 
 // newEventJSON describes ev, its payload decoded into a map with the keys
