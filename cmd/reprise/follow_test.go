@@ -22,7 +22,9 @@ type following struct {
 func startFollow(args ...string) *following {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &following{stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{}, cancel: cancel, code: make(chan int, 1)}
-	go func() { f.code <- run(ctx, append([]string{"log", "--follow"}, args...), strings.NewReader(""), f.stdout, f.stderr) }()
+	go func() {
+		f.code <- run(ctx, append([]string{"log", "--follow"}, args...), strings.NewReader(""), f.stdout, f.stderr)
+	}()
 	return f
 }
 
