@@ -133,6 +133,8 @@ command on the agent finishes a restore left midway).`,
 		newPromptCmd(a),
 		newBenchCmd(a),
 		newDemoCmd(a),
+		newBackupCmd(a),
+		newCopyCmd(a),
 	)
 	return root
 }
