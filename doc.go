@@ -36,7 +36,8 @@
 //
 // An Engine caches each session it touches, with its conversation, for as
 // long as it is open. A bbolt store belongs to one process at a time: a
-// second process gets eventlog.ErrLocked. Restores of one agent never
+// second process gets eventlog.ErrLocked, unless it reads through the
+// socket an Engine opened with Options.ServeReads serves. Restores of one agent never
 // overlap; a second caller gets ErrRestoreInProgress. Hooks run in the
 // session's working directory; one that does not exist makes command hooks
 // fail, and the failure is recorded like any other. A function hook that

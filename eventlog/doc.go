@@ -25,8 +25,13 @@
 // bytes, are only valid until the callback returns; copy what you keep. A
 // callback must not call back into the same Store.
 //
+// Loader is an optional interface for copying a store: it writes events
+// numbered elsewhere as they are, and Copy uses it to load one store's
+// snapshot into another.
+//
 // Backends live in their own packages and are the caller's choice:
 // boltstore (an embedded bbolt file, with its own envelope encoding) and
-// pgstore (PostgreSQL). storetest is the conformance suite every backend,
-// MemoryStore included, must pass.
+// pgstore (PostgreSQL). remote reads a store through the process that
+// holds it. storetest is the conformance suite every backend, MemoryStore
+// included, must pass.
 package eventlog

@@ -81,9 +81,15 @@
 // # Caveats
 //
 // Only one process may have a store open for writing; others wait up to
-// Options.Timeout for the file lock, then get an error matching
-// eventlog.ErrLocked. Two Opens of the same file in one process also exclude
-// each other.
+// Options.Timeout for the file lock, then get an *eventlog.LockedError,
+// which matches eventlog.ErrLocked and, on Linux, names the holding process
+// and its command line (from /proc/locks). Two Opens of the same file in
+// one process also exclude each other. To let other processes read a store
+// it holds, a process serves it with package eventlog/remote.
+//
+// Load (eventlog.Loader) writes events numbered by another store, keeping
+// their sequences and positions; the readers here still expect both to be
+// gapless, so load gapless logs.
 //
 // A zero-length file is a store that was never initialised: bbolt
 // initialises any empty file it opens, so a read-write Open turns it into an
