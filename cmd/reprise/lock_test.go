@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/reprise-dev/reprise/eventlog/remote"
 )
 
 // readOnlyCommands are commands that only read the store, each with its
@@ -157,4 +162,41 @@ func TestReadOnlyCommandsRunConcurrently(t *testing.T) {
 	}
 	reader.release()
 	c.ok("append", "s", "--role", "user", "x")
+}
+
+// reprise's own writing commands serve their store's reads: while a
+// restore's hook runs, log shows the restore in progress.
+func TestReadsDuringARestoreOfTheBinary(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("s", "hello")
+	marker := filepath.Join(c.dir, "hook-ran")
+	settings := c.writeFile("settings.json", `{"hooks": {"SessionStart": [{"hooks": [{"type": "command",
+		"command": "touch `+marker+`; sleep 3"}]}]}}`)
+	restore := c.command("start", "--agent", "ide", "--settings", settings, "--no-default-settings", "s")
+	var out bytes.Buffer
+	restore.Stdout, restore.Stderr = &out, &out
+	if err := restore.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer restore.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hook never ran: %s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := c.run("log", "--agent", "ide")
+	if r.code != exitOK || !strings.Contains(r.stdout, "SessionStartHookStarted") || strings.Contains(r.stdout, "SessionStartHookRan") {
+		t.Errorf("log while the restore's hook runs: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if err := restore.Wait(); err != nil {
+		t.Fatalf("the restore: %v\n%s", err, out.String())
+	}
+	if _, err := os.Lstat(remote.SocketPath(c.store)); !os.IsNotExist(err) {
+		t.Errorf("the restore left its socket: %v", err)
+	}
 }
