@@ -95,6 +95,9 @@ func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engi
 	opts := reprise.Options{ReadOnly: true, Logger: warnLogger(stderr)}
 	if pgstore.IsURL(path) {
 		e, err := openDatabase(ctx, path, opts)
+		if errors.Is(err, pgstore.ErrFormat) {
+			return nil, noStore(path, err)
+		}
 		return e, openError(path, err)
 	}
 	wait, err := a.lockTimeout()
@@ -103,7 +106,7 @@ func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engi
 	}
 	var client *remote.Client
 	e, err := openFile(ctx, path, opts, wait, func() bool {
-		client = dialHolder(ctx, path, stderr)
+		client = a.dialHolder(ctx, path, stderr)
 		return client != nil
 	})
 	if client != nil {
@@ -116,10 +119,10 @@ func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engi
 // dialHolder connects to the read service of the process holding the
 // store at path, or returns nil when none answers. A socket that is not
 // the user's own is never used; it is reported once.
-func dialHolder(ctx context.Context, path string, stderr io.Writer) *remote.Client {
+func (a *app) dialHolder(ctx context.Context, path string, stderr io.Writer) *remote.Client {
 	client, err := remote.Dial(ctx, remote.SocketPath(path))
-	if errors.Is(err, remote.ErrNotOwned) && !warnedSocket {
-		warnedSocket = true
+	if errors.Is(err, remote.ErrNotOwned) && !a.warnedSocket {
+		a.warnedSocket = true
 		warn(stderr, "not reading through %s: %v", remote.SocketPath(path), err)
 	}
 	if err != nil {
@@ -127,9 +130,6 @@ func dialHolder(ctx context.Context, path string, stderr io.Writer) *remote.Clie
 	}
 	return client
 }
-
-// warnedSocket is set once a refused socket was reported.
-var warnedSocket bool
 
 // addFunctionHooks, when set, is called with every Engine a command opens
 // for writing, after it is opened and before any hook is loaded from the
@@ -226,14 +226,19 @@ func openError(path string, err error) error {
 	case errors.As(err, &locked):
 		return userError{fmt.Sprintf("the store %s is in use by %s (waited %v); wait for it to finish, stop it, "+
 			"or wait longer with --lock-timeout or %s", path, locked.Holder(), locked.Waited, lockTimeoutEnv), err}
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, pgstore.ErrFormat) && strings.Contains(err.Error(), "holds no reprise store"):
-		return userError{fmt.Sprintf("no store at %s (reprise new or reprise import creates one)", redact(path)), err}
+	case errors.Is(err, fs.ErrNotExist):
+		return noStore(path, err)
 	case errors.Is(err, eventlog.ErrCorrupt):
 		return userError{fmt.Sprintf("the store %s is damaged: %s", redact(path), plain(err)), err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
 	return userError{fmt.Sprintf("cannot open the store %s: %s", redact(path), plain(err)), err}
+}
+
+// noStore says that a command that only reads found no store at path.
+func noStore(path string, err error) error {
+	return userError{fmt.Sprintf("no store at %s (reprise new or reprise import creates one)", redact(path)), err}
 }
 
 // userError is an error with a message for the user, which still matches

@@ -72,6 +72,9 @@ type app struct {
 	json     bool          // --json
 	lockWait time.Duration // --lock-timeout, when lockFlag.Changed
 	lockFlag *pflag.Flag
+	// warnedSocket is set once a socket that is not the user's own has
+	// been reported.
+	warnedSocket bool
 }
 
 // newRootCmd returns the reprise command with all its subcommands.

@@ -27,9 +27,13 @@ type Client struct {
 
 var _ eventlog.Store = (*Client)(nil)
 
+// pingTimeout bounds how long Dial waits for the service to answer.
+const pingTimeout = 5 * time.Second
+
 // Dial connects to the service at socket, the path of a Unix socket, and
-// checks that it answers. It fails with ErrNotOwned for a path that is not
-// a socket of the user's own, and ErrNotServing when nothing answers there.
+// checks that it answers, waiting up to pingTimeout. It fails with
+// ErrNotOwned for a path that is not a socket of the user's own, and
+// ErrNotServing when nothing answers there.
 func Dial(ctx context.Context, socket string) (*Client, error) {
 	if err := checkSocket(socket); err != nil {
 		return nil, err
@@ -41,8 +45,13 @@ func Dial(ctx context.Context, socket string) (*Client, error) {
 		},
 		DisableCompression: true,
 	}}}
-	if err := c.get(ctx, "/v1/ping", nil, nil); err != nil {
+	ping, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := c.get(ping, "/v1/ping", nil, nil); err != nil {
 		c.http.CloseIdleConnections()
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w: %s did not answer within %v", ErrNotServing, socket, pingTimeout)
+		}
 		return nil, err
 	}
 	return c, nil

@@ -35,9 +35,12 @@ type Server struct {
 // never reachable with wider permissions. A socket already there is
 // replaced only if it is the user's own and nothing answers on it (a
 // crashed server's); anything else there is an error, ErrNotOwned for a
-// file that is not a socket of the user's. log receives the HTTP server's
-// own errors.
+// file that is not a socket of the user's. log, if not nil, receives the
+// HTTP server's own errors.
 func Serve(store eventlog.Store, storePath string, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	path := SocketPath(storePath)
 	dir := filepath.Dir(path)
 	if dir == privateDir() {
