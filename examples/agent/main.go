@@ -183,8 +183,11 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 		// project's .claude/settings.json and settings.local.json, and
 		// of the plugins they enable, as Claude Code would.
 		ClaudeSettings: true,
-		StopBlockCap:   stopBlockCap,
-		Logger:         slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Let the reprise command read the store while the agent holds
+		// it: sessions, log and audit read through the agent's socket.
+		ServeReads:   true,
+		StopBlockCap: stopBlockCap,
+		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", store, err)
