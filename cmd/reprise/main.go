@@ -93,7 +93,10 @@ The store is --store, else $REPRISE_STORE, else
 $XDG_STATE_HOME/reprise/reprise.db (~/.local/state/reprise/reprise.db when
 XDG_STATE_HOME is unset): a bbolt file, or a PostgreSQL database given as a
 postgres:// URL. Commands that only read open it read-only, so any
-number of them can run at once; a command that writes holds it alone.
+number of them can run at once; a command that writes holds it alone, and
+meanwhile serves its reads on a socket beside it, through which the
+commands that read go on working. A command that cannot get the store
+waits --lock-timeout, then names the process that holds it.
 
 Exit codes: 0 ok, 1 the operation failed or the audit found violations,
 2 bad usage, 130 and 143 interrupted by SIGINT and SIGTERM (the next
