@@ -179,8 +179,12 @@ func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engi
 // says how long the command waited in all.
 func openFile(ctx context.Context, path string, opts reprise.Options, wait time.Duration, instead func() bool) (*reprise.Engine, error) {
 	deadline := time.Now().Add(wait)
+	// The first try does not wait, so that a reader of a held file gets
+	// to the holder's socket at once.
+	probe := time.Nanosecond
 	for {
-		opts.LockTimeout = max(min(lockProbe, time.Until(deadline)), time.Nanosecond)
+		opts.LockTimeout = max(min(probe, time.Until(deadline)), time.Nanosecond)
+		probe = lockProbe
 		e, err := reprise.OpenContext(ctx, path, opts)
 		var locked *eventlog.LockedError
 		if !errors.As(err, &locked) {
