@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -44,14 +46,15 @@ func loadTx(ctx context.Context, tx pgx.Tx, evs []eventlog.Event) error {
 	} else if err != nil {
 		return err
 	}
-	err := eventlog.CheckLoad(evs, uint64(last), func(stream string) (uint64, error) {
-		var head int64
-		err := tx.QueryRow(ctx, "SELECT head FROM reprise_streams WHERE stream = $1", stream).Scan(&head)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, nil
-		}
-		return uint64(head), err
-	})
+	names := map[string]bool{}
+	for _, ev := range evs {
+		names[ev.Stream] = true
+	}
+	heads, err := readHeads(ctx, tx, slices.Collect(maps.Keys(names)))
+	if err != nil {
+		return err
+	}
+	err = eventlog.CheckLoad(evs, uint64(last), func(stream string) (uint64, error) { return heads[stream], nil })
 	if err != nil || len(evs) == 0 {
 		return err
 	}
@@ -61,7 +64,7 @@ func loadTx(ctx context.Context, tx pgx.Tx, evs []eventlog.Event) error {
 		streams: make([]string, n), types: make([]string, n), restoreIDs: make([]string, n),
 		versions: make([]int32, n), payloads: make([][]byte, n),
 	}
-	heads := map[string]int64{}
+	loaded := map[string]int64{}
 	for i, ev := range evs {
 		cols.positions[i], cols.seqs[i], cols.times[i] = int64(ev.Position), int64(ev.Seq), ev.Time
 		cols.streams[i], cols.types[i], cols.restoreIDs[i] = ev.Stream, string(ev.Type), ev.RestoreID
@@ -70,19 +73,19 @@ func loadTx(ctx context.Context, tx pgx.Tx, evs []eventlog.Event) error {
 		if cols.payloads[i] == nil { // NULL otherwise
 			cols.payloads[i] = []byte{}
 		}
-		heads[ev.Stream] = int64(ev.Seq)
+		loaded[ev.Stream] = int64(ev.Seq)
 	}
-	names := make([]string, 0, len(heads))
-	seqs := make([]int64, 0, len(heads))
-	for name, seq := range heads {
-		names, seqs = append(names, name), append(seqs, seq)
+	streams := make([]string, 0, len(loaded))
+	seqs := make([]int64, 0, len(loaded))
+	for name, seq := range loaded {
+		streams, seqs = append(streams, name), append(seqs, seq)
 	}
 	var b pgx.Batch
 	b.Queue(`INSERT INTO reprise_events (position, stream, seq, type, version, time_ns, restore_id, payload)
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::bytea[])`,
 		cols.positions, cols.streams, cols.seqs, cols.types, cols.versions, cols.times, cols.restoreIDs, cols.payloads)
 	b.Queue(`INSERT INTO reprise_streams (stream, head) SELECT * FROM unnest($1::text[], $2::bigint[])
-		ON CONFLICT (stream) DO UPDATE SET head = EXCLUDED.head`, names, seqs)
+		ON CONFLICT (stream) DO UPDATE SET head = EXCLUDED.head`, streams, seqs)
 	b.Queue("UPDATE reprise_position SET last = $1", int64(evs[n-1].Position))
 	return tx.SendBatch(ctx, &b).Close()
 }

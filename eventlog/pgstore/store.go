@@ -366,7 +366,17 @@ func (s *Store) conflict(ctx context.Context, expect []eventlog.Expect, cause er
 
 // heads reads the heads of the named streams that exist.
 func (s *Store) heads(ctx context.Context, names []string) (map[string]uint64, error) {
-	rows, err := s.pool.Query(ctx, "SELECT stream, head FROM reprise_streams WHERE stream = ANY($1)", names)
+	return readHeads(ctx, s.pool, names)
+}
+
+// querier is what readHeads needs of a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// readHeads reads the heads of the named streams that exist.
+func readHeads(ctx context.Context, q querier, names []string) (map[string]uint64, error) {
+	rows, err := q.Query(ctx, "SELECT stream, head FROM reprise_streams WHERE stream = ANY($1)", names)
 	if err != nil {
 		return nil, err
 	}
