@@ -200,3 +200,29 @@ func TestReadsDuringARestoreOfTheBinary(t *testing.T) {
 		t.Errorf("the restore left its socket: %v", err)
 	}
 }
+
+// A file planted where the holder's socket would be is never read from:
+// the command says so and waits for the store as if nothing served it.
+func TestReadCommandsRefuseAPlantedSocket(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "hello")
+	h := hold(t, c.store, false)
+	if err := os.WriteFile(remote.SocketPath(c.store), []byte("not a socket"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := c.fails(exitFailure, "--lock-timeout", "300ms", "log", "s")
+	if strings.Count(r.stderr, "not reading through") != 1 || !strings.Contains(r.stderr, "is not a socket") ||
+		!strings.Contains(r.stderr, fmt.Sprintf("is in use by process %d", h.pid())) {
+		t.Errorf("log with a planted socket: %s", r.stderr)
+	}
+	// A host refuses to replace it, and works on without serving.
+	h.release()
+	holder := holdServing(t, c.store)
+	r = c.fails(exitFailure, "--lock-timeout", "300ms", "log", "s")
+	if !strings.Contains(r.stderr, fmt.Sprintf("is in use by process %d", holder.pid())) {
+		t.Errorf("log while a host that could not serve holds the store: %s", r.stderr)
+	}
+	if !strings.Contains(holder.child.Stderr.String(), "not served") {
+		t.Errorf("the host did not warn that it serves nothing: %s", holder.child.Stderr)
+	}
+}
