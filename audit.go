@@ -26,7 +26,9 @@ const (
 	ViolationMissingInjected = "missing-injected-message"
 )
 
-// Violation is one broken rule found by Audit, located at an event.
+// Violation is one broken rule found by Audit, located at an event. An
+// unresolved intent or an unfinished restore is a violation only when
+// another step follows it; at the end of an agent's log it is InProgress.
 type Violation struct {
 	Stream string
 	Seq    uint64
@@ -38,7 +40,25 @@ func (v Violation) String() string {
 	return fmt.Sprintf("%s#%d: %s: %s", v.Stream, v.Seq, v.Kind, v.Detail)
 }
 
-// AuditReport is what Audit found: counts, and every violation.
+// InProgress is a step an agent's log ends inside: a restore stopped
+// between steps, or hooks started with no outcome recorded yet. It is not a
+// violation: the process running it may still be at work, or it died and the
+// next Engine.Agent call on the agent rolls the step forward.
+type InProgress struct {
+	Agent  string // the agent's id
+	Stream string // the agent's stream
+	Seq    uint64 // the stream's last event
+	ID     string // the restore, Stop run or prompt run in flight
+	State  string // the lifecycle state the log ends in, such as "starting"
+	Detail string
+}
+
+func (p InProgress) String() string {
+	return fmt.Sprintf("%s#%d: in progress: %s", p.Stream, p.Seq, p.Detail)
+}
+
+// AuditReport is what Audit found: counts, every violation, and the steps
+// agents' logs end inside.
 type AuditReport struct {
 	Events           int
 	Sessions         int
@@ -49,12 +69,14 @@ type AuditReport struct {
 	HooksCancelled   int // timed out or cancelled
 	HooksInterrupted int
 	Violations       []Violation
+	InProgress       []InProgress // not violations; at most one per agent
 }
 
 // Audit replays every agent stream through the lifecycle table and every
 // session stream through the conversation projection, compares the
 // per-stream reading of the log with its store-wide order, and reports each
-// violation with its stream and sequence. It reads only; an error means the
+// violation with its stream and sequence. A step that an agent's log ends
+// inside is reported in InProgress, not as a violation. It reads only; an error means the
 // store could not be read at all.
 func Audit(ctx context.Context, store eventlog.Store) (*AuditReport, error) {
 	a := &auditor{ctx: ctx, store: store, rep: &AuditReport{}, digests: map[string]uint64{}, meta: map[string]map[string]bool{}}
@@ -122,8 +144,12 @@ func (a *auditor) read(s eventlog.StreamInfo, apply func(eventlog.Event) error) 
 	return true
 }
 
-// errRepeatedStep marks a hook step recorded twice in one restore.
-var errRepeatedStep = errors.New("step already recorded for this restore")
+// Errors that mark what the agent fold found, for classify.
+var (
+	errRepeatedStep = errors.New("step already recorded for this restore")
+	errUnresolved   = errors.New("hooks started with no outcome recorded")
+	errUnfinished   = errors.New("stopped between steps")
+)
 
 // classify turns a read or fold error into a violation.
 func (a *auditor) classify(stream string, seq uint64, err error) {
@@ -135,6 +161,10 @@ func (a *auditor) classify(stream string, seq uint64, err error) {
 	switch {
 	case errors.Is(err, errRepeatedStep):
 		kind = ViolationDoubleHookRun
+	case errors.Is(err, errUnresolved):
+		kind = ViolationUnresolved
+	case errors.Is(err, errUnfinished):
+		kind = ViolationUnfinished
 	case errors.Is(err, fsm.ErrIllegalTransition):
 		kind = ViolationOutOfOrder
 	case strings.Contains(err.Error(), "sequence gap"):
@@ -159,31 +189,69 @@ func (a *auditor) session(s eventlog.StreamInfo) {
 
 func (a *auditor) agent(s eventlog.StreamInfo) {
 	a.rep.Agents++
-	view := projection.NewAgent(strings.TrimPrefix(s.Name, "agent/"))
+	id := strings.TrimPrefix(s.Name, "agent/")
+	view := projection.NewAgent(id)
 	apply := func(ev eventlog.Event) error {
+		what, run := inFlight(view)
+		state := view.State
 		err := view.Apply(ev)
 		repeated := view.Restore != nil && slices.Contains(view.Restore.Steps, ev.Type)
-		if errors.Is(err, fsm.ErrIllegalTransition) && repeated && strings.Contains(string(ev.Type), "Hook") {
+		switch {
+		case err == nil:
+			return nil
+		case run != "" && ev.RestoreID != run && (errors.Is(err, fsm.ErrIllegalTransition) || errors.Is(err, eventlog.ErrCorrupt)):
+			// Another step began while one was still in flight.
+			cause := errUnfinished
+			if hooksRunning(state) {
+				cause = errUnresolved
+			}
+			return fmt.Errorf("%s %s left in state %s (%w), then %s began %q: %w", what, run, state, cause, ev.Type, ev.RestoreID, err)
+		case errors.Is(err, fsm.ErrIllegalTransition) && repeated && strings.Contains(string(ev.Type), "Hook"):
 			return fmt.Errorf("%w: %s in restore %s: %w", errRepeatedStep, ev.Type, view.Restore.ID, err)
 		}
 		return err
 	}
-	if !a.read(s, apply) {
-		a.count(view)
+	ok := a.read(s, apply)
+	a.count(view)
+	if !ok {
 		return
 	}
-	a.count(view)
-	switch view.State {
-	case fsm.Ending, fsm.Starting:
-		a.add(s.Name, view.Head, ViolationUnresolved, "restore %s: hooks started in state %s with no outcome recorded", view.Restore.ID, view.State)
-	case fsm.Saved, fsm.Ended, fsm.Loaded, fsm.Started:
-		a.add(s.Name, view.Head, ViolationUnfinished, "restore %s stopped in state %s", view.Restore.ID, view.State)
+	if what, run := inFlight(view); run != "" {
+		detail := fmt.Sprintf("%s %s stopped in state %s", what, run, view.State)
+		if hooksRunning(view.State) {
+			detail = fmt.Sprintf("%s %s: hooks started in state %s with no outcome recorded yet", what, run, view.State)
+		}
+		a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: id, Stream: s.Name, Seq: view.Head, ID: run, State: string(view.State), Detail: detail})
 	}
 	for _, r := range view.History {
 		if r.InjectedUUID != "" && !a.meta[r.To][r.InjectedUUID] {
 			a.add(s.Name, view.Head, ViolationMissingInjected, "restore %s injected message %s, which %s does not hold", r.ID, r.InjectedUUID, r.To)
 		}
 	}
+}
+
+// inFlight names what view's agent has in flight, a restore, a Stop run or
+// a prompt run, and its id; the id is "" when nothing is.
+func inFlight(view *projection.Agent) (what, id string) {
+	switch {
+	case view.Restore != nil:
+		return "restore", view.Restore.ID
+	case view.Stop != nil:
+		return "Stop run", view.Stop.ID
+	case view.Prompt != nil:
+		return "prompt run", view.Prompt.ID
+	}
+	return "", ""
+}
+
+// hooksRunning reports whether s is a state in which hooks may be running:
+// their intent is recorded, their outcome not yet.
+func hooksRunning(s fsm.State) bool {
+	switch s {
+	case fsm.Ending, fsm.Starting, fsm.Stopping, fsm.Prompting, fsm.PreCompacting:
+		return true
+	}
+	return false
 }
 
 func (a *auditor) count(view *projection.Agent) {

@@ -100,12 +100,58 @@ func TestAuditFindsAFlippedByte(t *testing.T) {
 	}
 }
 
-func TestAuditFindsAnUnresolvedIntent(t *testing.T) {
+// A log that ends while hooks run, or between two steps, is mid-restore,
+// not damaged: the next Engine.Agent call rolls it forward.
+func TestAuditReportsARestoreTheLogEndsInsideAsInProgress(t *testing.T) {
 	evs := fullRun(t)
-	cut := cutAfter(t, evs, "resume", schema.TypeSessionStartHookStarted)
-	rep := auditFile(t, testkit.WriteStore(t, evs[:cut]))
-	if got := kinds(rep); len(got) != 1 || got[0] != reprise.ViolationUnresolved {
-		t.Fatalf("violations = %v", rep.Violations)
+	for _, tc := range []struct {
+		step  eventlog.Type
+		state string
+	}{
+		{schema.TypeSessionStartHookStarted, "starting"},
+		{schema.TypeSessionEndHookStarted, "ending"},
+		{schema.TypeSessionLoaded, "loaded"},
+		{schema.TypeSaveAttempted, "saved"},
+	} {
+		cut := cutAfter(t, evs, "resume", tc.step)
+		rep := auditFile(t, testkit.WriteStore(t, evs[:cut]))
+		if len(rep.Violations) != 0 || len(rep.InProgress) != 1 {
+			t.Fatalf("cut after %s: violations %v, in progress %v", tc.step, rep.Violations, rep.InProgress)
+		}
+		p := rep.InProgress[0]
+		if p.Agent != "ide" || p.Stream != "agent/ide" || p.Seq != evs[cut-1].Seq || p.ID != evs[cut-1].RestoreID || p.State != tc.state {
+			t.Errorf("cut after %s: in progress %+v", tc.step, p)
+		}
+	}
+	if rep := auditFile(t, testkit.WriteStore(t, evs)); len(rep.InProgress) != 0 {
+		t.Fatalf("a finished log has steps in progress: %v", rep.InProgress)
+	}
+}
+
+// Only the last step of an agent can be in progress: a restore left
+// unfinished and followed by another one is a violation.
+func TestAuditFindsARestoreLeftUnfinishedBeforeAnother(t *testing.T) {
+	evs := fullRun(t)
+	for _, tc := range []struct {
+		step eventlog.Type
+		kind string
+	}{
+		{schema.TypeSessionLoaded, reprise.ViolationUnfinished},
+		{schema.TypeSessionStartHookStarted, reprise.ViolationUnresolved},
+	} {
+		// The startup restore stops after step, then the resume follows.
+		cut := cutAfter(t, evs, "startup", tc.step)
+		resume := cutAfter(t, evs, "resume", schema.TypeSaveAttempted) - 1
+		var broken []eventlog.Event
+		for i, ev := range evs {
+			if i < cut || i >= resume || ev.Stream != "agent/ide" {
+				broken = append(broken, ev)
+			}
+		}
+		rep := auditFile(t, testkit.WriteStore(t, renumber(broken)))
+		if got := kinds(rep); len(got) != 1 || got[0] != tc.kind || rep.Violations[0].Stream != "agent/ide" || len(rep.InProgress) != 0 {
+			t.Fatalf("startup cut after %s: violations %v, in progress %v", tc.step, rep.Violations, rep.InProgress)
+		}
 	}
 }
 
