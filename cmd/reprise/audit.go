@@ -12,16 +12,29 @@ import (
 
 // auditJSON is the output of audit --json.
 type auditJSON struct {
-	OK               bool            `json:"ok"`
-	Events           int             `json:"events"`
-	Sessions         int             `json:"sessions"`
-	Agents           int             `json:"agents"`
-	Restores         int             `json:"restores"`
-	HooksRun         int             `json:"hooks_run"`
-	HooksFailed      int             `json:"hooks_failed"`
-	HooksCancelled   int             `json:"hooks_cancelled"`
-	HooksInterrupted int             `json:"hooks_interrupted"`
-	Violations       []violationJSON `json:"violations"`
+	OK               bool             `json:"ok"`
+	Events           int              `json:"events"`
+	Sessions         int              `json:"sessions"`
+	Agents           int              `json:"agents"`
+	Restores         int              `json:"restores"`
+	HooksRun         int              `json:"hooks_run"`
+	HooksFailed      int              `json:"hooks_failed"`
+	HooksCancelled   int              `json:"hooks_cancelled"`
+	HooksInterrupted int              `json:"hooks_interrupted"`
+	Violations       []violationJSON  `json:"violations"`
+	InProgress       []inProgressJSON `json:"in_progress"`
+}
+
+// inProgressJSON is a step an agent's log ends inside, with the command
+// that rolls it forward.
+type inProgressJSON struct {
+	Agent   string `json:"agent"`
+	Stream  string `json:"stream"`
+	Seq     uint64 `json:"seq"`
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Detail  string `json:"detail"`
+	Command string `json:"command"`
 }
 
 type violationJSON struct {
@@ -31,13 +44,15 @@ type violationJSON struct {
 	Detail string `json:"detail"`
 }
 
-// auditOptions are the options of audit: none of its own.
-type auditOptions struct{}
+// auditOptions are the options of audit.
+type auditOptions struct {
+	strict bool // --strict: a step in progress fails the audit too
+}
 
 // newAuditCmd returns the audit command: check the whole log.
 func newAuditCmd(a *app) *cobra.Command {
 	var o auditOptions
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "audit",
 		Short: "Check that the log is consistent and every restore followed the rules",
 		Long: `audit reads the whole log, read-only, and checks it: every event decodes
@@ -49,19 +64,29 @@ store order.
 
 It prints each violation as STREAM#SEQ: KIND: DETAIL, then a summary of the
 events, sessions, agents, restores and hooks (run, failed, cancelled or
-timed out, interrupted). It exits with 1 when it finds any violation.`,
+timed out, interrupted). It exits with 1 when it finds any violation.
+
+A log that ends inside a restore (a restore stopped between two steps, or
+hooks started with no outcome yet) is not damaged: the process running it
+is still at work, or it died and the next command on that agent rolls the
+restore forward. audit lists such a restore as "in progress", with the
+command that finishes it (reprise finish --agent NAME), and exits with 0
+unless --strict is given.`,
 		Example: `  reprise audit
+  reprise audit --strict
   reprise audit --json | jq '.violations[] | .kind'`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAudit(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	cmd.Flags().BoolVar(&o.strict, "strict", false, "also fail (exit 1) when a restore is in progress")
+	return cmd
 }
 
 // runAudit checks the whole log and prints what it found; it fails when it
 // finds a violation.
-func runAudit(ctx context.Context, a *app, _ auditOptions, stdout, stderr io.Writer) (err error) {
+func runAudit(ctx context.Context, a *app, o auditOptions, stdout, stderr io.Writer) (err error) {
 	e, err := a.openReadOnly(ctx, stderr)
 	if err != nil {
 		return err
@@ -71,24 +96,45 @@ func runAudit(ctx context.Context, a *app, _ auditOptions, stdout, stderr io.Wri
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
+	failed := len(rep.Violations) > 0 || o.strict && len(rep.InProgress) > 0
 	if a.json {
-		err = printJSON(stdout, newAuditJSON(rep))
+		err = printJSON(stdout, a.newAuditJSON(rep, !failed))
 	} else {
-		printAudit(stdout, rep)
+		a.printAudit(stdout, rep)
 	}
-	if err == nil && len(rep.Violations) > 0 {
-		err = fmt.Errorf("audit found %d violation(s)", len(rep.Violations))
+	switch {
+	case err != nil:
+		return err
+	case len(rep.Violations) > 0:
+		return fmt.Errorf("audit found %d violation(s)", len(rep.Violations))
+	case failed:
+		return fmt.Errorf("audit found %d restore(s) in progress (--strict)", len(rep.InProgress))
 	}
-	return err
+	return nil
 }
 
-// newAuditJSON describes rep for JSON output.
-func newAuditJSON(rep *reprise.AuditReport) auditJSON {
+// finishCommand returns the command that rolls forward what agent has in
+// progress, naming the store when --store named it.
+func (a *app) finishCommand(agent string) string {
+	cmd := "reprise finish --agent " + agent
+	if a.store != "" {
+		cmd = "reprise --store " + shellQuote(a.store) + " finish --agent " + agent
+	}
+	return cmd
+}
+
+// newAuditJSON describes rep for JSON output; ok is the verdict.
+func (a *app) newAuditJSON(rep *reprise.AuditReport, ok bool) auditJSON {
 	out := auditJSON{
-		OK: len(rep.Violations) == 0, Events: rep.Events, Sessions: rep.Sessions, Agents: rep.Agents,
+		OK: ok, Events: rep.Events, Sessions: rep.Sessions, Agents: rep.Agents,
 		Restores: rep.Restores, HooksRun: rep.HooksRun, HooksFailed: rep.HooksFailed,
 		HooksCancelled: rep.HooksCancelled, HooksInterrupted: rep.HooksInterrupted,
 		Violations: make([]violationJSON, len(rep.Violations)),
+		InProgress: make([]inProgressJSON, len(rep.InProgress)),
+	}
+	for i, p := range rep.InProgress {
+		out.InProgress[i] = inProgressJSON{Agent: p.Agent, Stream: p.Stream, Seq: p.Seq, ID: p.ID,
+			State: p.State, Detail: p.Detail, Command: a.finishCommand(p.Agent)}
 	}
 	for i, v := range rep.Violations {
 		out.Violations[i] = violationJSON{Stream: v.Stream, Seq: v.Seq, Kind: v.Kind, Detail: v.Detail}
@@ -96,16 +142,24 @@ func newAuditJSON(rep *reprise.AuditReport) auditJSON {
 	return out
 }
 
-// printAudit writes each violation, then a summary, for people.
-func printAudit(w io.Writer, rep *reprise.AuditReport) {
+// printAudit writes each violation and each restore in progress, then a
+// summary, for people.
+func (a *app) printAudit(w io.Writer, rep *reprise.AuditReport) {
 	for _, v := range rep.Violations {
 		fmt.Fprintln(w, v)
+	}
+	for _, p := range rep.InProgress {
+		fmt.Fprintf(w, "%s; the next command on agent %s rolls it forward: %s\n", p, p.Agent, a.finishCommand(p.Agent))
 	}
 	verdict := "ok"
 	if n := len(rep.Violations); n > 0 {
 		verdict = fmt.Sprintf("%d violation(s)", n)
 	}
-	fmt.Fprintf(w, "%s: %d events, %d sessions, %d agents, %d restores; hooks: %d run, %d failed, %d cancelled, %d interrupted\n",
-		verdict, rep.Events, rep.Sessions, rep.Agents, rep.Restores,
+	inProgress := ""
+	if n := len(rep.InProgress); n > 0 {
+		inProgress = fmt.Sprintf("; %d in progress", n)
+	}
+	fmt.Fprintf(w, "%s: %d events, %d sessions, %d agents, %d restores%s; hooks: %d run, %d failed, %d cancelled, %d interrupted\n",
+		verdict, rep.Events, rep.Sessions, rep.Agents, rep.Restores, inProgress,
 		rep.HooksRun, rep.HooksFailed, rep.HooksCancelled, rep.HooksInterrupted)
 }

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
@@ -156,5 +160,95 @@ func TestAuditFindsAFlippedByte(t *testing.T) {
 	r := c.fails(exitFailure, "log", "a")
 	if !strings.Contains(r.stderr, "corrupt") {
 		t.Fatalf("log of a corrupt stream: %s", r.stderr)
+	}
+}
+
+// A reprise killed while its hooks run leaves the agent mid-restore: audit
+// says so, with the command that finishes it, and exits 0 unless --strict;
+// that command closes the hooks as interrupted without running them again.
+func TestAuditReportsAKilledRestoreAsInProgressAndFinishRollsItForward(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("a")
+	runs := filepath.Join(c.dir, "runs")
+	settings := c.writeFile("hooks.json", testkit.Settings(t, []string{"echo $$ >> " + runs + "; exec sleep 30"}, nil))
+	cmd := c.command("start", "--agent", "ide", "--settings", settings, "--no-default-settings", "a")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var hook int
+	for deadline := time.Now().Add(30 * time.Second); hook == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the hook never started")
+		}
+		data, _ := os.ReadFile(runs)
+		hook, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	}
+	t.Cleanup(func() { _ = syscall.Kill(hook, syscall.SIGKILL) })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	out := c.ok("audit")
+	m := regexp.MustCompile(`^agent/ide#2: in progress: restore (\S+): hooks started in state starting with no outcome recorded yet; ` +
+		`the next command on agent ide rolls it forward: reprise finish --agent ide\nok: .* 1 restores; 1 in progress; hooks: 0 run`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("audit:\n%s", out)
+	}
+	r := c.fails(exitFailure, "audit", "--strict")
+	if !strings.Contains(r.stdout, "in progress") || !strings.Contains(r.stderr, "1 restore(s) in progress (--strict)") {
+		t.Fatalf("audit --strict: %s%s", r.stdout, r.stderr)
+	}
+	var rep auditJSON
+	c.okJSON(&rep, "--store", c.store, "audit")
+	if !rep.OK || len(rep.Violations) != 0 || len(rep.InProgress) != 1 {
+		t.Fatalf("audit --json: %+v", rep)
+	}
+	if ip := rep.InProgress[0]; ip.Agent != "ide" || ip.Stream != "agent/ide" || ip.Seq != 2 || ip.State != "starting" ||
+		ip.ID != m[1] || ip.Command != "reprise --store "+c.store+" finish --agent ide" {
+		t.Fatalf("in progress: %+v", ip)
+	}
+	js := c.run("--json", "audit", "--strict")
+	if js.code != exitFailure || !strings.Contains(js.stdout, `"ok":false`) {
+		t.Fatalf("audit --json --strict: %d %s", js.code, js.stdout)
+	}
+
+	// The command audit printed, with the hook flags of the killed one.
+	var fin finishJSON
+	c.okJSON(&fin, append(strings.Fields(rep.InProgress[0].Command)[1:], "--settings", settings, "--no-default-settings")...)
+	if !fin.Finished || fin.State != "starting" || fin.ID != m[1] || fin.Restore == nil ||
+		fin.Restore.SessionStart == nil || len(fin.Restore.SessionStart.Hooks) != 1 || fin.Restore.SessionStart.Hooks[0].Status != "interrupted" {
+		t.Fatalf("finish --json: %+v", fin)
+	}
+	if data, _ := os.ReadFile(runs); strings.Count(string(data), "\n") != 1 {
+		t.Fatalf("the interrupted hook ran again: %q", data)
+	}
+	if out := c.ok("audit"); !strings.HasPrefix(out, "ok: ") || strings.Contains(out, "in progress") {
+		t.Fatalf("audit after finish:\n%s", out)
+	}
+	c.ok("audit", "--strict")
+	if out := c.ok("finish", "--agent", "ide"); out != "agent ide has nothing in progress; nothing to do\n" {
+		t.Fatalf("finish again: %q", out)
+	}
+}
+
+// A restore left unfinished and followed by another one is damage, not
+// progress: only an agent's last restore can be in progress.
+func TestAuditFindsAnUnfinishedRestoreFollowedByAnother(t *testing.T) {
+	c := newCLI(t)
+	evs := fullRun(t)
+	// The startup restore stops after SessionLoaded; the resume follows.
+	from := indexOf(t, evs, schema.TypeSessionStartHookStarted, 1)
+	to := indexOf(t, evs, schema.TypeSaveAttempted, 1)
+	var broken []eventlog.Event
+	for i, ev := range evs {
+		if i < from || i >= to || ev.Stream != "agent/ide" {
+			broken = append(broken, ev)
+		}
+	}
+	rep := auditStore(t, c, testkit.WriteStore(t, broken), reprise.ViolationUnfinished, "agent/ide", 2)
+	if len(rep.InProgress) != 0 {
+		t.Fatalf("in progress: %+v", rep.InProgress)
 	}
 }

@@ -69,14 +69,19 @@ func TestHooksEveryEventAndOthersFound(t *testing.T) {
 	}
 
 	// Only regular files of at most 1 MiB are read: a FIFO does not hang
-	// the listing, and a larger file adds nothing.
-	fifo := filepath.Join(c.dir, "fifo.json")
+	// the listing, and a larger file adds nothing. Found as project
+	// settings, they are warned about and the listing goes on; named on
+	// the command line, they are usage errors.
+	fifo := filepath.Join(c.mkdir(".claude"), "settings.json")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip("no FIFOs here:", err)
 	}
-	big := c.writeFile("big.json", `{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "huge"}]}]}, "pad": "`+strings.Repeat("x", 1<<20)+`"}`)
-	r := c.run("--json", "hooks", "--no-default-settings", "--settings", fifo, "--settings", big)
-	if r.code != exitOK || strings.Contains(r.stdout, "huge") || !strings.Contains(r.stderr, "not a regular file") {
+	big := c.writeFile(filepath.Join(".claude", "settings.local.json"), `{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "huge"}]}]}, "pad": "`+strings.Repeat("x", 1<<20)+`"}`)
+	r := c.run("--json", "hooks")
+	if r.code != exitOK || strings.Contains(r.stdout, "huge") || !strings.Contains(r.stderr, "not a regular file") || !strings.Contains(r.stderr, "larger than") {
 		t.Fatalf("FIFO and big file: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	for _, path := range []string{fifo, big} {
+		c.fails(exitUsage, "hooks", "--no-default-settings", "--settings", path)
 	}
 }

@@ -123,6 +123,9 @@ func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Wri
 	if o.valueSet && o.value == "" {
 		return usagef("--source must not be empty")
 	}
+	if err := o.hooks.check(); err != nil {
+		return err
+	}
 	// Without --session no store is needed: the hooks come from
 	// files, and an Engine over an empty log matches them.
 	var e *reprise.Engine

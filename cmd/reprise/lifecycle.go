@@ -18,34 +18,14 @@ import (
 // agentStep is one lifecycle call on an agent: clear, compact, fork, end.
 type agentStep func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error)
 
-// runAgent opens the store for writing, loads the hooks of project
-// directory dir (when empty, the directory of session projectOf, or of the
-// agent's current session when that is empty too), gets the agent and runs
-// step on it.
+// runAgent opens the agent as openAgent does and runs step on it.
 func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir string, step agentStep, stderr io.Writer) (r *reprise.Restore, err error) {
-	if f.agent == "" {
-		return nil, usagef("missing --agent")
-	}
-	if err := validID("--agent", f.agent); err != nil {
-		return nil, err
-	}
-	e, err := a.openWritable(ctx, stderr)
+	e, _, err := a.openAgent(ctx, f, projectOf, dir, stderr)
 	if err != nil {
 		return nil, err
 	}
 	defer closeEngine(e, &err)
 	defer func() { err = explainInterrupt(e, f.agent, err) }()
-	if projectOf == "" && dir == "" {
-		if projectOf, err = currentSession(ctx, e, f.agent); err != nil {
-			return nil, err
-		}
-	}
-	if dir == "" {
-		if dir, _, err = projectDir(ctx, e, projectOf); err != nil {
-			return nil, err
-		}
-	}
-	f.hooks.load(e, dir, stderr)
 	agent, err := e.Agent(ctx, f.agent)
 	if err != nil {
 		return nil, err
@@ -53,14 +33,43 @@ func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir str
 	return step(ctx, agent)
 }
 
-// currentSession reads agent's current session from the log, before the
-// Engine opens the agent, so that its hooks can be loaded first.
-func currentSession(ctx context.Context, e *reprise.Engine, agent string) (string, error) {
-	view := projection.NewAgent(agent)
-	if err := e.Store().ReadStream(ctx, projection.AgentStream(agent), 1, view.Apply); err != nil {
-		return "", err
+// openAgent opens the store for writing and loads the hooks of project
+// directory dir (when empty, the directory of session projectOf, or of the
+// agent's current session when that is empty too). It returns the Engine,
+// which the caller closes, and the agent as the log holds it, before
+// Engine.Agent rolls forward a step in flight.
+func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir string, stderr io.Writer) (e *reprise.Engine, before *projection.Agent, err error) {
+	if f.agent == "" {
+		return nil, nil, usagef("missing --agent")
 	}
-	return view.Current, nil
+	if err := validID("--agent", f.agent); err != nil {
+		return nil, nil, err
+	}
+	if err := f.hooks.check(); err != nil {
+		return nil, nil, err
+	}
+	if e, err = a.openWritable(ctx, stderr); err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.Close())
+		}
+	}()
+	before = projection.NewAgent(f.agent)
+	if err := e.Store().ReadStream(ctx, projection.AgentStream(f.agent), 1, before.Apply); err != nil {
+		return nil, nil, err
+	}
+	if projectOf == "" {
+		projectOf = before.Current
+	}
+	if dir == "" {
+		if dir, _, err = projectDir(ctx, e, projectOf); err != nil {
+			return nil, nil, err
+		}
+	}
+	f.hooks.load(e, dir, stderr)
+	return e, before, nil
 }
 
 // report prints r, or its JSON when --json is set.

@@ -47,9 +47,33 @@ directory when that session does not exist or has none), then each
 --settings file, then each --plugin-dir, then the installed plugins the
 settings files enable (enabledPlugins, from ~/.claude/plugins).
 --no-default-settings skips the user and project files and installed
-plugins. A file that cannot be read or parsed is reported as a warning
-and the others still load; a --settings file that does not exist is
-reported too, while missing default files are skipped silently.`
+plugins. A --settings file or --plugin-dir that does not exist or does not
+parse is a usage error (exit 2), and nothing is run or recorded. A default
+file that cannot be read or parsed is reported as a warning and the others
+still load; missing default files are skipped silently.`
+
+// check loads each --settings file and --plugin-dir the user gave, and
+// returns a usage error for the first that is missing or invalid: asked
+// for by name, it must work before anything is recorded. A plugin
+// directory without hooks/hooks.json has no hooks, which is fine.
+func (f *hookOptions) check() error {
+	for _, p := range f.settings {
+		if _, err := hookexec.LoadSettings(p); errors.Is(err, fs.ErrNotExist) {
+			return usagef("--settings %s: no such file", p)
+		} else if err != nil {
+			return usagef("--settings: %w", err)
+		}
+	}
+	for _, dir := range f.plugins {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return usagef("--plugin-dir %s: no such directory", dir)
+		}
+		if _, err := hookexec.LoadPluginDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return usagef("--plugin-dir: %w", err)
+		}
+	}
+	return nil
+}
 
 // load registers in e the hooks of the settings and plugins f names, with
 // projectDir as the project of the default settings, and returns the
@@ -72,9 +96,6 @@ func (f *hookOptions) load(e *reprise.Engine, projectDir string, stderr io.Write
 		// source, in outcomes and in the log.
 		if abs, err := filepath.Abs(p); err == nil {
 			p = abs
-		}
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-			warn(stderr, "settings file %s does not exist", p)
 		}
 		paths = append(paths, p)
 	}
@@ -139,6 +160,9 @@ func (a *app) restore(ctx context.Context, f restoreOptions, id string, do resto
 		return "", nil, err
 	}
 	if err := validID("session", id); err != nil {
+		return "", nil, err
+	}
+	if err := f.hooks.check(); err != nil {
 		return "", nil, err
 	}
 	e, err := a.openWritable(ctx, stderr)

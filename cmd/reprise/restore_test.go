@@ -202,8 +202,11 @@ func TestHooksListsWhatWouldRun(t *testing.T) {
 		t.Fatalf("hooks --no-default-settings:\n%s", out)
 	}
 	c.fails(exitFailure, "hooks", "--session", "nope")
-	r := c.run("hooks", "--settings", filepath.Join(c.dir, "missing.json"), "--plugin-dir", filepath.Join(c.dir, "no-plugin"))
-	if r.code != exitOK || !strings.Contains(r.stderr, "missing.json does not exist") || !strings.Contains(r.stderr, "no-plugin") {
-		t.Fatalf("missing files: %d %s", r.code, r.stderr)
+	// Files named on the command line must exist.
+	if r := c.fails(exitUsage, "hooks", "--settings", filepath.Join(c.dir, "missing.json")); !strings.Contains(r.stderr, "missing.json: no such file") {
+		t.Fatalf("missing settings: %s", r.stderr)
+	}
+	if r := c.fails(exitUsage, "hooks", "--plugin-dir", filepath.Join(c.dir, "no-plugin")); !strings.Contains(r.stderr, "no-plugin: no such directory") {
+		t.Fatalf("missing plugin: %s", r.stderr)
 	}
 }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/fsm"
+)
+
+// finishJSON is the output of finish --json.
+type finishJSON struct {
+	Agent    string       `json:"agent"`
+	Finished bool         `json:"finished"`          // false when nothing was in progress
+	State    string       `json:"state"`             // the state the log was in
+	ID       string       `json:"id,omitempty"`      // the restore, Stop run or prompt run finished
+	Restore  *restoreJSON `json:"restore,omitempty"` // the restore finished, if it was one
+}
+
+// finishOptions are the options of finish.
+type finishOptions struct {
+	restoreOptions
+}
+
+// newFinishCmd returns the finish command: roll forward what an agent's
+// log ends inside.
+func newFinishCmd(a *app) *cobra.Command {
+	var o finishOptions
+	cmd := &cobra.Command{
+		Use:   "finish --agent NAME",
+		Short: "Finish a restore that an interrupted or crashed command left in progress",
+		Long: `finish opens the agent and rolls forward the restore its log ends inside,
+as every command on the agent does before its own work, and does nothing
+else. Steps that never began run (their hooks included); hooks that started
+with no outcome recorded are closed as interrupted and never run again.
+reprise audit names the agents that need it.
+
+Give the hook flags the interrupted command had, so that the hooks still to
+run are the same. An agent with nothing in progress is left as it is.
+
+` + hookSourcesHelp,
+		Example: `  reprise finish --agent ide
+  reprise finish --agent ide --settings ./hooks.json --json`,
+		Args: positional(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runFinish(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.register(cmd)
+	return cmd
+}
+
+// runFinish rolls forward what the agent has in progress and reports it.
+func runFinish(ctx context.Context, a *app, o finishOptions, stdout, stderr io.Writer) (err error) {
+	e, before, err := a.openAgent(ctx, o.restoreOptions, "", "", stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	agent, err := e.Agent(ctx, o.agent)
+	if err != nil {
+		return err
+	}
+	out := finishJSON{Agent: o.agent, Finished: fsm.InFlight(before.State), State: string(before.State)}
+	var what string
+	var finished *reprise.Restore
+	switch {
+	case before.Restore != nil:
+		what, out.ID = "restore", before.Restore.ID
+		if history := agent.History(); len(history) > 0 && history[len(history)-1].ID == out.ID {
+			finished = &history[len(history)-1]
+			rj := newRestoreJSON(o.agent, finished.To, finished)
+			out.Restore = &rj
+		}
+	case before.Stop != nil:
+		what, out.ID = "Stop run", before.Stop.ID
+	case before.Prompt != nil:
+		what, out.ID = "prompt run", before.Prompt.ID
+	}
+	if a.json {
+		return printJSON(stdout, out)
+	}
+	if !out.Finished {
+		_, err = fmt.Fprintf(stdout, "agent %s has nothing in progress; nothing to do\n", o.agent)
+		return err
+	}
+	fmt.Fprintf(stdout, "agent %s: finished the %s %s, left in state %s\n", o.agent, what, out.ID, out.State)
+	if finished != nil {
+		printRestore(stdout, o.agent, finished)
+	}
+	return nil
+}
+
+// shellQuote returns s as one word for a POSIX shell: as it is when it
+// holds only characters no shell treats specially, else in single quotes.
+func shellQuote(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:,+=@%", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
