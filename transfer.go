@@ -28,6 +28,11 @@ const (
 // not a JSON object, and for a line longer than MaxTranscriptLine.
 var ErrBadTranscript = errors.New("reprise: bad transcript line")
 
+// ErrNotTranscript is returned by Import for input that holds no transcript
+// record, no line that is a JSON object: an empty file, a README, a binary.
+// Nothing is recorded.
+var ErrNotTranscript = errors.New("reprise: not a Claude Code transcript")
+
 // ImportOptions configure Import.
 type ImportOptions struct {
 	ID       string           // the new session's id; empty means a new UUID
@@ -61,7 +66,8 @@ const maxSkippedReported = 1000
 // Export writes the same lines back. Memory stays bounded whatever the
 // size of r: records are appended in batches and the conversation is not
 // cached. If Import fails part way, the session holds the batches written
-// so far and the error says how many.
+// so far and the error says how many. Input without a single JSON object
+// line returns ErrNotTranscript and records nothing.
 func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (ImportReport, error) {
 	rep := ImportReport{Session: opts.ID}
 	if rep.Session == "" {
@@ -103,6 +109,12 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 			err = fmt.Errorf("%w: line %d is longer than %d bytes", ErrBadTranscript, line+1, MaxTranscriptLine)
 		}
 		return rep, imp.partial(err)
+	}
+	if imp.head == 0 && len(imp.batch) == 0 {
+		if line == 0 {
+			return rep, fmt.Errorf("%w: the input is empty", ErrNotTranscript)
+		}
+		return rep, fmt.Errorf("%w: none of its %d line(s) is a JSON object", ErrNotTranscript, line)
 	}
 	if err := imp.flush(ctx); err != nil {
 		return rep, err

@@ -16,9 +16,10 @@ import (
 
 // FuzzImport feeds arbitrary bytes to the Claude Code transcript importer,
 // leniently and strictly, on an in-memory Engine. It must never panic or
-// hang. A lenient import always succeeds; a strict one fails with
-// ErrBadTranscript exactly when a non-blank line is not a JSON object.
-// Every line kept comes back from Export byte for byte and in order, and
+// hang. Input without a JSON object line fails with ErrNotTranscript and
+// records nothing. Otherwise a lenient import succeeds, and a strict one
+// fails with ErrBadTranscript exactly when a non-blank line is not a JSON
+// object. Every line kept comes back from Export byte for byte and in order, and
 // the store passes Audit. The seed corpus is testdata/transcripts plus
 // testdata/fuzz/FuzzImport.
 func FuzzImport(f *testing.F) {
@@ -42,6 +43,14 @@ func FuzzImport(f *testing.F) {
 		rep, err := e.Import(ctx, bytes.NewReader(data), reprise.ImportOptions{ID: "fuzz", Strict: strict})
 		kept, blank, bad := transcriptLines(data)
 		switch {
+		case len(kept) == 0 && (!strict || bad == 0):
+			if !errors.Is(err, reprise.ErrNotTranscript) {
+				t.Fatalf("Import of input without a JSON object line: err = %v, want ErrNotTranscript", err)
+			}
+			if head, err := e.Store().Head(ctx, "session/fuzz"); err != nil || head != 0 {
+				t.Fatalf("Import of input without a JSON object line recorded %d events (%v)", head, err)
+			}
+			return
 		case err != nil && !strict:
 			t.Fatalf("lenient Import failed: %v", err)
 		case err != nil && !errors.Is(err, reprise.ErrBadTranscript):

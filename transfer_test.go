@@ -125,16 +125,26 @@ func TestImportReportsMalformedLines(t *testing.T) {
 	}
 }
 
-func TestImportOfAnEmptyFileCreatesAnEmptySession(t *testing.T) {
+func TestImportOfInputWithoutATranscriptRecordRecordsNothing(t *testing.T) {
 	e, _ := testkit.NewEngine(t, reprise.Options{})
-	rep, err := e.Import(context.Background(), strings.NewReader(""), reprise.ImportOptions{ID: "empty", Cwd: "/w"})
-	if err != nil || rep.Messages != 0 {
+	for name, input := range map[string]string{
+		"empty":  "",
+		"blank":  "\n  \n",
+		"readme": "# A README\n\nNot a transcript.\n",
+		"binary": "\x00\x01\xff\xfe\n\x7fELF",
+		"arrays": "[1]\n\"text\"\n",
+	} {
+		_, err := e.Import(context.Background(), strings.NewReader(input), reprise.ImportOptions{ID: name, Cwd: "/w"})
+		if !errors.Is(err, reprise.ErrNotTranscript) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+		if head, err := e.Store().Head(context.Background(), "session/"+name); err != nil || head != 0 {
+			t.Errorf("%s: the session has %d events (%v)", name, head, err)
+		}
+	}
+	// One record among bad lines is a transcript.
+	rep, err := e.Import(context.Background(), strings.NewReader("junk\n{\"type\":\"summary\"}\n"), reprise.ImportOptions{ID: "one"})
+	if err != nil || rep.Records != 1 || len(rep.Skipped) != 1 {
 		t.Fatalf("report %+v, err %v", rep, err)
-	}
-	if got := export(t, e, "empty"); len(got) != 0 {
-		t.Fatalf("export of an empty session = %q", got)
-	}
-	if _, err := e.Import(context.Background(), strings.NewReader(""), reprise.ImportOptions{ID: "empty"}); !errors.Is(err, reprise.ErrSessionExists) {
-		t.Fatalf("second import into the same id: err = %v", err)
 	}
 }

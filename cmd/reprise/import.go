@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,6 +56,8 @@ size import in bounded memory; on a terminal a progress bar shows how far it
 got. Lines that are not JSON objects are skipped and listed on standard
 error with their line numbers (the first 1000 of them); --strict fails at the
 first one instead, leaving the session with the batches written before it.
+A file without a single JSON object line (an empty file, a README, a
+binary) is not a transcript: import fails and records nothing.
 
 --id names the session (default a new UUID); --cwd sets its working
 directory (default the cwd of the transcript's first record that has one).`,
@@ -106,6 +109,10 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 	rep, err := e.Import(ctx, in, opts)
 	if bar != nil {
 		bar.finish()
+	}
+	if errors.Is(err, reprise.ErrNotTranscript) {
+		// Every line was skipped: listing them all says nothing more.
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	for _, s := range rep.Skipped {
 		warn(stderr, "%s: line %d skipped: %s", name, s.Line, s.Err)

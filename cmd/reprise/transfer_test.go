@@ -124,18 +124,28 @@ not json at all
 	}
 }
 
-func TestImportEmptyFile(t *testing.T) {
+// A file with no transcript record in it fails and records nothing.
+func TestImportOfAFileThatIsNotATranscript(t *testing.T) {
 	c := newCLI(t)
-	file := c.writeFile("empty.jsonl", "")
-	if out := c.ok("import", file, "--id", "empty"); out != "empty: 0 message(s), 0 other record(s), 0 skipped line(s), 0 bytes\n" {
-		t.Fatalf("import printed %q", out)
+	c.session("other") // so that the store exists
+	for name, data := range map[string]string{
+		"empty.jsonl": "",
+		"README.md":   "# reprise\n\nreprise is a Go library.\n",
+		"binary":      "\x7fELF\x02\x01\x01\x00\n\x00\x00\x03\x00",
+	} {
+		file := c.writeFile(name, data)
+		r := c.fails(exitFailure, "import", file, "--id", "imported")
+		if !strings.Contains(r.stderr, file+": not a Claude Code transcript: ") || strings.Contains(r.stderr, "warning") || r.stdout != "" {
+			t.Errorf("import %s: stdout %q, stderr %q", name, r.stdout, r.stderr)
+		}
+		if out := c.ok("sessions"); strings.Contains(out, "imported") {
+			t.Errorf("import %s recorded a session:\n%s", name, out)
+		}
+		if r := c.runIn(strings.NewReader(data), "import", "-"); r.code != exitFailure || !strings.Contains(r.stderr, "-: not a Claude Code transcript") {
+			t.Errorf("import - of %s: %d %s", name, r.code, r.stderr)
+		}
 	}
-	if out := c.ok("export", "empty"); out != "" {
-		t.Fatalf("export of an empty session: %q", out)
-	}
-	var conv conversationJSON
-	c.okJSON(&conv, "replay", "empty")
-	if len(conv.Messages) != 0 || conv.Cwd != "" {
-		t.Fatalf("replay = %+v", conv)
+	if out := c.ok("sessions", "--json"); strings.Count(out, `"id"`) != 1 {
+		t.Fatalf("sessions after failed imports: %s", out)
 	}
 }
