@@ -1,11 +1,18 @@
 package main
 
 import (
+	"debug/buildinfo"
+	"encoding/json"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 var commands = []string{"new", "append", "start", "resume", "sessions", "log", "replay", "audit", "import", "export", "hooks", "clear", "compact", "fork", "end", "stop", "prompt", "demo"}
@@ -28,7 +35,6 @@ func TestBadUsageExitsWith2(t *testing.T) {
 	c := newCLI(t)
 	c.session("s1", "hello")
 	for _, args := range [][]string{
-		{},
 		{"sesions"},
 		{"sessions", "extra"},
 		{"sessions", "--no-such-flag"},
@@ -51,10 +57,10 @@ func TestBadUsageExitsWith2(t *testing.T) {
 		{"export"},
 		{"hooks", "--event", "PreToolUse"},
 		{"hooks", "--source", ""},
-		{"demo", "--json"},
+		{"completion", "tcsh"},
 	} {
 		r := c.fails(exitUsage, args...)
-		if !strings.Contains(r.stderr, "--help' for usage") {
+		if !wantsJSON(args) && !strings.Contains(r.stderr, "--help' for usage") {
 			t.Errorf("reprise %s: no usage hint: %s", strings.Join(args, " "), r.stderr)
 		}
 	}
@@ -89,9 +95,14 @@ func TestStoreLocation(t *testing.T) {
 		t.Fatalf("store not under ~/.local/state: %v", err)
 	}
 	// A read-only command does not create a store.
-	r := c.fails(exitFailure, "--store", filepath.Join(c.dir, "none.db"), "sessions")
+	none := filepath.Join(c.dir, "none.db")
+	r := c.fails(exitFailure, "--store", none, "log", "s")
 	if !strings.Contains(r.stderr, "no store at") {
 		t.Fatalf("stderr = %s", r.stderr)
+	}
+	c.ok("--store", none, "sessions")
+	if _, err := os.Stat(none); err == nil {
+		t.Fatal("sessions created the store")
 	}
 }
 
@@ -159,5 +170,251 @@ func TestSessions(t *testing.T) {
 	if len(list) != 2 || list[0].ID != "one" || list[0].Messages != 2 || list[0].Cwd != c.dir ||
 		list[0].LastRestored != "" || list[1].LastRestored == "" || !validTime(list[1].Created) {
 		t.Fatalf("sessions --json = %+v", list)
+	}
+}
+
+// A bare reprise prints the help, as gh does, and exits with 0.
+func TestBareRepriseprintsTheHelp(t *testing.T) {
+	c := newBinaryCLI(t)
+	r := c.run()
+	if r.code != exitOK || r.stderr != "" || r.stdout != c.ok("--help") || !strings.Contains(r.stdout, "Available Commands:") {
+		t.Fatalf("reprise: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	c := newCLI(t)
+	out := c.ok("version")
+	if !strings.HasPrefix(out, "reprise ") || !strings.HasSuffix(out, " ("+runtime.Version()+")\n") || c.ok("--version") != out {
+		t.Fatalf("version: %q, --version: %q", out, c.ok("--version"))
+	}
+	var v, flag versionJSON
+	c.okJSON(&v, "version")
+	c.okJSON(&flag, "--version")
+	if v != flag || v.Version == "" || v.Go != runtime.Version() || v.String()+"\n" != out {
+		t.Fatalf("version --json = %+v, --version --json = %+v, text %q", v, flag, out)
+	}
+	c.fails(exitUsage, "version", "extra")
+}
+
+// The binary reports what its build info says: the module version, and
+// the VCS revision when the build recorded one.
+func TestBinaryVersionIsTheBuildInfo(t *testing.T) {
+	c := newBinaryCLI(t)
+	info, err := buildinfo.ReadFile(c.binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v versionJSON
+	c.okJSON(&v, "version")
+	want := versionJSON{Version: info.Main.Version, Go: info.GoVersion}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			want.Revision = s.Value
+		case "vcs.time":
+			want.Time = s.Value
+		case "vcs.modified":
+			want.Modified = s.Value == "true"
+		}
+	}
+	if v != want {
+		t.Fatalf("version --json = %+v, build info says %+v", v, want)
+	}
+}
+
+func TestVersionString(t *testing.T) {
+	for _, tc := range []struct {
+		v    versionJSON
+		want string
+	}{
+		{versionJSON{Version: "v1.2.0", Go: "go1.26.0"}, "reprise v1.2.0 (go1.26.0)"},
+		{versionJSON{Version: "(devel)", Go: "go1.26.0"}, "reprise (devel) (go1.26.0)"},
+		{versionJSON{Version: "(devel)", Revision: "2b68489c1f2e47d3884c96b11e4feb0c3aaaaaaa", Time: "2026-11-30T19:20:04Z", Modified: true, Go: "go1.26.0"},
+			"reprise (devel) revision 2b68489c1f2e of 2026-11-30T19:20:04Z, modified (go1.26.0)"},
+		{versionJSON{Version: "v1.3.0-0.20261130192004-2b68489c1f2e", Revision: "2b68489c1f2e47d3884c96b11e4feb0c3aaaaaaa", Go: "go1.26.0"},
+			"reprise v1.3.0-0.20261130192004-2b68489c1f2e revision 2b68489c1f2e (go1.26.0)"},
+	} {
+		if got := tc.v.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+// On a fresh machine, with no store anywhere, sessions lists none and
+// creates nothing.
+func TestSessionsOnAFreshMachine(t *testing.T) {
+	c := newBinaryCLI(t)
+	os.Unsetenv(storeEnv) // restored when the test ends
+	if out := c.ok("sessions"); out != "ID  CWD  MESSAGES  CREATED  LAST RESTORED\n" {
+		t.Fatalf("sessions: %q", out)
+	}
+	if out := c.ok("sessions", "--json"); out != "[]\n" {
+		t.Fatalf("sessions --json: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_STATE_HOME"), "reprise")); err == nil {
+		t.Fatal("sessions created the store's directory")
+	}
+}
+
+// With --json, wherever it is on the line, every error is one JSON object
+// on stderr with the exit code, and stdout stays empty.
+func TestJSONErrors(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("s")
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--json", "sesions"}, exitUsage, `unknown command "sesions"; did you mean sessions?`},
+		{[]string{"sessions", "--json", "--no-such-flag"}, exitUsage, "unknown flag: --no-such-flag"},
+		{[]string{"--json", "log"}, exitUsage, "missing SESSION or --agent"},
+		{[]string{"new", "--id", "-x", "--json"}, exitUsage, `--id: invalid id "-x": it must start with a letter or digit`},
+		{[]string{"--json=true", "end", "--agent", "ide", "--reason", "bogus"}, exitUsage, "--reason must be one of "},
+		{[]string{"--json", "log", "missing"}, exitFailure, "session missing has no events"},
+		{[]string{"--json", "resume", "--agent", "ide", "s"}, exitFailure, "agent ide has no current session; give it one with reprise start --agent ide"},
+	} {
+		r := c.fails(tc.code, tc.args...)
+		var e struct {
+			Error string `json:"error"`
+			Code  int    `json:"code"`
+		}
+		if err := json.Unmarshal([]byte(r.stderr), &e); err != nil || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" ||
+			e.Code != tc.code || !strings.Contains(e.Error, tc.msg) {
+			t.Errorf("reprise %s: stdout %q, stderr %q, want %q", strings.Join(tc.args, " "), r.stdout, r.stderr, tc.msg)
+		}
+	}
+	// Without --json, or with --json=false, errors stay text.
+	if r := c.fails(exitFailure, "--json=false", "log", "missing"); !strings.HasPrefix(r.stderr, "reprise: ") {
+		t.Fatalf("--json=false: %s", r.stderr)
+	}
+}
+
+// jsonRuns gives, in order, for each command that lists --json, a command
+// line that succeeds on the store TestEveryCommandListingJSONPrintsJSON
+// makes. A command that lists --json and is missing here fails the test.
+var jsonRuns = []struct {
+	name string
+	args []string // nil for a command too slow to run here
+}{
+	{"reprise", []string{"--version"}},
+	{"version", []string{"version"}},
+	{"new", []string{"new", "--id", "n"}},
+	{"append", []string{"append", "a", "--role", "user", "hi"}},
+	{"start", []string{"start", "--agent", "ide", "--no-default-settings", "a"}},
+	{"resume", []string{"resume", "--agent", "ide", "--no-default-settings", "b"}},
+	{"prompt", []string{"prompt", "--agent", "ide", "--no-default-settings", "go on"}},
+	{"stop", []string{"stop", "--agent", "ide", "--no-default-settings"}},
+	{"compact", []string{"compact", "--agent", "ide", "--no-default-settings", "summary"}},
+	{"fork", []string{"fork", "--agent", "ide", "--no-default-settings", "a"}},
+	{"clear", []string{"clear", "--agent", "ide", "--no-default-settings"}},
+	{"end", []string{"end", "--agent", "ide", "--reason", "complete", "--no-default-settings"}},
+	{"finish", []string{"finish", "--agent", "ide", "--no-default-settings"}},
+	{"sessions", []string{"sessions"}},
+	{"log", []string{"log", "a"}},
+	{"replay", []string{"replay", "a"}},
+	{"audit", []string{"audit"}},
+	{"import", []string{"import", "-", "--id", "imported"}},
+	{"export", []string{"export", "a", "-o", "a.jsonl"}},
+	{"hooks", []string{"hooks", "--no-default-settings"}},
+	{"demo", []string{"demo", "--store", "demo.db"}},
+	{"bench", nil}, // too slow here; TestBenchQuickJSON runs it with --json
+}
+
+// Every command that lists --json prints JSON with it (one value, or for
+// log one a line); the others do not list it.
+func TestEveryCommandListingJSONPrintsJSON(t *testing.T) {
+	c := newCLI(t)
+	c.session("a", "hello")
+	c.session("b")
+	root := newRootCmd()
+	listing := map[string]bool{}
+	for _, cmd := range append([]*cobra.Command{root}, root.Commands()...) {
+		listing[cmd.Name()] = cmd.Flags().Lookup("json") != nil
+	}
+	for _, run := range jsonRuns {
+		if !listing[run.name] {
+			t.Errorf("%s does not list --json", run.name)
+		}
+		delete(listing, run.name)
+		if run.args == nil {
+			continue
+		}
+		r := c.runIn(strings.NewReader(`{"type":"user","message":{"role":"user","content":"hi"}}`+"\n"), append(run.args, "--json")...)
+		dec := json.NewDecoder(strings.NewReader(r.stdout))
+		values := 0
+		for {
+			var v any
+			err := dec.Decode(&v)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				values = 0
+				break
+			}
+			values++
+		}
+		if r.code != exitOK || values == 0 {
+			t.Errorf("reprise %s --json: exit %d\nstdout: %s\nstderr: %s", strings.Join(run.args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+	for name, lists := range listing {
+		if lists {
+			t.Errorf("%s lists --json but jsonRuns has no command line for it", name)
+		}
+	}
+	for _, args := range [][]string{{"completion", "bash"}, {"help"}} {
+		c.fails(exitUsage, append(args, "--json")...)
+	}
+}
+
+func TestDemoJSON(t *testing.T) {
+	c := newCLI(t)
+	var d demoJSON
+	c.okJSON(&d, "demo")
+	if d.Store != "" || len(d.Restores) != 4 || d.Restores[0].Source != "startup" || d.Restores[1].Source != "resume" ||
+		d.Restores[2].Source != "fork" || d.Restores[3].Source != "clear" || len(d.Events) == 0 ||
+		d.Conversation.Session != d.Restores[1].To || len(d.Conversation.Messages) != 4 {
+		t.Fatalf("demo --json = %+v", d)
+	}
+}
+
+// The completion scripts come out for each shell, and each is valid in
+// its shell where that shell is installed; completing runs through the
+// commands' own argument checks.
+func TestCompletion(t *testing.T) {
+	c := newBinaryCLI(t)
+	for shell, mark := range map[string]string{
+		"bash": "# bash completion V2 for reprise",
+		"zsh":  "#compdef reprise",
+		"fish": "complete -c reprise ",
+	} {
+		script := c.ok("completion", shell)
+		if !strings.Contains(script, mark) {
+			t.Errorf("completion %s lacks %q", shell, mark)
+		}
+		path, err := exec.LookPath(shell)
+		if err != nil {
+			t.Logf("no %s here to check its script", shell)
+			continue
+		}
+		check := exec.Command(path, "-n", c.writeFile("completion."+shell, script))
+		if out, err := check.CombinedOutput(); err != nil {
+			t.Errorf("%s -n of its completion script: %v\n%s", shell, err, out)
+		}
+	}
+	if out := c.ok("__complete", "resume", "--ag"); !strings.HasPrefix(out, "--agent\t") {
+		t.Errorf("completing resume --ag: %q", out)
+	}
+	if out := c.ok("__complete", "se"); !strings.HasPrefix(out, "sessions\t") {
+		t.Errorf("completing se: %q", out)
+	}
+	if r := c.fails(exitUsage, "completion", "tcsh"); !strings.Contains(r.stderr, `unknown command "tcsh"`) {
+		t.Errorf("completion tcsh: %s", r.stderr)
+	}
+	if out := c.ok("completion", "--help"); !strings.Contains(out, "~/.local/share/bash-completion/completions/reprise") {
+		t.Errorf("completion --help does not say how to install:\n%s", out)
 	}
 }

@@ -43,9 +43,6 @@ type demoOptions struct{}
 // runDemo runs the demo on --store, or on a temporary bbolt file that it
 // removes afterwards.
 func runDemo(ctx context.Context, a *app, _ demoOptions, stdout, _ io.Writer) error {
-	if a.json {
-		return usagef("demo has no JSON output")
-	}
 	store := a.store
 	if store == "" {
 		dir, err := os.MkdirTemp("", "reprise-demo-")
@@ -55,88 +52,110 @@ func runDemo(ctx context.Context, a *app, _ demoOptions, stdout, _ io.Writer) er
 		defer os.RemoveAll(dir)
 		store = filepath.Join(dir, "demo.db")
 	}
-	return demo(ctx, stdout, store)
+	d, err := demo(ctx, store)
+	if err != nil {
+		return err
+	}
+	if !a.json {
+		return d.print(stdout)
+	}
+	out, err := d.json(a.store)
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, out)
 }
 
-// demo runs the demo on the store at path, writing its story to w.
-func demo(ctx context.Context, w io.Writer, path string) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+// demoRun is what the demo did and what the log then held.
+type demoRun struct {
+	store, agent     string
+	startup, restore *reprise.Restore // design at startup, then to bugfix
+	fork, clear      *reprise.Restore
+	events           []eventlog.Event // the whole log
+	conv             *projection.Conversation
+}
+
+// demoJSON is the output of demo --json.
+type demoJSON struct {
+	Store        string           `json:"store"` // "" for the temporary file, removed
+	Restores     []restoreJSON    `json:"restores"`
+	Events       []eventJSON      `json:"events"`
+	Conversation conversationJSON `json:"conversation"`
+}
+
+// demo runs the demo on the store at path.
+func demo(ctx context.Context, path string) (*demoRun, error) {
 	// The demo's sessions name an example project that need not exist:
 	// only Go function hooks run, and none in the directory.
 	e, err := reprise.Open(path, reprise.Options{AllowMissingCwd: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer e.Close()
 	if err := registerDemoHooks(e); err != nil {
-		return err
+		return nil, err
 	}
 	design, err := demoSession(ctx, e, "/src/payments", "Review the retry design in payments.", "Retries back off exponentially, capped at 30 s.")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	bugfix, err := demoSession(ctx, e, "/src/payments", "Why does TestRefund flake?", "It races on the shared ledger; add a lock.", "Do it.")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	agent, err := e.Agent(ctx, "demo-host")
+	d := &demoRun{store: path, agent: "demo-host"}
+	agent, err := e.Agent(ctx, d.agent)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintf(w, "startup restore of %s\n", design)
-	if _, err := agent.Start(ctx, design); err != nil {
-		return err
+	if d.startup, err = agent.Start(ctx, design); err != nil {
+		return nil, err
 	}
 	if _, err := e.Buffer(ctx, design, reprise.Text("user", "Note: keep the jitter.")); err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Fprintf(w, "runtime restore %s -> %s\n", design, bugfix)
-	r, err := agent.Restore(ctx, bugfix)
-	if err != nil {
-		return err
+	if d.restore, err = agent.Restore(ctx, bugfix); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(w, "saved %d pending message(s), injected %q\n", r.Saved, r.Context)
 	designMsgs, err := e.Conversation(ctx, design)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fork, err := agent.Fork(ctx, design, designMsgs[1].UUID)
-	if err != nil {
-		return err
+	if d.fork, err = agent.Fork(ctx, design, designMsgs[1].UUID); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(w, "fork of %s up to its first answer: %s (%d messages copied)\n", design, fork.To, fork.Messages)
-	cleared, err := agent.Clear(ctx)
-	if err != nil {
-		return err
+	if d.clear, err = agent.Clear(ctx); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(w, "clear: %s ended (reason %s), fresh session %s started\n", cleared.From, cleared.EndReason, cleared.To)
-	return printDemoLog(ctx, w, e, path, bugfix)
-}
-
-// printDemoLog prints the whole event timeline of the store at path, then
-// the conversation of session id rebuilt from its events alone.
-func printDemoLog(ctx context.Context, w io.Writer, e *reprise.Engine, path, id string) error {
-	fmt.Fprintf(w, "\nevent timeline (%s)\n", path)
-	var evs []eventlog.Event
-	err := e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
+	err = e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
 		ev.Payload = slices.Clone(ev.Payload)
-		evs = append(evs, ev)
+		d.events = append(d.events, ev)
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	d.conv = projection.NewConversation(bugfix)
+	if err := e.Store().ReadStream(ctx, projection.SessionStream(bugfix), 1, d.conv.Apply); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// print writes the demo's story, the whole event timeline, then the
+// conversation of the runtime restore's target rebuilt from its events.
+func (d *demoRun) print(w io.Writer) error {
+	fmt.Fprintf(w, "startup restore of %s\n", d.startup.To)
+	fmt.Fprintf(w, "runtime restore %s -> %s\n", d.restore.From, d.restore.To)
+	fmt.Fprintf(w, "saved %d pending message(s), injected %q\n", d.restore.Saved, d.restore.Context)
+	fmt.Fprintf(w, "fork of %s up to its first answer: %s (%d messages copied)\n", d.startup.To, d.fork.To, d.fork.Messages)
+	fmt.Fprintf(w, "clear: %s ended (reason %s), fresh session %s started\n", d.clear.From, d.clear.EndReason, d.clear.To)
+	fmt.Fprintf(w, "\nevent timeline (%s)\n", d.store)
+	if err := printTimeline(w, d.events); err != nil {
 		return err
 	}
-	if err := printTimeline(w, evs); err != nil {
-		return err
-	}
-	conv := projection.NewConversation(id)
-	if err := e.Store().ReadStream(ctx, projection.SessionStream(id), 1, conv.Apply); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nconversation of %s, rebuilt from the log\n", id)
-	for i, m := range conv.Messages {
+	fmt.Fprintf(w, "\nconversation of %s, rebuilt from the log\n", d.conv.ID)
+	for i, m := range d.conv.Messages {
 		role := m.Role
 		if m.IsMeta {
 			role += " (meta)"
@@ -144,6 +163,28 @@ func printDemoLog(ctx context.Context, w io.Writer, e *reprise.Engine, path, id 
 		fmt.Fprintf(w, "%2d  %-12s %s\n", i+1, role, projection.FirstText(m))
 	}
 	return nil
+}
+
+// json describes the demo for JSON output; store is the store the user
+// named, "" for the temporary one.
+func (d *demoRun) json(store string) (demoJSON, error) {
+	out := demoJSON{Store: store, Events: make([]eventJSON, 0, len(d.events))}
+	for _, r := range []*reprise.Restore{d.startup, d.restore, d.fork, d.clear} {
+		out.Restores = append(out.Restores, newRestoreJSON(d.agent, r.To, r))
+	}
+	for _, ev := range d.events {
+		js, err := newEventJSON(ev)
+		if err != nil {
+			return demoJSON{}, err
+		}
+		out.Events = append(out.Events, js)
+	}
+	out.Conversation = conversationJSON{Session: d.conv.ID, Cwd: d.conv.Cwd, Created: formatTime(d.conv.Created),
+		Messages: make([]messageJSON, len(d.conv.Messages))}
+	for i, m := range d.conv.Messages {
+		out.Conversation.Messages[i] = newMessageJSON(m)
+	}
+	return out, nil
 }
 
 // demoSession creates a session in cwd whose messages are texts, alternating user and assistant.

@@ -26,9 +26,9 @@ func TestBinaryExitCodes(t *testing.T) {
 	if r := c.run("new", "--id", "s"); r.code != exitOK || r.stdout != "s\n" || r.stderr != "" {
 		t.Fatalf("new: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	r := c.fails(exitFailure, "--store", filepath.Join(c.dir, "none.db"), "sessions")
+	r := c.fails(exitFailure, "--store", filepath.Join(c.dir, "none.db"), "log", "s")
 	if r.stdout != "" || !strings.Contains(r.stderr, "no store at") {
-		t.Fatalf("sessions on a missing store: stdout %q, stderr %q", r.stdout, r.stderr)
+		t.Fatalf("log on a missing store: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
 	r = c.fails(exitUsage, "sesions")
 	if r.stdout != "" || !strings.Contains(r.stderr, "did you mean sessions?") || !strings.Contains(r.stderr, "Run 'reprise --help' for usage.") {

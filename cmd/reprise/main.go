@@ -7,12 +7,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,21 +57,72 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	// Library errors start with their package's name; say it once.
-	msg := strings.ReplaceAll(err.Error(), ": reprise: ", ": ")
-	fmt.Fprintln(stderr, "reprise: "+strings.TrimPrefix(msg, "reprise: "))
+	code := exitCode(err)
+	printError(stderr, cmd, err, code, wantsJSON(args))
+	return code
+}
+
+// exitCode returns the exit code of a command that failed with err.
+func exitCode(err error) int {
 	var usage usageError
 	if errors.As(err, &usage) {
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return exitUsage
 	}
 	return exitFailure
 }
 
-// app holds the global flags every command shares.
+// printError writes err to stderr: as {"error": ..., "code": ...} with
+// --json, else as one line prefixed "reprise: ", followed for a usage
+// error by where to find the usage of cmd.
+func printError(stderr io.Writer, cmd *cobra.Command, err error, code int, asJSON bool) {
+	msg := userMessage(err)
+	if asJSON {
+		_ = printJSON(stderr, struct {
+			Error string `json:"error"`
+			Code  int    `json:"code"`
+		}{msg, code})
+		return
+	}
+	fmt.Fprintln(stderr, "reprise: "+msg)
+	if code == exitUsage {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+}
+
+// internalPrefixes are the prefixes the packages of reprise put on their
+// errors; the user needs none of them.
+var internalPrefixes = []string{"reprise", "eventlog", "boltstore", "pgstore", "hookexec", "schema", "projection", "lifecycle", "fsm"}
+
+// userMessage returns the message of err without the names of the
+// packages it went through.
+func userMessage(err error) string {
+	msg := err.Error()
+	for _, p := range internalPrefixes {
+		msg = strings.ReplaceAll(strings.TrimPrefix(msg, p+": "), ": "+p+": ", ": ")
+	}
+	return msg
+}
+
+// wantsJSON reports whether args ask for JSON output, read from the
+// arguments themselves so that it works when they do not parse.
+func wantsJSON(args []string) bool {
+	for _, arg := range args {
+		if arg == "--" {
+			return false
+		}
+		if v, ok := strings.CutPrefix(arg, "--json"); ok && (v == "" || v[0] == '=') {
+			on, err := strconv.ParseBool(cmp.Or(strings.TrimPrefix(v, "="), "true"))
+			return on || err != nil
+		}
+	}
+	return false
+}
+
+// app holds the flags every command shares.
 type app struct {
 	store    string        // --store, "" for the default
 	json     bool          // --json
+	version  bool          // --version, on the root command
 	lockWait time.Duration // --lock-timeout, when lockFlag.Changed
 	lockFlag *pflag.Flag
 	// warnedSocket is set once a socket that is not the user's own has
@@ -98,6 +151,9 @@ meanwhile serves its reads on a socket beside it, through which the
 commands that read go on working. A command that cannot get the store
 waits --lock-timeout, then names the process that holds it.
 
+With --json, results and errors are JSON; an error is
+{"error": MESSAGE, "code": EXIT_CODE} on standard error.
+
 Exit codes: 0 ok, 1 the operation failed or the audit found violations,
 2 bad usage, 130 and 143 interrupted by SIGINT and SIGTERM (the next
 command on the agent finishes a restore left midway).`,
@@ -106,8 +162,13 @@ command on the agent finishes a restore left midway).`,
   reprise start --agent ide "$id"
   reprise log "$id"
   reprise audit`,
-		Args:          rootArgs,
-		RunE:          func(*cobra.Command, []string) error { return usagef("missing command") },
+		Args: rootArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.version {
+				return runVersion(a, cmd.OutOrStdout())
+			}
+			return cmd.Help()
+		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -115,10 +176,10 @@ command on the agent finishes a restore left midway).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().StringVar(&a.store, "store", "",
 		"store: a bbolt file `PATH` or a postgres:// URL (default $REPRISE_STORE, else $XDG_STATE_HOME/reprise/reprise.db)")
-	root.PersistentFlags().BoolVar(&a.json, "json", false, "print machine-readable JSON")
 	root.PersistentFlags().DurationVar(&a.lockWait, "lock-timeout", 0,
 		"how long to wait for a store file another process holds, `DURATION` such as 30s (default $"+lockTimeoutEnv+", else 1s)")
 	a.lockFlag = root.PersistentFlags().Lookup("lock-timeout")
+	root.Flags().BoolVar(&a.version, "version", false, "print reprise's version and build")
 	root.AddCommand(
 		newNewCmd(a),
 		newAppendCmd(a),
@@ -142,8 +203,52 @@ command on the agent finishes a restore left midway).`,
 		newDemoCmd(a),
 		newBackupCmd(a),
 		newCopyCmd(a),
+		newVersionCmd(a),
 	)
+	// Every command above prints JSON with --json; completion and help
+	// print neither, so they do not list it.
+	for _, cmd := range append(root.Commands(), root) {
+		cmd.Flags().BoolVar(&a.json, "json", false, "print machine-readable JSON (errors too, on standard error)")
+	}
+	root.InitDefaultCompletionCmd()
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "completion" {
+			// Runnable, so that an unknown shell is a usage error rather
+			// than a silent help.
+			cmd.Long += completionHelp
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	}
+	usageArgs(root)
 	return root
+}
+
+// completionHelp tells how to install the completion scripts.
+const completionHelp = `
+To load completions in every new shell:
+
+  bash:  reprise completion bash > ~/.local/share/bash-completion/completions/reprise
+  zsh:   reprise completion zsh > "${fpath[1]}/_reprise"
+  fish:  reprise completion fish > ~/.config/fish/completions/reprise.fish
+
+and open a new shell. The scripts complete commands and flags.`
+
+// usageArgs makes the argument checks of cmd and its subcommands, cobra's
+// own included (completion), report usage errors.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			err := check(c, args)
+			var usage usageError
+			if err != nil && !errors.As(err, &usage) {
+				err = usageError{err}
+			}
+			return err
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // rootArgs rejects an unknown command, suggesting close ones.

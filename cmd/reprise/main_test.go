@@ -243,11 +243,20 @@ func (c *cli) ok(args ...string) string {
 }
 
 // fails runs reprise with args and fails the test unless it exits with
-// code and says why on stderr, prefixed "reprise:".
+// code and says why on stderr: prefixed "reprise:", or with --json as
+// {"error": ..., "code": code}.
 func (c *cli) fails(code int, args ...string) result {
 	c.t.Helper()
 	r := c.run(args...)
-	if r.code != code || !strings.HasPrefix(r.stderr, "reprise: ") {
+	said := strings.HasPrefix(r.stderr, "reprise: ")
+	if wantsJSON(args) {
+		var e struct {
+			Error string
+			Code  int
+		}
+		said = json.Unmarshal([]byte(r.stderr), &e) == nil && e.Error != "" && e.Code == code
+	}
+	if r.code != code || !said {
 		c.t.Fatalf("reprise %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
 	}
 	return r

@@ -55,7 +55,7 @@ func TestPrompt(t *testing.T) {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
 	if !blocked.Blocked || blocked.Reason != "no deploys on Friday" || blocked.Message != "" || blocked.ContextMessage != "" ||
-		!strings.Contains(r.stderr, "reprise: prompt blocked by a UserPromptSubmit hook: no deploys on Friday") {
+		r.stderr != `{"error":"prompt blocked by a UserPromptSubmit hook: no deploys on Friday","code":1}`+"\n" {
 		t.Fatalf("blocked prompt: %+v\nstderr: %s", blocked, r.stderr)
 	}
 	r = c.fails(exitFailure, with("prompt", "deploy again")...)

@@ -183,7 +183,7 @@ func (a *app) restore(ctx context.Context, f restoreOptions, id string, do resto
 	from = agent.Current()
 	r, err = do(agent, ctx, id)
 	if errors.Is(err, reprise.ErrNoCurrentSession) {
-		err = fmt.Errorf("%w; give it one with reprise start --agent %s", err, f.agent)
+		err = fmt.Errorf("agent %s has no current session; give it one with reprise start --agent %s", f.agent, f.agent)
 	}
 	return from, r, err
 }

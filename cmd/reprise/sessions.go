@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"text/tabwriter"
 
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/spf13/cobra"
 )
 
@@ -29,7 +33,8 @@ func newSessionsCmd(a *app) *cobra.Command {
 		Short: "List the sessions of the store",
 		Long: `sessions lists every session, oldest first, with its working directory,
 its number of messages, when it was created and when an agent last restored
-it. It reads the whole log, read-only. With --json it prints one JSON array.`,
+it. It reads the whole log, read-only. With --json it prints one JSON array.
+Where there is no store yet, the list is empty.`,
 		Example: `  reprise sessions
   reprise sessions --json | jq -r '.[] | select(.messages > 0) | .id'`,
 		Args: positional(),
@@ -41,14 +46,18 @@ it. It reads the whole log, read-only. With --json it prints one JSON array.`,
 
 // runSessions lists the sessions of the store.
 func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr io.Writer) (err error) {
+	var sessions []projection.SessionInfo
 	e, err := a.openReadOnly(ctx, stderr)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, pgstore.ErrFormat):
+		// No store yet, as on a fresh machine: no sessions either.
+	case err != nil:
 		return err
-	}
-	defer closeEngine(e, &err)
-	sessions, err := e.Sessions(ctx)
-	if err != nil {
-		return err
+	default:
+		defer closeEngine(e, &err)
+		if sessions, err = e.Sessions(ctx); err != nil {
+			return err
+		}
 	}
 	if a.json {
 		out := make([]sessionJSON, len(sessions))

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// versionJSON is what version --json prints: the build of this binary.
+type versionJSON struct {
+	Version  string `json:"version"`            // the module version; "(devel)" for a build from a checkout
+	Revision string `json:"revision,omitempty"` // the VCS revision built, when the build recorded it
+	Time     string `json:"time,omitempty"`     // the revision's commit time
+	Modified bool   `json:"modified"`           // the checkout had changes not committed
+	Go       string `json:"go"`                 // the Go release that built it
+}
+
+// buildVersion reads the version of this binary from its build info.
+func buildVersion() versionJSON {
+	v := versionJSON{Version: "(devel)", Go: runtime.Version()}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if info.Main.Version != "" {
+		v.Version = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Revision = s.Value
+		case "vcs.time":
+			v.Time = s.Value
+		case "vcs.modified":
+			v.Modified = s.Value == "true"
+		}
+	}
+	return v
+}
+
+// String returns the version on one line, such as
+// "reprise v1.2.0 (go1.26.0)" or
+// "reprise (devel) revision 2b68489c1f2e of 2026-11-30T19:20:04Z, modified (go1.26.0)".
+func (v versionJSON) String() string {
+	s := "reprise " + v.Version
+	if v.Revision != "" {
+		s += " revision " + v.Revision[:min(len(v.Revision), 12)]
+		if v.Time != "" {
+			s += " of " + v.Time
+		}
+		if v.Modified {
+			s += ", modified"
+		}
+	}
+	return s + " (" + v.Go + ")"
+}
+
+// newVersionCmd returns the version command, which reprise --version runs
+// too.
+func newVersionCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print reprise's version and build",
+		Long: `version prints the version of this reprise binary: the module version it
+was built as ("(devel)" for a build from a checkout, go build or go run),
+the VCS revision and its time when the build recorded them, whether the
+checkout had uncommitted changes, and the Go release that built it.
+reprise --version prints the same.`,
+		Example: `  reprise version
+  reprise --version
+  reprise version --json | jq -r .revision`,
+		Args: positional(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runVersion(a, cmd.OutOrStdout())
+		},
+	}
+}
+
+// runVersion prints the build's version.
+func runVersion(a *app, stdout io.Writer) error {
+	v := buildVersion()
+	if a.json {
+		return printJSON(stdout, v)
+	}
+	_, err := fmt.Fprintln(stdout, v)
+	return err
+}
