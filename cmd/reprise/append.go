@@ -51,6 +51,9 @@ func runAppend(ctx context.Context, a *app, o appendOptions, stdin io.Reader, st
 	if err := validID("session", id); err != nil {
 		return err
 	}
+	if o.role == "" {
+		return usagef("missing --role: user or assistant")
+	}
 	if o.role != "user" && o.role != "assistant" {
 		return usagef("--role must be user or assistant, not %q", o.role)
 	}

@@ -418,3 +418,60 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completion --help does not say how to install:\n%s", out)
 	}
 }
+
+// internalName matches the name of one of reprise's packages used as an
+// error prefix: the user should never see one.
+var internalName = regexp.MustCompile(`\b(reprise|eventlog|boltstore|pgstore|hookexec|schema|projection|lifecycle|fsm): `)
+
+// Bad input gets the exit code docs/cli.md gives it and a message that
+// says what is wrong, in the user's words, and what would work.
+func TestBadInputsSayWhatWouldWork(t *testing.T) {
+	c := newCLI(t)
+	c.session("s1", "hello")
+	c.session("s2")
+	c.ok("start", "--agent", "on", "--no-default-settings", "s1")
+	long := strings.Repeat("x", 2000)
+	bad := c.writeFile("bad.json", `{"hooks": {"SessionStart": [`)
+	notJSON := c.writeFile("notes.txt", "just notes\n")
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"end", "--agent", "on", "--reason", "bogus"}, exitUsage, `--reason must be one of complete, error, abort, timeout, user_exit, logout, prompt_input_exit, other, not "bogus"`},
+		{[]string{"end", "--agent", "on"}, exitUsage, "missing --reason"},
+		{[]string{"clear"}, exitUsage, "missing --agent"},
+		{[]string{"finish"}, exitUsage, "missing --agent"},
+		{[]string{"append", "s1", "hi"}, exitUsage, "missing --role: user or assistant"},
+		{[]string{"append", "s1", "--role", "system", "hi"}, exitUsage, `--role must be user or assistant, not "system"`},
+		{[]string{"new", "--id", long}, exitUsage, `--id: invalid id "` + strings.Repeat("x", 32) + `…" (2000 bytes): longer than 128 bytes`},
+		{[]string{"log", "-s"}, exitUsage, "unknown shorthand flag: 's' in -s"},
+		{[]string{"log", "s/1"}, exitUsage, `session: invalid id "s/1": '/' at byte 1 is not allowed; use only letters, digits, '-', '_', '.' and ':'`},
+		{[]string{"start", "--agent", ".ide", "s1"}, exitUsage, `--agent: invalid id ".ide": it must start with a letter or digit`},
+		{[]string{"start", "--agent", "ide", "--settings", "missing.json", "s1"}, exitUsage, "--settings missing.json: no such file"},
+		{[]string{"start", "--agent", "ide", "--settings", bad, "s1"}, exitUsage, "--settings: invalid configuration: " + bad + ":1:"},
+		{[]string{"resume", "--agent", "on", "--settings", notJSON, "s2"}, exitUsage, "--settings: invalid configuration: " + notJSON + ":1:"},
+		{[]string{"new", "--agent", "ide", "--plugin-dir", "no-plugin"}, exitUsage, "--plugin-dir no-plugin: no such directory"},
+		{[]string{"prompt", "--agent", "on", "--plugin-dir", bad, "hi"}, exitUsage, "--plugin-dir " + bad + ": no such directory"},
+		{[]string{"compact", "--agent", "on", "--trigger", "sometimes", "sum"}, exitUsage, `--trigger must be manual or auto, not "sometimes"`},
+		{[]string{"hooks", "--event", "PreToolUse"}, exitUsage, `--event must be one of SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd, not "PreToolUse"`},
+		{[]string{"replay", "s1", "--format", "xml"}, exitUsage, `--format must be text, json or claude, not "xml"`},
+		{[]string{"bench", "--only", "nothing"}, exitUsage, `no bench named "nothing"`},
+		{[]string{"audit", "extra"}, exitUsage, `unexpected argument "extra"`},
+		{[]string{"completion", "tcsh"}, exitUsage, `unknown command "tcsh" for "reprise completion"`},
+		{[]string{"log", "missing"}, exitFailure, "session missing has no events"},
+		{[]string{"start", "--agent", "ide", "missing"}, exitFailure, "session not found: missing"},
+		{[]string{"clear", "--agent", "nobody"}, exitFailure, "agent nobody has no current session; give it one with reprise start --agent nobody SESSION"},
+		{[]string{"import", "nofile.jsonl"}, exitFailure, "open nofile.jsonl: no such file or directory"},
+		{[]string{"import", notJSON}, exitFailure, notJSON + ": not a Claude Code transcript: none of its 1 line(s) is a JSON object"},
+		{[]string{"--store", notJSON, "log", "s1"}, exitFailure, notJSON},
+	} {
+		r := c.fails(tc.code, tc.args...)
+		msg := strings.TrimPrefix(strings.SplitN(r.stderr, "\n", 2)[0], "reprise: ")
+		if !strings.Contains(msg, tc.msg) || internalName.MatchString(msg) || len(msg) > 400 {
+			t.Errorf("reprise %.80s: %q\nwant it to say %q", strings.Join(tc.args, " "), msg, tc.msg)
+		}
+	}
+	// Nothing was recorded for the agent a usage error stopped.
+	c.fails(exitFailure, "log", "--agent", "ide")
+}

@@ -30,7 +30,8 @@ func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir str
 	if err != nil {
 		return nil, err
 	}
-	return step(ctx, agent)
+	r, err = step(ctx, agent)
+	return r, explainNoSession(err, f.agent)
 }
 
 // openAgent opens the store for writing and loads the hooks of project
@@ -260,7 +261,7 @@ is recorded with their outcomes.
 		},
 	}
 	o.register(cmd)
-	cmd.Flags().StringVar(&o.reason, "reason", "", "why the session ends (`REASON`)")
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why the session ends, `REASON` (required)")
 	cmd.Flags().StringVar(&o.end.FinalMessage, "final-message", "", "the agent's last `MESSAGE`, for function hooks")
 	cmd.Flags().StringVar(&o.end.Error, "error", "", "the `ERROR` that ended the session, for function hooks")
 	return cmd

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/reprise-dev/reprise/internal/testkit"
 	"time"
+
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
 // validTime reports whether s is an RFC 3339 time in UTC.

@@ -89,9 +89,6 @@ func runPrompt(ctx context.Context, a *app, o promptOptions, stdin io.Reader, st
 		res, err = agent.Prompt(ctx, text)
 		return nil, err
 	}, stderr)
-	if errors.Is(err, reprise.ErrNoCurrentSession) {
-		return fmt.Errorf("%w; give it one with reprise start --agent %s", err, o.agent)
-	}
 	if err != nil {
 		return err
 	}

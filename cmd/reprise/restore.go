@@ -182,10 +182,16 @@ func (a *app) restore(ctx context.Context, f restoreOptions, id string, do resto
 	}
 	from = agent.Current()
 	r, err = do(agent, ctx, id)
+	return from, r, explainNoSession(err, f.agent)
+}
+
+// explainNoSession tells the user how to give agent a session when err
+// says it has none; other errors come back as they are.
+func explainNoSession(err error, agent string) error {
 	if errors.Is(err, reprise.ErrNoCurrentSession) {
-		err = fmt.Errorf("agent %s has no current session; give it one with reprise start --agent %s", f.agent, f.agent)
+		return fmt.Errorf("agent %s has no current session; give it one with reprise start --agent %s SESSION", agent, agent)
 	}
-	return from, r, err
+	return err
 }
 
 // restoreJSON is the JSON shape of a restore's report.
