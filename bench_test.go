@@ -37,7 +37,11 @@ func runBench(b *testing.B, name string) {
 	if !ok {
 		b.Fatalf("no bench %s", name)
 	}
-	r, err := bn.Open(ctx, bench.NewEnv(b.TempDir(), "", testing.Short()))
+	cache, err := bench.DefaultCacheDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := bn.Open(ctx, bench.NewEnv(b.TempDir(), cache, testing.Short()))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,11 +36,13 @@ The stores are temporary, in a directory made next to the store (--store,
 else $REPRISE_STORE, else the default), which bench does not open. The
 large stores of target 7 (100,000 sessions and 10 million events; with
 --quick, 10,000 sessions and 200,000 events) take minutes to make, so they
-are kept in --cache-dir between runs; the store itself is left alone.
+are kept in --cache-dir between runs (by default reprise/bench in the user's
+cache directory); the store itself is left alone.
 
 It prints a table of figure, floor, reprise, ratio, target and result, and
 exits with 1 if any target is missed. --quick runs fewer rounds and the
-smaller scale store, in under a minute.`,
+smaller scale store, in under a minute. When standard output and standard
+error are both a terminal, a progress bar shows how far the run got.`,
 		Example: `  reprise bench
   reprise bench --quick --json
   reprise bench --only append,save`,
@@ -51,7 +53,7 @@ smaller scale store, in under a minute.`,
 	}
 	cmd.Flags().BoolVar(&o.quick, "quick", false, "fewer rounds and a smaller scale store, to finish in under a minute")
 	cmd.Flags().BoolVar(&o.markdown, "markdown", false, "print the table in Markdown")
-	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", bench.DefaultCacheDir(), "`DIR` that keeps the large stores of target 7 between runs")
+	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", "", "`DIR` that keeps the large stores of target 7 between runs (default $XDG_CACHE_HOME/reprise/bench, ~/.cache/reprise/bench when XDG_CACHE_HOME is unset)")
 	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, rebuild, restore-func, restore-command, scale)")
 	return cmd
 }
@@ -79,6 +81,13 @@ func runBench(ctx context.Context, a *app, o benchOptions, stdout, stderr io.Wri
 			return usagef("no bench named %q", name)
 		}
 	}
+	if o.cacheDir == "" {
+		dir, err := bench.DefaultCacheDir()
+		if err != nil {
+			return fmt.Errorf("%w; give --cache-dir", err)
+		}
+		o.cacheDir = dir
+	}
 	store, err := a.storePath()
 	if err != nil {
 		return err
@@ -88,12 +97,13 @@ func runBench(ctx context.Context, a *app, o benchOptions, stdout, stderr io.Wri
 
 // benchReport is what bench --json prints.
 type benchReport struct {
-	Quick   bool           `json:"quick"`
-	Dir     string         `json:"dir"`
-	Rounds  int            `json:"rounds"`
-	Seconds float64        `json:"seconds"`
-	Pass    bool           `json:"pass"`
-	Results []bench.Result `json:"results"`
+	Quick    bool           `json:"quick"`
+	Dir      string         `json:"dir"`
+	CacheDir string         `json:"cache_dir"`
+	Rounds   int            `json:"rounds"`
+	Seconds  float64        `json:"seconds"`
+	Pass     bool           `json:"pass"`
+	Results  []bench.Result `json:"results"`
 }
 
 // benchNextTo runs the benches in a temporary directory on the disk of
@@ -110,7 +120,7 @@ func benchNextTo(ctx context.Context, a *app, store string, opts bench.Options, 
 	defer os.RemoveAll(dir)
 	opts.Dir = dir
 
-	bar := newBenchBar(stderr)
+	bar := newBenchBar(stdout, stderr)
 	if bar != nil {
 		opts.Progress = bar.update
 	}
@@ -122,7 +132,7 @@ func benchNextTo(ctx context.Context, a *app, store string, opts bench.Options, 
 	if err != nil {
 		return err
 	}
-	report := benchReport{Quick: opts.Quick, Dir: parent, Rounds: bench.Rounds(opts.Quick),
+	report := benchReport{Quick: opts.Quick, Dir: parent, CacheDir: opts.CacheDir, Rounds: bench.Rounds(opts.Quick),
 		Seconds: time.Since(start).Seconds(), Pass: bench.Passed(results), Results: results}
 	if a.json {
 		err = printJSON(stdout, report)
@@ -181,12 +191,14 @@ type benchBar struct {
 	last time.Time
 }
 
-// newBenchBar returns a bar drawing on w, or nil when w is not a terminal.
-func newBenchBar(w io.Writer) *benchBar {
-	if !isTerminal(w) {
+// newBenchBar returns a bar drawing on stderr, or nil unless stdout and
+// stderr are both a terminal: output going to a file or a pipe is
+// watched by no one, or read by a program.
+func newBenchBar(stdout, stderr io.Writer) *benchBar {
+	if !isTerminal(stdout) || !isTerminal(stderr) {
 		return nil
 	}
-	return &benchBar{w: w}
+	return &benchBar{w: stderr}
 }
 
 // update redraws the bar at most every progressEvery.

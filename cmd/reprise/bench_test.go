@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +132,82 @@ func TestRenderBenchBar(t *testing.T) {
 		if got := renderBenchBar(tc.frac, "setting up"); got != tc.want {
 			t.Errorf("renderBenchBar(%v) = %q, want %q", tc.frac, got, tc.want)
 		}
+	}
+}
+
+// Without --cache-dir the scale stores are kept in the user's cache
+// directory; with none, bench asks for --cache-dir.
+func TestBenchCacheDirDefaultsToTheUsersCache(t *testing.T) {
+	c := newBinaryCLI(t)
+	requireBench(t, c)
+	report := quickAppendBench(t, c)
+	if want := filepath.Join(os.Getenv("XDG_CACHE_HOME"), "reprise", "bench"); report.CacheDir != want {
+		t.Errorf("cache dir %s, want %s", report.CacheDir, want)
+	}
+	os.Unsetenv("XDG_CACHE_HOME") // restored when the test ends
+	report = quickAppendBench(t, c)
+	if want := filepath.Join(c.home, ".cache", "reprise", "bench"); report.CacheDir != want {
+		t.Errorf("cache dir %s, want %s", report.CacheDir, want)
+	}
+	t.Setenv("HOME", "")
+	if r := c.fails(exitFailure, "bench", "--quick", "--only", "append"); !strings.Contains(r.stderr, "give --cache-dir") {
+		t.Errorf("bench without a cache directory: %s", r.stderr)
+	}
+}
+
+// quickAppendBench runs bench --quick --only append --json and returns its
+// report. Whether the target is met depends on the machine and its load,
+// so a miss (exit 1) is accepted.
+func quickAppendBench(t *testing.T, c *cli) benchReport {
+	t.Helper()
+	r := c.run("bench", "--quick", "--only", "append", "--json")
+	var report benchReport
+	if (r.code != exitOK && !strings.Contains(r.stderr, "missed their target")) || json.Unmarshal([]byte(r.stdout), &report) != nil {
+		t.Fatalf("bench --quick --only append --json: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	return report
+}
+
+// bench draws its progress bar when stdout and stderr are a terminal, and
+// only then.
+func TestBinaryBenchProgressOnlyOnATerminal(t *testing.T) {
+	c := newBinaryCLI(t)
+	requireBench(t, c)
+	args := []string{c.binary, "--store", c.store, "bench", "--quick", "--only", "append", "--cache-dir", filepath.Join(c.dir, "cache")}
+	const bar = "\rbench   0% ["
+	// Whether the target is met depends on the machine and its load: a
+	// miss (exit 1) is a finished run too.
+	const missed = "missed their target"
+	if r := c.run(args[1:]...); (r.code != exitOK && !strings.Contains(r.stderr, missed)) || strings.Contains(r.stderr+r.stdout, "\r") {
+		t.Fatalf("bench into pipes: exit %d\nstdout: %q\nstderr: %q", r.code, r.stdout, r.stderr)
+	}
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) here to give bench a terminal")
+	}
+	// script runs the command line on a terminal of its own and copies
+	// what it shows to its stdout.
+	onTerminal := func(line string) string {
+		t.Helper()
+		out, err := exec.Command(script, "-qec", line, "/dev/null").CombinedOutput()
+		if err != nil && !strings.Contains(string(out), missed) {
+			t.Fatalf("script -c %q: %v\n%s", line, err, out)
+		}
+		return string(out)
+	}
+	quoted := make([]string, len(args))
+	for i, arg := range args {
+		quoted[i] = shellQuote(arg)
+	}
+	line := strings.Join(quoted, " ")
+	if out := onTerminal(line); !strings.Contains(out, bar) || !strings.Contains(out, "durable message append") {
+		t.Errorf("bench on a terminal shows no progress:\n%q", out)
+	}
+	file := filepath.Join(c.dir, "table.txt")
+	if out := onTerminal(line + " > " + shellQuote(file)); strings.Contains(out, bar) {
+		t.Errorf("bench with stdout in a file shows progress:\n%q", out)
+	}
+	if data, _ := os.ReadFile(file); !strings.Contains(string(data), "durable message append") || strings.Contains(string(data), "\r") {
+		t.Errorf("bench's table in a file: %q", data)
 	}
 }

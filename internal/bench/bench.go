@@ -25,7 +25,7 @@ type Options struct {
 	// test. It must exist; Run leaves nothing in it.
 	Dir string
 	// CacheDir keeps the large stores of the scale figures between runs,
-	// since making them takes minutes. Empty means DefaultCacheDir().
+	// since making them takes minutes. It must be set.
 	CacheDir string
 	// Quick runs fewer rounds and a smaller scale store, to finish in
 	// under a minute.
@@ -102,11 +102,9 @@ type Env struct {
 }
 
 // NewEnv returns the environment Run gives benches, for the Go benchmarks
-// that open them directly.
+// that open them directly: temporary stores in dir, scale stores kept in
+// cacheDir.
 func NewEnv(dir, cacheDir string, quick bool) *Env {
-	if cacheDir == "" {
-		cacheDir = DefaultCacheDir()
-	}
 	return &Env{Dir: dir, CacheDir: cacheDir, Quick: quick, progress: func(string, float64) {}}
 }
 

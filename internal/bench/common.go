@@ -24,8 +24,15 @@ import (
 )
 
 // DefaultCacheDir is where the scale stores are kept between runs unless
-// Options.CacheDir says otherwise: reprise-bench under os.TempDir().
-func DefaultCacheDir() string { return filepath.Join(os.TempDir(), "reprise-bench") }
+// Options.CacheDir says otherwise: reprise/bench in the user's cache
+// directory (os.UserCacheDir), which fails when the user has none.
+func DefaultCacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory for the scale stores: %w", err)
+	}
+	return filepath.Join(dir, "reprise", "bench"), nil
+}
 
 // rawDB is a bare bbolt database with one bucket: the floors' store.
 type rawDB struct {
