@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var commands = []string{"new", "append", "start", "resume", "sessions", "log", "replay", "audit", "import", "export", "hooks", "clear", "compact", "fork", "end", "stop", "prompt", "demo"}
+var commands = []string{"new", "append", "start", "resume", "sessions", "log", "replay", "audit", "import", "export", "hooks", "clear", "compact", "fork", "end", "stop", "finish", "prompt", "demo", "version"}
 
 func TestHelpEverywhere(t *testing.T) {
 	c := newCLI(t)
