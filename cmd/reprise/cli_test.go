@@ -269,7 +269,7 @@ func TestJSONErrors(t *testing.T) {
 	}{
 		{[]string{"--json", "sesions"}, exitUsage, `unknown command "sesions"; did you mean sessions?`},
 		{[]string{"sessions", "--json", "--no-such-flag"}, exitUsage, "unknown flag: --no-such-flag"},
-		{[]string{"--json", "log"}, exitUsage, "missing SESSION or --agent"},
+		{[]string{"--json", "log"}, exitUsage, "missing SESSION, --agent or --follow"},
 		{[]string{"new", "--id", "-x", "--json"}, exitUsage, `--id: invalid id "-x": it must start with a letter or digit`},
 		{[]string{"--json=true", "end", "--agent", "ide", "--reason", "bogus"}, exitUsage, "--reason must be one of "},
 		{[]string{"--json", "log", "missing"}, exitFailure, "session missing has no events"},
@@ -319,6 +319,8 @@ var jsonRuns = []struct {
 	{"export", []string{"export", "a", "-o", "a.jsonl"}},
 	{"hooks", []string{"hooks", "--no-default-settings"}},
 	{"demo", []string{"demo", "--store", "demo.db"}},
+	{"backup", []string{"backup", "backup.db"}},
+	{"copy", []string{"copy", "--to", "copy.db"}},
 	{"bench", nil}, // too slow here; TestBenchQuickJSON runs it with --json
 }
 
