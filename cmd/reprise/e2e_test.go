@@ -129,7 +129,7 @@ func TestBinarySignalStopsTheRestoreAtAStepBoundary(t *testing.T) {
 				t.Fatalf("exit %d after %s, want %d; stderr: %s", code, c.sig, c.code, stderr.String())
 			}
 			want := "reprise: interrupted: the resume restore of agent ide to session b stopped at a step boundary; " +
-				"the next command on agent ide finishes it (reprise resume --agent ide b does only that)\n"
+				"the next command on agent ide finishes it (reprise finish --agent ide does only that)\n"
 			if !strings.HasSuffix(stderr.String(), want) {
 				t.Fatalf("stderr %q, want it to end with %q", stderr.String(), want)
 			}

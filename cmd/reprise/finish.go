@@ -61,6 +61,7 @@ func runFinish(ctx context.Context, a *app, o finishOptions, stdout, stderr io.W
 		return err
 	}
 	defer closeEngine(e, &err)
+	defer func() { err = explainInterrupt(e, o.agent, err) }()
 	agent, err := e.Agent(ctx, o.agent)
 	if err != nil {
 		return err

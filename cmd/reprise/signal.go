@@ -84,23 +84,18 @@ func explainInterrupt(e *reprise.Engine, agent string, err error) error {
 	defer cancel()
 	view := projection.NewAgent(agent)
 	if rerr := e.Store().ReadStream(ctx, projection.AgentStream(agent), 1, view.Apply); rerr != nil || view.Restore == nil {
-		return &interruptedError{msg: fmt.Sprintf("interrupted: agent %s stopped at a step boundary; the next command on agent %s finishes its restore", agent, agent), err: err}
+		return &interruptedError{msg: fmt.Sprintf("interrupted: agent %s stopped at a step boundary; %s", agent, finishHint(agent)), err: err}
 	}
 	r := view.Restore
 	what := fmt.Sprintf("the %s restore of agent %s to session %s", r.Source, agent, r.To)
 	if r.To == "" {
 		what = fmt.Sprintf("the end of session %s on agent %s", r.From, agent)
 	}
-	return &interruptedError{err: err, msg: "interrupted: " + what + " stopped at a step boundary; " + finishHint(agent, r)}
+	return &interruptedError{err: err, msg: "interrupted: " + what + " stopped at a step boundary; " + finishHint(agent)}
 }
 
-// finishHint says which command finishes restore r of agent, left in
-// flight: any command on the agent; for a restore that leaves a session
-// current, resume to that session does nothing else.
-func finishHint(agent string, r *projection.Restore) string {
-	hint := "the next command on agent " + agent + " finishes it"
-	if r.To != "" {
-		hint += fmt.Sprintf(" (reprise resume --agent %s %s does only that)", agent, r.To)
-	}
-	return hint
+// finishHint says which command finishes a restore of agent left in
+// flight: any command on the agent, and reprise finish does nothing else.
+func finishHint(agent string) string {
+	return fmt.Sprintf("the next command on agent %s finishes it (reprise finish --agent %s does only that)", agent, agent)
 }

@@ -32,7 +32,7 @@ func TestInterruptedEndNamesTheAgentThatFinishesIt(t *testing.T) {
 	})
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, []string{"end", "--agent", "ide", "--reason", "complete", "--no-default-settings"}, strings.NewReader(""), &stdout, &stderr)
-	want := "reprise: interrupted: the end of session a on agent ide stopped at a step boundary; the next command on agent ide finishes it\n"
+	want := "reprise: interrupted: the end of session a on agent ide stopped at a step boundary; the next command on agent ide finishes it (reprise finish --agent ide does only that)\n"
 	if code != exitFailure || !strings.HasSuffix(stderr.String(), want) {
 		t.Fatalf("exit %d, stderr %q; want exit 1 ending with %q", code, stderr.String(), want)
 	}
@@ -59,7 +59,7 @@ func TestExplainInterruptKeepsTheErrors(t *testing.T) {
 	}
 	defer e.Close()
 	got := explainInterrupt(e, "ide", reprise.ErrInterrupted)
-	if !errors.Is(got, reprise.ErrInterrupted) || !strings.Contains(got.Error(), "the next command on agent ide finishes its restore") {
+	if !errors.Is(got, reprise.ErrInterrupted) || !strings.Contains(got.Error(), "the next command on agent ide finishes it (reprise finish --agent ide does only that)") {
 		t.Fatalf("explainInterrupt of an agent with no restore in its log: %v", got)
 	}
 }
@@ -102,7 +102,7 @@ func TestInterruptedRestoreOnPostgres(t *testing.T) {
 	})
 	var stdout, stderr bytes.Buffer
 	code := run(ctx, append([]string{"resume"}, append(flags, "b")...), strings.NewReader(""), &stdout, &stderr)
-	if code != exitFailure || !strings.Contains(stderr.String(), "(reprise resume --agent ide b does only that)") {
+	if code != exitFailure || !strings.Contains(stderr.String(), "(reprise finish --agent ide does only that)") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 	if out := c.ok(append([]string{"resume"}, append(flags, "b")...)...); out != "agent ide is already on session b; nothing to do\n" {
