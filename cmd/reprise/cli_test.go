@@ -461,6 +461,8 @@ func TestBadInputsSayWhatWouldWork(t *testing.T) {
 		{[]string{"bench", "--only", "nothing"}, exitUsage, `no bench named "nothing"`},
 		{[]string{"audit", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{[]string{"completion", "tcsh"}, exitUsage, `unknown command "tcsh" for "reprise completion"`},
+		{[]string{"replay", "s1", "--format", long}, exitUsage, `--format must be text, json or claude, not "` + strings.Repeat("x", 31) + "… (2002 bytes)"},
+		{[]string{"fork", "--agent", "on", "--no-default-settings", "s1", "--at", long}, exitFailure, "message not found: " + strings.Repeat("x", 32) + "… (2000 bytes) in s1"},
 		{[]string{"log", "missing"}, exitFailure, "session missing has no events"},
 		{[]string{"start", "--agent", "ide", "missing"}, exitFailure, "session not found: missing"},
 		{[]string{"clear", "--agent", "nobody"}, exitFailure, "agent nobody has no current session; give it one with reprise start --agent nobody SESSION"},

@@ -14,9 +14,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/spf13/cobra"
@@ -93,14 +95,25 @@ func printError(stderr io.Writer, cmd *cobra.Command, err error, code int, asJSO
 // errors; the user needs none of them.
 var internalPrefixes = []string{"reprise", "eventlog", "boltstore", "pgstore", "hookexec", "schema", "projection", "lifecycle", "fsm"}
 
+// longWord is a run of more than 160 bytes without a space: a value the
+// user gave (an id, a flag's value) that a message should not repeat whole.
+var longWord = regexp.MustCompile(`\S{161,}`)
+
 // userMessage returns the message of err without the names of the
-// packages it went through.
+// packages it went through, and with each long word cut to its first 32
+// bytes or so, an ellipsis and its length.
 func userMessage(err error) string {
 	msg := err.Error()
 	for _, p := range internalPrefixes {
 		msg = strings.ReplaceAll(strings.TrimPrefix(msg, p+": "), ": "+p+": ", ": ")
 	}
-	return msg
+	return longWord.ReplaceAllStringFunc(msg, func(w string) string {
+		cut := 32
+		for !utf8.RuneStart(w[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%s… (%d bytes)", w[:cut], len(w))
+	})
 }
 
 // wantsJSON reports whether args ask for JSON output, read from the
