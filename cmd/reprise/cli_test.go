@@ -10,8 +10,11 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/spf13/cobra"
 )
 
@@ -478,4 +481,33 @@ func TestBadInputsSayWhatWouldWork(t *testing.T) {
 	}
 	// Nothing was recorded for the agent a usage error stopped.
 	c.fails(exitFailure, "log", "--agent", "ide")
+}
+
+// The code of a JSON error is the exit code, for a command a signal
+// stopped too.
+func TestBinaryJSONErrorOfAnInterruptedCommand(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("a")
+	pidFile := filepath.Join(c.dir, "hook.pid")
+	settings := c.writeFile("hooks.json", testkit.Settings(t, []string{"echo $$ > " + pidFile + "; exec sleep 30"}, nil))
+	cmd, stderr, exited := c.startBinary("--json", "start", "--agent", "ide", "--settings", settings, "--no-default-settings", "a")
+	hook := waitPid(t, pidFile, stderr)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("start did not exit within 10 s of SIGTERM")
+	}
+	assertGone(t, map[string]int{"SessionStart hook": hook})
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	var e struct {
+		Error string `json:"error"`
+		Code  int    `json:"code"`
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 143 || json.Unmarshal([]byte(lines[len(lines)-1]), &e) != nil ||
+		e.Code != 143 || !strings.HasPrefix(e.Error, "interrupted: the startup restore of agent ide to session a stopped at a step boundary") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
 }

@@ -59,13 +59,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err == nil {
 		return exitOK
 	}
-	code := exitCode(err)
+	code := exitCode(ctx, err)
 	printError(stderr, cmd, err, code, wantsJSON(args))
 	return code
 }
 
-// exitCode returns the exit code of a command that failed with err.
-func exitCode(err error) int {
+// exitCode returns the exit code of a command that failed with err, under
+// ctx: 130 or 143 when SIGINT or SIGTERM stopped it.
+func exitCode(ctx context.Context, err error) int {
+	if code, ok := signalExitCode(ctx); ok {
+		return code
+	}
 	var usage usageError
 	if errors.As(err, &usage) {
 		return exitUsage

@@ -32,16 +32,17 @@ type interrupts struct {
 // notifySignals returns a context that the first SIGINT or SIGTERM
 // cancels, and what watches for them; call stop when the command is done.
 func notifySignals(parent context.Context) (context.Context, *interrupts) {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancelCause(parent)
 	in := &interrupts{ch: make(chan os.Signal, 1), done: make(chan struct{})}
 	signal.Notify(in.ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		defer cancel()
 		select {
 		case sig := <-in.ch:
 			in.caught.Store(sig)
 			signal.Stop(in.ch)
+			cancel(signalCause{sig})
 		case <-in.done:
+			cancel(nil)
 		}
 	}()
 	return ctx, in
@@ -61,6 +62,24 @@ func (in *interrupts) exitCode(code int) int {
 		return 128 + int(sig)
 	}
 	return code
+}
+
+// signalCause is the cause of a context a signal cancelled.
+type signalCause struct{ sig os.Signal }
+
+func (c signalCause) Error() string { return "interrupted by " + c.sig.String() }
+
+// signalExitCode returns the exit code of a command whose context a signal
+// cancelled, 128 plus the signal's number, and false for any other
+// context.
+func signalExitCode(ctx context.Context) (int, bool) {
+	var c signalCause
+	if errors.As(context.Cause(ctx), &c) {
+		if sig, ok := c.sig.(syscall.Signal); ok {
+			return 128 + int(sig), true
+		}
+	}
+	return 0, false
 }
 
 // interruptedError is an ErrInterrupted told for the command line: which
