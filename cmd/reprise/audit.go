@@ -100,7 +100,7 @@ func runAudit(ctx context.Context, a *app, o auditOptions, stdout, stderr io.Wri
 	if a.json {
 		err = printJSON(stdout, a.newAuditJSON(rep, !failed))
 	} else {
-		a.printAudit(stdout, rep)
+		a.printAudit(stdout, rep, failed)
 	}
 	switch {
 	case err != nil:
@@ -143,8 +143,8 @@ func (a *app) newAuditJSON(rep *reprise.AuditReport, ok bool) auditJSON {
 }
 
 // printAudit writes each violation and each restore in progress, then a
-// summary, for people.
-func (a *app) printAudit(w io.Writer, rep *reprise.AuditReport) {
+// summary, for people; failed is the verdict.
+func (a *app) printAudit(w io.Writer, rep *reprise.AuditReport, failed bool) {
 	for _, v := range rep.Violations {
 		fmt.Fprintln(w, v)
 	}
@@ -152,8 +152,11 @@ func (a *app) printAudit(w io.Writer, rep *reprise.AuditReport) {
 		fmt.Fprintf(w, "%s; the next command on agent %s rolls it forward: %s\n", p, p.Agent, a.finishCommand(p.Agent))
 	}
 	verdict := "ok"
-	if n := len(rep.Violations); n > 0 {
+	switch n := len(rep.Violations); {
+	case n > 0:
 		verdict = fmt.Sprintf("%d violation(s)", n)
+	case failed:
+		verdict = "not ok (--strict)"
 	}
 	inProgress := ""
 	if n := len(rep.InProgress); n > 0 {

@@ -197,7 +197,7 @@ func TestAuditReportsAKilledRestoreAsInProgressAndFinishRollsItForward(t *testin
 		t.Fatalf("audit:\n%s", out)
 	}
 	r := c.fails(exitFailure, "audit", "--strict")
-	if !strings.Contains(r.stdout, "in progress") || !strings.Contains(r.stderr, "1 restore(s) in progress (--strict)") {
+	if !strings.Contains(r.stdout, "\nnot ok (--strict): ") || !strings.Contains(r.stderr, "1 restore(s) in progress (--strict)") {
 		t.Fatalf("audit --strict: %s%s", r.stdout, r.stderr)
 	}
 	var rep auditJSON
