@@ -447,6 +447,7 @@ func TestBadInputsSayWhatWouldWork(t *testing.T) {
 		{[]string{"end", "--agent", "on"}, exitUsage, "missing --reason"},
 		{[]string{"clear"}, exitUsage, "missing --agent"},
 		{[]string{"finish"}, exitUsage, "missing --agent"},
+		{[]string{"copy"}, exitUsage, "--to is required"},
 		{[]string{"append", "s1", "hi"}, exitUsage, "missing --role: user or assistant"},
 		{[]string{"append", "s1", "--role", "system", "hi"}, exitUsage, `--role must be user or assistant, not "system"`},
 		{[]string{"new", "--id", long}, exitUsage, `--id: invalid id "` + strings.Repeat("x", 32) + `…" (2000 bytes): longer than 128 bytes`},
