@@ -38,6 +38,11 @@ var (
 	// ErrInvalidLoad is returned by Loader.Load for events that do not come
 	// after what the store holds, or not in order.
 	ErrInvalidLoad = errors.New("eventlog: events do not follow the store's")
+
+	// ErrInvalidPurge is returned by Purge for a request naming an event
+	// that is not stored (never written, or removed already), or the head
+	// of a stream, which must stay. Nothing changed.
+	ErrInvalidPurge = errors.New("eventlog: invalid purge")
 )
 
 // LockedError is the ErrLocked of a store file that another process holds.

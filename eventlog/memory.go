@@ -3,6 +3,7 @@ package eventlog
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ func NewMemoryStore() *MemoryStore {
 var (
 	_ Store  = (*MemoryStore)(nil)
 	_ Loader = (*MemoryStore)(nil)
+	_ Purger = (*MemoryStore)(nil)
 )
 
 // Append implements Store.
@@ -52,6 +54,11 @@ func (m *MemoryStore) Append(ctx context.Context, expect []Expect, recs []Record
 			return nil, &ConflictError{Stream: e.Stream, Expected: e.Seq, Actual: head}
 		}
 	}
+	return m.appendLocked(recs)
+}
+
+// appendLocked writes recs, whose expectations hold. m.mu must be held.
+func (m *MemoryStore) appendLocked(recs []Record) ([]Event, error) {
 	out := make([]Event, len(recs))
 	for i, r := range recs {
 		ev := Event{
@@ -209,10 +216,78 @@ func (m *MemoryStore) Close() error {
 	return nil
 }
 
+// Purge implements Purger. It builds a new log without the removed
+// events and puts it in place, so reads already under way see the log as
+// it was.
+func (m *MemoryStore) Purge(ctx context.Context, p Purge) ([]Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := CheckPurge(p); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	for _, e := range p.Expect {
+		if head := m.head(e.Stream); head != e.Seq {
+			return nil, &ConflictError{Stream: e.Stream, Expected: e.Seq, Actual: head}
+		}
+	}
+	removed := map[int]bool{}
+	for _, r := range p.Remove {
+		if r.Last >= m.head(r.Stream) {
+			return nil, fmt.Errorf("%w: %s#%d is the head of its stream or beyond it", ErrInvalidPurge, r.Stream, r.Last)
+		}
+		for seq := r.First; seq <= r.Last; seq++ {
+			i, err := m.index(r.Stream, seq)
+			if err != nil {
+				return nil, err
+			}
+			removed[i] = true
+		}
+	}
+	payloads := map[int][]byte{}
+	for _, r := range p.Rewrite {
+		i, err := m.index(r.Stream, r.Seq)
+		if err != nil {
+			return nil, err
+		}
+		payloads[i] = bytes.Clone(r.Payload)
+	}
+	events := make([]Event, 0, len(m.events)-len(removed))
+	streams := make(map[string][]int, len(m.streams))
+	for i, ev := range m.events {
+		if removed[i] {
+			continue
+		}
+		if payload, ok := payloads[i]; ok {
+			ev.Payload = payload
+		}
+		streams[ev.Stream] = append(streams[ev.Stream], len(events))
+		events = append(events, ev)
+	}
+	m.events, m.streams = events, streams
+	return m.appendLocked(p.Records)
+}
+
+// index returns the index in m.events of event seq of stream, or
+// ErrInvalidPurge when it is not stored. m.mu is held.
+func (m *MemoryStore) index(stream string, seq uint64) (int, error) {
+	idx := m.streams[stream]
+	n := sort.Search(len(idx), func(i int) bool { return m.events[idx[i]].Seq >= seq })
+	if n == len(idx) || m.events[idx[n]].Seq != seq {
+		return 0, fmt.Errorf("%w: %s#%d is not stored", ErrInvalidPurge, stream, seq)
+	}
+	return idx[n], nil
+}
+
 // snapshot returns the event log and the indexes of stream's events as they
-// stand now. Both only ever grow by appending and stored events are never
-// modified, so the caller may read them without the lock, which lets
-// callbacks run unlocked.
+// stand now. Both only ever grow by appending, and a purge replaces them
+// instead of changing them, so the caller may read them without the lock,
+// which lets callbacks run unlocked.
 func (m *MemoryStore) snapshot(stream string) ([]Event, []int, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

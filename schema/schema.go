@@ -32,6 +32,9 @@ const (
 	TypePromptHookRan           eventlog.Type = "PromptHookRan"
 	TypePreCompactHookStarted   eventlog.Type = "PreCompactHookStarted"
 	TypePreCompactHookRan       eventlog.Type = "PreCompactHookRan"
+
+	TypeSessionDeleted eventlog.Type = "SessionDeleted"
+	TypeVacuumed       eventlog.Type = "Vacuumed"
 )
 
 // Payload is the typed body of an event.
@@ -255,6 +258,57 @@ type ContextInjected struct {
 	MessageUUID string `msgpack:"message,omitempty"`
 }
 
+// SessionDeleted is the tombstone that ends a session stream: the session
+// leaves every listing and no action may use it again. A vacuum removes
+// the events before it and keeps it, so the id is never reused.
+type SessionDeleted struct {
+	ID     string `msgpack:"id"`
+	Reason string `msgpack:"reason,omitempty"` // what the user gave, e.g. "older than 720h0m0s"
+	// Messages and LastActivity describe what was deleted: its saved
+	// messages, and the time (UTC unix nanoseconds) of its last event.
+	Messages     int   `msgpack:"messages"`
+	LastActivity int64 `msgpack:"lastactivity"`
+}
+
+// Vacuumed is written to VacuumStream by a vacuum, in the same transaction
+// that removed the events of deleted sessions for good. It says what went,
+// so that an audit tells the gaps it left from damage.
+type Vacuumed struct {
+	// Sessions are the deleted sessions whose events went, each with the
+	// sequences removed from its stream.
+	Sessions []VacuumedSession `msgpack:"sessions"`
+	// Positions are the store-wide positions the removed events had.
+	Positions []PositionRange `msgpack:"positions"`
+	// Rewritten are the agent-stream events whose copies of those
+	// sessions' text were blanked; the events stay.
+	Rewritten []EventRef `msgpack:"rewritten,omitempty"`
+	// Files counts the transcript, env and spilled-output files removed.
+	Files int `msgpack:"files,omitempty"`
+}
+
+// VacuumedSession names the sequences First to Last removed from session
+// ID's stream.
+type VacuumedSession struct {
+	ID    string `msgpack:"id"`
+	First uint64 `msgpack:"first"`
+	Last  uint64 `msgpack:"last"`
+}
+
+// PositionRange is the positions First to Last, both included.
+type PositionRange struct {
+	First uint64 `msgpack:"first"`
+	Last  uint64 `msgpack:"last"`
+}
+
+// EventRef names one event by its stream and sequence.
+type EventRef struct {
+	Stream string `msgpack:"stream"`
+	Seq    uint64 `msgpack:"seq"`
+}
+
+// VacuumStream is the stream of Vacuumed events.
+const VacuumStream = "store/vacuum"
+
 // Hook outcome statuses.
 const (
 	HookOK          = "ok"          // ran and returned normally
@@ -306,6 +360,8 @@ func (PromptHookStarted) EventType() eventlog.Type       { return TypePromptHook
 func (PromptHookRan) EventType() eventlog.Type           { return TypePromptHookRan }
 func (PreCompactHookStarted) EventType() eventlog.Type   { return TypePreCompactHookStarted }
 func (PreCompactHookRan) EventType() eventlog.Type       { return TypePreCompactHookRan }
+func (SessionDeleted) EventType() eventlog.Type          { return TypeSessionDeleted }
+func (Vacuumed) EventType() eventlog.Type                { return TypeVacuumed }
 
 // SchemaVersion is the payload schema version this build writes and the
 // highest it reads.
@@ -331,6 +387,8 @@ var payloads = map[eventlog.Type]func() Payload{
 	TypePromptHookRan:           func() Payload { return new(PromptHookRan) },
 	TypePreCompactHookStarted:   func() Payload { return new(PreCompactHookStarted) },
 	TypePreCompactHookRan:       func() Payload { return new(PreCompactHookRan) },
+	TypeSessionDeleted:          func() Payload { return new(SessionDeleted) },
+	TypeVacuumed:                func() Payload { return new(Vacuumed) },
 }
 
 // Types returns every event type of the schema, in no particular order.

@@ -73,6 +73,11 @@ func Run(t *testing.T, open func(t *testing.T) eventlog.Store) {
 		{"ClosedStore", testClosedStore},
 		{"LoadKeepsNumbering", testLoadKeepsNumbering},
 		{"LoadRefusesEventsNotAfterStore", testLoadRefuses},
+		{"PurgeLeavesGapsReadsPassOver", purger(testPurgeLeavesGaps)},
+		{"PurgeRewritesPayloadsInPlace", purger(testPurgeRewrites)},
+		{"InvalidPurgeChangesNothing", purger(testInvalidPurge)},
+		{"PurgeConflictChangesNothing", purger(testPurgeConflict)},
+		{"PurgeTwice", purger(testPurgeTwice)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
