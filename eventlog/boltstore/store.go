@@ -81,6 +81,7 @@ type Store struct {
 
 	path     string
 	readOnly bool
+	timeout  time.Duration // waiting for the lock, also for a compaction's new file
 
 	mu sync.RWMutex // held shared by every call and exclusively by Close
 	db *bolt.DB     // nil once closed
@@ -133,7 +134,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, readOnly: opts.ReadOnly, db: db}
+	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db}
 	if err := s.initLayout(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -176,6 +177,12 @@ func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 		return nil, openError(path, opts.Timeout, err)
 	}
 	g.opening = false
+	if replaced(path, file) {
+		// A compaction renamed a new file over path while this open
+		// waited for the old one's lock: open the new one.
+		_ = db.Close()
+		return openBolt(path, opts, readOnly)
+	}
 	if readOnly {
 		if err := g.run(func() error { return checkSize(path, db) }); err != nil {
 			_ = db.Close()
@@ -183,6 +190,16 @@ func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 		}
 	}
 	return db, nil
+}
+
+// replaced reports whether path no longer names the file f opened.
+func replaced(path string, f *os.File) bool {
+	opened, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(path)
+	return err == nil && !os.SameFile(opened, now)
 }
 
 // openError converts an error from bolt.Open.
@@ -240,12 +257,12 @@ func (s *Store) initLayout() error {
 		return err
 	case empty && s.readOnly:
 		return fmt.Errorf("%w: %s is an empty bbolt database", ErrFormat, s.path)
-	case !empty && (version == layoutVersion || s.readOnly):
+	case !empty && (version >= layoutVersion || s.readOnly):
 		return nil
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		_, version, err := s.checkLayout(tx)
-		if err != nil || version == layoutVersion {
+		if err != nil || version >= layoutVersion {
 			return err
 		}
 		for _, name := range [][]byte{eventsBucket, positionsBucket, recentBucket, metaBucket} {
@@ -280,8 +297,8 @@ func (s *Store) checkLayout(tx *bolt.Tx) (empty bool, version byte, err error) {
 	if len(v) != 1 {
 		return false, 0, fmt.Errorf("%w: %s: layout version is %d bytes, want 1", eventlog.ErrCorrupt, s.path, len(v))
 	}
-	if v[0] < oldestLayout || v[0] > layoutVersion {
-		return false, 0, fmt.Errorf("%w: %s has layout version %d; this build reads versions %d to %d", ErrFormat, s.path, v[0], oldestLayout, layoutVersion)
+	if v[0] < oldestLayout || v[0] > gapsLayout {
+		return false, 0, fmt.Errorf("%w: %s has layout version %d; this build reads versions %d to %d", ErrFormat, s.path, v[0], oldestLayout, gapsLayout)
 	}
 	required := [][]byte{eventsBucket, positionsBucket}
 	if v[0] >= 3 {
@@ -299,10 +316,11 @@ func (s *Store) checkLayout(tx *bolt.Tx) (empty bool, version byte, err error) {
 // a store of layout 1 or 2 opened read-only.
 type buckets struct {
 	events, positions, recent *bolt.Bucket
+	gaps                      *bolt.Bucket // nil until a purge left gaps
 }
 
 func (s *Store) buckets(tx *bolt.Tx) (buckets, error) {
-	b := buckets{tx.Bucket(eventsBucket), tx.Bucket(positionsBucket), tx.Bucket(recentBucket)}
+	b := buckets{tx.Bucket(eventsBucket), tx.Bucket(positionsBucket), tx.Bucket(recentBucket), tx.Bucket(gapsBucket)}
 	if b.events == nil || b.positions == nil || b.recent == nil && !s.readOnly {
 		return b, fmt.Errorf("%w: %s: a bucket is missing", eventlog.ErrCorrupt, s.path)
 	}
@@ -619,7 +637,11 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 				return eventlog.Corruptf(stream, want, "malformed event key %x", k)
 			}
 			if seq := binary.BigEndian.Uint64(k[len(prefix):]); seq != want {
-				return eventlog.Corruptf(stream, want, "event is missing; the next one stored is %d", seq)
+				if end, ok := gapEnd(b.gaps, stream, want); !ok || end+1 != seq {
+					return eventlog.Corruptf(stream, want, "event is missing; the next one stored is %d", seq)
+				}
+				want = seq // a purge removed the events before it
+				g.at(stream, want)
 			}
 			ev, err := decodeEvent(stream, want, v)
 			if err != nil {
@@ -657,7 +679,7 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 		}
 		// The runs are in the positions bucket, then, newer than all of
 		// those, in the recent bucket.
-		r := runReader{s: s, ctx: ctx, g: g, events: b.events.Cursor(), from: from, want: from, last: last, fn: fn}
+		r := runReader{s: s, ctx: ctx, g: g, events: b.events.Cursor(), gaps: b.gaps, from: from, want: from, last: last, fn: fn}
 		for _, runs := range []*bolt.Bucket{b.positions, b.recent} {
 			if runs == nil || r.want > last {
 				continue
@@ -680,7 +702,8 @@ type runReader struct {
 	ctx        context.Context
 	g          *guard
 	events     *bolt.Cursor
-	from, want uint64 // the first position to read, the next
+	gaps       *bolt.Bucket // nil unless purges left gaps
+	from, want uint64       // the first position to read, the next
 	last       uint64
 	stream     string // the last run's, reused while runs share it
 	key        []byte
@@ -690,6 +713,13 @@ type runReader struct {
 // missing reports that position r.want has no run.
 func (r *runReader) missing() error {
 	return fmt.Errorf("%w: %s: position %d is missing; the last is %d", eventlog.ErrCorrupt, r.s.path, r.want, r.last)
+}
+
+// purged reports whether purges removed every position from r.want up to
+// start.
+func (r *runReader) purged(start uint64) bool {
+	end, ok := gapEnd(r.gaps, "", r.want)
+	return ok && end+1 == start
 }
 
 // read reads the runs of one bucket, from the one holding r.want on.
@@ -712,7 +742,7 @@ func (r *runReader) read(c *bolt.Cursor) error {
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: %s: position %d holds a malformed event key %x", eventlog.ErrCorrupt, path, start, v)
-		case start > r.want:
+		case start > r.want && !r.purged(start):
 			return r.missing()
 		case start < r.want && (!first || r.want != r.from):
 			return fmt.Errorf("%w: %s: expected position %d of %d, found %d", eventlog.ErrCorrupt, path, r.want, r.last, start)
@@ -720,6 +750,9 @@ func (r *runReader) read(c *bolt.Cursor) error {
 			return fmt.Errorf("%w: %s: positions %d to %d lie beyond the last, %d", eventlog.ErrCorrupt, path, start, start+run.count-1, r.last)
 		}
 		first = false
+		if start > r.want {
+			r.want = start // a purge removed the positions before it
+		}
 		r.stream = run.stream
 		skip := r.want - start
 		for i := skip; i < run.count; i++ {

@@ -217,7 +217,7 @@ func TestNotAStore(t *testing.T) {
 			return err
 		}, ErrFormat},
 		{"NewerLayout", func(tx *bolt.Tx) error {
-			return tx.Bucket(metaBucket).Put(formatKey, []byte{layoutVersion + 1})
+			return tx.Bucket(metaBucket).Put(formatKey, []byte{gapsLayout + 1})
 		}, ErrFormat},
 		{"NoLayoutVersion", func(tx *bolt.Tx) error {
 			return tx.Bucket(metaBucket).Delete(formatKey)

@@ -1,0 +1,273 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+var _ eventlog.Purger = (*Store)(nil)
+
+// gapsLayout marks a store that a purge left with gaps, recorded in the
+// gaps bucket. Builds that know only layout 3 refuse it rather than
+// report the gaps as damage.
+const gapsLayout = 4
+
+// gapsBucket records the gaps purges left: eventKey(stream, first) -> last
+// for a stream's sequences, and eventKey("", first) -> last for positions
+// (no stream name is empty).
+var gapsBucket = []byte("gaps")
+
+// vacuumSuffix names the file a purge compacts the store into, beside it,
+// before renaming it over the store.
+const vacuumSuffix = ".vacuum"
+
+// Purge implements eventlog.Purger in one write transaction, after which
+// it compacts the file: it copies the live pages into a new file beside the
+// store, opened (and so locked) before the old one is closed, syncs it and
+// renames it over the store, so that the removed bytes, which bbolt's
+// free pages would otherwise keep, are gone from the file and the lock is
+// never released. A crash before the rename leaves the store as the
+// transaction committed it, purged but not yet compacted, and a stale
+// compaction file that the next purge replaces; Compact does the rest.
+func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := eventlog.CheckPurge(p); err != nil {
+		return nil, err
+	}
+	var evs []eventlog.Event
+	err := s.update(func(tx *bolt.Tx) error {
+		b, err := s.buckets(tx)
+		if err != nil {
+			return err
+		}
+		if evs, err = appendTo(b, p.Expect, p.Records); err != nil {
+			return err
+		}
+		gaps, err := tx.CreateBucketIfNotExists(gapsBucket)
+		if err != nil {
+			return fmt.Errorf("boltstore: purge %s: %w", s.path, err)
+		}
+		if err := purgeIn(b, gaps, p); err != nil {
+			return err
+		}
+		return tx.Bucket(metaBucket).Put(formatKey, []byte{gapsLayout})
+	})
+	if err != nil {
+		var partial *partialWrite
+		if errors.As(err, &partial) {
+			err = partial.err
+		}
+		return nil, err
+	}
+	// The events returned alias the transaction's buffers only until it
+	// ends; appendTo's payloads point into them.
+	for i := range evs {
+		evs[i].Payload = bytes.Clone(evs[i].Payload)
+	}
+	return evs, s.Compact(ctx)
+}
+
+// purgeIn removes and rewrites the events p names and records the gaps.
+func purgeIn(b buckets, gaps *bolt.Bucket, p eventlog.Purge) error {
+	var positions []uint64
+	for _, r := range p.Remove {
+		head, err := readHead(b.events.Cursor(), r.Stream)
+		if err != nil {
+			return err
+		}
+		if r.Last >= head {
+			return fmt.Errorf("%w: %s#%d is the head of its stream or beyond it", eventlog.ErrInvalidPurge, r.Stream, r.Last)
+		}
+		for seq := r.First; seq <= r.Last; seq++ {
+			ev, err := storedEvent(b, r.Stream, seq)
+			if err != nil {
+				return err
+			}
+			positions = append(positions, ev.Position)
+			if err := b.events.Delete(eventKey(r.Stream, seq)); err != nil {
+				return fmt.Errorf("boltstore: purge %s#%d: %w", r.Stream, seq, err)
+			}
+		}
+		if err := gaps.Put(eventKey(r.Stream, r.First), be64(r.Last)); err != nil {
+			return fmt.Errorf("boltstore: purge %s: %w", r.Stream, err)
+		}
+	}
+	slices.Sort(positions)
+	for i := 0; i < len(positions); {
+		j := i + 1
+		for j < len(positions) && positions[j] == positions[j-1]+1 {
+			j++
+		}
+		if err := gaps.Put(eventKey("", positions[i]), be64(positions[j-1])); err != nil {
+			return fmt.Errorf("boltstore: purge positions: %w", err)
+		}
+		i = j
+	}
+	for _, pos := range positions {
+		if err := dropPosition(b, pos); err != nil {
+			return err
+		}
+	}
+	for _, r := range p.Rewrite {
+		ev, err := storedEvent(b, r.Stream, r.Seq)
+		if err != nil {
+			return err
+		}
+		ev.Payload = r.Payload
+		if n := EnvelopeSize(ev); n > bolt.MaxValueSize {
+			return fmt.Errorf("boltstore: rewrite %s#%d: %d bytes is larger than a value may hold", r.Stream, r.Seq, n)
+		}
+		if err := b.events.Put(eventKey(r.Stream, r.Seq), marshalEnvelope(ev)); err != nil {
+			return fmt.Errorf("boltstore: rewrite %s#%d: %w", r.Stream, r.Seq, err)
+		}
+	}
+	return nil
+}
+
+// storedEvent returns the event stored as seq of stream, or
+// ErrInvalidPurge when there is none. Its payload aliases the transaction.
+func storedEvent(b buckets, stream string, seq uint64) (eventlog.Event, error) {
+	v := b.events.Get(eventKey(stream, seq))
+	if v == nil {
+		return eventlog.Event{}, fmt.Errorf("%w: %s#%d is not stored", eventlog.ErrInvalidPurge, stream, seq)
+	}
+	return decodeEvent(stream, seq, v)
+}
+
+// dropPosition takes pos out of the run that holds it, in the positions or
+// the recent bucket, keeping the positions before and after it.
+func dropPosition(b buckets, pos uint64) error {
+	for _, runs := range []*bolt.Bucket{b.recent, b.positions} {
+		c := runs.Cursor()
+		k, v := c.Seek(be64(pos))
+		if k == nil || binary.BigEndian.Uint64(k) != pos {
+			k, v = c.Prev()
+		}
+		if k == nil {
+			continue
+		}
+		start := binary.BigEndian.Uint64(k)
+		r, ok := splitRun(v, "")
+		if !ok {
+			return fmt.Errorf("%w: position %d holds a malformed event key %x", eventlog.ErrCorrupt, start, v)
+		}
+		if pos >= start+r.count {
+			continue
+		}
+		if err := runs.Delete(k); err != nil {
+			return fmt.Errorf("boltstore: purge position %d: %w", pos, err)
+		}
+		if before := pos - start; before > 0 {
+			if err := runs.Put(be64(start), appendRun(nil, r.stream, r.seq, uint32(before))); err != nil {
+				return fmt.Errorf("boltstore: purge position %d: %w", pos, err)
+			}
+		}
+		if after := start + r.count - 1 - pos; after > 0 {
+			if err := runs.Put(be64(pos+1), appendRun(nil, r.stream, r.seq+pos-start+1, uint32(after))); err != nil {
+				return fmt.Errorf("boltstore: purge position %d: %w", pos, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: position %d has no run", eventlog.ErrCorrupt, pos)
+}
+
+// gapEnd returns the last of the gaps that purges left in stream (""
+// for positions) from at on, following gaps that touch, and false when no
+// gap holds at.
+func gapEnd(gaps *bolt.Bucket, stream string, at uint64) (uint64, bool) {
+	if gaps == nil {
+		return 0, false
+	}
+	c := gaps.Cursor()
+	k, v := c.Seek(eventKey(stream, at))
+	if !bytes.Equal(k, eventKey(stream, at)) {
+		k, v = c.Prev()
+	}
+	prefix := append([]byte(stream), 0)
+	if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 || len(v) != 8 {
+		return 0, false
+	}
+	first, last := binary.BigEndian.Uint64(k[len(prefix):]), binary.BigEndian.Uint64(v)
+	if at < first || at > last {
+		return 0, false
+	}
+	for {
+		next := gaps.Get(eventKey(stream, last+1))
+		if len(next) != 8 {
+			return last, true
+		}
+		last = binary.BigEndian.Uint64(next)
+	}
+}
+
+// Compact rewrites the store's file with only its live pages, so that
+// bytes bbolt freed (removed or overwritten events) are gone from it.
+// It holds the file's lock throughout: the new file is opened, and so
+// locked, before the old one is closed, then renamed over it. Purge calls
+// it; a host may call it to finish a purge a crash cut short.
+func (s *Store) Compact(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return eventlog.ErrClosed
+	}
+	if s.readOnly {
+		return eventlog.ErrReadOnly
+	}
+	tmp := s.path + vacuumSuffix
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("boltstore: compact %s: %w", s.path, err)
+	}
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: s.timeout})
+	if err != nil {
+		return fmt.Errorf("boltstore: compact %s: %w", s.path, err)
+	}
+	err = bolt.Compact(dst, s.db, 64<<20)
+	if err == nil {
+		err = dst.Sync()
+	}
+	if err == nil {
+		err = os.Rename(tmp, s.path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(s.path))
+	}
+	if err != nil {
+		_ = dst.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("boltstore: compact %s: %w", s.path, err)
+	}
+	old := s.db
+	s.db = dst
+	if err := old.Close(); err != nil {
+		return fmt.Errorf("boltstore: compact %s: close the old file: %w", s.path, err)
+	}
+	return nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
