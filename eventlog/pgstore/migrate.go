@@ -10,7 +10,7 @@ import (
 )
 
 // SchemaVersion is the version of the schema this build creates and reads.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // versionTable records the schema version in its one row.
 const versionTable = `
@@ -46,6 +46,15 @@ CREATE TABLE reprise_position (
 	last     bigint  NOT NULL CHECK (last >= 0)
 );
 INSERT INTO reprise_position (last) VALUES (0)`,
+	// 2: the gaps purges leave, in a stream's sequences or, for stream '',
+	// in the positions.
+	`
+CREATE TABLE reprise_gaps (
+	stream text   COLLATE "C" NOT NULL,
+	first  bigint NOT NULL CHECK (first > 0),
+	last   bigint NOT NULL CHECK (last >= first),
+	PRIMARY KEY (stream, first)
+)`,
 }
 
 // migrate creates the schema in a new store or upgrades an older one to

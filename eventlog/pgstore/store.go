@@ -203,7 +203,29 @@ func (s *Store) appendTx(ctx context.Context, expect []eventlog.Expect, recs []e
 	// A no-op after Commit. If the connection is gone, the server has
 	// rolled the transaction back already.
 	defer func() { _ = tx.Rollback(ctx) }()
+	evs, err := appendIn(ctx, tx, expect, recs)
+	if err != nil {
+		return nil, err
+	}
+	if err := commit(ctx, tx); err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
 
+// commit commits tx, saying so when its outcome is unknown.
+func commit(ctx context.Context, tx pgx.Tx) error {
+	if err := tx.Commit(ctx); err != nil {
+		if isConnError(err) {
+			return fmt.Errorf("commit, whose outcome is unknown (read the streams to learn whether the append was written): %w", err)
+		}
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// appendIn writes an append's records in tx if its expectations hold.
+func appendIn(ctx context.Context, tx pgx.Tx, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
 	// The UPDATE waits for the append holding the counter to end; the SELECT
 	// then runs with a snapshot taken after that append committed.
 	var b pgx.Batch
@@ -241,12 +263,6 @@ func (s *Store) appendTx(ctx context.Context, expect []eventlog.Expect, recs []e
 		cols.positions, cols.streams, cols.seqs, cols.types, cols.versions, cols.times, cols.restoreIDs, cols.payloads)
 	if err := execWrites(tx.SendBatch(ctx, &w), writes); err != nil {
 		return nil, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		if isConnError(err) {
-			return nil, fmt.Errorf("commit, whose outcome is unknown (read the streams to learn whether the append was written): %w", err)
-		}
-		return nil, fmt.Errorf("commit: %w", err)
 	}
 	return evs, nil
 }
@@ -458,7 +474,10 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 			return err
 		}
 		if ev.Seq != want {
-			return eventlog.Corruptf(stream, want, "event is missing; the next one stored is %d", ev.Seq)
+			if end, err := s.gapEnd(ctx, stream, want); err != nil || end+1 != ev.Seq {
+				return errors.Join(eventlog.Corruptf(stream, want, "event is missing; the next one stored is %d", ev.Seq), err)
+			}
+			want = ev.Seq // a purge removed the events before it
 		}
 		if ev.Position <= lastPos {
 			return eventlog.Corruptf(stream, want, "position %d does not follow the previous event's %d", ev.Position, lastPos)
@@ -507,6 +526,11 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 		ev, err := row.event()
 		if err != nil {
 			return err
+		}
+		if ev.Position != want {
+			if end, err := s.gapEnd(ctx, "", want); err == nil && end+1 == ev.Position {
+				want = ev.Position // a purge removed the positions before it
+			}
 		}
 		if ev.Position != want {
 			return fmt.Errorf("%w: position %d is missing; the next one stored is %d (%s#%d)",
