@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,11 @@ type Files interface {
 	// Read returns name's content: an error matching fs.ErrNotExist when
 	// it does not exist, ErrFileTooLarge past MaxFileRead bytes.
 	Read(name string) ([]byte, error)
+	// Remove deletes name; one that does not exist is no error. A symbolic
+	// link is removed, not followed.
+	Remove(name string) error
+	// List returns the names that start with prefix, in name order.
+	List(prefix string) ([]string, error)
 	// Close releases the files; a private temporary directory is removed.
 	Close() error
 }
@@ -217,6 +223,44 @@ func (d *dirFiles) Read(name string) ([]byte, error) {
 	return data, nil
 }
 
+func (d *dirFiles) Remove(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	dir, err := d.directory(false)
+	if dir == "" || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reprise: %w", err)
+	}
+	return nil
+}
+
+func (d *dirFiles) List(prefix string) ([]string, error) {
+	dir, err := d.directory(false)
+	if dir == "" || errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reprise: %w", err)
+	}
+	var names []string
+	for _, ent := range entries {
+		if !ent.IsDir() && strings.HasPrefix(ent.Name(), prefix) {
+			names = append(names, ent.Name())
+		}
+	}
+	return names, nil
+}
+
 func (d *dirFiles) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -289,6 +333,29 @@ func (m *memoryFiles) Read(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrFileTooLarge, name, MaxFileRead)
 	}
 	return append([]byte(nil), data...), nil
+}
+
+func (m *memoryFiles) Remove(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.files, name)
+	return nil
+}
+
+func (m *memoryFiles) List(prefix string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var names []string
+	for name := range m.files {
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 func (m *memoryFiles) Close() error {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,6 +79,21 @@ func TestFilesContract(t *testing.T) {
 			}
 			if !strings.HasSuffix(f.Path("a.jsonl"), "a.jsonl") {
 				t.Errorf("Path = %q", f.Path("a.jsonl"))
+			}
+			if names, err := f.List("a"); err != nil || !slices.Equal(names, []string{"a.jsonl"}) {
+				t.Errorf("List(a) = %q, %v; want a.jsonl", names, err)
+			}
+			if err := f.Remove("a.jsonl"); err != nil {
+				t.Fatalf("Remove: %v", err)
+			}
+			if _, err := f.Read("a.jsonl"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Read after Remove: %v, want fs.ErrNotExist", err)
+			}
+			if err := f.Remove("a.jsonl"); err != nil {
+				t.Errorf("Remove of a missing file: %v, want nil", err)
+			}
+			if names, err := f.List(""); err != nil || !slices.Equal(names, []string{"big.env"}) {
+				t.Errorf("List() after Remove = %q, %v; want big.env", names, err)
 			}
 		})
 	}

@@ -12,6 +12,12 @@ var (
 	// has none.
 	ErrNoCurrentSession = errors.New("reprise: agent has no current session")
 
+	// ErrSessionDeleted is returned when an action would use a deleted
+	// session: restore or start it, or leave, end, compact, prompt or stop
+	// on it as the current session. Nothing is recorded; an agent whose
+	// current session was deleted can still Start another one.
+	ErrSessionDeleted = errors.New("reprise: session was deleted")
+
 	// ErrBadReason is returned by End for a reason it does not know.
 	ErrBadReason = errors.New("reprise: unknown end reason")
 )

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,6 +77,9 @@ type Session struct {
 	// final message SessionEnd hooks get when the host gives none.
 	LastAssistant string
 	Pending       []schema.Message
+	// Deleted says that the session's stream ends with its tombstone: no
+	// action may use it.
+	Deleted bool
 }
 
 // Input is everything a Step decides from.
@@ -302,7 +306,18 @@ func retries(in Input, failed AppendFailed) bool {
 	return false
 }
 
+// deleted returns ErrSessionDeleted, naming id, when id is a deleted
+// session.
+func deleted(in Input, id string) error {
+	if s := in.Sessions[id]; s != nil && s.Deleted {
+		return fmt.Errorf("%w: %s", ErrSessionDeleted, id)
+	}
+	return nil
+}
+
 // begin is the first step of in.Action on an agent with no step in flight.
+// An action on an agent whose current session was deleted fails, except a
+// Start, which does not touch the current session: it is the way on.
 func begin(in Input) (Ready, error) {
 	act, a := in.Action, in.Agent
 	current := a.Current
@@ -313,6 +328,16 @@ func begin(in Input) (Ready, error) {
 		if act.To == "" {
 			return Ready{}, nil
 		}
+		if err := deleted(in, act.To); err != nil {
+			return Ready{}, err
+		}
+	default:
+		if err := cmp.Or(deleted(in, current), deleted(in, act.To)); err != nil {
+			return Ready{}, err
+		}
+	}
+	switch act.Kind {
+	case Start:
 		if in.Sessions[act.To] == nil {
 			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, act.To)
 		}

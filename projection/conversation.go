@@ -36,6 +36,10 @@ type Conversation struct {
 	// ViewStart is the index in Messages where the model's view begins: 0,
 	// or the summary message of the last compaction.
 	ViewStart int
+	// Deleted is set by the SessionDeleted tombstone that ends the stream.
+	// A vacuumed stream holds nothing else: Created, Cwd and Messages are
+	// then empty.
+	Deleted bool
 }
 
 // KeptRecord is a transcript record kept verbatim. It came after the first
@@ -51,7 +55,7 @@ func NewConversation(id string) *Conversation { return &Conversation{ID: id} }
 
 // Apply folds the next event of the session's stream into c.
 func (c *Conversation) Apply(ev eventlog.Event) error {
-	if err := checkNext(ev, SessionStream(c.ID), c.Head); err != nil {
+	if err := c.checkNext(ev); err != nil {
 		return err
 	}
 	p, err := schema.Decode(ev)
@@ -65,13 +69,26 @@ func (c *Conversation) Apply(ev eventlog.Event) error {
 // has, decoded or just encoded: it saves decoding it again. p becomes
 // part of c.
 func (c *Conversation) ApplyDecoded(ev eventlog.Event, p schema.Payload) error {
-	if err := checkNext(ev, SessionStream(c.ID), c.Head); err != nil {
+	if err := c.checkNext(ev); err != nil {
 		return err
 	}
 	return c.apply(ev, p)
 }
 
+// checkNext verifies that ev follows c's head. A vacuum leaves only the
+// tombstone of a deleted session, so the first event may be a
+// SessionDeleted at any sequence.
+func (c *Conversation) checkNext(ev eventlog.Event) error {
+	if c.Head == 0 && ev.Type == schema.TypeSessionDeleted && ev.Stream == SessionStream(c.ID) {
+		return nil
+	}
+	return checkNext(ev, SessionStream(c.ID), c.Head)
+}
+
 func (c *Conversation) apply(ev eventlog.Event, p schema.Payload) error {
+	if c.Deleted {
+		return eventlog.Corruptf(ev.Stream, ev.Seq, "%s after SessionDeleted", ev.Type)
+	}
 	switch p := p.(type) {
 	case *schema.SessionCreated:
 		if ev.Seq != 1 {
@@ -98,6 +115,11 @@ func (c *Conversation) apply(ev eventlog.Event, p schema.Payload) error {
 		}
 		c.Kept = append(c.Kept, KeptRecord{Before: len(c.Messages), Record: line})
 		c.ViewStart = len(c.Messages)
+	case *schema.SessionDeleted:
+		if ev.Seq == 1 {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "SessionDeleted before SessionCreated")
+		}
+		c.Deleted = true
 	case nil: // registered as ignorable
 	default:
 		return eventlog.Corruptf(ev.Stream, ev.Seq, "%s does not belong in a session stream", ev.Type)

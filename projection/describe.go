@@ -94,6 +94,19 @@ func Describe(p schema.Payload) string {
 			return fmt.Sprintf("session=%s capped: %s", p.Session, p.Capped)
 		}
 		return fmt.Sprintf("session=%s blocked=%v %s", p.Session, p.Blocked, outcomes(p.Outcomes, p.Interrupted))
+	case *schema.SessionDeleted:
+		if p.Reason != "" {
+			return fmt.Sprintf("session=%s messages=%d reason=%q", p.ID, p.Messages, Clip(p.Reason, 40))
+		}
+		return fmt.Sprintf("session=%s messages=%d", p.ID, p.Messages)
+	case *schema.Vacuumed:
+		ids := make([]string, len(p.Sessions))
+		events := 0
+		for i, s := range p.Sessions {
+			ids[i] = s.ID
+			events += int(s.Last - s.First + 1)
+		}
+		return fmt.Sprintf("sessions=%s events=%d rewritten=%d files=%d", strings.Join(ids, ","), events, len(p.Rewritten), p.Files)
 	}
 	return ""
 }

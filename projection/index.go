@@ -15,10 +15,13 @@ type SessionInfo struct {
 	Created      int64 // UTC unix nanoseconds
 	Messages     int
 	LastRestored int64 // when an agent last loaded it; 0 if never
+	// LastActivity is when the session was last used: the time of its
+	// stream's last event, or when an agent last loaded it, if later.
+	LastActivity int64
 }
 
 // Index is the fold of the whole log, in position order, into one row per
-// session.
+// session. A deleted session has no row.
 type Index struct {
 	sessions map[string]*SessionInfo
 }
@@ -28,10 +31,19 @@ func NewIndex() *Index { return &Index{sessions: map[string]*SessionInfo{}} }
 
 // Apply folds the next event of the log into x.
 func (x *Index) Apply(ev eventlog.Event) error {
+	if id := SessionID(ev.Stream); id != "" {
+		if ev.Type == schema.TypeSessionDeleted {
+			delete(x.sessions, id)
+			return nil
+		}
+		if s := x.sessions[id]; s != nil {
+			s.LastActivity = max(s.LastActivity, ev.Time)
+		}
+	}
 	switch ev.Type {
 	case schema.TypeSessionCreated, schema.TypeMessageAppended, schema.TypeSessionLoaded:
 	default:
-		return nil // only these three change the index
+		return nil // besides activity, only these three change the index
 	}
 	p, err := schema.Decode(ev)
 	if err != nil {
@@ -39,7 +51,7 @@ func (x *Index) Apply(ev eventlog.Event) error {
 	}
 	switch p := p.(type) {
 	case *schema.SessionCreated:
-		x.sessions[p.ID] = &SessionInfo{ID: p.ID, Cwd: p.Cwd, Created: ev.Time}
+		x.sessions[p.ID] = &SessionInfo{ID: p.ID, Cwd: p.Cwd, Created: ev.Time, LastActivity: ev.Time}
 	case *schema.MessageAppended:
 		id := strings.TrimPrefix(ev.Stream, "session/")
 		s, ok := x.sessions[id]
@@ -50,6 +62,7 @@ func (x *Index) Apply(ev eventlog.Event) error {
 	case *schema.SessionLoaded:
 		if s, ok := x.sessions[p.Session]; ok {
 			s.LastRestored = ev.Time
+			s.LastActivity = max(s.LastActivity, ev.Time)
 		}
 	}
 	return nil

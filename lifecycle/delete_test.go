@@ -1,0 +1,72 @@
+package lifecycle_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// TestActionsOnADeletedSession checks every action on an agent whose
+// current session was deleted, and every action that names a deleted
+// session: each fails with ErrSessionDeleted naming it and records
+// nothing, so the lifecycle table never sees a step it would have to
+// refuse. A Start of another session is the way on.
+func TestActionsOnADeletedSession(t *testing.T) {
+	onDeleted := func() (*projection.Agent, map[string]*lifecycle.Session) {
+		agent := projection.NewAgent("ide")
+		sessions := map[string]*lifecycle.Session{"a": {ID: "a", Head: 1}, "b": {ID: "b", Head: 1}}
+		walk(t, agent, sessions, lifecycle.Action{Kind: lifecycle.Start, To: "a"}, func(lifecycle.Input) {})
+		sessions["a"].Deleted = true
+		sessions["a"].Head++
+		return agent, sessions
+	}
+	tests := []struct {
+		act     lifecycle.Action
+		deleted string // the session the error names; "" when the action goes on
+	}{
+		{lifecycle.Action{Kind: lifecycle.Restore, To: "b"}, "a"},
+		{lifecycle.Action{Kind: lifecycle.Restore, To: "a"}, "a"},
+		{lifecycle.Action{Kind: lifecycle.New, To: "c"}, "a"},
+		{lifecycle.Action{Kind: lifecycle.Fork, To: "c"}, "a"},
+		{lifecycle.Action{Kind: lifecycle.Clear, To: "c"}, "a"},
+		{lifecycle.Action{Kind: lifecycle.End, Reason: schema.ReasonComplete}, "a"},
+		{lifecycle.Action{Kind: lifecycle.Compact, Summary: "s"}, "a"},
+		{lifecycle.Action{Kind: lifecycle.Stop}, "a"},
+		{lifecycle.Action{Kind: lifecycle.Prompt, Prompt: "hi"}, "a"},
+		{lifecycle.Action{Kind: lifecycle.Start, To: "a"}, "a"},
+		{lifecycle.Action{Kind: lifecycle.Start, To: "b"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.act.Kind.String()+"-"+tt.act.To, func(t *testing.T) {
+			agent, sessions := onDeleted()
+			ready, err := lifecycle.Step(lifecycle.Input{Agent: agent, Action: tt.act, Sessions: sessions,
+				Now: 9, NewID: func() string { return "r" }, StopCap: 8})
+			if tt.deleted == "" {
+				if err != nil || len(ready.Records) == 0 {
+					t.Fatalf("Step = %d records, %v; want the action to begin", len(ready.Records), err)
+				}
+				return
+			}
+			if !errors.Is(err, lifecycle.ErrSessionDeleted) || !strings.Contains(err.Error(), ": "+tt.deleted) {
+				t.Errorf("Step: %v; want ErrSessionDeleted naming %s", err, tt.deleted)
+			}
+			if len(ready.Records) != 0 || ready.Effect != nil {
+				t.Errorf("Step decided %d records and effect %v; want nothing", len(ready.Records), ready.Effect)
+			}
+			if agent.State != fsm.Active {
+				t.Errorf("agent state %s; want it still active", agent.State)
+			}
+		})
+	}
+	// A deleted target of a fresh agent is refused as well.
+	_, err := lifecycle.Step(lifecycle.Input{Agent: projection.NewAgent("new"), Action: lifecycle.Action{Kind: lifecycle.Start, To: "gone"},
+		Sessions: map[string]*lifecycle.Session{"gone": {ID: "gone", Head: 2, Deleted: true}}, NewID: func() string { return "r" }})
+	if !errors.Is(err, lifecycle.ErrSessionDeleted) {
+		t.Errorf("Start of a deleted session on a fresh agent: %v; want ErrSessionDeleted", err)
+	}
+}
