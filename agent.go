@@ -177,6 +177,11 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 		return nil, outcomes{}, err
 	}
 	if prepare != nil {
+		// The stepper refuses to leave a deleted session; refuse before
+		// prepare creates the next one, so that nothing is left behind.
+		if err := a.e.notDeleted(ctx, a.view.Current); err != nil {
+			return nil, outcomes{}, err
+		}
 		if act.To, err = prepare(ctx); err != nil {
 			return nil, outcomes{}, err
 		}
@@ -337,7 +342,7 @@ func (a *Agent) views(ctx context.Context, act lifecycle.Action) (*sessionViews,
 		if id == "" {
 			continue
 		}
-		s, err := a.e.session(ctx, id)
+		s, err := a.e.load(ctx, id)
 		if err != nil && ctx.Err() != nil {
 			v.unlock()
 			return nil, ctx.Err()

@@ -318,6 +318,10 @@ func (e *Engine) Close() error {
 	var errs []error
 	for _, s := range sessions {
 		s.mu.Lock()
+		if s.conv.Deleted {
+			s.mu.Unlock()
+			continue
+		}
 		if _, err := e.save(context.Background(), s); err != nil {
 			errs = append(errs, fmt.Errorf("save %s on close: %w", s.conv.ID, err))
 		}
@@ -376,7 +380,7 @@ func (e *Engine) createSession(ctx context.Context, id, cwd string) (string, err
 	}
 	evs, err := e.appendTimed(ctx, []eventlog.Expect{{Stream: stream}}, []eventlog.Record{rec})
 	if errors.Is(err, eventlog.ErrConflict) {
-		return "", fmt.Errorf("%w: %s", ErrSessionExists, id)
+		return "", e.taken(ctx, id)
 	}
 	if err != nil {
 		return "", err
@@ -395,8 +399,23 @@ func (e *Engine) createSession(ctx context.Context, id, cwd string) (string, err
 
 // session returns the Engine's view of session id, reading it from the log
 // on first use. A session with no events is ErrSessionNotFound and is not
-// kept.
+// kept; a deleted one is ErrSessionDeleted.
 func (e *Engine) session(ctx context.Context, id string) (*session, error) {
+	s, err := e.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conv.Deleted {
+		return nil, deletedError(id)
+	}
+	return s, nil
+}
+
+// load is session without the check for a tombstone: the stepper decides
+// what a deleted session means for an action.
+func (e *Engine) load(ctx context.Context, id string) (*session, error) {
 	if err := ValidateID(id); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSessionNotFound, err)
 	}
@@ -498,6 +517,9 @@ func (e *Engine) Save(ctx context.Context, id string) (int, error) {
 }
 
 func (e *Engine) save(ctx context.Context, s *session) (int, error) {
+	if s.conv.Deleted {
+		return 0, deletedError(s.conv.ID)
+	}
 	ready := lifecycle.SaveMessages(s.view(), e.stamp())
 	if len(ready.Records) == 0 {
 		return 0, nil
@@ -531,7 +553,8 @@ func (e *Engine) saveFailed(ctx context.Context, s *session, err error) error {
 // view is what the stepper sees of s. s.mu must be held.
 func (s *session) view() *lifecycle.Session {
 	v := &lifecycle.Session{ID: s.conv.ID, Cwd: s.conv.Cwd, Head: s.conv.Head, Messages: len(s.conv.Messages),
-		ViewLen: len(s.conv.Messages) - s.conv.ViewStart, LastUUID: s.conv.LastUUID(), Pending: s.pending}
+		ViewLen: len(s.conv.Messages) - s.conv.ViewStart, LastUUID: s.conv.LastUUID(), Pending: s.pending,
+		Deleted: s.conv.Deleted}
 	for i := len(s.conv.Messages) - 1; i >= 0; i-- {
 		if m := &s.conv.Messages[i]; m.Role == "assistant" {
 			v.LastAssistant = projection.FirstText(*m)

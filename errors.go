@@ -14,6 +14,22 @@ var (
 	// ErrSessionExists is returned by CreateSession for an id already taken.
 	ErrSessionExists = errors.New("reprise: session already exists")
 
+	// ErrSessionDeleted is returned when a call would use a deleted session:
+	// read, append to, buffer, save, restore, start, fork or delete it, or
+	// act on an agent whose current session it is (only Start of another
+	// session goes on). CreateSession, New and Import return it for a
+	// deleted id, which is never used again.
+	ErrSessionDeleted = lifecycle.ErrSessionDeleted
+
+	// ErrNoVacuum is returned by Vacuum for a store that cannot remove
+	// events: one that does not implement eventlog.Purger.
+	ErrNoVacuum = errors.New("reprise: the store cannot remove events")
+
+	// ErrSessionInUse is returned by DeleteSession while an agent has a
+	// restore, stop, prompt or compaction of the session in flight; the
+	// next action on that agent finishes it.
+	ErrSessionInUse = errors.New("reprise: session is in use by an agent step in flight")
+
 	// ErrInvalidID is returned for a session or agent id that is empty, too
 	// long, or holds characters other than letters, digits, '-', '_', '.'
 	// and ':', or "..".

@@ -81,7 +81,7 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 		return rep, err
 	}
 	if head != 0 {
-		return rep, fmt.Errorf("%w: %s", ErrSessionExists, rep.Session)
+		return rep, e.taken(ctx, rep.Session)
 	}
 	counter := &countingReader{r: r}
 	scan := bufio.NewScanner(counter)
@@ -307,7 +307,7 @@ func (imp *importer) flush(ctx context.Context) error {
 	}
 	evs, err := imp.e.appendTimed(ctx, []eventlog.Expect{{Stream: imp.stream, Seq: imp.head}}, recs)
 	if imp.head == 0 && errors.Is(err, eventlog.ErrConflict) {
-		return fmt.Errorf("%w: %s", ErrSessionExists, imp.rep.Session)
+		return imp.e.taken(ctx, imp.rep.Session)
 	}
 	if err != nil {
 		return imp.partial(err)
