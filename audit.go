@@ -1,6 +1,7 @@
 package reprise
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,6 +85,9 @@ func Audit(ctx context.Context, store eventlog.Store) (*AuditReport, error) {
 	if err := store.Streams(ctx, "", func(s eventlog.StreamInfo) error { streams = append(streams, s); return nil }); err != nil {
 		return nil, err
 	}
+	if err := a.readVacuums(); err != nil {
+		return nil, err
+	}
 	for _, s := range streams {
 		if strings.HasPrefix(s.Name, "session/") {
 			a.session(s)
@@ -106,6 +110,7 @@ type auditor struct {
 	rep     *AuditReport
 	digests map[string]uint64          // stream -> digest of its events read by stream
 	meta    map[string]map[string]bool // session -> uuids of its meta messages
+	vacuums vacuumed                   // the gaps vacuums explain
 }
 
 func (a *auditor) add(stream string, seq uint64, kind, format string, args ...any) {
@@ -177,7 +182,14 @@ func (a *auditor) session(s eventlog.StreamInfo) {
 	a.rep.Sessions++
 	id := strings.TrimPrefix(s.Name, "session/")
 	conv := projection.NewConversation(id)
-	a.read(s, conv.Apply)
+	first := true
+	a.read(s, func(ev eventlog.Event) error {
+		if first && ev.Seq != 1 && !a.vacuums.explains(a.vacuums.seqs[s.Name], 1, ev.Seq-1) {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "sequence gap: expected 1, and no vacuum removed %d to %d", 1, ev.Seq-1)
+		}
+		first = false
+		return conv.Apply(ev)
+	})
 	meta := map[string]bool{}
 	for _, m := range conv.Messages {
 		if m.IsMeta {
@@ -224,7 +236,8 @@ func (a *auditor) agent(s eventlog.StreamInfo) {
 		a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: id, Stream: s.Name, Seq: view.Head, ID: run, State: string(view.State), Detail: detail})
 	}
 	for _, r := range view.History {
-		if r.InjectedUUID != "" && !a.meta[r.To][r.InjectedUUID] {
+		vacuumed := a.vacuums.seqs[projection.SessionStream(r.To)] != nil
+		if r.InjectedUUID != "" && !a.meta[r.To][r.InjectedUUID] && !vacuumed {
 			a.add(s.Name, view.Head, ViolationMissingInjected, "restore %s injected message %s, which %s does not hold", r.ID, r.InjectedUUID, r.To)
 		}
 	}
@@ -286,11 +299,11 @@ func (a *auditor) positions(streams []eventlog.StreamInfo) error {
 	err := a.store.ReadAll(a.ctx, 1, func(ev eventlog.Event) error {
 		a.rep.Events++
 		pos++
-		if ev.Position != pos {
+		if ev.Position != pos && !a.vacuums.explains(a.vacuums.positions, pos, ev.Position-1) {
 			a.add(ev.Stream, ev.Seq, ViolationSequenceGap, "position %d where %d was next", ev.Position, pos)
-			pos = ev.Position
 		}
-		if ev.Seq != seqs[ev.Stream]+1 {
+		pos = ev.Position
+		if next := seqs[ev.Stream] + 1; ev.Seq != next && (ev.Seq < next || !a.vacuums.explains(a.vacuums.seqs[ev.Stream], next, ev.Seq-1)) {
 			a.add(ev.Stream, ev.Seq, ViolationSequenceGap, "in store order, seq %d follows %d", ev.Seq, seqs[ev.Stream])
 		}
 		seqs[ev.Stream] = ev.Seq
@@ -311,4 +324,53 @@ func (a *auditor) positions(streams []eventlog.StreamInfo) error {
 		}
 	}
 	return nil
+}
+
+// vacuumed holds the gaps that the Vacuumed events of a log explain: the
+// positions they removed, and the sequences of each session stream.
+type vacuumed struct {
+	positions []schema.PositionRange
+	seqs      map[string][]schema.PositionRange // by stream
+}
+
+// readVacuums reads the Vacuumed events of the store.
+func (a *auditor) readVacuums() error {
+	a.vacuums.seqs = map[string][]schema.PositionRange{}
+	err := a.store.ReadStream(a.ctx, schema.VacuumStream, 1, func(ev eventlog.Event) error {
+		p, err := schema.Decode(ev)
+		if err != nil {
+			return err
+		}
+		v, ok := p.(*schema.Vacuumed)
+		if !ok {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "%s does not belong in %s", ev.Type, schema.VacuumStream)
+		}
+		a.vacuums.positions = append(a.vacuums.positions, v.Positions...)
+		for _, s := range v.Sessions {
+			stream := projection.SessionStream(s.ID)
+			a.vacuums.seqs[stream] = append(a.vacuums.seqs[stream], schema.PositionRange{First: s.First, Last: s.Last})
+		}
+		return nil
+	})
+	var ee *eventlog.EventError
+	if errors.As(err, &ee) {
+		a.classify(ee.Stream, ee.Seq, err)
+		return nil
+	}
+	return err
+}
+
+// explains reports whether ranges cover every number from first to last.
+func (vacuumed) explains(ranges []schema.PositionRange, first, last uint64) bool {
+	sorted := slices.Clone(ranges)
+	slices.SortFunc(sorted, func(x, y schema.PositionRange) int { return cmp.Compare(x.First, y.First) })
+	for _, r := range sorted {
+		if r.First <= first && r.Last >= first {
+			first = r.Last + 1
+		}
+		if first > last {
+			return true
+		}
+	}
+	return false
 }
