@@ -106,19 +106,26 @@ func (e *Engine) notDeleted(ctx context.Context, id string) error {
 // taken explains why session id could not be created: it exists, or it
 // was deleted, and a deleted id is never used again.
 func (e *Engine) taken(ctx context.Context, id string) error {
-	gone := false
-	stream := projection.SessionStream(id)
-	head, err := e.store.Head(ctx, stream)
-	if err == nil && head > 0 {
-		_ = e.store.ReadStream(ctx, stream, head, func(ev eventlog.Event) error {
-			gone = ev.Type == schema.TypeSessionDeleted
-			return nil
-		})
-	}
-	if gone {
-		return fmt.Errorf("%w: %s; a deleted id is never used again", ErrSessionDeleted, id)
+	if gone, err := e.tombstoned(ctx, id); err != nil || gone {
+		return cmp.Or(err, fmt.Errorf("%w: %s; a deleted id is never used again", ErrSessionDeleted, id))
 	}
 	return fmt.Errorf("%w: %s", ErrSessionExists, id)
+}
+
+// tombstoned reports whether session id's stream ends with its tombstone,
+// reading only that last event.
+func (e *Engine) tombstoned(ctx context.Context, id string) (bool, error) {
+	stream := projection.SessionStream(id)
+	head, err := e.store.Head(ctx, stream)
+	if err != nil || head == 0 {
+		return false, err
+	}
+	gone := false
+	err = e.store.ReadStream(ctx, stream, head, func(ev eventlog.Event) error {
+		gone = ev.Type == schema.TypeSessionDeleted
+		return nil
+	})
+	return gone, err
 }
 
 // agentGuard follows every agent stream of the store, so that a deletion

@@ -3,6 +3,7 @@ package reprise
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -327,10 +328,13 @@ func (imp *importer) partial(err error) error {
 
 // Export writes session id as a Claude Code transcript (JSONL) to w: the
 // same lines the Engine keeps at TranscriptPath. It streams from the log,
-// so memory stays bounded.
+// so memory stays bounded. A deleted session is ErrSessionDeleted.
 func (e *Engine) Export(ctx context.Context, id string, w io.Writer) error {
 	if err := ValidateID(id); err != nil {
 		return fmt.Errorf("%w: %w", ErrSessionNotFound, err)
+	}
+	if gone, err := e.tombstoned(ctx, id); err != nil || gone {
+		return cmp.Or(err, deletedError(id))
 	}
 	bw := bufio.NewWriter(w)
 	var cwd string

@@ -366,11 +366,26 @@ func validID(what, id string) error {
 var errFound = errors.New("found")
 
 // sessionCwd returns the working directory recorded when session id was
-// created, and false when the store has no such session.
+// created, and false when the store has no such session. A deleted
+// session is reprise.ErrSessionDeleted.
 func sessionCwd(ctx context.Context, store eventlog.Store, id string) (string, bool, error) {
 	var cwd string
 	var found bool
-	err := store.ReadStream(ctx, projection.SessionStream(id), 1, func(ev eventlog.Event) error {
+	stream := projection.SessionStream(id)
+	head, err := store.Head(ctx, stream)
+	if err != nil {
+		return "", false, err
+	}
+	err = store.ReadStream(ctx, stream, head, func(ev eventlog.Event) error {
+		if ev.Type == schema.TypeSessionDeleted {
+			return fmt.Errorf("%w: %s", reprise.ErrSessionDeleted, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	err = store.ReadStream(ctx, stream, 1, func(ev eventlog.Event) error {
 		p, err := schema.Decode(ev)
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -127,6 +128,9 @@ func runReplay(ctx context.Context, a *app, o replayOptions, stdout, stderr io.W
 	}
 	if conv.Head == 0 {
 		return fmt.Errorf("session %s has no events", id)
+	}
+	if conv.Deleted {
+		return fmt.Errorf("%w: %s", reprise.ErrSessionDeleted, id)
 	}
 	if format == formatJSON {
 		out := conversationJSON{Session: id, Cwd: conv.Cwd, Created: formatTime(conv.Created), Messages: make([]messageJSON, len(conv.Messages))}

@@ -104,3 +104,33 @@ func readLayout(t *testing.T, s *Store) byte {
 	}
 	return layout
 }
+
+// TestStaleCompactionFile leaves what a crash during a compaction leaves,
+// a partial new file beside the store: the store opens and reads as it
+// was, and the next compaction replaces the file and removes it.
+func TestStaleCompactionFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "events.db")
+	s := mustOpen(t, path, Options{})
+	want := fill(t, s, 2, 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+vacuumSuffix, []byte("half a bbolt file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = mustOpen(t, path, Options{})
+	defer s.Close()
+	if got := readAll(t, s); !sameEvents(got, want) {
+		t.Fatalf("with a stale compaction file beside it, the store reads %d events; want %d", len(got), len(want))
+	}
+	if err := s.Compact(ctx); err != nil {
+		t.Fatalf("Compact over a stale compaction file: %v", err)
+	}
+	if _, err := os.Stat(path + vacuumSuffix); !os.IsNotExist(err) {
+		t.Errorf("the compaction file is left: %v", err)
+	}
+	if got := readAll(t, s); !sameEvents(got, want) {
+		t.Errorf("after the compaction the store reads %d events; want %d", len(got), len(want))
+	}
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// rmOptions are the options of rm.
+type rmOptions struct {
+	sessions  []string // SESSION...
+	olderThan string   // --older-than
+	dryRun    bool     // --dry-run
+}
+
+// deletedJSON is one session in the JSON output of rm.
+type deletedJSON struct {
+	ID           string `json:"id"`
+	Messages     int    `json:"messages"`
+	LastActivity string `json:"last_activity,omitempty"`
+}
+
+// newRmCmd returns the rm command: delete sessions.
+func newRmCmd(a *app) *cobra.Command {
+	var o rmOptions
+	cmd := &cobra.Command{
+		Use:   "rm (SESSION... | --older-than AGE) [--dry-run]",
+		Short: "Delete sessions",
+		Long: `rm deletes sessions: it records a tombstone at the end of each one's
+stream, and from then on the session is in no listing and cannot be
+restored, started, forked or appended to. An agent whose current session
+it was gets an error on its next command, except start of another
+session. A deleted id is never used again.
+
+--older-than AGE deletes every session whose last activity is older than
+AGE: a number and a unit, d (days), h or m, such as 30d or 12h. A
+session's last activity is its newest event (its creation, a message, an
+injected reminder) or the last time an agent loaded it, whichever is later.
+--dry-run lists what would be deleted and deletes nothing.
+
+rm keeps the events in the log: reprise vacuum removes them, and the
+session's transcript and other files, for good. A session that an agent is
+in the middle of restoring is not deleted; the next command on that agent
+finishes the restore.`,
+		Example: `  reprise rm 3f6c1a52-8e0b-4d7e-9a51-0c2f4b6d7e81
+  reprise rm --older-than 30d --dry-run
+  reprise rm --older-than 30d && reprise vacuum`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 && o.olderThan != "" {
+				return usagef("give sessions or --older-than, not both")
+			}
+			if len(args) == 0 && o.olderThan == "" {
+				return usagef("missing SESSION or --older-than")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.sessions = args
+			return runRm(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&o.olderThan, "older-than", "", "delete the sessions with no activity for `AGE`, such as 30d, 12h or 90m")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "list what would be deleted, delete nothing")
+	return cmd
+}
+
+// runRm deletes o.sessions, or those inactive for o.olderThan, and lists
+// them.
+func runRm(ctx context.Context, a *app, o rmOptions, stdout, stderr io.Writer) (err error) {
+	var age time.Duration
+	if o.olderThan != "" {
+		if age, err = parseAge(o.olderThan); err != nil {
+			return usageError{fmt.Errorf("--older-than: %w", err)}
+		}
+	}
+	for _, id := range o.sessions {
+		if err := validID("session", id); err != nil {
+			return err
+		}
+	}
+	open := a.openWritable
+	if o.dryRun {
+		open = a.openReadOnly
+	}
+	e, err := open(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	var gone []projection.SessionInfo
+	switch {
+	case o.olderThan != "" && o.dryRun:
+		gone, err = e.InactiveSessions(ctx, time.Now().Add(-age))
+	case o.olderThan != "":
+		gone, err = e.DeleteInactive(ctx, time.Now().Add(-age))
+	default:
+		gone, err = deleteSessions(ctx, e, o.sessions, o.dryRun)
+	}
+	if perr := printDeleted(stdout, a.json, o.dryRun, gone); perr != nil {
+		return errors.Join(err, perr)
+	}
+	return err
+}
+
+// deleteSessions deletes ids, or with dryRun only checks that they could
+// be, and returns those it deleted; the errors of the others are joined.
+func deleteSessions(ctx context.Context, e *reprise.Engine, ids []string, dryRun bool) ([]projection.SessionInfo, error) {
+	var (
+		gone []projection.SessionInfo
+		errs []error
+	)
+	for _, id := range ids {
+		info, err := e.Session(ctx, id)
+		if err == nil && !dryRun {
+			err = e.DeleteSession(ctx, id)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		gone = append(gone, info)
+	}
+	return gone, errors.Join(errs...)
+}
+
+// printDeleted lists the sessions rm deleted, or would delete.
+func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []projection.SessionInfo) error {
+	if asJSON {
+		out := struct {
+			DryRun  bool          `json:"dry_run"`
+			Deleted []deletedJSON `json:"deleted"`
+		}{DryRun: dryRun, Deleted: make([]deletedJSON, len(gone))}
+		for i, s := range gone {
+			out.Deleted[i] = deletedJSON{ID: s.ID, Messages: s.Messages, LastActivity: formatTime(s.LastActivity)}
+		}
+		return printJSON(stdout, out)
+	}
+	verb := "deleted"
+	if dryRun {
+		verb = "would delete"
+	}
+	for _, s := range gone {
+		if _, err := fmt.Fprintf(stdout, "%s %s (%d messages)\n", verb, s.ID, s.Messages); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseAge reads an age such as 30d, 12h or 90m: a whole number of days,
+// or anything time.ParseDuration takes. It must be positive.
+func parseAge(s string) (time.Duration, error) {
+	var age time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number of days, such as 30d", s)
+		}
+		age = time.Duration(n) * 24 * time.Hour
+	} else {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not an age such as 30d, 12h or 90m", s)
+		}
+		age = d
+	}
+	if age <= 0 {
+		return 0, fmt.Errorf("%q is not a positive age", s)
+	}
+	return age, nil
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// vacuumOptions are the options of vacuum: none of its own.
+type vacuumOptions struct{}
+
+// newVacuumCmd returns the vacuum command: remove deleted sessions for good.
+func newVacuumCmd(a *app) *cobra.Command {
+	var o vacuumOptions
+	return &cobra.Command{
+		Use:   "vacuum",
+		Short: "Remove deleted sessions' data for good",
+		Long: `vacuum removes what reprise rm left of deleted sessions: every event of
+their streams but the tombstone (which keeps the id from being used
+again); the copies of their text in agents' events (hook output and
+context, prompts, summaries, reasons), which are blanked while the events
+stay, so the agents' restores still audit; and their transcript, env and
+spilled-output files. It records what it removed in the log, so that
+reprise audit accepts the gaps, and then compacts a bbolt file, so the
+bytes are gone from it. On PostgreSQL the rows are deleted; see
+docs/postgres.md for what the server keeps.
+
+vacuum writes: it waits for the store like any command that writes.`,
+		Example: `  reprise rm "$id" && reprise vacuum
+  reprise vacuum --json`,
+		Args: positional(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runVacuum(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+}
+
+// runVacuum vacuums the store and says what went.
+func runVacuum(ctx context.Context, a *app, _ vacuumOptions, stdout, stderr io.Writer) (err error) {
+	e, err := a.openWritable(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	rep, err := e.Vacuum(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		if rep.Sessions == nil {
+			rep.Sessions = []string{}
+		}
+		return printJSON(stdout, struct {
+			Sessions  []string `json:"sessions"`
+			Events    int      `json:"events"`
+			Rewritten int      `json:"rewritten"`
+			Files     int      `json:"files"`
+		}{rep.Sessions, rep.Events, rep.Rewritten, rep.Files})
+	}
+	_, err = fmt.Fprintf(stdout, "removed %d events of %d deleted sessions, blanked %d agent events, removed %d files\n",
+		rep.Events, len(rep.Sessions), rep.Rewritten, rep.Files)
+	return err
+}
