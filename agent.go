@@ -179,7 +179,7 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 	if prepare != nil {
 		// The stepper refuses to leave a deleted session; refuse before
 		// prepare creates the next one, so that nothing is left behind.
-		if err := a.e.notDeleted(ctx, a.view.Current); err != nil {
+		if err := a.currentDeleted(ctx); err != nil {
 			return nil, outcomes{}, err
 		}
 		if act.To, err = prepare(ctx); err != nil {

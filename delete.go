@@ -11,6 +11,7 @@ import (
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -83,22 +84,24 @@ func (e *Engine) deleteSession(ctx context.Context, id, reason string, g *agentG
 
 // deletedError is ErrSessionDeleted naming session id.
 func deletedError(id string) error {
-	return fmt.Errorf("%w: %s; start another session", ErrSessionDeleted, id)
+	return fmt.Errorf("%w: %s", ErrSessionDeleted, id)
 }
 
-// notDeleted returns ErrSessionDeleted when id names a deleted session.
-func (e *Engine) notDeleted(ctx context.Context, id string) error {
+// currentDeleted returns the stepper's error for agent a when its current
+// session was deleted, before an action creates its next session.
+func (a *Agent) currentDeleted(ctx context.Context) error {
+	id := a.view.Current
 	if id == "" {
 		return nil
 	}
-	s, err := e.load(ctx, id)
+	s, err := a.e.load(ctx, id)
 	if err != nil {
 		return nil // the stepper says what a missing session means
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conv.Deleted {
-		return deletedError(id)
+		return lifecycle.CurrentDeleted(a.id, id)
 	}
 	return nil
 }

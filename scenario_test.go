@@ -419,6 +419,22 @@ func (w *world) command(ctx context.Context, t *testing.T, words []string, opts 
 		}
 		return []string{fmt.Sprintf("transcript: %d lines, the last %s meta=%v %q", len(lines), last.Type, last.IsMeta,
 			projection.Clip(fmt.Sprint(last.Message.Content), 50))}, nil
+	case "delete":
+		return nil, w.e.DeleteSession(ctx, arg(1))
+	case "vacuum":
+		rep, err := w.e.Vacuum(ctx)
+		return []string{fmt.Sprintf("vacuumed sessions=%s events=%d rewritten=%d files=%d",
+			strings.Join(rep.Sessions, ","), rep.Events, rep.Rewritten, rep.Files)}, err
+	case "audit":
+		rep, err := reprise.Audit(ctx, w.store)
+		if err != nil {
+			return nil, err
+		}
+		out := []string{fmt.Sprintf("audit: %d events, %d violations", rep.Events, len(rep.Violations))}
+		for _, v := range rep.Violations {
+			out = append(out, "  "+v.String())
+		}
+		return out, nil
 	case "reopen":
 		if w.e != nil {
 			if err := w.e.Close(); err != nil {
@@ -447,7 +463,7 @@ var commandOptions = map[string]string{
 	"unhook": "", "hooks": "event", "agent": "", "restored": "", "conversation": "", "transcript": "",
 	"start": "prompt", "restore": "", "new": "cwd prompt", "clear": "", "fork": "upto",
 	"compact": "trigger instructions", "end": "final error", "stop": "reason", "prompt": "",
-	"reopen": "stopcap",
+	"reopen": "stopcap", "delete": "", "vacuum": "", "audit": "",
 }
 
 // addHook registers a hook: "hook EVENT NAME [matcher=M] [status=S]
@@ -567,6 +583,15 @@ func (c *crashStore) Append(ctx context.Context, expect []eventlog.Expect, recs 
 		c.journal.add("  cancel")
 		c.cancel()
 		c.cancelAfter = ""
+	}
+	return evs, err
+}
+
+// Purge journals the record a vacuum appends, as Append does.
+func (c *crashStore) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, error) {
+	evs, err := c.MemoryStore.Purge(ctx, p)
+	for _, ev := range evs {
+		c.journal.add(describe(ev))
 	}
 	return evs, err
 }

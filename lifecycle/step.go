@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -315,6 +314,12 @@ func deleted(in Input, id string) error {
 	return nil
 }
 
+// CurrentDeleted is the error for an action on agent whose current
+// session was deleted: ErrSessionDeleted, saying how to go on.
+func CurrentDeleted(agent, session string) error {
+	return fmt.Errorf("%w: %s, the current session of agent %s; start another session", ErrSessionDeleted, session, agent)
+}
+
 // begin is the first step of in.Action on an agent with no step in flight.
 // An action on an agent whose current session was deleted fails, except a
 // Start, which does not touch the current session: it is the way on.
@@ -332,7 +337,10 @@ func begin(in Input) (Ready, error) {
 			return Ready{}, err
 		}
 	default:
-		if err := cmp.Or(deleted(in, current), deleted(in, act.To)); err != nil {
+		if s := in.Sessions[current]; s != nil && s.Deleted {
+			return Ready{}, CurrentDeleted(a.ID, current)
+		}
+		if err := deleted(in, act.To); err != nil {
 			return Ready{}, err
 		}
 	}

@@ -96,9 +96,9 @@ func Describe(p schema.Payload) string {
 		return fmt.Sprintf("session=%s blocked=%v %s", p.Session, p.Blocked, outcomes(p.Outcomes, p.Interrupted))
 	case *schema.SessionDeleted:
 		if p.Reason != "" {
-			return fmt.Sprintf("session=%s messages=%d reason=%q", p.ID, p.Messages, Clip(p.Reason, 40))
+			return fmt.Sprintf("deleted, %d messages, reason=%q", p.Messages, Clip(p.Reason, 40))
 		}
-		return fmt.Sprintf("session=%s messages=%d", p.ID, p.Messages)
+		return fmt.Sprintf("deleted, %d messages", p.Messages)
 	case *schema.Vacuumed:
 		ids := make([]string, len(p.Sessions))
 		events := 0
