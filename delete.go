@@ -200,26 +200,33 @@ func involves(v *projection.Agent, id string) bool {
 // that is later: an agent that keeps resuming a session keeps it alive
 // even when it adds nothing. Hook runs that record nothing in the
 // session do not count. It reads the whole log.
-func (e *Engine) InactiveSessions(ctx context.Context, cutoff time.Time) ([]projection.SessionInfo, error) {
-	all, err := e.Sessions(ctx)
-	if err != nil {
+func (e *Engine) InactiveSessions(ctx context.Context, cutoff time.Time) ([]InactiveSession, error) {
+	index := projection.NewIndex()
+	if err := e.store.ReadAll(ctx, 1, index.Apply); err != nil {
 		return nil, err
 	}
-	var out []projection.SessionInfo
-	for _, s := range all {
-		if s.LastActivity < cutoff.UnixNano() {
-			out = append(out, s)
+	var out []InactiveSession
+	for _, s := range index.Sessions() {
+		if last := index.LastActivity(s.ID); last < cutoff.UnixNano() {
+			out = append(out, InactiveSession{SessionInfo: s, LastActivity: last})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b projection.SessionInfo) int { return cmp.Compare(a.LastActivity, b.LastActivity) })
+	slices.SortStableFunc(out, func(a, b InactiveSession) int { return cmp.Compare(a.LastActivity, b.LastActivity) })
 	return out, nil
+}
+
+// InactiveSession is a session and its last activity (UTC unix
+// nanoseconds), as InactiveSessions defines it.
+type InactiveSession struct {
+	projection.SessionInfo
+	LastActivity int64
 }
 
 // DeleteInactive deletes, as DeleteSession does, every session that
 // InactiveSessions returns for cutoff, and returns those it deleted. A
 // session that cannot be deleted (one in use, say) is left, and its error
 // is among those returned, joined, while the others go.
-func (e *Engine) DeleteInactive(ctx context.Context, cutoff time.Time) ([]projection.SessionInfo, error) {
+func (e *Engine) DeleteInactive(ctx context.Context, cutoff time.Time) ([]InactiveSession, error) {
 	inactive, err := e.InactiveSessions(ctx, cutoff)
 	if err != nil {
 		return nil, err
@@ -227,7 +234,7 @@ func (e *Engine) DeleteInactive(ctx context.Context, cutoff time.Time) ([]projec
 	reason := "inactive since before " + cutoff.UTC().Format(time.RFC3339)
 	g := &agentGuard{}
 	var (
-		deleted []projection.SessionInfo
+		deleted []InactiveSession
 		errs    []error
 	)
 	for _, s := range inactive {

@@ -15,30 +15,34 @@ type SessionInfo struct {
 	Created      int64 // UTC unix nanoseconds
 	Messages     int
 	LastRestored int64 // when an agent last loaded it; 0 if never
-	// LastActivity is when the session was last used: the time of its
-	// stream's last event, or when an agent last loaded it, if later.
-	LastActivity int64
 }
 
 // Index is the fold of the whole log, in position order, into one row per
 // session. A deleted session has no row.
 type Index struct {
 	sessions map[string]*SessionInfo
+	activity map[string]int64 // by session: see LastActivity
 }
 
 // NewIndex returns an empty index.
-func NewIndex() *Index { return &Index{sessions: map[string]*SessionInfo{}} }
+func NewIndex() *Index {
+	return &Index{sessions: map[string]*SessionInfo{}, activity: map[string]int64{}}
+}
+
+// LastActivity returns when session id was last used: the time of its
+// stream's last event, or when an agent last loaded it, if later; 0 for
+// a session the index has no row for.
+func (x *Index) LastActivity(id string) int64 { return x.activity[id] }
 
 // Apply folds the next event of the log into x.
 func (x *Index) Apply(ev eventlog.Event) error {
 	if id := SessionID(ev.Stream); id != "" {
 		if ev.Type == schema.TypeSessionDeleted {
 			delete(x.sessions, id)
+			delete(x.activity, id)
 			return nil
 		}
-		if s := x.sessions[id]; s != nil {
-			s.LastActivity = max(s.LastActivity, ev.Time)
-		}
+		x.activity[id] = max(x.activity[id], ev.Time)
 	}
 	switch ev.Type {
 	case schema.TypeSessionCreated, schema.TypeMessageAppended, schema.TypeSessionLoaded:
@@ -51,7 +55,7 @@ func (x *Index) Apply(ev eventlog.Event) error {
 	}
 	switch p := p.(type) {
 	case *schema.SessionCreated:
-		x.sessions[p.ID] = &SessionInfo{ID: p.ID, Cwd: p.Cwd, Created: ev.Time, LastActivity: ev.Time}
+		x.sessions[p.ID] = &SessionInfo{ID: p.ID, Cwd: p.Cwd, Created: ev.Time}
 	case *schema.MessageAppended:
 		id := strings.TrimPrefix(ev.Stream, "session/")
 		s, ok := x.sessions[id]
@@ -62,7 +66,7 @@ func (x *Index) Apply(ev eventlog.Event) error {
 	case *schema.SessionLoaded:
 		if s, ok := x.sessions[p.Session]; ok {
 			s.LastRestored = ev.Time
-			s.LastActivity = max(s.LastActivity, ev.Time)
+			x.activity[p.Session] = max(x.activity[p.Session], ev.Time)
 		}
 	}
 	return nil

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
-	"github.com/reprise-dev/reprise/projection"
 )
 
 // rmOptions are the options of rm.
@@ -96,7 +95,7 @@ func runRm(ctx context.Context, a *app, o rmOptions, stdout, stderr io.Writer) (
 		return err
 	}
 	defer closeEngine(e, &err)
-	var gone []projection.SessionInfo
+	var gone []reprise.InactiveSession
 	switch {
 	case o.olderThan != "" && o.dryRun:
 		gone, err = e.InactiveSessions(ctx, time.Now().Add(-age))
@@ -113,9 +112,9 @@ func runRm(ctx context.Context, a *app, o rmOptions, stdout, stderr io.Writer) (
 
 // deleteSessions deletes ids, or with dryRun only checks that they could
 // be, and returns those it deleted; the errors of the others are joined.
-func deleteSessions(ctx context.Context, e *reprise.Engine, ids []string, dryRun bool) ([]projection.SessionInfo, error) {
+func deleteSessions(ctx context.Context, e *reprise.Engine, ids []string, dryRun bool) ([]reprise.InactiveSession, error) {
 	var (
-		gone []projection.SessionInfo
+		gone []reprise.InactiveSession
 		errs []error
 	)
 	for _, id := range ids {
@@ -127,13 +126,13 @@ func deleteSessions(ctx context.Context, e *reprise.Engine, ids []string, dryRun
 			errs = append(errs, err)
 			continue
 		}
-		gone = append(gone, info)
+		gone = append(gone, reprise.InactiveSession{SessionInfo: info})
 	}
 	return gone, errors.Join(errs...)
 }
 
 // printDeleted lists the sessions rm deleted, or would delete.
-func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []projection.SessionInfo) error {
+func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []reprise.InactiveSession) error {
 	if asJSON {
 		out := struct {
 			DryRun  bool          `json:"dry_run"`
