@@ -60,6 +60,10 @@ func TestDeleteAndVacuumOnPostgres(t *testing.T) {
 	if err := db.admin.QueryRow(ctx, "SELECT count(*) FROM "+db.schema+".reprise_gaps").Scan(&gaps); err != nil || gaps == 0 {
 		t.Errorf("reprise_gaps holds %d rows (%v); want the gaps the vacuum left", gaps, err)
 	}
+	var version int
+	if err := db.admin.QueryRow(ctx, "SELECT version FROM "+db.schema+".reprise_schema_version").Scan(&version); err != nil || version != pgstore.GapsSchemaVersion {
+		t.Errorf("schema version after the vacuum = %d (%v); want %d, which builds that know only gapless stores refuse", version, err, pgstore.GapsSchemaVersion)
+	}
 
 	other := newEngine(t, db.open(t, pgstore.Options{}), t.TempDir())
 	audit, err := reprise.Audit(ctx, other.Store())

@@ -10,7 +10,23 @@ import (
 )
 
 // SchemaVersion is the version of the schema this build creates and reads.
-const SchemaVersion = 2
+const SchemaVersion = 1
+
+// GapsSchemaVersion is the version a store takes at its first purge:
+// SchemaVersion's tables and reprise_gaps, the gaps that purges left,
+// which reads pass over. This build reads it too; builds that know only
+// gapless stores refuse it rather than report the gaps as damage.
+const GapsSchemaVersion = 2
+
+// gapsTable is created by the first purge. The empty stream holds the gaps
+// in the positions.
+const gapsTable = `
+CREATE TABLE IF NOT EXISTS reprise_gaps (
+	stream text   COLLATE "C" NOT NULL,
+	first  bigint NOT NULL CHECK (first > 0),
+	last   bigint NOT NULL CHECK (last >= first),
+	PRIMARY KEY (stream, first)
+)`
 
 // versionTable records the schema version in its one row.
 const versionTable = `
@@ -46,15 +62,6 @@ CREATE TABLE reprise_position (
 	last     bigint  NOT NULL CHECK (last >= 0)
 );
 INSERT INTO reprise_position (last) VALUES (0)`,
-	// 2: the gaps purges leave, in a stream's sequences or, for stream '',
-	// in the positions.
-	`
-CREATE TABLE reprise_gaps (
-	stream text   COLLATE "C" NOT NULL,
-	first  bigint NOT NULL CHECK (first > 0),
-	last   bigint NOT NULL CHECK (last >= first),
-	PRIMARY KEY (stream, first)
-)`,
 }
 
 // migrate creates the schema in a new store or upgrades an older one to
@@ -74,10 +81,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, key int64) error {
 		if err := tx.QueryRow(ctx, "SELECT version FROM reprise_schema_version").Scan(&version); err != nil {
 			return err
 		}
-		if version > SchemaVersion {
-			return fmt.Errorf("%w: the schema is at version %d; this build reads up to %d", ErrFormat, version, SchemaVersion)
+		if version > GapsSchemaVersion {
+			return fmt.Errorf("%w: the schema is at version %d; this build reads up to %d", ErrFormat, version, GapsSchemaVersion)
 		}
-		if version == SchemaVersion {
+		if version >= SchemaVersion {
 			return nil
 		}
 		for v := version; v < SchemaVersion; v++ {
@@ -90,7 +97,8 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, key int64) error {
 	})
 }
 
-// checkVersion fails unless the schema is at SchemaVersion; read-only opens
+// checkVersion fails unless the schema is at SchemaVersion or
+// GapsSchemaVersion; read-only opens
 // use it instead of migrate.
 func checkVersion(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	var version int
@@ -102,8 +110,8 @@ func checkVersion(ctx context.Context, pool *pgxpool.Pool, schema string) error 
 		return err
 	case version < SchemaVersion:
 		return fmt.Errorf("%w: schema %s is at version %d; open it for writing once to upgrade it to %d", ErrFormat, schema, version, SchemaVersion)
-	case version > SchemaVersion:
-		return fmt.Errorf("%w: schema %s is at version %d; this build reads up to %d", ErrFormat, schema, version, SchemaVersion)
+	case version > GapsSchemaVersion:
+		return fmt.Errorf("%w: schema %s is at version %d; this build reads up to %d", ErrFormat, schema, version, GapsSchemaVersion)
 	}
 	return nil
 }

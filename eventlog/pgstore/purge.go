@@ -16,7 +16,8 @@ var _ eventlog.Purger = (*Store)(nil)
 // Purge implements eventlog.Purger in one transaction: it appends
 // p.Records (taking the position counter's lock, as every append does),
 // deletes the removed events' rows, records the gaps they leave in
-// reprise_gaps, and updates the rewritten payloads. The server keeps the
+// reprise_gaps (created, and the schema marked GapsSchemaVersion, by the
+// first purge), and updates the rewritten payloads. The server keeps the
 // old row versions until its own VACUUM reclaims them, and its WAL and
 // backups as long as they are kept: see docs/postgres.md.
 func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, error) {
@@ -38,6 +39,14 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var err error
 		if evs, err = appendIn(ctx, tx, p.Expect, p.Records); err != nil {
+			return err
+		}
+		// The append holds the position counter's lock, so purges create
+		// the table one at a time.
+		if _, err := tx.Exec(ctx, gapsTable); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "UPDATE reprise_schema_version SET version = $1 WHERE version < $1", GapsSchemaVersion); err != nil {
 			return err
 		}
 		return purgeIn(ctx, tx, p)

@@ -132,7 +132,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	db.open(t, pgstore.Options{}).Close()
-	db.exec(t, fmt.Sprintf("UPDATE {schema}.reprise_schema_version SET version = %d", pgstore.SchemaVersion+1))
+	db.exec(t, fmt.Sprintf("UPDATE {schema}.reprise_schema_version SET version = %d", pgstore.GapsSchemaVersion+1))
 	for _, readOnly := range []bool{false, true} {
 		_, err := pgstore.Open(context.Background(), db.url, pgstore.Options{ReadOnly: readOnly})
 		if !errors.Is(err, pgstore.ErrFormat) {
