@@ -29,6 +29,10 @@
 // numbered elsewhere as they are, and Copy uses it to load one store's
 // snapshot into another.
 //
+// Purger is an optional operation, which every store of this module
+// implements: it removes events for good, leaving gaps in sequences and
+// positions that reads pass over. Nothing else ever changes a stored event.
+//
 // Backends live in their own packages and are the caller's choice:
 // boltstore (an embedded bbolt file, with its own envelope encoding) and
 // pgstore (PostgreSQL). remote reads a store through the process that

@@ -23,7 +23,12 @@
 //	                                                        then, unless the run is one event, its length
 //	                                                        (4 bytes, big-endian)
 //	recent     the newest runs, as in positions; its sequence is the last position given
-//	meta       "format"                                  -> the layout version (one byte, 3)
+//	meta       "format"                                  -> the layout version (one byte, 3 or 4)
+//
+// and, once a purge has removed events, a fifth:
+//
+//	gaps       stream + 0x00 + first seq                 -> last seq (8 bytes, big-endian): a purged run
+//	           0x00 + first position                     -> last position: purged positions
 //
 // Stream names hold no NUL byte, so an event key's stream part ends at the
 // first 0x00 and a stream's events sit together in sequence order: reading
@@ -56,6 +61,20 @@
 // reads both as they are; a write-open adds the recent bucket, drops the
 // heads bucket and marks them as layout 3, which builds reading only older
 // layouts refuse rather than misread.
+//
+// Layout 4 is layout 3 with gaps: Purge removes events in one transaction
+// (their keys, their positions, split out of their runs), records what it
+// removed in the gaps bucket and marks the file with layout 4, so that
+// builds that know only gapless stores refuse it. Reads pass over a gap
+// that the gaps bucket explains and report any other as corruption. Purge
+// then compacts the file (Compact): bbolt keeps freed pages, with their
+// old bytes, for reuse, so the live pages are copied into a new file,
+// STORE.vacuum, which is opened (and so locked) before the old one is
+// closed, synced, and renamed over the store, so the lock is never let
+// go. A process that was waiting for the old file's lock notices the
+// rename when it gets the lock and opens the new file. A crash before the
+// rename leaves the purged store and a stale STORE.vacuum, which the next
+// compaction replaces.
 //
 // Streams grow only at their end and positions only at theirs, so the
 // pages a split leaves behind take few or no more keys: Append fills the
@@ -98,7 +117,7 @@
 // Damaged files are reported as errors matching eventlog.ErrCorrupt: a file
 // that is not a bbolt database, one shorter than its own meta pages say (a
 // truncated copy, say), a value whose checksum fails, a gap in a stream or in
-// the positions. Open compares the file's size with its meta pages before it
+// the positions that no purge recorded. Open compares the file's size with its meta pages before it
 // opens the file for writing, and reads run with memory faults turned into
 // panics that are recovered, so a read past the end of a shrunk mapping
 // costs an error naming the stream and sequence, not the process. Only

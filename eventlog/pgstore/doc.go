@@ -18,7 +18,8 @@
 // tables there, or upgrades them to SchemaVersion, in one transaction under
 // a transaction-scoped advisory lock, so hosts that open a new store at once
 // run each migration exactly once between them. Options.ReadOnly opens an
-// existing store at SchemaVersion without changing it.
+// existing store at SchemaVersion (or GapsSchemaVersion) without changing
+// it.
 //
 // # Layout
 //
@@ -27,11 +28,14 @@
 //	reprise_streams         stream text COLLATE "C" primary key, head bigint
 //	reprise_events          position bigint primary key, stream, seq, type, version,
 //	                        time_ns, restore_id, payload bytea; unique (stream, seq)
+//	reprise_gaps            stream, first, last: the gaps purges left (stream '' for
+//	                        positions); created by the first Purge, which marks
+//	                        the schema GapsSchemaVersion
 //
 // Stream names use the "C" collation, so they sort byte by byte, as Go
 // strings do. Each event's fields are columns of their own; reads check
 // that sequences and positions follow each other without gaps and report
-// any that do not as eventlog.ErrCorrupt.
+// any that do not, and that no purge recorded, as eventlog.ErrCorrupt.
 //
 // # Appends
 //
