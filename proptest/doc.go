@@ -17,7 +17,10 @@
 // command hooks from a settings file: print text or JSON, print nothing,
 // exit 2); add and remove session-scoped function and command hooks, among
 // them hooks that hang until their timeout and a duplicate of a registered
-// command; close and reopen the store; and crash: the store fails every
+// command; delete a session no agent is on (and try to create it again),
+// and vacuum, after which the restores into deleted sessions must read
+// with their context blanked and the audit must accept the gaps; close and
+// reopen the store; and crash: the store fails every
 // append from the k-th append of a Start, a Restore, an End or a message
 // on, before or after writing it, as if the process had died there, and a
 // new Engine opens the file and rolls forward. Two agents share the

@@ -57,3 +57,19 @@ func (f *faultStore) Append(ctx context.Context, expect []eventlog.Expect, recs 
 	}
 	return nil, errCrashed
 }
+
+// Purge implements eventlog.Purger when the store under it does; a dead
+// process purges nothing.
+func (f *faultStore) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, error) {
+	f.mu.Lock()
+	dead := f.dead
+	f.mu.Unlock()
+	if dead {
+		return nil, errCrashed
+	}
+	purger, ok := f.Store.(eventlog.Purger)
+	if !ok {
+		return nil, errors.New("proptest: the store cannot purge")
+	}
+	return purger.Purge(ctx, p)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -342,7 +343,7 @@ func (s *machine) checkRuns(t *rapid.T, groups [][]string) {
 // the Engine returned; Check then compares the whole state.
 
 func (s *machine) CreateSession(t *rapid.T) {
-	id := fmt.Sprintf("s%d", len(s.m.order)+1)
+	id := fmt.Sprintf("s%d", len(s.m.order)+len(s.m.deleted)+1)
 	got, err := s.e.CreateSession(context.Background(), id, s.cwd())
 	if err != nil || got != id {
 		t.Fatalf("CreateSession(%s) = %q, %v", id, got, err)
@@ -682,11 +683,47 @@ func checkRestore(t interface{ Fatalf(string, ...any) }, r reprise.Restore, want
 		fail("SessionStart hooks (intent, outcomes)", [][]string{r.StartHooks, startNames}, want.startNames)
 	case !slices.Equal(startStatuses, want.startStatuses) || r.StartInterrupted != want.startInterrupted:
 		fail("SessionStart statuses, interrupted", []any{startStatuses, r.StartInterrupted}, []any{want.startStatuses, want.startInterrupted})
-	case r.Context != want.context:
-		fail("context", r.Context, want.context)
+	case r.Context != want.contextNow():
+		fail("context", r.Context, want.contextNow())
 	case (r.InjectedUUID != "") != (want.context != ""):
 		fail("injected message", r.InjectedUUID, want.context != "")
 	}
+}
+
+// DeleteSession deletes a session no agent is on; deleting the current
+// session of an agent is the scenario delete.txt's. Now and then it then
+// tries to create the session again, which must fail.
+func (s *machine) DeleteSession(t *rapid.T) {
+	var free []string
+	for _, id := range s.m.order {
+		if !slices.Contains(slices.Collect(maps.Values(s.m.current)), id) {
+			free = append(free, id)
+		}
+	}
+	if len(free) == 0 {
+		t.SkipNow() // every session is current
+	}
+	id := rapid.SampledFrom(free).Draw(t, "session")
+	if err := s.e.DeleteSession(context.Background(), id); err != nil {
+		t.Fatalf("DeleteSession(%s): %v", id, err)
+	}
+	s.m.delete(id)
+	if rapid.Bool().Draw(t, "recreate") {
+		if _, err := s.e.CreateSession(context.Background(), id, s.cwd()); !errors.Is(err, reprise.ErrSessionDeleted) {
+			t.Fatalf("CreateSession(%s) of a deleted id: %v, want ErrSessionDeleted", id, err)
+		}
+	}
+	s.checkRuns(t, nil)
+}
+
+// Vacuum removes the deleted sessions for good: the contexts their
+// restores recorded are blanked, and the audit must accept the gaps.
+func (s *machine) Vacuum(t *rapid.T) {
+	if _, err := s.e.Vacuum(context.Background()); err != nil {
+		t.Fatalf("Vacuum: %v", err)
+	}
+	s.m.vacuum()
+	s.checkRuns(t, nil)
 }
 
 func (s *machine) SetHookBehaviour(t *rapid.T) {
@@ -906,6 +943,11 @@ func (s *machine) Check(t *rapid.T) {
 			t.Fatalf("Sessions says %s has %d messages; the model has it %v", info.ID, info.Messages, want != nil)
 		}
 	}
+	for id := range s.m.deleted {
+		if _, err := s.e.Conversation(ctx, id); !errors.Is(err, reprise.ErrSessionDeleted) {
+			t.Fatalf("Conversation(%s) of a deleted session: %v, want ErrSessionDeleted", id, err)
+		}
+	}
 	checkAudit(t, s.e.Store(), s.m)
 	s.checkRuns(t, nil)
 }
@@ -965,8 +1007,9 @@ func checkAudit(t interface{ Fatalf(string, ...any) }, store eventlog.Store, m *
 		t.Fatalf("Audit found %d violations: %v", len(rep.Violations), rep.Violations)
 	}
 	restores, interrupted := m.interruptedHooks()
-	if rep.Restores != restores || rep.HooksInterrupted != interrupted || rep.Sessions != len(m.order) {
+	sessions := len(m.order) + len(m.deleted) // a deleted session's stream stays, its tombstone at least
+	if rep.Restores != restores || rep.HooksInterrupted != interrupted || rep.Sessions != sessions {
 		t.Fatalf("Audit counts %d restores, %d interrupted hooks, %d sessions; want %d, %d, %d",
-			rep.Restores, rep.HooksInterrupted, rep.Sessions, restores, interrupted, len(m.order))
+			rep.Restores, rep.HooksInterrupted, rep.Sessions, restores, interrupted, sessions)
 	}
 }

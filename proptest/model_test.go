@@ -77,6 +77,16 @@ type modelRestore struct {
 	startStatuses    []string
 	startInterrupted bool
 	context          string
+	vacuumed         bool // a vacuum removed its target: the log's context is blank
+}
+
+// contextNow is the context the log holds for r: none once a vacuum
+// removed its target.
+func (r modelRestore) contextNow() string {
+	if r.vacuumed {
+		return ""
+	}
+	return r.context
 }
 
 // steps returns the event types r records when complete.
@@ -134,6 +144,7 @@ type model struct {
 	history   map[string][]modelRestore
 	// stopBlocks counts each agent's consecutive blocked stops.
 	stopBlocks map[string]int
+	deleted    map[string]bool // deleted sessions, which are not in order
 }
 
 // compactSummary is the summary every compaction of the model gives.
@@ -141,12 +152,33 @@ const compactSummary = "what was said so far"
 
 func newModel(registry []hookSpec, behaviour map[string]string) *model {
 	return &model{registry: registry, behaviour: behaviour, sessions: map[string]*modelSession{},
-		current: map[string]string{}, history: map[string][]modelRestore{}, stopBlocks: map[string]int{}}
+		current: map[string]string{}, history: map[string][]modelRestore{}, stopBlocks: map[string]int{},
+		deleted: map[string]bool{}}
 }
 
 func (m *model) create(id string) {
 	m.sessions[id] = &modelSession{}
 	m.order = append(m.order, id)
+}
+
+// delete takes session id out of the sessions any action uses; its
+// buffered messages are gone.
+func (m *model) delete(id string) {
+	m.order = slices.DeleteFunc(m.order, func(o string) bool { return o == id })
+	m.sessions[id].pending = nil
+	m.deleted[id] = true
+}
+
+// vacuum marks the restores into deleted sessions: their context is
+// blanked in the log.
+func (m *model) vacuum() {
+	for _, h := range m.history {
+		for i := range h {
+			if m.deleted[h[i].to] {
+				h[i].vacuumed = true
+			}
+		}
+	}
 }
 
 // save makes session id's pending messages durable and returns how many.
