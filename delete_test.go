@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
@@ -325,5 +326,41 @@ func TestDeleteInactive(t *testing.T) {
 	}
 	if again, err := e.DeleteInactive(ctx, cutoff); err != nil || len(again) != 0 {
 		t.Errorf("DeleteInactive again = %+v, %v; want nothing", again, err)
+	}
+}
+
+// TestVacuumedStoreCopies copies a vacuumed store to a new bbolt file and
+// to memory: the gaps come along, the copy audits clean and holds the same
+// events.
+func TestVacuumedStoreCopies(t *testing.T) {
+	ctx := context.Background()
+	e, _ := testkit.NewEngine(t, reprise.Options{Logger: testkit.Discard})
+	withSecrets(t, e)
+	if err := e.DeleteSession(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := testkit.Events(t, e.Store())
+	file, err := boltstore.Open(filepath.Join(t.TempDir(), "copy.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for name, dst := range map[string]interface {
+		eventlog.Store
+		eventlog.Loader
+	}{"bbolt": file, "memory": eventlog.NewMemoryStore()} {
+		if _, err := eventlog.Copy(ctx, dst, e.Store()); err != nil {
+			t.Fatalf("%s: Copy: %v", name, err)
+		}
+		if got := testkit.Events(t, dst); len(got) != len(want) || got[len(got)-1].Position != want[len(want)-1].Position {
+			t.Errorf("%s: the copy holds %d events; want %d, ending at the same position", name, len(got), len(want))
+		}
+		rep, err := reprise.Audit(ctx, dst)
+		if err != nil || len(rep.Violations) != 0 {
+			t.Errorf("%s: Audit of the copy: %v, %v; want no violation", name, err, rep.Violations)
+		}
 	}
 }

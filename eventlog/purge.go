@@ -71,3 +71,31 @@ func CheckPurge(p Purge) error {
 	}
 	return nil
 }
+
+// LoadGaps returns the gaps that loading evs leaves in a store whose last
+// position is last and whose streams' heads head returns: the sequences
+// each stream skips, and, with an empty Stream, the positions skipped.
+// A Loader records them as Purge does, so that a store whose sessions were
+// vacuumed reads the same once copied. evs must have passed CheckLoad.
+func LoadGaps(evs []Event, last uint64, head func(stream string) (uint64, error)) ([]SeqRange, error) {
+	var gaps []SeqRange
+	heads := map[string]uint64{}
+	for _, ev := range evs {
+		if ev.Position > last+1 {
+			gaps = append(gaps, SeqRange{First: last + 1, Last: ev.Position - 1})
+		}
+		last = ev.Position
+		h, ok := heads[ev.Stream]
+		if !ok {
+			var err error
+			if h, err = head(ev.Stream); err != nil {
+				return nil, err
+			}
+		}
+		if ev.Seq > h+1 {
+			gaps = append(gaps, SeqRange{Stream: ev.Stream, First: h + 1, Last: ev.Seq - 1})
+		}
+		heads[ev.Stream] = ev.Seq
+	}
+	return gaps, nil
+}

@@ -34,6 +34,15 @@ func (s *Store) Load(ctx context.Context, evs []eventlog.Event) error {
 		if len(evs) == 0 {
 			return nil
 		}
+		gaps, err := eventlog.LoadGaps(evs, lastPosition(b), func(stream string) (uint64, error) {
+			return readHead(c, stream)
+		})
+		if err != nil {
+			return err
+		}
+		if err := recordGaps(tx, gaps); err != nil {
+			return err
+		}
 		// Runs older than the loaded ones leave recent first, so that
 		// positions stays in order ahead of it.
 		if err := moveRecent(tx, b); err != nil {

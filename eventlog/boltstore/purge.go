@@ -185,6 +185,24 @@ func dropPosition(b buckets, pos uint64) error {
 	return fmt.Errorf("%w: position %d has no run", eventlog.ErrCorrupt, pos)
 }
 
+// recordGaps records gaps (an empty Stream for positions) in the gaps
+// bucket and marks the layout, when there are any.
+func recordGaps(tx *bolt.Tx, gaps []eventlog.SeqRange) error {
+	if len(gaps) == 0 {
+		return nil
+	}
+	bucket, err := tx.CreateBucketIfNotExists(gapsBucket)
+	if err != nil {
+		return fmt.Errorf("boltstore: record gaps: %w", err)
+	}
+	for _, g := range gaps {
+		if err := bucket.Put(eventKey(g.Stream, g.First), be64(g.Last)); err != nil {
+			return fmt.Errorf("boltstore: record gaps: %w", err)
+		}
+	}
+	return tx.Bucket(metaBucket).Put(formatKey, []byte{gapsLayout})
+}
+
 // gapEnd returns the last of the gaps that purges left in stream (""
 // for positions) from at on, following gaps that touch, and false when no
 // gap holds at.

@@ -54,8 +54,15 @@ func loadTx(ctx context.Context, tx pgx.Tx, evs []eventlog.Event) error {
 	if err != nil {
 		return err
 	}
-	err = eventlog.CheckLoad(evs, uint64(last), func(stream string) (uint64, error) { return heads[stream], nil })
-	if err != nil || len(evs) == 0 {
+	head := func(stream string) (uint64, error) { return heads[stream], nil }
+	if err := eventlog.CheckLoad(evs, uint64(last), head); err != nil || len(evs) == 0 {
+		return err
+	}
+	gaps, err := eventlog.LoadGaps(evs, uint64(last), head)
+	if err != nil {
+		return err
+	}
+	if err := recordGaps(ctx, tx, gaps); err != nil {
 		return err
 	}
 	n := len(evs)

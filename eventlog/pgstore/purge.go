@@ -43,10 +43,7 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 		}
 		// The append holds the position counter's lock, so purges create
 		// the table one at a time.
-		if _, err := tx.Exec(ctx, gapsTable); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "UPDATE reprise_schema_version SET version = $1 WHERE version < $1", GapsSchemaVersion); err != nil {
+		if err := markGaps(ctx, tx); err != nil {
 			return err
 		}
 		return purgeIn(ctx, tx, p)
@@ -118,6 +115,34 @@ func purgeIn(ctx context.Context, tx pgx.Tx, p eventlog.Purge) error {
 		}
 		if tag.RowsAffected() != 1 {
 			return fmt.Errorf("%w: %s#%d is not stored", eventlog.ErrInvalidPurge, r.Stream, r.Seq)
+		}
+	}
+	return nil
+}
+
+// markGaps creates reprise_gaps and marks the schema GapsSchemaVersion,
+// in a transaction that holds the position counter's lock.
+func markGaps(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, gapsTable); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, "UPDATE reprise_schema_version SET version = $1 WHERE version < $1", GapsSchemaVersion)
+	return err
+}
+
+// recordGaps records gaps (an empty Stream for positions) that a load
+// leaves, when there are any.
+func recordGaps(ctx context.Context, tx pgx.Tx, gaps []eventlog.SeqRange) error {
+	if len(gaps) == 0 {
+		return nil
+	}
+	if err := markGaps(ctx, tx); err != nil {
+		return err
+	}
+	for _, g := range gaps {
+		if _, err := tx.Exec(ctx, "INSERT INTO reprise_gaps (stream, first, last) VALUES ($1, $2, $3)",
+			g.Stream, int64(g.First), int64(g.Last)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -159,3 +159,34 @@ func testPurgeTwice(t *testing.T, p eventlog.Purger, s eventlog.Store) {
 		t.Errorf("ReadStream(s/a) across two adjacent gaps = %s; want only s/a#3", show(got))
 	}
 }
+
+// testLoadKeepsGaps loads events with gaps in their sequences and
+// positions, as a copy of a vacuumed store has: reads pass over the gaps,
+// and appends go on after them.
+func testLoadKeepsGaps(t *testing.T, s eventlog.Store) {
+	l := loader(t, s)
+	evs := []eventlog.Event{
+		{Stream: "session/s", Seq: 1, Position: 1, Type: testType, Version: 1, Payload: []byte("s1")},
+		{Stream: "session/s", Seq: 3, Position: 4, Type: testType, Version: 1, Payload: []byte("s3")},
+		{Stream: "agent/x", Seq: 2, Position: 6, Type: testType, Version: 1, Payload: []byte("x2")},
+	}
+	if err := l.Load(context.Background(), evs); err != nil {
+		t.Fatalf("Load of events with gaps: %v", err)
+	}
+	if got := readAll(t, s, 0); !equalEvents(got, evs) {
+		t.Errorf("ReadAll after the Load = %s; want %s", show(got), show(evs))
+	}
+	if got := readAll(t, s, 2); !equalEvents(got, evs[1:]) {
+		t.Errorf("ReadAll(2), from inside a gap, = %s; want %s", show(got), show(evs[1:]))
+	}
+	if got := readStream(t, s, "session/s", 1); !equalEvents(got, evs[:2]) {
+		t.Errorf("ReadStream(session/s) = %s; want %s", show(got), show(evs[:2]))
+	}
+	if got := readStream(t, s, "agent/x", 1); !equalEvents(got, evs[2:]) {
+		t.Errorf("ReadStream(agent/x) = %s; want %s", show(got), show(evs[2:]))
+	}
+	next := mustAppend(t, s, []eventlog.Expect{{Stream: "session/s", Seq: 3}}, rec("session/s", "s4"))
+	if next[0].Seq != 4 || next[0].Position != 7 {
+		t.Errorf("Append after the Load got seq %d position %d; want 4 and 7", next[0].Seq, next[0].Position)
+	}
+}

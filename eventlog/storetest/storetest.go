@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) eventlog.Store) {
 		{"ClosedStore", testClosedStore},
 		{"LoadKeepsNumbering", testLoadKeepsNumbering},
 		{"LoadRefusesEventsNotAfterStore", testLoadRefuses},
+		{"LoadKeepsGaps", testLoadKeepsGaps},
 		{"PurgeLeavesGapsReadsPassOver", purger(testPurgeLeavesGaps)},
 		{"PurgeRewritesPayloadsInPlace", purger(testPurgeRewrites)},
 		{"InvalidPurgeChangesNothing", purger(testInvalidPurge)},
