@@ -74,7 +74,8 @@
 // go. A process that was waiting for the old file's lock notices the
 // rename when it gets the lock and opens the new file. A crash before the
 // rename leaves the purged store and a stale STORE.vacuum, which the next
-// compaction replaces.
+// compaction replaces. Load records the gaps in the events it is given the
+// same way, so a copy of a vacuumed store reads as it did.
 //
 // Streams grow only at their end and positions only at theirs, so the
 // pages a split leaves behind take few or no more keys: Append fills the
