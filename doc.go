@@ -30,7 +30,8 @@
 // are the spec. A PostgreSQL store is opened with package pgstore and
 // handed to New; Open takes only bbolt files, so a program that never
 // imports pgstore never links its driver. Audit checks a whole store; Import and Export move
-// Claude Code transcripts in and out.
+// Claude Code transcripts in and out. DeleteSession (or DeleteInactive, for
+// retention) deletes a session, and Vacuum then removes its data for good.
 //
 // # Caveats
 //
@@ -48,4 +49,9 @@
 // the next call on the agent finishes the restore. Command hooks outlive a
 // host killed by SIGKILL unless Options.Runner is a hookexec.Exec with a
 // Supervisor (see docs/hooks.md).
+//
+// On a database several hosts share, a host that cached a session learns
+// that another deleted it when it next writes to it; until then it may
+// still read it. Vacuum removes deleted sessions' text from the store, not
+// from copies made before it: backups, exports, and what hooks kept.
 package reprise

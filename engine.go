@@ -625,9 +625,9 @@ func (e *Engine) Session(ctx context.Context, id string) (projection.SessionInfo
 	return projection.SessionInfo{ID: id, Cwd: s.conv.Cwd, Created: s.conv.Created, Messages: len(s.conv.Messages)}, nil
 }
 
-// Sessions returns every session of the store with its message count and
-// when an agent last restored it, ordered by creation. It reads the whole
-// log.
+// Sessions returns every session of the store, deleted ones left out,
+// with its message count and when an agent last restored it, ordered by
+// creation. It reads the whole log.
 func (e *Engine) Sessions(ctx context.Context) ([]projection.SessionInfo, error) {
 	index := projection.NewIndex()
 	if err := e.store.ReadAll(ctx, 1, index.Apply); err != nil {
