@@ -373,6 +373,10 @@ func (a *Agent) append(ctx context.Context, ready lifecycle.Ready, views *sessio
 	// agent unreadable.
 	state := a.view.State
 	for i, rec := range ready.Records {
+		if s := views.byID[projection.SessionID(rec.Stream)]; s != nil && s.conv.Deleted {
+			// Nothing follows a tombstone, whatever a stale step decided.
+			return deletedError(s.conv.ID)
+		}
 		if rec.Stream != a.stream {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
@@ -68,5 +69,34 @@ func TestActionsOnADeletedSession(t *testing.T) {
 		Sessions: map[string]*lifecycle.Session{"gone": {ID: "gone", Head: 2, Deleted: true}}, NewID: func() string { return "r" }})
 	if !errors.Is(err, lifecycle.ErrSessionDeleted) {
 		t.Errorf("Start of a deleted session on a fresh agent: %v; want ErrSessionDeleted", err)
+	}
+}
+
+// TestInjectIntoASessionDeletedMeanwhile: another process deleted the
+// target while its SessionStart hooks ran. The restore ends with no
+// message, since nothing may follow a tombstone.
+func TestInjectIntoASessionDeletedMeanwhile(t *testing.T) {
+	agent := projection.NewAgent("ide")
+	for i, p := range []schema.Payload{
+		&schema.SessionLoaded{Session: "a", Source: schema.SourceStartup},
+		&schema.SessionStartHookStarted{Session: "a", Source: schema.SourceStartup, Hooks: []string{"h"}},
+		&schema.SessionStartHookRan{Session: "a", Source: schema.SourceStartup, Context: "ctx",
+			Outcomes: []schema.HookOutcome{{Name: "h", Status: schema.HookOK}}},
+	} {
+		ev := eventlog.Event{Stream: projection.AgentStream("ide"), Seq: uint64(i + 1), Type: p.EventType(), RestoreID: "r"}
+		if err := agent.ApplyDecoded(ev, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready, err := lifecycle.Step(lifecycle.Input{Agent: agent, Sessions: map[string]*lifecycle.Session{"a": {ID: "a", Head: 3, Deleted: true}},
+		NewID: func() string { return "m" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ready.Records) != 1 || ready.Records[0].Stream != projection.AgentStream("ide") || ready.Warning == "" {
+		t.Fatalf("Step = %d records (%v), warning %q; want ContextInjected alone, with a warning", len(ready.Records), ready.Records, ready.Warning)
+	}
+	if done, ok := ready.Payloads[0].(*schema.ContextInjected); !ok || done.MessageUUID != "" {
+		t.Errorf("Step recorded %#v; want ContextInjected with no message", ready.Payloads[0])
 	}
 }

@@ -483,6 +483,13 @@ func inject(in Input) (Ready, error) {
 	if s == nil {
 		return Ready{}, fmt.Errorf("inject into %s for restore %s: %w: %s", r.To, r.ID, ErrSessionNotFound, r.To)
 	}
+	if s.Deleted {
+		// Another process deleted it while its hooks ran: nothing is
+		// written after a tombstone, and the restore ends.
+		ready := agentStep(in, r.ID, done)
+		ready.Warning = "session " + r.To + " was deleted during the restore; its context was not injected"
+		return ready, nil
+	}
 	msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
 		Content: []schema.Block{{Type: "text", Text: Reminder(hookexec.SessionStart, r.Context)}}}
 	done.MessageUUID = msg.UUID
