@@ -186,6 +186,11 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 			return nil, outcomes{}, err
 		}
 	}
+	// Another process may have deleted a session this Engine has cached:
+	// the stepper must see the tombstone before it begins.
+	if err := a.e.seeTombstones(ctx, a.view.Current, act.To); err != nil {
+		return nil, outcomes{}, err
+	}
 	before := len(a.view.History)
 	out, err = a.step(ctx, act)
 	if err == nil && out.blocked != "" {

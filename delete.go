@@ -106,6 +106,34 @@ func (a *Agent) currentDeleted(ctx context.Context) error {
 	return nil
 }
 
+// seeTombstones catches up the cached sessions among ids that another
+// process deleted since this Engine read them. Others stay as cached: what
+// other writers appended is learnt when an append conflicts, as before.
+func (e *Engine) seeTombstones(ctx context.Context, ids ...string) error {
+	for _, id := range ids {
+		e.mu.Lock()
+		s := e.sessions[id]
+		e.mu.Unlock()
+		if s == nil {
+			continue
+		}
+		s.mu.Lock()
+		gone := false
+		err := e.store.ReadStream(ctx, projection.SessionStream(id), s.conv.Head+1, func(ev eventlog.Event) error {
+			gone = gone || ev.Type == schema.TypeSessionDeleted
+			return nil
+		})
+		if err == nil && gone {
+			err = e.catchUp(ctx, s)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // taken explains why session id could not be created: it exists, or it
 // was deleted, and a deleted id is never used again.
 func (e *Engine) taken(ctx context.Context, id string) error {

@@ -364,3 +364,35 @@ func TestVacuumedStoreCopies(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedByAnotherEngine deletes a session through a second Engine on
+// the same store, as another host of a shared database would: the first,
+// which has the session cached, refuses to use it from then on.
+func TestDeletedByAnotherEngine(t *testing.T) {
+	ctx := context.Background()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "r.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := reprise.New(store, reprise.Options{Logger: testkit.Discard})
+	defer host.Close()
+	other := reprise.New(store, reprise.Options{Logger: testkit.Discard})
+	testkit.Session(t, host, "a", "", "hello")
+	testkit.Session(t, host, "b", "")
+	a := testkit.Agent(t, host, "ide")
+	if _, err := a.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.DeleteSession(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Restore(ctx, "b"); !errors.Is(err, reprise.ErrSessionDeleted) {
+		t.Errorf("Restore away from a session another Engine deleted: %v; want ErrSessionDeleted", err)
+	}
+	if _, err := host.Append(ctx, "a", reprise.Text("user", "more")); !errors.Is(err, reprise.ErrSessionDeleted) {
+		t.Errorf("Append to a session another Engine deleted: %v; want ErrSessionDeleted", err)
+	}
+	if rep, err := reprise.Audit(ctx, store); err != nil || len(rep.Violations) != 0 {
+		t.Errorf("Audit: %v, %v; want no violation", err, rep.Violations)
+	}
+}

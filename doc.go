@@ -51,7 +51,7 @@
 // Supervisor (see docs/hooks.md).
 //
 // On a database several hosts share, a host that cached a session learns
-// that another deleted it when it next writes to it; until then it may
-// still read it. Vacuum removes deleted sessions' text from the store, not
+// that another deleted it at its next action on an agent or write to the
+// session; until then it may still read it. Vacuum removes deleted sessions' text from the store, not
 // from copies made before it: backups, exports, and what hooks kept.
 package reprise

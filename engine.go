@@ -546,6 +546,9 @@ func (e *Engine) saveFailed(ctx context.Context, s *session, err error) error {
 		if cerr := e.catchUp(ctx, s); cerr != nil {
 			return errors.Join(err, cerr)
 		}
+		if s.conv.Deleted { // by another process
+			return deletedError(s.conv.ID)
+		}
 	}
 	return err
 }
