@@ -148,7 +148,7 @@ func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []reprise.Inactive
 		verb = "would delete"
 	}
 	for _, s := range gone {
-		if _, err := fmt.Fprintf(stdout, "%s %s (%d messages)\n", verb, s.ID, s.Messages); err != nil {
+		if _, err := fmt.Fprintf(stdout, "%s %s (%d message(s))\n", verb, s.ID, s.Messages); err != nil {
 			return err
 		}
 	}

@@ -49,7 +49,7 @@ func TestRmThenVacuum(t *testing.T) {
 		t.Fatal("the secret is not in the store and the transcript; the test proves nothing")
 	}
 
-	if out := c.ok("rm", "a"); out != "deleted a (3 messages)\n" {
+	if out := c.ok("rm", "a"); out != "deleted a (3 message(s))\n" {
 		t.Errorf("rm a printed %q", out)
 	}
 	var sessions []sessionJSON
@@ -62,7 +62,7 @@ func TestRmThenVacuum(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"replay", "a"}, {"export", "a"}, {"append", "a", "--role", "user", "x"}, {"new", "--id", "a"},
-		{"start", "--agent", "other", "--no-default-settings", "a"}, {"rm", "a"},
+		{"start", "--agent", "other", "--no-default-settings", "a"}, {"rm", "a"}, {"hooks", "--session", "a"},
 	} {
 		if r := c.fails(exitFailure, args...); !strings.Contains(r.stderr, "session was deleted: a") {
 			t.Errorf("reprise %s after rm: %s", strings.Join(args, " "), r.stderr)
@@ -100,7 +100,7 @@ func TestRmThenVacuum(t *testing.T) {
 		t.Errorf("replay b after the vacuum:\n%s", out)
 	}
 	c.fails(exitFailure, "new", "--id", "a")
-	if out := c.ok("vacuum"); out != "removed 0 events of 0 deleted sessions, blanked 0 agent events, removed 0 files\n" {
+	if out := c.ok("vacuum"); out != "removed 0 event(s) of 0 deleted session(s), blanked 0 agent event(s), removed 0 file(s)\n" {
 		t.Errorf("a second vacuum printed %q", out)
 	}
 }
@@ -146,10 +146,10 @@ func TestRmOlderThan(t *testing.T) {
 	}
 	c.session("fresh")
 
-	if out := c.ok("rm", "--older-than", "30d", "--dry-run"); out != "would delete old (0 messages)\n" {
+	if out := c.ok("rm", "--older-than", "30d", "--dry-run"); out != "would delete old (0 message(s))\n" {
 		t.Errorf("rm --older-than 30d --dry-run printed %q", out)
 	}
-	if out := c.ok("rm", "--older-than", "1h", "--dry-run"); out != "would delete old (0 messages)\nwould delete reloaded (0 messages)\n" {
+	if out := c.ok("rm", "--older-than", "1h", "--dry-run"); out != "would delete old (0 message(s))\nwould delete reloaded (0 message(s))\n" {
 		t.Errorf("rm --older-than 1h --dry-run printed %q", out)
 	}
 	var sessions []sessionJSON
@@ -184,7 +184,7 @@ func TestRmAndVacuumOnPostgres(t *testing.T) {
 	c.ok("--store", store, "new", "--id", "a", "--cwd", c.dir)
 	c.ok("--store", store, "append", "a", "--role", "user", cliSecret)
 	c.ok("--store", store, "rm", "a")
-	if out := c.ok("--store", store, "vacuum"); !strings.HasPrefix(out, "removed 2 events of 1 deleted sessions") {
+	if out := c.ok("--store", store, "vacuum"); !strings.HasPrefix(out, "removed 2 event(s) of 1 deleted session(s)") {
 		t.Errorf("vacuum on postgres: %s", out)
 	}
 	if out := c.ok("--store", store, "audit"); !strings.HasPrefix(out, "ok:") {

@@ -59,7 +59,7 @@ func runVacuum(ctx context.Context, a *app, _ vacuumOptions, stdout, stderr io.W
 			Files     int      `json:"files"`
 		}{rep.Sessions, rep.Events, rep.Rewritten, rep.Files})
 	}
-	_, err = fmt.Fprintf(stdout, "removed %d events of %d deleted sessions, blanked %d agent events, removed %d files\n",
+	_, err = fmt.Fprintf(stdout, "removed %d event(s) of %d deleted session(s), blanked %d agent event(s), removed %d file(s)\n",
 		rep.Events, len(rep.Sessions), rep.Rewritten, rep.Files)
 	return err
 }
