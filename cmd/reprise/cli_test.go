@@ -324,6 +324,8 @@ var jsonRuns = []struct {
 	{"demo", []string{"demo", "--store", "demo.db"}},
 	{"backup", []string{"backup", "backup.db"}},
 	{"copy", []string{"copy", "--to", "copy.db"}},
+	{"rm", []string{"rm", "b"}},
+	{"vacuum", []string{"vacuum"}},
 	{"bench", nil}, // too slow here; TestBenchQuickJSON runs it with --json
 }
 
