@@ -49,6 +49,12 @@ var (
 	// ErrFileTooLarge is returned by Files.Read for a file over MaxFileRead.
 	ErrFileTooLarge = errors.New("reprise: file too large")
 
+	// ErrNotPrivate is returned by DirFiles when its directory, or a file
+	// it would replace, is not the user's own: a symbolic link, not a
+	// directory or regular file, owned by another user, or a directory
+	// that group or others may write. Nothing is written then.
+	ErrNotPrivate = errors.New("reprise: not a private file")
+
 	// ErrFileName is returned by Files for a name that is not one plain
 	// path element.
 	ErrFileName = errors.New("reprise: invalid file name")
@@ -72,7 +78,13 @@ type dirFiles struct {
 }
 
 // DirFiles returns the Files of directory dir, which is created (mode 0700)
-// on first write. The Engine uses it for Options.TranscriptDir.
+// on first write. The Engine uses it for Options.TranscriptDir. A dir that
+// is a symbolic link, belongs to another user or may be written by group
+// or others is refused with ErrNotPrivate, before anything is written: in a
+// shared directory such as /tmp another user could otherwise have made it
+// first, with links planted inside. Files are opened without following
+// links, and only regular files the user owns are written, read or
+// replaced.
 func DirFiles(dir string) Files { return &dirFiles{dir: dir} }
 
 // tempFiles returns Files in a private temporary directory, made on first
@@ -108,18 +120,41 @@ func (d *dirFiles) directory(create bool) (string, error) {
 		return dir, nil
 	}
 	info, err := os.Lstat(d.dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && create:
+	if errors.Is(err, fs.ErrNotExist) && create {
 		if err := os.MkdirAll(d.dir, 0o700); err != nil {
 			return "", fmt.Errorf("reprise: %w", err)
 		}
-	case err != nil:
+		info, err = os.Lstat(d.dir)
+	}
+	if err != nil {
 		return d.dir, fmt.Errorf("reprise: %w", err)
-	case !info.IsDir():
-		return d.dir, fmt.Errorf("reprise: %s is not a directory (a symbolic link is not followed)", d.dir)
+	}
+	if err := checkPrivateDir(d.dir, info); err != nil {
+		return d.dir, err
 	}
 	d.checked = true
 	return d.dir, nil
+}
+
+// checkPrivateDir refuses a directory that another user could have
+// planted files in: a symbolic link, one owned by someone else, or one that
+// group or others may write. info is the directory's Lstat.
+func checkPrivateDir(dir string, info fs.FileInfo) error {
+	switch {
+	case !info.IsDir():
+		return fmt.Errorf("%w: %s is not a directory (a symbolic link is not followed)", ErrNotPrivate, dir)
+	case !ownedByUser(info):
+		return fmt.Errorf("%w: %s belongs to another user", ErrNotPrivate, dir)
+	case info.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%w: %s may be written by other users (mode %04o); run chmod go-w on it", ErrNotPrivate, dir, info.Mode().Perm())
+	}
+	return nil
+}
+
+// ownedByUser reports whether info is of a file the running user owns.
+func ownedByUser(info fs.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }
 
 func (d *dirFiles) Replace(name string, write func(io.Writer) error) error {
@@ -150,6 +185,10 @@ func (d *dirFiles) Replace(name string, write func(io.Writer) error) error {
 		os.Remove(tmp)
 		return err
 	}
+	if err := checkReplaceable(path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("reprise: %w", err)
@@ -171,6 +210,25 @@ func (d *dirFiles) Append(name string, write func(io.Writer) error) error {
 	return writeFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND, write)
 }
 
+// checkReplaceable refuses to rename over path unless it is missing or a
+// regular file the user owns: a symbolic link, a FIFO or another user's
+// file stays as it is. Nobody else can change the private directory
+// between this check and the rename.
+func checkReplaceable(path string) error {
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reprise: %w", err)
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("%w: %s is not a regular file (%s); remove it", ErrNotPrivate, path, info.Mode().Type())
+	case !ownedByUser(info):
+		return fmt.Errorf("%w: %s belongs to another user", ErrNotPrivate, path)
+	}
+	return nil
+}
+
 // writeFile opens path with flags, never through a symbolic link nor
 // waiting on a FIFO, and writes it through write, buffered.
 func writeFile(path string, flags int, write func(io.Writer) error) error {
@@ -178,9 +236,9 @@ func writeFile(path string, flags int, write func(io.Writer) error) error {
 	if err != nil {
 		return fmt.Errorf("reprise: %w", err)
 	}
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || !ownedByUser(info) {
 		f.Close()
-		return fmt.Errorf("reprise: %s is not a regular file", path)
+		return fmt.Errorf("%w: %s is not a regular file of the user's", ErrNotPrivate, path)
 	}
 	w := bufio.NewWriter(f)
 	err = write(w)

@@ -205,3 +205,53 @@ func TestDirFilesRecreateARemovedDirectory(t *testing.T) {
 		t.Fatalf("directory made again: %v, %v", info, err)
 	}
 }
+
+// TestDirFilesRefuseAPlantedDirectory checks the shared-directory attack:
+// a transcript directory that group or others may write is refused before
+// anything is written, and a planted link in the user's own directory is
+// neither written through nor renamed over.
+func TestDirFilesRefuseAPlantedDirectory(t *testing.T) {
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	f := reprise.DirFiles(open)
+	err := f.Replace("s.jsonl", func(io.Writer) error { return nil })
+	if !errors.Is(err, reprise.ErrNotPrivate) || !strings.Contains(err.Error(), open) {
+		t.Fatalf("Replace in a directory of mode 0777: %v, want ErrNotPrivate naming it", err)
+	}
+	if entries, _ := os.ReadDir(open); len(entries) != 0 {
+		t.Fatalf("written into the open directory: %v", entries)
+	}
+
+	dir := filepath.Join(base, "files")
+	mine := filepath.Join(base, "mine")
+	if err := os.WriteFile(mine, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "s.env")
+	if err := os.Symlink(mine, link); err != nil {
+		t.Fatal(err)
+	}
+	f = reprise.DirFiles(dir)
+	err = f.Replace("s.env", func(w io.Writer) error { _, err := io.WriteString(w, "conversation"); return err })
+	if !errors.Is(err, reprise.ErrNotPrivate) || !strings.Contains(err.Error(), link) {
+		t.Fatalf("Replace over a link: %v, want ErrNotPrivate naming it", err)
+	}
+	if got, err := os.Readlink(link); err != nil || got != mine {
+		t.Fatalf("the link was replaced: %q, %v", got, err)
+	}
+	if data, _ := os.ReadFile(mine); string(data) != "mine" {
+		t.Fatalf("written through the link: %q", data)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("files left behind: %v", entries)
+	}
+}
