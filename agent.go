@@ -543,7 +543,13 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 		blocked, reason = gate(ctx, blocked, reason)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Blocked: blocked, Reason: reason}
 	}
-	envName := id + ".env"
+	run := ""
+	if r := a.view.Restore; r != nil { // always, while SessionStart hooks run; a.mu is held
+		run = r.ID
+	} else {
+		run = e.newID()
+	}
+	envName := envFileName(id, run)
 	if slices.ContainsFunc(eff.Hooks, hookexec.Hook.IsCommand) {
 		if err := e.files.Replace(envName, func(io.Writer) error { return nil }); err != nil {
 			e.log.Warn("no CLAUDE_ENV_FILE for hooks", "session", id, "error", err)
@@ -554,7 +560,7 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 	outcomes, text := e.runner.SessionStart(ctx, eff.Hooks, hookexec.SessionStartInput{
 		SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: env.ProjectDir, Source: eff.Source,
 		InitialPrompt: eff.InitialPrompt, Messages: msgs}, env)
-	ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Context: text}
+	ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Context: text, EnvFile: env.EnvFile}
 	if env.EnvFile != "" {
 		written, err := e.files.Read(envName)
 		if err != nil {
@@ -564,6 +570,12 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 	}
 	return ran
 }
+
+// envFileName returns the name, in the Engine's Files, of the
+// CLAUDE_ENV_FILE of the SessionStart run of session id in restore run:
+// <id>.env-<run>. Each run has its own file, so that two agents starting
+// one session at once never share one, and the run's record names it.
+func envFileName(id, run string) string { return id + ".env-" + run }
 
 // spill saves hook output too long to inject, for session id, and returns
 // the path that names it.

@@ -77,9 +77,10 @@ type Options struct {
 	// TranscriptDir holds each session's Claude Code transcript
 	// (<id>.jsonl), the files hooks read as transcript_path, the
 	// CLAUDE_ENV_FILE of SessionStart runs, and hook output too large to
-	// inject. Empty means a "transcripts" directory next to a bbolt file
-	// (Open), and for a store given to New a private temporary directory
-	// that Close removes: the Engine never writes anywhere else.
+	// inject. Empty means DefaultTranscriptDir of a bbolt file (Open), and
+	// for a store given to New a private temporary directory that Close
+	// removes: the Engine never writes anywhere else. Each store needs a
+	// directory of its own: files are named by session id.
 	TranscriptDir string
 	// Files replaces TranscriptDir with another file seam, such as
 	// NewMemoryFiles in tests. The Engine closes it in Close.
@@ -170,7 +171,7 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 		return nil, err
 	}
 	if opts.TranscriptDir == "" {
-		opts.TranscriptDir = filepath.Join(filepath.Dir(path), "transcripts")
+		opts.TranscriptDir = DefaultTranscriptDir(path)
 	}
 	e := New(store, opts)
 	if opts.ServeReads && !opts.ReadOnly {
@@ -180,6 +181,14 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 	}
 	return e, nil
 }
+
+// DefaultTranscriptDir returns the transcript directory of the bbolt file
+// at path: path with ".transcripts" added, beside the file and named after
+// it, so that two stores in one directory never share a session's files.
+// (Stores opened before this rule kept theirs in a "transcripts" directory
+// beside the file; transcripts are written anew from the log, so such a
+// store simply moves on to its own directory.)
+func DefaultTranscriptDir(path string) string { return path + ".transcripts" }
 
 // New returns an Engine over store. The Engine owns store from then on and
 // closes it in Close. Several Engines may share a store only if it

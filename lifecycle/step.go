@@ -189,11 +189,12 @@ type HooksMatched struct{ Hooks []hookexec.Hook }
 
 // HooksRan answers RunHooks: the outcomes in the hooks' order, the joined
 // additional context and what they wrote to CLAUDE_ENV_FILE
-// (SessionStart), and whether a Stop hook blocked and why.
+// (SessionStart) and which file that was, and whether a Stop hook blocked and why.
 type HooksRan struct {
 	Outcomes []schema.HookOutcome
 	Context  string
 	Env      string
+	EnvFile  string
 	Blocked  bool
 	Reason   string
 }
@@ -270,7 +271,7 @@ func Step(in Input) (Ready, error) {
 				Outcomes: interrupted(r.StartHooks), Interrupted: true}), nil
 		}
 		return agentStep(in, r.ID, &schema.SessionStartHookRan{Session: r.To, Source: r.Source,
-			Outcomes: ran.Outcomes, Context: ran.Context, Env: ran.Env}), nil
+			Outcomes: ran.Outcomes, Context: ran.Context, Env: ran.Env, EnvFile: ran.EnvFile}), nil
 	case fsm.Started:
 		return inject(in)
 	case fsm.Stopping:

@@ -86,6 +86,7 @@ type Restore struct {
 	StartOutcomes    []schema.HookOutcome
 	Context          string
 	Env              string // what SessionStart hooks wrote to CLAUDE_ENV_FILE
+	EnvFile          string // the CLAUDE_ENV_FILE of that run, "" when none
 	StartInterrupted bool
 
 	InjectedUUID string // the meta message, "" when there was no context
@@ -215,6 +216,7 @@ func (a *Agent) fold(r *Restore, p schema.Payload) {
 		r.StartHooks = p.Hooks
 	case *schema.SessionStartHookRan:
 		r.StartOutcomes, r.Context, r.Env, r.StartInterrupted = p.Outcomes, p.Context, p.Env, p.Interrupted
+		r.EnvFile = p.EnvFile
 		r.ModifiedConfig = MergeConfig(p.Outcomes)
 	case *schema.ContextInjected:
 		r.InjectedUUID = p.MessageUUID

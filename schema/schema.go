@@ -163,7 +163,8 @@ type SessionStartHookRan struct {
 	Source      Source        `msgpack:"source"`
 	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
 	Context     string        `msgpack:"context,omitempty"`
-	Env         string        `msgpack:"env,omitempty"` // what hooks wrote to CLAUDE_ENV_FILE
+	Env         string        `msgpack:"env,omitempty"`      // what hooks wrote to CLAUDE_ENV_FILE
+	EnvFile     string        `msgpack:"env_file,omitempty"` // the CLAUDE_ENV_FILE of this run
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
@@ -110,7 +113,7 @@ func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engi
 		return client != nil
 	})
 	if client != nil {
-		opts.TranscriptDir = filepath.Join(filepath.Dir(path), "transcripts")
+		opts.TranscriptDir = reprise.DefaultTranscriptDir(path)
 		return reprise.New(client, opts), nil
 	}
 	return e, openError(path, err)
@@ -206,7 +209,8 @@ func openFile(ctx context.Context, path string, opts reprise.Options, wait time.
 }
 
 // openDatabase opens an Engine over the PostgreSQL store at url, with
-// transcripts under the user's cache directory.
+// transcripts in the database's own directory under the user's cache
+// directory.
 func openDatabase(ctx context.Context, url string, opts reprise.Options) (*reprise.Engine, error) {
 	store, err := pgstore.Open(ctx, url, pgstore.Options{ReadOnly: opts.ReadOnly})
 	if err != nil {
@@ -216,8 +220,34 @@ func openDatabase(ctx context.Context, url string, opts reprise.Options) (*repri
 	if err != nil {
 		base = os.TempDir()
 	}
-	opts.TranscriptDir = filepath.Join(base, "reprise", "transcripts")
+	opts.TranscriptDir = filepath.Join(base, "reprise", "transcripts", databaseDirName(url))
 	return reprise.New(store, opts), nil
+}
+
+// databaseDirName names the transcript directory of the PostgreSQL store
+// at url after what makes it one store: its server's host and port, its
+// database and its search_path, read as the store reads them (the
+// environment fills what the URL leaves out), and never its user or
+// password. The name is the database's, made safe for a file name, and a
+// digest of the rest: different stores never share a directory, and one
+// store keeps its directory from run to run.
+func databaseDirName(url string) string {
+	identity, db := url, "database"
+	if cfg, err := pgconn.ParseConfig(url); err == nil {
+		identity = fmt.Sprintf("%s\x00%d\x00%s\x00%s", cfg.Host, cfg.Port, cfg.Database, cfg.RuntimeParams["search_path"])
+		db = cfg.Database
+	}
+	safe := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, db)
+	if len(safe) > 64 {
+		safe = safe[:64]
+	}
+	sum := sha256.Sum256([]byte(identity))
+	return safe + "-" + hex.EncodeToString(sum[:8])
 }
 
 // openError says, in the user's terms, why the store at path could not be

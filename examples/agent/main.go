@@ -40,8 +40,8 @@
 // ~/.local/state/reprise/reprise.db, the reprise command's default, so
 // that `reprise sessions`, `reprise log` and `reprise replay` show what the
 // agent did (once it has exited: a bbolt file has one writer at a time).
-// Transcripts that hooks read are kept in a "transcripts" directory beside
-// it.
+// Transcripts that hooks read are kept in a directory beside it, named
+// after it (reprise.DefaultTranscriptDir).
 //
 // The API key is $ANTHROPIC_API_KEY; without it the SDK's other
 // credential sources apply ($ANTHROPIC_AUTH_TOKEN, profiles). --base-url

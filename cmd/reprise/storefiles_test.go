@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// transcriptHookSettings writes a settings file whose SessionStart hook
+// answers with the transcript path it was given.
+func transcriptHookSettings(t *testing.T, c *cli) string {
+	t.Helper()
+	path := `sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p'`
+	b, _ := json.Marshal(map[string]any{"hooks": map[string]any{
+		"SessionStart": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": path}}}},
+	}})
+	return c.writeFile("transcript-hook.json", string(b))
+}
+
+// startKeepsOwnTranscript starts session s, which holds a message of its
+// store's own, in each of two stores, and then checks that the transcript
+// each store's hook was given still holds that store's conversation: a
+// hook that reads it later must not find the other store's.
+func startKeepsOwnTranscript(t *testing.T, c *cli, stores [2]string) {
+	t.Helper()
+	settings := transcriptHookSettings(t, c)
+	var paths [2]string
+	for i, store := range stores {
+		c.ok("--store", store, "new", "--id", "s", "--cwd", c.dir)
+		c.ok("--store", store, "append", "s", "--role", "user", fmt.Sprintf("message of store %d", i))
+		out := c.ok("--store", store, "start", "--agent", "ide", "--settings", settings, "--no-default-settings", "--json", "s")
+		var r struct{ Context string }
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Context == "" {
+			t.Fatalf("start printed %s (%v)", out, err)
+		}
+		paths[i] = strings.TrimPrefix(strings.TrimSpace(r.Context), "SessionStart hook additional context: ")
+	}
+	for i, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(data), fmt.Sprintf("message of store %d", i)) {
+			t.Errorf("store %d: its hook's transcript %s now holds %s (%v); want its own conversation", i, path, data, err)
+		}
+	}
+}
+
+// Two bbolt stores in one directory keep their transcripts apart.
+func TestFileStoresInOneDirectoryKeepTheirTranscriptsApart(t *testing.T) {
+	c := newCLI(t)
+	dir := filepath.Join(c.dir, "stores")
+	startKeepsOwnTranscript(t, c, [2]string{filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")})
+}
+
+// Two PostgreSQL stores keep their transcripts apart, though both keep
+// them under the user's cache directory.
+func TestPostgresStoresKeepTheirTranscriptsApart(t *testing.T) {
+	c := newCLI(t)
+	startKeepsOwnTranscript(t, c, [2]string{postgresStore(t), postgresStore(t)})
+}
+
+// A store's transcript directory depends on what makes it one store, not
+// on how its URL is spelled or who connects.
+func TestDatabaseDirName(t *testing.T) {
+	t.Setenv("PGHOST", "")
+	t.Setenv("PGPORT", "")
+	t.Setenv("PGDATABASE", "")
+	base := databaseDirName("postgres://alice@db.example:5432/app?search_path=one")
+	for url, same := range map[string]bool{
+		"postgres://bob:secret@db.example:5432/app?search_path=one&sslmode=disable": true,
+		"postgresql://alice@db.example/app?search_path=one":                         true,
+		"postgres://alice@db.example:5432/app?search_path=two":                      false,
+		"postgres://alice@db.example:5432/other?search_path=one":                    false,
+		"postgres://alice@db2.example:5432/app?search_path=one":                     false,
+		"postgres://alice@db.example:5433/app?search_path=one":                      false,
+	} {
+		got := databaseDirName(url)
+		if (got == base) != same || !strings.HasPrefix(got, "app-") && !strings.HasPrefix(got, "other-") {
+			t.Errorf("%s: %q beside %q, want same=%v", url, got, base, same)
+		}
+	}
+	if got := databaseDirName("postgres://h/../../x%2Fy"); strings.ContainsAny(got, "/.") {
+		t.Errorf("a database name made the directory %q", got)
+	}
+}
