@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -32,7 +33,8 @@ type CommandEnv struct {
 	// (so it wins): KEY=value pairs such as TRACEPARENT.
 	Extra []string
 
-	supervisor string // Exec.Supervisor
+	supervisor string   // Exec.Supervisor
+	inherit    []string // Exec.InheritEnv: nil for the whole environment
 }
 
 // clock returns env's clock.
@@ -220,13 +222,18 @@ func shellPath(name string) (string, error) {
 	return "", fmt.Errorf("unsupported shell %q", name)
 }
 
-// commandEnviron returns the environment of h: the process's own, without
-// inherited CLAUDE_PLUGIN_ROOT and CLAUDE_ENV_FILE, plus the variables env
-// and h set.
+// commandEnviron returns the environment of h: the process's own (only
+// the variables env.inherit names, when it is not nil), without inherited
+// CLAUDE_PLUGIN_ROOT and CLAUDE_ENV_FILE, plus the variables env and h
+// set.
 func commandEnviron(h Hook, env CommandEnv) []string {
 	vars := make([]string, 0, len(os.Environ())+3)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "CLAUDE_PLUGIN_ROOT=") && !strings.HasPrefix(kv, "CLAUDE_ENV_FILE=") {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "CLAUDE_PLUGIN_ROOT" || name == "CLAUDE_ENV_FILE" {
+			continue
+		}
+		if env.inherit == nil || slices.Contains(env.inherit, name) {
 			vars = append(vars, kv)
 		}
 	}

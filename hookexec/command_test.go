@@ -428,6 +428,54 @@ func TestCommandEnvironment(t *testing.T) {
 	}
 }
 
+// TestExecInheritEnv runs a real hook that prints its environment: by
+// default it inherits all of reprise's, secrets included; with
+// Exec.InheritEnv it gets only the names listed, and always the variables
+// of the hook protocol and CommandEnv.Extra.
+func TestExecInheritEnv(t *testing.T) {
+	t.Setenv("REPRISE_TEST_SECRET", "hunter2")
+	t.Setenv("REPRISE_TEST_KEPT", "kept")
+	env := testEnv(t)
+	env.EnvFile = filepath.Join(t.TempDir(), "s.env")
+	env.Extra = []string{"TRACEPARENT=00-trace"}
+	hooks := []Hook{{Event: SessionStart, Name: "env", Body: Command{Line: "env", PluginRoot: "/plugins/demo"}}}
+	printed := func(x Exec) map[string]string {
+		t.Helper()
+		outcomes, text := x.SessionStart(context.Background(), hooks, SessionStartInput{SessionID: "s", Source: "startup"}, env)
+		if len(outcomes) != 1 || outcomes[0].Status != schema.HookOK {
+			t.Fatalf("outcomes %+v", outcomes)
+		}
+		vars := map[string]string{}
+		for _, line := range strings.Split(text, "\n") {
+			name, value, _ := strings.Cut(line, "=")
+			vars[name] = value
+		}
+		return vars
+	}
+	protocol := map[string]string{"CLAUDE_PROJECT_DIR": env.ProjectDir, "CLAUDE_ENV_FILE": env.EnvFile,
+		"CLAUDE_PLUGIN_ROOT": "/plugins/demo", "TRACEPARENT": "00-trace"}
+
+	all := printed(Exec{Supervisor: testSupervisor})
+	if all["REPRISE_TEST_SECRET"] != "hunter2" || all["PATH"] != os.Getenv("PATH") {
+		t.Errorf("by default the hook did not inherit the environment: %v", all)
+	}
+	only := printed(Exec{Supervisor: testSupervisor, InheritEnv: []string{"PATH", "REPRISE_TEST_KEPT", "NOT_SET_ANYWHERE"}})
+	for name, want := range protocol {
+		if all[name] != want || only[name] != want {
+			t.Errorf("%s = %q by default and %q with an allow-list, want %q", name, all[name], only[name], want)
+		}
+	}
+	if only["REPRISE_TEST_KEPT"] != "kept" || only["PATH"] != os.Getenv("PATH") {
+		t.Errorf("listed variables missing: %v", only)
+	}
+	if _, ok := only["NOT_SET_ANYWHERE"]; ok {
+		t.Errorf("a listed variable that is not set was set: %v", only)
+	}
+	if _, ok := only["REPRISE_TEST_SECRET"]; ok {
+		t.Errorf("an unlisted variable was inherited: %v", only)
+	}
+}
+
 func TestCommandBashShell(t *testing.T) {
 	t.Parallel()
 	h := Hook{Name: "bash", Body: Command{Shell: "bash", Line: `[[ -n $BASH_VERSION ]] && echo "bash $BASH_VERSION"`}}

@@ -38,13 +38,22 @@ type Exec struct {
 	// SIGKILL. Exit codes, output, timeouts and cancellation are as
 	// without it. Linux only; elsewhere it is ignored.
 	Supervisor string
+	// InheritEnv, when not nil, names the only variables of this
+	// process's environment that command hooks inherit, such as PATH,
+	// HOME and LANG; a name missing from the environment is skipped. Nil
+	// means the whole environment, as Claude Code passes it, secrets
+	// included. Either way hooks get the variables of the hook protocol
+	// (CLAUDE_PROJECT_DIR, CLAUDE_ENV_FILE, CLAUDE_PLUGIN_ROOT) and
+	// CommandEnv.Extra.
+	InheritEnv []string
 }
 
 var _ Runner = Exec{}
 
-// env is env with x's supervisor.
+// env is env with x's supervisor and inherited variables.
 func (x Exec) env(env CommandEnv) CommandEnv {
 	env.supervisor = x.Supervisor
+	env.inherit = x.InheritEnv
 	return env
 }
 

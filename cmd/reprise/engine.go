@@ -150,7 +150,7 @@ func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engi
 	if err != nil {
 		return nil, err
 	}
-	opts := reprise.Options{Logger: warnLogger(stderr), ServeReads: true, Runner: hookRunner}
+	opts := reprise.Options{Logger: warnLogger(stderr), ServeReads: true, Runner: hookRunnerFromEnv()}
 	var e *reprise.Engine
 	if pgstore.IsURL(path) {
 		e, err = openDatabase(ctx, path, opts)

@@ -175,7 +175,7 @@ func newCLI(t *testing.T) *cli {
 	dir := t.TempDir()
 	c := &cli{t: t, dir: dir, home: testkit.Home(t), store: filepath.Join(dir, "state", "reprise.db")}
 	t.Setenv(storeEnv, c.store)
-	for _, name := range []string{holdEnv, holdReadOnlyEnv, holdServeEnv, lockTimeoutEnv} {
+	for _, name := range []string{holdEnv, holdReadOnlyEnv, holdServeEnv, lockTimeoutEnv, hookEnvEnv} {
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -19,6 +20,26 @@ import (
 // under a supervisor, this executable, so that hooks die with reprise even
 // when it is killed (on Linux; elsewhere they run as they are).
 var hookRunner = hookexec.Exec{Supervisor: hookexec.SelfExecutable}
+
+// hookEnvEnv names the environment variable that, when set, lists the only
+// variables of reprise's environment that command hooks inherit, separated
+// by commas: for example PATH,HOME,LANG.
+const hookEnvEnv = "REPRISE_HOOK_ENV"
+
+// hookRunnerFromEnv returns hookRunner, passing hooks only the variables
+// $REPRISE_HOOK_ENV names when it is set.
+func hookRunnerFromEnv() hookexec.Exec {
+	r := hookRunner
+	if list := os.Getenv(hookEnvEnv); list != "" {
+		r.InheritEnv = []string{}
+		for _, name := range strings.Split(list, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				r.InheritEnv = append(r.InheritEnv, name)
+			}
+		}
+	}
+	return r
+}
 
 // interrupts cancels a context on the first SIGINT or SIGTERM and
 // remembers which one came. After it, both signals take their default

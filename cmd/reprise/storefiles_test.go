@@ -84,3 +84,36 @@ func TestDatabaseDirName(t *testing.T) {
 		t.Errorf("a database name made the directory %q", got)
 	}
 }
+
+// Hooks inherit reprise's environment, unless $REPRISE_HOOK_ENV lists the
+// only variables they get; those of the hook protocol are set either way.
+func TestHookEnvironmentAllowList(t *testing.T) {
+	c := newCLI(t)
+	b, _ := json.Marshal(map[string]any{"hooks": map[string]any{
+		"SessionStart": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "env | grep -E '^(PATH|HOME|CLAUDE_[A-Z_]*|" + storeEnv + ")='"}}}},
+	}})
+	settings := c.writeFile("env-hook.json", string(b))
+	c.ok("new", "--id", "s", "--cwd", c.dir)
+	hookSaw := func() string {
+		t.Helper()
+		out := c.ok("start", "--agent", "ide", "--settings", settings, "--no-default-settings", "--json", "s")
+		var r struct{ Context string }
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("start printed %s: %v", out, err)
+		}
+		return "\n" + r.Context
+	}
+	if got := hookSaw(); !strings.Contains(got, "\n"+storeEnv+"=") {
+		t.Fatalf("by default a hook inherits the whole environment; it saw %s", got)
+	}
+	t.Setenv(hookEnvEnv, "PATH, HOME")
+	got := hookSaw()
+	for _, want := range []string{"\nPATH=", "\nHOME=", "\nCLAUDE_PROJECT_DIR=" + c.dir, "\nCLAUDE_ENV_FILE="} {
+		if !strings.Contains(got, want) {
+			t.Errorf("with %s set the hook lacks %q; it saw %s", hookEnvEnv, want, got)
+		}
+	}
+	if strings.Contains(got, "\n"+storeEnv+"=") {
+		t.Errorf("with %s set the hook still inherited %s: %s", hookEnvEnv, storeEnv, got)
+	}
+}
