@@ -120,6 +120,8 @@ type Engine struct {
 	stopCap          int
 	// claudeSettings: read Claude Code settings files at each hook run.
 	claudeSettings bool
+	// warned holds the settings warnings already logged (warnOnce).
+	warned sync.Map
 
 	// reads serves the store's reads on its socket (Options.ServeReads),
 	// or is nil.
@@ -297,18 +299,27 @@ func (e *Engine) projectHooks(ctx context.Context, id string) *hookexec.Registry
 	}
 	hooks, errs := hookexec.LoadAll(paths, nil)
 	for _, err := range errs {
-		e.log.Warn("settings file skipped", "error", err)
+		e.warnOnce("settings file skipped", err)
 	}
 	plugins, errs := hookexec.LoadEnabledPlugins(home, cwd, paths)
 	for _, err := range errs {
-		e.log.Warn("installed plugin skipped", "error", err)
+		e.warnOnce("installed plugin skipped", err)
 	}
 	hooks = append(hooks, plugins...)
 	reg := hookexec.NewRegistry()
 	if err := reg.AddAll(hooks); err != nil {
-		e.log.Warn("settings hook skipped", "error", err)
+		e.warnOnce("settings hook skipped", err)
 	}
 	return reg
+}
+
+// warnOnce logs msg with err the first time this Engine meets that error:
+// settings are read at every run, and a file that stays broken is said to
+// be so once, not at every restore.
+func (e *Engine) warnOnce(msg string, err error) {
+	if _, seen := e.warned.LoadOrStore(msg+"\x00"+err.Error(), true); !seen {
+		e.log.Warn(msg, "error", err)
+	}
 }
 
 // Store returns the event log under the Engine, for reading.

@@ -2,10 +2,12 @@ package hookexec
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -155,7 +157,7 @@ type SessionEndFunc func(ctx context.Context, in SessionEndInput) (SessionEndOut
 // was configured, and its Body, whose type says what kind of hook it is.
 type Hook struct {
 	Event   Event
-	Name    string // shown in outcomes and intents; a command hook's command
+	Name    string // shown in outcomes and intents; a command hook's CommandName
 	Source  string // where it was configured: "function", a settings file, "plugin:<dir>"
 	Matcher Matcher
 	Timeout time.Duration // 0 means the default for its kind
@@ -200,6 +202,40 @@ func (h Hook) CommandLine() string {
 	return c.Line
 }
 
+// MaxCommandSize is the longest command a command hook may have, in bytes.
+// The command reaches the shell as one argument of /bin/sh -c, and Linux
+// refuses to start a program (E2BIG) with an argument of 128 KiB or more,
+// counting its terminating NUL (MAX_ARG_STRLEN). A longer command could
+// never run, so it is refused where it is configured.
+const MaxCommandSize = 128<<10 - 1
+
+// maxNameCommand is the longest command that is its hook's name whole.
+const maxNameCommand = 1024
+
+// CommandName returns the name a command hook with command line is shown
+// and recorded by: line itself when it is at most 1,024 bytes; else its
+// first 256 bytes (ending on a whole character), its length and its
+// SHA-256, so that a long command is neither copied into every record of
+// every run nor repeated whole in warnings, yet still told apart.
+func CommandName(line string) string {
+	if len(line) <= maxNameCommand {
+		return line
+	}
+	head := line[:256]
+	for len(head) > 0 && !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	return fmt.Sprintf("%s… (%d bytes, sha256 %x)", head, len(line), sha256.Sum256([]byte(line)))
+}
+
+// checkCommand refuses a command line too long to run.
+func checkCommand(line string) error {
+	if len(line) > MaxCommandSize {
+		return fmt.Errorf("a command of %d bytes is longer than the %d bytes the system can run", len(line), MaxCommandSize)
+	}
+	return nil
+}
+
 // Registry holds hooks in configuration order. It is safe for concurrent
 // use; a run sees the hooks registered when it matched them.
 type Registry struct {
@@ -210,14 +246,19 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{} }
 
-// validate checks that h has a body that serves an event reprise runs.
+// validate checks that h has a body that serves an event reprise runs,
+// and a command short enough to run.
 func validate(h Hook) error {
+	name := CommandName(h.Name)
 	known := slices.Contains(Events, h.Event)
 	if !known || h.Body == nil || !h.Body.runsOn(h.Event) {
-		return fmt.Errorf("%w: %q needs a body that runs on event %q", ErrBadHook, h.Name, h.Event)
+		return fmt.Errorf("%w: %q needs a body that runs on event %q", ErrBadHook, name, h.Event)
 	}
 	if h.Timeout < 0 {
-		return fmt.Errorf("%w: %q has a negative timeout", ErrBadHook, h.Name)
+		return fmt.Errorf("%w: %q has a negative timeout", ErrBadHook, name)
+	}
+	if err := checkCommand(h.CommandLine()); err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrBadHook, CommandName(h.CommandLine()), err)
 	}
 	return nil
 }
@@ -231,7 +272,7 @@ func (r *Registry) Add(h Hook) error {
 	defer r.mu.Unlock()
 	switch {
 	case h.Name == "" && h.IsCommand():
-		h.Name = h.CommandLine()
+		h.Name = CommandName(h.CommandLine())
 	case h.Name == "":
 		h.Name = fmt.Sprintf("%s#%d", h.Event, len(r.hooks)+1)
 	}

@@ -96,7 +96,7 @@ func (s *Scoped) AddWith(session string, h Hook, o ScopedOptions) (string, error
 		return "", err
 	}
 	if h.Name == "" {
-		h.Name = h.CommandLine()
+		h.Name = CommandName(h.CommandLine())
 	}
 	h.Source = ScopedSource
 	v, _ := s.sessions.LoadOrStore(session, &scopedSet{byID: map[string]scopedHook{}, byKey: map[string]string{}})

@@ -93,7 +93,10 @@ func LoadPluginDir(dir string) ([]Hook, error) {
 	for i := range hooks {
 		c := hooks[i].Body.(Command)
 		c.Line, c.PluginRoot = strings.ReplaceAll(c.Line, pluginRootVar, root), root
-		hooks[i].Body, hooks[i].Name = c, c.Line
+		if err := checkCommand(c.Line); err != nil {
+			return nil, fmt.Errorf("%w: %s: with %s replaced, %w", ErrBadConfig, filepath.Join(root, "hooks", "hooks.json"), pluginRootVar, err)
+		}
+		hooks[i].Body, hooks[i].Name = c, CommandName(c.Line)
 	}
 	return hooks, nil
 }
@@ -300,6 +303,9 @@ func settingsHook(e settingsEntry) (Hook, bool, error) {
 	if strings.TrimSpace(e.Command) == "" {
 		return Hook{}, false, errors.New("command: empty")
 	}
+	if err := checkCommand(e.Command); err != nil {
+		return Hook{}, false, fmt.Errorf("command: %w", err)
+	}
 	if e.Timeout < 0 || e.Timeout*float64(time.Second) >= math.MaxInt64 {
 		return Hook{}, false, fmt.Errorf("timeout: %v seconds is out of range", e.Timeout)
 	}
@@ -307,7 +313,7 @@ func settingsHook(e settingsEntry) (Hook, bool, error) {
 	if e.Shell == "bash" {
 		body.Shell = "bash"
 	}
-	return Hook{Name: e.Command, Body: body, Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
+	return Hook{Name: CommandName(e.Command), Body: body, Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
 }
 
 // settingsJSONError describes a json.Unmarshal error of the file at path

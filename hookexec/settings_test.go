@@ -1,6 +1,7 @@
 package hookexec_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/hookexec"
 )
@@ -404,5 +406,38 @@ func TestPromptAndPreCompactHooksAreLoaded(t *testing.T) {
 	}
 	if err := hookexec.NewRegistry().AddAll(hooks); err != nil {
 		t.Errorf("registry refused them: %v", err)
+	}
+}
+
+// TestCommandSizeCap checks that a command longer than the system can run
+// is refused by every way in, in an error that does not repeat it, and
+// that a long command that can run is named by a digest.
+func TestCommandSizeCap(t *testing.T) {
+	tooLong := strings.Repeat("é", hookexec.MaxCommandSize/2) + "; echo x"
+	fits := "echo " + strings.Repeat("é", 2000)
+	body, _ := json.Marshal(map[string]any{"hooks": map[string]any{
+		"SessionStart": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": tooLong}}}}}})
+	_, err := hookexec.LoadSettings(writeSettings(t, string(body)))
+	if !errors.Is(err, hookexec.ErrBadConfig) || len(err.Error()) > 1024 {
+		t.Errorf("settings with a %d-byte command: %.300v", len(tooLong), err)
+	}
+	for _, add := range []func(hookexec.Hook) error{
+		hookexec.NewRegistry().Add,
+		func(h hookexec.Hook) error { _, err := new(hookexec.Scoped).Add("s", h); return err },
+	} {
+		err := add(hookexec.Hook{Event: hookexec.SessionStart, Body: hookexec.Command{Line: tooLong}})
+		if !errors.Is(err, hookexec.ErrBadHook) || len(err.Error()) > 1024 {
+			t.Errorf("adding a %d-byte command: %.300v", len(tooLong), err)
+		}
+	}
+	name := hookexec.CommandName(fits)
+	if len(name) > 1024 || !utf8.ValidString(name) || !strings.HasPrefix(name, "echo é") || !strings.Contains(name, "sha256 ") {
+		t.Errorf("CommandName of %d bytes = %q", len(fits), name)
+	}
+	if other := hookexec.CommandName(fits + "x"); other == name {
+		t.Error("two long commands share a name")
+	}
+	if got := hookexec.CommandName("echo short"); got != "echo short" {
+		t.Errorf("CommandName of a short command = %q", got)
 	}
 }
