@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
@@ -36,8 +37,12 @@ var ErrNotTranscript = errors.New("reprise: not a Claude Code transcript")
 
 // ImportOptions configure Import.
 type ImportOptions struct {
-	ID       string           // the new session's id; empty means a new UUID
-	Cwd      string           // its working directory; empty means the first record's cwd
+	ID string // the new session's id; empty means a new UUID
+	// Cwd is the session's working directory, where its project hooks will
+	// run; empty means the importing process's own. The transcript's cwd
+	// is never taken: whoever wrote the file would choose which hooks run.
+	// It is kept as SessionInfo.ImportedCwd.
+	Cwd      string
 	Strict   bool             // fail on a line that is not a JSON object instead of skipping it
 	Progress func(read int64) // called after each batch with the bytes read so far
 }
@@ -83,6 +88,9 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 	}
 	if head != 0 {
 		return rep, e.taken(ctx, rep.Session)
+	}
+	if opts.Cwd, err = filepath.Abs(opts.Cwd); err != nil { // "" is the process's working directory
+		return rep, fmt.Errorf("%w: %q: %w", ErrNoDirectory, opts.Cwd, err)
 	}
 	counter := &countingReader{r: r}
 	scan := bufio.NewScanner(counter)
@@ -290,11 +298,8 @@ func (imp *importer) flush(ctx context.Context) error {
 	var recs []eventlog.Record
 	now := imp.e.stamp()
 	if imp.head == 0 {
-		cwd := imp.opts.Cwd
-		if cwd == "" {
-			cwd = imp.cwd
-		}
-		imp.batch = append([]schema.Payload{&schema.SessionCreated{ID: imp.rep.Session, Cwd: cwd}}, imp.batch...)
+		created := &schema.SessionCreated{ID: imp.rep.Session, Cwd: imp.opts.Cwd, ImportedCwd: imp.cwd}
+		imp.batch = append([]schema.Payload{created}, imp.batch...)
 	}
 	if len(imp.batch) == 0 {
 		return nil

@@ -14,6 +14,9 @@ import (
 func Describe(p schema.Payload) string {
 	switch p := p.(type) {
 	case *schema.SessionCreated:
+		if p.ImportedCwd != "" {
+			return "cwd=" + p.Cwd + " imported-cwd=" + p.ImportedCwd
+		}
 		return "cwd=" + p.Cwd
 	case *schema.MessageAppended:
 		m := p.Message

@@ -12,7 +12,8 @@ import (
 type SessionInfo struct {
 	ID           string
 	Cwd          string
-	Created      int64 // UTC unix nanoseconds
+	ImportedCwd  string // the cwd an imported transcript named, never used to run hooks
+	Created      int64  // UTC unix nanoseconds
 	Messages     int
 	LastRestored int64 // when an agent last loaded it; 0 if never
 }
@@ -55,7 +56,7 @@ func (x *Index) Apply(ev eventlog.Event) error {
 	}
 	switch p := p.(type) {
 	case *schema.SessionCreated:
-		x.sessions[p.ID] = &SessionInfo{ID: p.ID, Cwd: p.Cwd, Created: ev.Time}
+		x.sessions[p.ID] = &SessionInfo{ID: p.ID, Cwd: p.Cwd, ImportedCwd: p.ImportedCwd, Created: ev.Time}
 	case *schema.MessageAppended:
 		id := strings.TrimPrefix(ev.Stream, "session/")
 		s, ok := x.sessions[id]

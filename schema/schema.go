@@ -45,10 +45,14 @@ type Payload interface {
 // SessionCreated starts a session stream. A forked session names the
 // session it was copied from and the last message it copied.
 type SessionCreated struct {
-	ID        string `msgpack:"id"`
-	Cwd       string `msgpack:"cwd"`
-	Parent    string `msgpack:"parent,omitempty"`
-	ForkPoint string `msgpack:"forkpoint,omitempty"`
+	ID  string `msgpack:"id"`
+	Cwd string `msgpack:"cwd"`
+	// ImportedCwd is the working directory an imported transcript named,
+	// kept for the record: hooks never run there unless the user chose it
+	// as Cwd.
+	ImportedCwd string `msgpack:"imported_cwd,omitempty"`
+	Parent      string `msgpack:"parent,omitempty"`
+	ForkPoint   string `msgpack:"forkpoint,omitempty"`
 }
 
 // Message is one conversation message as stored in the log.

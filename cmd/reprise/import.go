@@ -60,7 +60,10 @@ A file without a single JSON object line (an empty file, a README, a
 binary) is not a transcript: import fails and records nothing.
 
 --id names the session (default a new UUID); --cwd sets its working
-directory (default the cwd of the transcript's first record that has one).`,
+directory, where its project hooks will run (default the current directory).
+The cwd the transcript names is never taken, since whoever wrote the file
+would then choose which hooks run; it is kept for the record and shown by
+sessions.`,
 		Example: `  reprise import ~/.claude/projects/-src-app/0b6f….jsonl
   reprise import --id refund-bug --cwd ~/src/payments transcript.jsonl
   gunzip -c old.jsonl.gz | reprise import --json - | jq -r .session`,
@@ -71,7 +74,7 @@ directory (default the cwd of the transcript's first record that has one).`,
 		},
 	}
 	cmd.Flags().StringVar(&o.id, "id", "", "the new session's `ID` (default a new UUID)")
-	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working `DIR` (default the transcript's)")
+	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working `DIR`, where its hooks run (default the current directory, never the transcript's)")
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "fail on a line that is not a JSON object instead of skipping it")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 type sessionJSON struct {
 	ID           string `json:"id"`
 	Cwd          string `json:"cwd"`
+	ImportedCwd  string `json:"imported_cwd,omitempty"` // the cwd an imported transcript named
 	Messages     int    `json:"messages"`
 	Created      string `json:"created"`
 	LastRestored string `json:"last_restored,omitempty"`
@@ -31,8 +32,9 @@ func newSessionsCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "sessions",
 		Short: "List the sessions of the store",
-		Long: `sessions lists every session, oldest first, with its working directory,
-its number of messages, when it was created and when an agent last restored
+		Long: `sessions lists every session, oldest first, with its working directory
+(for an imported session whose transcript named another, that one too, in
+parentheses: hooks never run there), its number of messages, when it was created and when an agent last restored
 it. It reads the whole log, read-only. With --json it prints one JSON array.
 Where there is no store yet, the list is empty.`,
 		Example: `  reprise sessions
@@ -62,7 +64,7 @@ func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr 
 	if a.json {
 		out := make([]sessionJSON, len(sessions))
 		for i, s := range sessions {
-			out[i] = sessionJSON{ID: s.ID, Cwd: s.Cwd, Messages: s.Messages,
+			out[i] = sessionJSON{ID: s.ID, Cwd: s.Cwd, ImportedCwd: s.ImportedCwd, Messages: s.Messages,
 				Created: formatTime(s.Created), LastRestored: formatTime(s.LastRestored)}
 		}
 		return printJSON(stdout, out)
@@ -70,7 +72,11 @@ func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr 
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCWD\tMESSAGES\tCREATED\tLAST RESTORED")
 	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Cwd, s.Messages, shortTime(s.Created), shortTime(s.LastRestored))
+		cwd := s.Cwd
+		if s.ImportedCwd != "" && s.ImportedCwd != s.Cwd {
+			cwd += " (transcript: " + s.ImportedCwd + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, cwd, s.Messages, shortTime(s.Created), shortTime(s.LastRestored))
 	}
 	return tw.Flush()
 }

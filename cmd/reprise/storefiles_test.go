@@ -117,3 +117,43 @@ func TestHookEnvironmentAllowList(t *testing.T) {
 		t.Errorf("with %s set the hook still inherited %s: %s", hookEnvEnv, storeEnv, got)
 	}
 }
+
+// An imported session works in the directory the user gives, or the
+// importing shell's, never silently in the one its transcript names: a
+// transcript naming a directory with hooks of its own does not make them
+// run. The transcript's value is kept and shown by sessions.
+func TestImportNeverTakesTheTranscriptsCwd(t *testing.T) {
+	c := newCLI(t)
+	evil := filepath.Join(c.dir, "evil")
+	ran := filepath.Join(c.dir, "evil-hook-ran")
+	b, _ := json.Marshal(map[string]any{"hooks": map[string]any{
+		"SessionStart": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": "touch " + ran}}}},
+	}})
+	c.writeFile("evil/.claude/settings.json", string(b))
+	line, _ := json.Marshal(map[string]any{"type": "user", "uuid": "u1", "cwd": evil,
+		"message": map[string]any{"role": "user", "content": "hi"}})
+	file := c.writeFile("planted.jsonl", string(line)+"\n")
+
+	c.ok("import", file, "--id", "s")
+	var sessions []sessionJSON
+	if err := json.Unmarshal([]byte(c.ok("--json", "sessions")), &sessions); err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 1 || sessions[0].Cwd != c.dir || sessions[0].ImportedCwd != evil {
+		t.Fatalf("sessions = %+v, want cwd %s and the transcript's %s kept apart", sessions, c.dir, evil)
+	}
+	if out := c.ok("sessions"); !strings.Contains(out, c.dir+" (transcript: "+evil+")") {
+		t.Fatalf("sessions does not show the transcript's cwd:\n%s", out)
+	}
+	c.ok("start", "--agent", "ide", "s")
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the hooks of the directory the transcript named ran")
+	}
+
+	// Given by the user, the same directory is used: its hooks run.
+	c.ok("import", file, "--id", "chosen", "--cwd", evil)
+	c.ok("start", "--agent", "ide", "chosen")
+	if _, err := os.Stat(ran); err != nil {
+		t.Fatalf("the hooks of the directory the user chose did not run: %v", err)
+	}
+}

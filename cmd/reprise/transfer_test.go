@@ -30,7 +30,8 @@ func TestImportExportRoundTrip(t *testing.T) {
 		t.Fatalf("export differs from the imported file:\n%s", got)
 	}
 
-	// From stdin, as JSON, with the session's cwd from the transcript.
+	// From stdin, as JSON, working in the current directory; the
+	// transcript's cwd is kept for the record.
 	r := c.runIn(bytes.NewReader(original), "--json", "import", "-")
 	var rep importJSON
 	if err := json.Unmarshal([]byte(r.stdout), &rep); r.code != exitOK || err != nil {
@@ -41,7 +42,7 @@ func TestImportExportRoundTrip(t *testing.T) {
 	}
 	var list []sessionJSON
 	c.okJSON(&list, "sessions")
-	if len(list) != 2 || list[1].Cwd != "/src/payments" || list[1].Messages != 6 {
+	if len(list) != 2 || list[1].Cwd != c.dir || list[1].ImportedCwd != "/src/payments" || list[1].Messages != 6 {
 		t.Fatalf("sessions = %+v", list)
 	}
 
