@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -32,8 +34,11 @@ It reads the store read-only and streams, so memory stays bounded.
 
 With -o the transcript is written to a temporary file next to FILE, then
 renamed over it, so FILE is never left half written; an existing FILE keeps
-its permissions, a new one is readable by its owner only. With -o and
---json, export prints {"session", "file", "bytes"}.`,
+its permissions, a new one is readable by its owner only. A FILE that is not
+a regular file (a device such as /dev/stdout, a FIFO) is written in place.
+A FILE that is a symbolic link to a regular file, or that belongs to another
+user, is refused: renaming over it would replace the link, or make the file
+yours. With -o and --json, export prints {"session", "file", "bytes"}.`,
 		Example: `  reprise export "$id" > transcript.jsonl
   reprise export "$id" -o ~/.claude/projects/-src-app/"$id".jsonl`,
 		Args: positional("SESSION"),
@@ -72,9 +77,58 @@ func runExport(ctx context.Context, a *app, o exportOptions, stdout, stderr io.W
 	}{id, o.output, n})
 }
 
-// exportFile writes session id's transcript to a temporary file next to
-// path, then renames it to path. It returns the bytes written.
-func exportFile(ctx context.Context, e *reprise.Engine, id, path string) (n int64, err error) {
+// exportFile writes session id's transcript to path and returns the bytes
+// written: in place when path is not a regular file (a device, a FIFO),
+// else through a temporary file renamed over it.
+func exportFile(ctx context.Context, e *reprise.Engine, id, path string) (int64, error) {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return exportRenamed(ctx, e, id, path)
+	case err != nil:
+		return 0, err
+	case !info.Mode().IsRegular():
+		return exportInPlace(ctx, e, id, path)
+	}
+	link, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return 0, err
+	case link.Mode()&fs.ModeSymlink != 0:
+		return 0, fmt.Errorf("export: %s is a symbolic link; give -o the file it leads to, if that is what you mean to replace", path)
+	case !ownedByUser(link):
+		return 0, fmt.Errorf("export: %s belongs to another user; export to a new file instead", path)
+	}
+	return exportRenamed(ctx, e, id, path)
+}
+
+// ownedByUser reports whether info is of a file the running user owns.
+func ownedByUser(info fs.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}
+
+// exportInPlace writes session id's transcript into path, a device or a
+// FIFO, as a shell redirection would. Opening a FIFO waits for a reader.
+func exportInPlace(ctx context.Context, e *reprise.Engine, id, path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err != nil || info.Mode().IsRegular() {
+		return 0, fmt.Errorf("export: %s became a regular file while it was opened; try again", path)
+	}
+	w := &countingWriter{w: f}
+	if err := e.Export(ctx, id, w); err != nil {
+		return w.n, err
+	}
+	return w.n, f.Close()
+}
+
+// exportRenamed writes session id's transcript to a temporary file next to
+// path, then renames it to path, keeping the mode of a file it replaces.
+func exportRenamed(ctx context.Context, e *reprise.Engine, id, path string) (n int64, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return 0, err

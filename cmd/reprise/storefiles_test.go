@@ -3,9 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -155,5 +158,82 @@ func TestImportNeverTakesTheTranscriptsCwd(t *testing.T) {
 	c.ok("start", "--agent", "ide", "chosen")
 	if _, err := os.Stat(ran); err != nil {
 		t.Fatalf("the hooks of the directory the user chose did not run: %v", err)
+	}
+}
+
+// export -o writes a target that is not a regular file in place, never
+// renames over a symbolic link or another user's file, and makes a new
+// file readable by its owner only.
+func TestExportTargets(t *testing.T) {
+	c := newCLI(t)
+	c.ok("new", "--id", "s", "--cwd", c.dir)
+	c.ok("append", "s", "--role", "user", "hello")
+	want := c.ok("export", "s")
+
+	// A FIFO with a reader gets the transcript and stays a FIFO.
+	fifo := filepath.Join(c.dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	c.ok("export", "s", "-o", fifo)
+	if got, err := io.ReadAll(reader); err != nil || string(got) != want {
+		t.Errorf("the FIFO's reader got %q, %v; want %q", got, err, want)
+	}
+	if info, err := os.Lstat(fifo); err != nil || info.Mode().Type() != fs.ModeNamedPipe {
+		t.Errorf("the FIFO was replaced: %v, %v", info.Mode(), err)
+	}
+
+	// A link to a device, such as /dev/stdout or /dev/null, is written
+	// through and left as it is.
+	null := filepath.Join(c.dir, "null")
+	if err := os.Symlink(os.DevNull, null); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("export", "s", "-o", null)
+	if dest, err := os.Readlink(null); err != nil || dest != os.DevNull {
+		t.Errorf("the link to %s was replaced: %q, %v", os.DevNull, dest, err)
+	}
+
+	// A link to a regular file is refused, and neither changes.
+	mine := c.writeFile("mine.txt", "mine")
+	link := filepath.Join(c.dir, "link.jsonl")
+	if err := os.Symlink(mine, link); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.fails(exitFailure, "export", "s", "-o", link); !strings.Contains(r.stderr, "symbolic link") {
+		t.Errorf("export to a link said %s", r.stderr)
+	}
+	if dest, err := os.Readlink(link); err != nil || dest != mine {
+		t.Errorf("the link was replaced: %q, %v", dest, err)
+	}
+	if data, _ := os.ReadFile(mine); string(data) != "mine" {
+		t.Errorf("written through the link: %q", data)
+	}
+
+	// A new file is the owner's only, whatever the umask.
+	fresh := filepath.Join(c.dir, "new.jsonl")
+	c.ok("export", "s", "-o", fresh)
+	if info, err := os.Stat(fresh); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("new file: %v, %v; want mode 0600", info.Mode(), err)
+	}
+
+	// Another user's file is not replaced (only root can make one here).
+	if os.Getuid() != 0 {
+		return
+	}
+	theirs := c.writeFile("theirs.jsonl", "theirs")
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.fails(exitFailure, "export", "s", "-o", theirs); !strings.Contains(r.stderr, "another user") {
+		t.Errorf("export over another user's file said %s", r.stderr)
+	}
+	if data, _ := os.ReadFile(theirs); string(data) != "theirs" {
+		t.Errorf("another user's file was replaced: %q", data)
 	}
 }
