@@ -1,9 +1,13 @@
 package reprise_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
@@ -51,4 +55,59 @@ func TestEachSessionStartRunHasItsOwnEnvFile(t *testing.T) {
 	if got := h[len(h)-1].EnvFile; got != second.EnvFile {
 		t.Fatalf("the log names env file %q, want %q", got, second.EnvFile)
 	}
+}
+
+// TestHostileEnvFiles checks what a hook may do to its CLAUDE_ENV_FILE:
+// replace it with a link to /dev/zero or a FIFO, or write 50 MB to it.
+// Nothing hangs or runs out of memory, the Engine warns, nothing past
+// MaxFileRead is recorded, and later runs of the session work.
+func TestHostileEnvFiles(t *testing.T) {
+	for name, hook := range map[string]string{
+		"link to /dev/zero": `rm "$CLAUDE_ENV_FILE" && ln -s /dev/zero "$CLAUDE_ENV_FILE"`,
+		"FIFO":              `rm "$CLAUDE_ENV_FILE" && mkfifo "$CLAUDE_ENV_FILE"`,
+		"50 MB":             `head -c 50000000 /dev/zero | tr '\0' x >> "$CLAUDE_ENV_FILE"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var logged bytes.Buffer
+			e, path := testkit.NewEngine(t, reprise.Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			testkit.Session(t, e, "s", "", "hello")
+			testkit.Session(t, e, "t", "", "hello")
+			if err := e.Hooks().Add(hookexec.Hook{Event: hookexec.SessionStart, Body: hookexec.Command{Line: hook}}); err != nil {
+				t.Fatal(err)
+			}
+			before := fileSize(t, path)
+			a := testkit.Agent(t, e, "ide")
+			for i, id := range []string{"s", "t", "s"} {
+				restore := a.Restore
+				if i == 0 {
+					restore = func(ctx context.Context, id string) (*reprise.Restore, error) { return a.Start(ctx, id) }
+				}
+				r, err := restore(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Env != "" || r.StartOutcomes[0].Status != "ok" {
+					t.Fatalf("restore of %s recorded %d bytes of env; outcome %+v", id, len(r.Env), r.StartOutcomes[0])
+				}
+			}
+			if n := strings.Count(logged.String(), "CLAUDE_ENV_FILE not read"); n != 3 {
+				t.Errorf("%d warnings, want one per run:\n%s", n, logged.String())
+			}
+			if grown := fileSize(t, path) - before; grown > reprise.MaxFileRead {
+				t.Errorf("the store grew by %d bytes", grown)
+			}
+		})
+	}
+}
+
+// fileSize returns the size of the file at path.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Size()
 }

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/reprise-dev/reprise/hookexec"
 )
@@ -295,5 +297,68 @@ func TestVersionOneInstalledPluginsFile(t *testing.T) {
 	}
 	if len(errs) != 1 || !errors.Is(errs[0], hookexec.ErrBadConfig) || !strings.Contains(errs[0].Error(), "b@m") {
 		t.Errorf("errors %v, want one ErrBadConfig naming b@m's record", errs)
+	}
+}
+
+// TestPluginFilesMustBeRegularAndSmall checks each plugin file reprise
+// reads, a plugin's hooks/hooks.json and installed_plugins.json, made a
+// FIFO, a link to /dev/zero or an oversize file: each is refused at once
+// with ErrBadConfig naming it, and the other plugins still load.
+func TestPluginFilesMustBeRegularAndSmall(t *testing.T) {
+	hostile := map[string]func(t *testing.T, path string){
+		"FIFO": func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"link to /dev/zero": func(t *testing.T, path string) {
+			if err := os.Symlink("/dev/zero", path); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"oversize": func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(`{"x": "`+strings.Repeat("a", hookexec.MaxConfigFileSize)+`"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	good := `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo good"}]}]}}`
+	for kind, plant := range hostile {
+		for _, file := range []string{"hooks.json", "installed_plugins.json"} {
+			t.Run(kind+" "+file, func(t *testing.T) {
+				h := newFakeHome(t)
+				h.install("good@market", good)
+				bad := h.install("bad@market", "")
+				path := filepath.Join(bad, "hooks", "hooks.json")
+				if file == "installed_plugins.json" {
+					path = hookexec.InstalledPluginsPath(h.dir)
+					if err := os.Remove(path); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				plant(t, path)
+				settings := h.settings("settings.json", map[string]bool{"good@market": true, "bad@market": true})
+				done := make(chan struct{})
+				var hooks []hookexec.Hook
+				var errs []error
+				go func() {
+					defer close(done)
+					hooks, errs = hookexec.LoadEnabledPlugins(h.dir, t.TempDir(), []string{settings})
+				}()
+				select {
+				case <-done:
+				case <-time.After(5 * time.Second):
+					t.Fatal("LoadEnabledPlugins is still reading")
+				}
+				if len(errs) != 1 || !errors.Is(errs[0], hookexec.ErrBadConfig) || !strings.Contains(errs[0].Error(), path) {
+					t.Fatalf("errors %v, want one ErrBadConfig naming %s", errs, path)
+				}
+				if file == "hooks.json" && (len(hooks) != 1 || hooks[0].CommandLine() != "echo good") {
+					t.Errorf("the good plugin's hooks: %v", hooks)
+				}
+			})
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // transcriptHookSettings writes a settings file whose SessionStart hook
@@ -235,5 +236,35 @@ func TestExportTargets(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(theirs); string(data) != "theirs" {
 		t.Errorf("another user's file was replaced: %q", data)
+	}
+}
+
+// A project's settings file that is a FIFO or a link to /dev/zero (a
+// cloned repository can carry either) neither hangs nor kills a restore: it
+// is skipped with a warning naming it.
+func TestHostileProjectSettings(t *testing.T) {
+	for name, plant := range map[string]func(path string) error{
+		"FIFO":              func(path string) error { return syscall.Mkfifo(path, 0o600) },
+		"link to /dev/zero": func(path string) error { return os.Symlink("/dev/zero", path) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newCLI(t)
+			project := c.mkdir("project/.claude")
+			settings := filepath.Join(project, "settings.json")
+			if err := plant(settings); err != nil {
+				t.Fatal(err)
+			}
+			c.ok("new", "--id", "s", "--cwd", filepath.Dir(project))
+			done := make(chan result, 1)
+			go func() { done <- c.run("start", "--agent", "ide", "s") }()
+			select {
+			case r := <-done:
+				if r.code != exitOK || !strings.Contains(r.stderr, settings) {
+					t.Fatalf("start: exit %d, stderr %s; want success and a warning naming %s", r.code, r.stderr, settings)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("start is still reading the settings file")
+			}
+		})
 	}
 }
