@@ -211,6 +211,7 @@ type restoreJSON struct {
 	Context       string          `json:"context"`
 	Injected      string          `json:"injected_message,omitempty"`
 	Env           string          `json:"env,omitempty"`
+	EnvFile       string          `json:"env_file,omitempty"`
 	// ModifiedConfig merges the modifiedConfig objects of the SessionStart
 	// hooks, a later hook winning a key; absent when none returned one.
 	ModifiedConfig json.RawMessage `json:"modifiedConfig,omitempty"`
@@ -299,7 +300,7 @@ func newRestoreJSON(agent, to string, r *reprise.Restore) restoreJSON {
 		Agent: agent, Restored: true, RestoreID: r.ID, Source: string(r.Source), From: r.From, To: r.To,
 		InitialPrompt: r.InitialPrompt, Saved: r.Saved, SaveError: r.SaveError,
 		SessionStart: &hookRunJSON{Source: string(r.Source), Hooks: newOutcomesJSON(hookexec.SessionStart, r.StartOutcomes), Interrupted: r.StartInterrupted},
-		Context:      r.Context, Injected: r.InjectedUUID, Env: r.Env, ModifiedConfig: r.ModifiedConfig,
+		Context:      r.Context, Injected: r.InjectedUUID, Env: r.Env, EnvFile: r.EnvFile, ModifiedConfig: r.ModifiedConfig,
 		Began: formatTime(r.Began), Ended: formatTime(r.Ended),
 	}
 	if r.EndReason != "" { // the agent left a session
