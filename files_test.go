@@ -228,6 +228,25 @@ func TestDirFilesRefuseAPlantedDirectory(t *testing.T) {
 		t.Fatalf("written into the open directory: %v", entries)
 	}
 
+	// Another user's directory, even a private one, is refused too (only
+	// root can make one here).
+	if os.Getuid() == 0 {
+		theirs := filepath.Join(base, "theirs")
+		if err := os.Mkdir(theirs, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(theirs, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		err := reprise.DirFiles(theirs).Replace("s.jsonl", func(io.Writer) error { return nil })
+		if !errors.Is(err, reprise.ErrNotPrivate) || !strings.Contains(err.Error(), "another user") {
+			t.Fatalf("Replace in another user's directory: %v, want ErrNotPrivate", err)
+		}
+		if entries, _ := os.ReadDir(theirs); len(entries) != 0 {
+			t.Fatalf("written into another user's directory: %v", entries)
+		}
+	}
+
 	dir := filepath.Join(base, "files")
 	mine := filepath.Join(base, "mine")
 	if err := os.WriteFile(mine, []byte("mine"), 0o600); err != nil {

@@ -268,3 +268,31 @@ func TestHostileProjectSettings(t *testing.T) {
 		})
 	}
 }
+
+// A transcript directory another user could have made first, in a shared
+// directory, with a link planted in it: start warns, writes nothing there
+// and nothing through the link.
+func TestPlantedTranscriptDirectory(t *testing.T) {
+	c := newCLI(t)
+	store := filepath.Join(c.dir, "shared", "r.db")
+	dir := c.mkdir("shared/r.db.transcripts")
+	mine := c.writeFile("mine.txt", "mine")
+	if err := os.Symlink(mine, filepath.Join(dir, "s.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("--store", store, "new", "--id", "s", "--cwd", c.dir)
+	c.ok("--store", store, "append", "s", "--role", "user", "secret conversation")
+	r := c.run("--store", store, "start", "--agent", "ide", "--settings", transcriptHookSettings(t, c), "--no-default-settings", "s")
+	if r.code != exitOK || !strings.Contains(r.stderr, dir+" may be written by other users") {
+		t.Fatalf("start: exit %d, stderr %s; want a warning naming %s", r.code, r.stderr, dir)
+	}
+	if data, _ := os.ReadFile(mine); string(data) != "mine" {
+		t.Fatalf("written through the planted link: %q", data)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("files written into the planted directory: %v", entries)
+	}
+}
