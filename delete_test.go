@@ -171,7 +171,7 @@ func TestVacuumRemovesDeletedSessionsForGood(t *testing.T) {
 	path := filepath.Join(dir, "reprise.db")
 	e := testkit.OpenEngine(t, path, reprise.Options{Logger: testkit.Discard})
 	withSecrets(t, e)
-	transcripts := filepath.Join(dir, "transcripts")
+	transcripts := reprise.DefaultTranscriptDir(path)
 	if err := os.WriteFile(filepath.Join(transcripts, "a-hook-1.txt"), []byte(secret), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,16 @@ package reprise_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 )
@@ -110,4 +113,32 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return info.Size()
+}
+
+// TestVacuumRemovesEnvFilesOfTheDeletedSessionOnly checks that the env
+// files of every run of a deleted session go with it, the one file of an
+// older store too, and that a session whose id continues with ".env-"
+// keeps its files.
+func TestVacuumRemovesEnvFilesOfTheDeletedSessionOnly(t *testing.T) {
+	ctx := context.Background()
+	files := reprise.NewMemoryFiles()
+	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{Files: files})
+	testkit.Session(t, e, "a", "", "one")
+	testkit.Session(t, e, "a.env-b", "", "two")
+	gone := []string{"a.jsonl", "a.env", "a.env-1f0c2a9e-run1", "a.env-7d3b-run2"}
+	kept := []string{"a.env-b.env-run3", "a.env-b.jsonl"} // in name order
+	for _, name := range append(gone, kept...) {
+		if err := files.Replace(name, func(io.Writer) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.DeleteSession(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := files.List(""); err != nil || !slices.Equal(left, kept) {
+		t.Fatalf("files left: %q, %v; want %q", left, err, kept)
+	}
 }

@@ -195,10 +195,13 @@ func (e *Engine) planAgents(ctx context.Context, plan *vacuumPlan) error {
 	return nil
 }
 
-// removeFiles removes session id's transcript, env file and spilled hook
+// removeFiles removes session id's transcript, env files and spilled hook
 // output, and returns how many there were. Spilled output is named
 // <id>-hook-<uuid>.txt; a name with a second "-hook-" belongs to a session
-// whose id starts with id's.
+// whose id starts with id's. Env files are <id>.env-<restore id> (restore
+// ids hold no "."), and <id>.env in stores written before each run had its
+// own; a name with a "." after ".env-" is another session's (its id
+// continues with ".env-").
 func (e *Engine) removeFiles(id string) (int, error) {
 	names, err := e.files.List(id)
 	if err != nil {
@@ -208,7 +211,9 @@ func (e *Engine) removeFiles(id string) (int, error) {
 	for _, name := range names {
 		rest := strings.TrimPrefix(name, id)
 		spilled := strings.HasPrefix(rest, "-hook-") && strings.HasSuffix(rest, ".txt") && !strings.Contains(rest[len("-hook-"):], "-hook-")
-		if rest != ".jsonl" && rest != ".env" && !spilled {
+		run, isEnv := strings.CutPrefix(rest, ".env-")
+		env := rest == ".env" || isEnv && run != "" && !strings.Contains(run, ".")
+		if rest != ".jsonl" && !env && !spilled {
 			continue
 		}
 		if err := e.files.Remove(name); err != nil {

@@ -44,7 +44,7 @@ func TestRmThenVacuum(t *testing.T) {
 	flags := []string{"--agent", "ide", "--settings", secretSettings(t, c), "--no-default-settings"}
 	c.ok(append(append([]string{"start"}, flags...), "a")...)
 	c.ok(append(append([]string{"resume"}, flags...), "b")...)
-	transcripts := filepath.Join(filepath.Dir(c.store), "transcripts")
+	transcripts := reprise.DefaultTranscriptDir(c.store)
 	if !bytes.Contains(readFile(t, c.store), []byte(cliSecret)) || !bytes.Contains(readFile(t, filepath.Join(transcripts, "a.jsonl")), []byte(cliSecret)) {
 		t.Fatal("the secret is not in the store and the transcript; the test proves nothing")
 	}
