@@ -44,6 +44,15 @@
 // fail, and the failure is recorded like any other. A function hook that
 // ignores its context keeps its goroutine after its timeout.
 //
+// Files beside the store (transcripts, each SessionStart run's
+// CLAUDE_ENV_FILE, spilled hook output) live in one directory per store
+// (DefaultTranscriptDir for a bbolt file), which must be the user's own:
+// one that is a link, another user's or writable by others is refused with
+// ErrNotPrivate, and the restore goes on without the files, with a
+// warning. Import never takes a transcript's working directory as the
+// session's: a session's project hooks run only where the host or the
+// user chose.
+//
 // Cancelling the context of an action stops it at the next step boundary
 // with ErrInterrupted: the running hooks are cancelled and recorded, and
 // the next call on the agent finishes the restore. Command hooks outlive a

@@ -61,6 +61,12 @@
 // Configuration files (settings, hooks.json, installed_plugins.json) are
 // read only when they are, or link to, a regular file of at most
 // MaxConfigFileSize bytes; a FIFO or device is refused without waiting.
+// A command longer than MaxCommandSize could never be started, and is
+// refused where it is configured; a long one is named by CommandName, a
+// digest, in outcomes and warnings.
+//
+// Command hooks inherit the whole environment of the process, as Claude
+// Code's do, unless Exec.InheritEnv lists the only variables to pass.
 //
 // Session-hook options live in process only: OnSuccess runs in Settle, not
 // in the log, so a run cut short by a crash never calls it, and a Once
