@@ -81,9 +81,9 @@ const (
 	HookCountKey    = attribute.Key("reprise.hook.count")  // hooks in a run
 	HookFailedKey   = attribute.Key("reprise.hook.failed") // hooks of a run whose status is not ok
 	HookNameKey     = attribute.Key("reprise.hook.name")
-	HookSourceKey   = attribute.Key("reprise.hook.source") // where it was configured
-	HookKindKey     = attribute.Key("reprise.hook.kind")   // "command" or "function"
-	HookCommandKey  = attribute.Key("reprise.hook.command")
+	HookSourceKey   = attribute.Key("reprise.hook.source")  // where it was configured
+	HookKindKey     = attribute.Key("reprise.hook.kind")    // "command" or "function"
+	HookCommandKey  = attribute.Key("reprise.hook.command") // hookexec.CommandName: a long command by its digest
 	HookStatusKey   = attribute.Key("reprise.hook.status")
 	HookExitCodeKey = attribute.Key("reprise.hook.exit_code")
 	HookDurationKey = attribute.Key("reprise.hook.duration") // seconds
@@ -266,7 +266,7 @@ func (o *observer) outcome(ctx context.Context, event hookexec.Event, began time
 		attrs = append(attrs, HookKindKey.String(kind))
 	}
 	if kind == KindCommand {
-		attrs = append(attrs, HookCommandKey.String(h.CommandLine()), HookExitCodeKey.Int(out.ExitCode))
+		attrs = append(attrs, HookCommandKey.String(hookexec.CommandName(h.CommandLine())), HookExitCodeKey.Int(out.ExitCode))
 	} else if out.ExitCode != 0 {
 		attrs = append(attrs, HookExitCodeKey.Int(out.ExitCode))
 	}
