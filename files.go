@@ -17,7 +17,8 @@ import (
 // Files is the Engine's file seam: the files it keeps beside the log, each
 // a plain name in one directory. They are the transcripts hooks read
 // (<session>.jsonl), the CLAUDE_ENV_FILE of each SessionStart run
-// (<session>.env) and hook output too long to inject. DirFiles is the real
+// (<session>.env-<restore id>) and hook output too long to inject
+// (<session>-hook-<id>.txt). DirFiles is the real
 // one; NewMemoryFiles is its in-memory twin for tests. Methods are safe for
 // concurrent use on different names.
 type Files interface {
