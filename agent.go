@@ -567,6 +567,11 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 			e.log.Warn("CLAUDE_ENV_FILE not read", "session", id, "error", err)
 		}
 		ran.Env = string(written)
+		// What it held is recorded: the file itself would only pile up, one
+		// for every restore.
+		if err := e.files.Remove(envName); err != nil {
+			e.log.Warn("CLAUDE_ENV_FILE not removed", "session", id, "error", err)
+		}
 	}
 	return ran
 }
@@ -574,7 +579,8 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 // envFileName returns the name, in the Engine's Files, of the
 // CLAUDE_ENV_FILE of the SessionStart run of session id in restore run:
 // <id>.env-<run>. Each run has its own file, so that two agents starting
-// one session at once never share one, and the run's record names it.
+// one session at once never share one, and the run's record names it. The
+// file is removed once its content is recorded.
 func envFileName(id, run string) string { return id + ".env-" + run }
 
 // spill saves hook output too long to inject, for session id, and returns

@@ -3,7 +3,9 @@ package reprise_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -49,6 +51,12 @@ func TestEachSessionStartRunHasItsOwnEnvFile(t *testing.T) {
 	}
 	if first.EnvFile == second.EnvFile || first.Env == second.Env {
 		t.Fatalf("two runs shared the env file %s: %q, %q", first.EnvFile, first.Env, second.Env)
+	}
+	// Its content recorded, each run's file is gone: none piles up.
+	for _, r := range []*reprise.Restore{first, second} {
+		if _, err := os.Lstat(r.EnvFile); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("env file %s left after the run: %v", r.EnvFile, err)
+		}
 	}
 	// The record survives a reopen: it is in the log, not in the Engine.
 	if err := e.Close(); err != nil {
