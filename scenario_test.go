@@ -251,7 +251,7 @@ func (w *world) run(t *testing.T, line string) []string {
 		t.Fatalf("%s: unknown command %q", w.where, words[0])
 	}
 	for key := range opts {
-		if key != "crash-after" && key != "cancel-after" && key != "fail" && !strings.Contains(" "+allowed+" ", " "+key+" ") {
+		if key != "crash-after" && key != "cancel-after" && key != "fail" && key != "delete-before" && !strings.Contains(" "+allowed+" ", " "+key+" ") {
 			t.Fatalf("%s: %s takes no option %q", w.where, words[0], key)
 		}
 	}
@@ -278,12 +278,20 @@ func (w *world) run(t *testing.T, line string) []string {
 		if fail := opts["fail"]; fail != "" {
 			w.crashes.failOnce = eventlog.Type(fail)
 		}
+		if race := opts["delete-before"]; race != "" {
+			typ, id, ok := strings.Cut(race, ":")
+			if !ok {
+				t.Fatalf("%s: delete-before takes TYPE:SESSION, got %q", w.where, race)
+			}
+			w.crashes.deleteBefore, w.crashes.deleteOther = eventlog.Type(typ), func() error { return w.otherHostDeletes(id) }
+		}
 		if after := opts["cancel-after"]; after != "" {
 			w.crashes.cancelAfter, w.crashes.cancel = eventlog.Type(after), cancel
 		}
 		printed, err = w.command(ctx, t, words, opts)
 	}()
 	w.crashes.crashAfter, w.crashes.failOnce, w.crashes.cancelAfter, w.crashes.cancel = "", "", "", nil
+	w.crashes.deleteBefore, w.crashes.deleteOther = "", nil
 	out := w.journal.take()
 	if w.real {
 		for i := range out {
@@ -455,8 +463,22 @@ func (w *world) command(ctx context.Context, t *testing.T, words []string, opts 
 	return nil, nil
 }
 
+// otherHostDeletes deletes session id through a second Engine over the
+// world's store, as another host sharing a database would.
+func (w *world) otherHostDeletes(id string) error {
+	w.journal.add("  another host deletes " + id)
+	other := reprise.New(&crashStore{MemoryStore: w.store, journal: &w.journal}, reprise.Options{
+		Hooks: hookexec.NewRegistry(), Files: keepOpen{w.files}, Runner: w.runner, AllowMissingCwd: !w.real,
+		Logger: slog.New(slog.DiscardHandler), Now: w.now, NewID: w.newID,
+	})
+	defer other.Close()
+	return other.DeleteSession(context.Background(), id)
+}
+
 // commandOptions are the options each command takes, besides crash-after,
-// cancel-after and fail, which every command takes.
+// cancel-after, fail and delete-before (TYPE:SESSION: another host deletes
+// SESSION just before the append that holds an event of TYPE), which every
+// command takes.
 var commandOptions = map[string]string{
 	"session": "cwd", "append": "meta", "buffer": "meta", "save": "",
 	"hook":   "matcher status context block summary cleanup config suppress timeout scoped id error once",
@@ -554,8 +576,10 @@ type crashSignal struct{}
 // crashStore is the world's store as one process sees it: it can die right
 // after an append that holds an event of type crashAfter, cancel the
 // command's context (as a Ctrl-C would) right after an append that holds
-// an event of type cancelAfter, and fail once an append that holds an
-// event of type failOnce.
+// an event of type cancelAfter, fail once an append that holds an
+// event of type failOnce, and let another host delete a session (with
+// deleteOther) just before an append that holds an event of type
+// deleteBefore, after the process checked the session was there.
 type crashStore struct {
 	*eventlog.MemoryStore
 	journal     *journal
@@ -563,6 +587,9 @@ type crashStore struct {
 	cancelAfter eventlog.Type
 	cancel      context.CancelFunc
 	failOnce    eventlog.Type
+
+	deleteBefore eventlog.Type
+	deleteOther  func() error
 }
 
 func (c *crashStore) Close() error { return nil } // the store outlives the process
@@ -571,6 +598,12 @@ func (c *crashStore) Append(ctx context.Context, expect []eventlog.Expect, recs 
 	if c.failOnce != "" && holds(recs, c.failOnce) {
 		c.failOnce = ""
 		return nil, errors.New("injected failure: disk full")
+	}
+	if c.deleteBefore != "" && holds(recs, c.deleteBefore) {
+		c.deleteBefore = ""
+		if err := c.deleteOther(); err != nil {
+			c.journal.add("  another host: error: " + err.Error())
+		}
 	}
 	evs, err := c.MemoryStore.Append(ctx, expect, recs)
 	for _, ev := range evs {
