@@ -241,6 +241,16 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error
 		case fsm.InFlight(a.view.State):
 			actx = wctx
 		}
+		if a.onCurrent() {
+			// Another process may have deleted the session after this
+			// action checked it and before its intent was recorded: the
+			// stepper must see the tombstone to end the step without
+			// writing to the session.
+			if err := a.e.seeTombstones(actx, a.view.Current); err != nil {
+				cancel()
+				return result, err
+			}
+		}
 		views, err := a.views(actx, act)
 		if err != nil {
 			cancel()
@@ -274,6 +284,9 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error
 		result.stopped = cmp.Or(ready.Stopped, result.stopped)
 		result.prompted = cmp.Or(ready.Prompted, result.prompted)
 		result.blocked = cmp.Or(ready.Blocked, result.blocked)
+		if ready.Deleted != "" && act.Kind != lifecycle.Continue {
+			return result, lifecycle.CurrentDeleted(a.id, ready.Deleted)
+		}
 		if ready.Effect == nil {
 			if !fsm.InFlight(a.view.State) {
 				return result, nil
@@ -282,6 +295,14 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error
 		}
 		outcome = a.perform(ctx, wctx, ready.Effect)
 	}
+}
+
+// onCurrent reports whether the agent's step in flight is a Prompt, Stop
+// or Compact whose hooks' outcome is next: a step on the current session
+// whose intent a deletion by another process may have preceded.
+func (a *Agent) onCurrent() bool {
+	s := a.view.State
+	return s == fsm.Prompting || s == fsm.Stopping || s == fsm.PreCompacting
 }
 
 // recordTimeout bounds the append that records what hooks cut short by a

@@ -2,6 +2,8 @@ package lifecycle_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,5 +100,88 @@ func TestInjectIntoASessionDeletedMeanwhile(t *testing.T) {
 	}
 	if done, ok := ready.Payloads[0].(*schema.ContextInjected); !ok || done.MessageUUID != "" {
 		t.Errorf("Step recorded %#v; want ContextInjected with no message", ready.Payloads[0])
+	}
+}
+
+// TestStepInFlightOnASessionDeletedMeanwhile: another process deleted the
+// agent's session after the agent checked it and before the intent of its
+// Prompt, Stop or Compact. Whether the hooks' outcome is known or the
+// process running them died, the step ends on the agent's stream alone,
+// marked Deleted, with a step the lifecycle table accepts, and the agent is
+// active again, so that its next action gets ErrSessionDeleted.
+func TestStepInFlightOnASessionDeletedMeanwhile(t *testing.T) {
+	loaded := []schema.Payload{
+		&schema.SessionLoaded{Session: "a", Source: schema.SourceStartup},
+		&schema.SessionStartHookStarted{Session: "a", Source: schema.SourceStartup},
+		&schema.SessionStartHookRan{Session: "a", Source: schema.SourceStartup},
+		&schema.ContextInjected{Session: "a"},
+	}
+	ran := lifecycle.HooksRan{Outcomes: []schema.HookOutcome{{Name: "h", Status: schema.HookOK, Decision: "block", Reason: "no"}},
+		Context: "ctx", Blocked: true, Reason: "no"}
+	tests := []struct {
+		name   string
+		intent schema.Payload
+		state  fsm.State
+	}{
+		{"prompt", &schema.PromptHookStarted{Session: "a", Prompt: "hi", PromptID: "p", Hooks: []string{"h"}}, fsm.Prompting},
+		{"stop", &schema.StopHookStarted{Session: "a", Hooks: []string{"h"}}, fsm.Stopping},
+		{"compact", &schema.PreCompactHookStarted{Session: "a", Trigger: "manual", Summary: "s", Hooks: []string{"h"}}, fsm.PreCompacting},
+	}
+	for _, tt := range tests {
+		for _, outcome := range []lifecycle.Outcome{ran, nil} {
+			t.Run(fmt.Sprintf("%s/hooks-known=%v", tt.name, outcome != nil), func(t *testing.T) {
+				agent := projection.NewAgent("ide")
+				for i, p := range append(slices.Clone(loaded), tt.intent) {
+					rid := "r"
+					if i == len(loaded) {
+						rid = "s"
+					}
+					ev := eventlog.Event{Stream: projection.AgentStream("ide"), Seq: uint64(i + 1), Type: p.EventType(), RestoreID: rid}
+					if err := agent.ApplyDecoded(ev, p); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if agent.State != tt.state {
+					t.Fatalf("agent state %s; want %s", agent.State, tt.state)
+				}
+				sessions := map[string]*lifecycle.Session{"a": {ID: "a", Head: 2, Deleted: true}}
+				ready, err := lifecycle.Step(lifecycle.Input{Agent: agent, Action: lifecycle.Action{Kind: lifecycle.Prompt, Prompt: "hi"},
+					Sessions: sessions, Outcome: outcome, NewID: func() string { return "m" }, StopCap: 8})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ready.Records) != 1 || ready.Records[0].Stream != projection.AgentStream("ide") {
+					t.Fatalf("Step = %d records (%v); want one, on the agent's stream", len(ready.Records), ready.Records)
+				}
+				if ready.Deleted != "a" || ready.Effect != nil || ready.Prompted != nil || ready.Stopped != nil || ready.Blocked != "" {
+					t.Errorf("Step = deleted %q, effect %v, prompted %v, stopped %v, blocked %q; want deleted a and nothing else",
+						ready.Deleted, ready.Effect, ready.Prompted, ready.Stopped, ready.Blocked)
+				}
+				var deleted, interrupted bool
+				switch p := ready.Payloads[0].(type) {
+				case *schema.PromptHookRan:
+					deleted, interrupted = p.Deleted, p.Interrupted
+				case *schema.StopHookRan:
+					deleted, interrupted = p.Deleted, p.Interrupted
+				case *schema.PreCompactHookRan:
+					deleted, interrupted = p.Deleted && p.Blocked, p.Interrupted
+				}
+				if !deleted || interrupted != (outcome == nil) {
+					t.Errorf("Step recorded %#v; want it marked deleted, interrupted=%v", ready.Payloads[0], outcome == nil)
+				}
+				ev := eventlog.Event{Stream: projection.AgentStream("ide"), Seq: agent.Head + 1, Type: ready.Records[0].Type, RestoreID: "s"}
+				if err := agent.ApplyDecoded(ev, ready.Payloads[0]); err != nil {
+					t.Fatalf("the lifecycle table refuses the step: %v", err)
+				}
+				if agent.State != fsm.Active {
+					t.Errorf("agent state %s; want active", agent.State)
+				}
+				_, err = lifecycle.Step(lifecycle.Input{Agent: agent, Action: lifecycle.Action{Kind: lifecycle.Prompt, Prompt: "hi"},
+					Sessions: sessions, NewID: func() string { return "m" }, StopCap: 8})
+				if !errors.Is(err, lifecycle.ErrSessionDeleted) {
+					t.Errorf("next action: %v; want ErrSessionDeleted", err)
+				}
+			})
+		}
 	}
 }

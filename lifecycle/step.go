@@ -112,6 +112,10 @@ type Ready struct {
 	Stopped  *StopResult
 	Prompted *PromptResult
 	Blocked  string
+	// Deleted is the session of a Prompt, Stop or Compact that another
+	// process deleted while the step was in flight: the step ended on the
+	// agent's stream alone, and the action fails with CurrentDeleted.
+	Deleted string
 }
 
 // PromptResult says what became of a prompt: kept as MessageUUID (with
@@ -534,6 +538,14 @@ func compact(in Input, id string) (Ready, error) {
 func preCompacted(in Input) (Ready, error) {
 	r := in.Agent.Restore
 	ran, ok := in.Outcome.(HooksRan)
+	if gone(in, r.To) {
+		step := &schema.PreCompactHookRan{Session: r.To, Outcomes: ran.Outcomes, Blocked: true,
+			Reason: "session " + r.To + " was deleted", Deleted: true}
+		if !ok {
+			step.Outcomes, step.Interrupted = interrupted(r.PreCompactHooks), true
+		}
+		return deletedStep(in, r.ID, r.To, step), nil
+	}
 	if !ok {
 		return agentStep(in, r.ID, &schema.PreCompactHookRan{Session: r.To, Outcomes: interrupted(r.PreCompactHooks), Interrupted: true}), nil
 	}
@@ -602,6 +614,13 @@ func prompt(in Input, id string) (Ready, error) {
 func prompted(in Input) (Ready, error) {
 	pr := in.Agent.Prompt
 	ran, ok := in.Outcome.(HooksRan)
+	if gone(in, pr.Session) {
+		step := &schema.PromptHookRan{Session: pr.Session, Outcomes: ran.Outcomes, Deleted: true}
+		if !ok {
+			step.Outcomes, step.Interrupted = interrupted(pr.Hooks), true
+		}
+		return deletedStep(in, pr.ID, pr.Session, step), nil
+	}
 	switch {
 	case !ok:
 		return agentStep(in, pr.ID, &schema.PromptHookRan{Session: pr.Session, Outcomes: interrupted(pr.Hooks), Interrupted: true}), nil
@@ -662,6 +681,13 @@ func stop(in Input, id string) (Ready, error) {
 func stopped(in Input) (Ready, error) {
 	st := in.Agent.Stop
 	ran, ok := in.Outcome.(HooksRan)
+	if gone(in, st.Session) {
+		step := &schema.StopHookRan{Session: st.Session, Outcomes: ran.Outcomes, Deleted: true}
+		if !ok {
+			step.Outcomes, step.Interrupted = interrupted(st.Hooks), !st.Capped
+		}
+		return deletedStep(in, st.ID, st.Session, step), nil
+	}
 	switch {
 	case !ok && in.Action.Kind == Stop && st.Capped:
 		why := fmt.Sprintf("%d consecutive stops were blocked; the hooks are not asked again until a stop is not blocked", in.Agent.StopBlocks)
@@ -754,6 +780,23 @@ func add(ready Ready, stream string, p schema.Payload, now int64, rid string) Re
 	}
 	ready.Records = append(ready.Records, rec)
 	ready.Payloads = append(ready.Payloads, p)
+	return ready
+}
+
+// gone reports whether session id, which the step in flight would write
+// to, was deleted: another process's deletion can land between an agent's
+// check of its session and the intent of its Prompt, Stop or Compact.
+func gone(in Input, id string) bool {
+	s := in.Sessions[id]
+	return s != nil && s.Deleted
+}
+
+// deletedStep ends step rid, whose session id was deleted, with p on the
+// agent's stream alone: nothing is written after a tombstone.
+func deletedStep(in Input, rid, id string, p schema.Payload) Ready {
+	ready := agentStep(in, rid, p)
+	ready.Deleted = id
+	ready.Warning = "session " + id + " was deleted while a step on it was in flight; the step ended without writing to it"
 	return ready
 }
 

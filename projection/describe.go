@@ -79,6 +79,8 @@ func Describe(p schema.Payload) string {
 		return fmt.Sprintf("session=%s prompt=%q hooks=%s", p.Session, Clip(p.Prompt, 40), hookList(p.Hooks))
 	case *schema.PromptHookRan:
 		switch {
+		case p.Deleted:
+			return fmt.Sprintf("session=%s %s, session deleted, prompt not kept", p.Session, outcomes(p.Outcomes, p.Interrupted))
 		case p.Blocked:
 			return fmt.Sprintf("session=%s blocked %s reason=%q", p.Session, outcomes(p.Outcomes, p.Interrupted), Clip(p.Reason, 40))
 		case p.Interrupted:
@@ -95,6 +97,9 @@ func Describe(p schema.Payload) string {
 	case *schema.StopHookRan:
 		if p.Capped != "" {
 			return fmt.Sprintf("session=%s capped: %s", p.Session, p.Capped)
+		}
+		if p.Deleted {
+			return fmt.Sprintf("session=%s %s, session deleted, nothing queued", p.Session, outcomes(p.Outcomes, p.Interrupted))
 		}
 		return fmt.Sprintf("session=%s blocked=%v %s", p.Session, p.Blocked, outcomes(p.Outcomes, p.Interrupted))
 	case *schema.SessionDeleted:

@@ -200,7 +200,9 @@ type StopHookStarted struct {
 
 // StopHookRan records the Stop hooks' outcomes. When a hook blocked the
 // stop, Reason is its reason and the same append queued it as the next
-// user message (MessageUUID).
+// user message (MessageUUID). Deleted says that another process deleted
+// the session while the hooks ran: the stop ended on the agent's stream
+// alone, and nothing was queued.
 type StopHookRan struct {
 	Session     string        `msgpack:"session"`
 	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
@@ -209,6 +211,7 @@ type StopHookRan struct {
 	MessageUUID string        `msgpack:"message,omitempty"`
 	Capped      string        `msgpack:"capped,omitempty"` // why no hook was asked
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
+	Deleted     bool          `msgpack:"deleted,omitempty"`
 }
 
 // PromptHookStarted is the durable intent recorded before UserPromptSubmit
@@ -223,7 +226,9 @@ type PromptHookStarted struct {
 // PromptHookRan records the UserPromptSubmit hooks' outcomes. Unless a hook
 // blocked the prompt (Blocked, Reason) or the run was interrupted, the
 // same append kept the prompt as user message MessageUUID and, when the
-// hooks gave Context, the meta message ContextUUID after it.
+// hooks gave Context, the meta message ContextUUID after it. Deleted says
+// that another process deleted the session before the prompt could be
+// kept: it was not.
 type PromptHookRan struct {
 	Session     string        `msgpack:"session"`
 	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
@@ -233,6 +238,7 @@ type PromptHookRan struct {
 	MessageUUID string        `msgpack:"message,omitempty"`
 	ContextUUID string        `msgpack:"contextmsg,omitempty"`
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
+	Deleted     bool          `msgpack:"deleted,omitempty"`
 }
 
 // PreCompactHookStarted is the durable intent recorded before PreCompact
@@ -247,13 +253,16 @@ type PreCompactHookStarted struct {
 }
 
 // PreCompactHookRan records the PreCompact hooks' outcomes. A blocked
-// compaction ends here; otherwise SessionCompacted follows.
+// compaction ends here; otherwise SessionCompacted follows. Deleted says
+// that another process deleted the session while the hooks ran: the
+// compaction ends here too, as blocked.
 type PreCompactHookRan struct {
 	Session     string        `msgpack:"session"`
 	Outcomes    []HookOutcome `msgpack:"outcomes,omitempty"`
 	Blocked     bool          `msgpack:"blocked,omitempty"`
 	Reason      string        `msgpack:"reason,omitempty"`
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
+	Deleted     bool          `msgpack:"deleted,omitempty"`
 }
 
 // ContextInjected ends a restore. When MessageUUID is set, the same atomic
