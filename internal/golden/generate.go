@@ -3,9 +3,13 @@
 // that later builds can prove they still open and read them.
 //
 // Generate drives one scripted history that holds every event type of the
-// schema, every hook outcome status and every SessionStart source. Its
-// clock and its ids are fixed, so two runs write the same events except for
-// the hooks' measured durations.
+// schema, every hook outcome status and every SessionStart source, then
+// deletes sessions, vacuums one of them away and ends a step whose session
+// another host deleted under it, so that the stores it writes have the
+// formats deletion brought (a bbolt gaps bucket, PostgreSQL's
+// reprise_gaps). Its clock and its ids are fixed, so two runs write the
+// same events except for the hooks' measured durations. The stores of
+// testdata/golden/v1 were written by an older Generate, before deletion.
 package golden
 
 import (
@@ -90,6 +94,24 @@ func (f *failingStore) Append(ctx context.Context, expect []eventlog.Expect, rec
 	return f.Store.Append(ctx, expect, recs)
 }
 
+// Purge lets a vacuum through to the store underneath, which must be an
+// eventlog.Purger.
+func (f *failingStore) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, error) {
+	purger, ok := f.Store.(eventlog.Purger)
+	if !ok {
+		return nil, fmt.Errorf("golden: %T cannot purge", f.Store)
+	}
+	return purger.Purge(ctx, p)
+}
+
+// Compact compacts the store underneath after a vacuum, if it can.
+func (f *failingStore) Compact(ctx context.Context) error {
+	if c, ok := f.Store.(interface{ Compact(context.Context) error }); ok {
+		return c.Compact(ctx)
+	}
+	return nil
+}
+
 // TryLock keeps the store underneath's stream locks, if it has them.
 func (f *failingStore) TryLock(ctx context.Context, stream string) (func(), error) {
 	if l, ok := f.Store.(eventlog.StreamLocker); ok {
@@ -133,6 +155,9 @@ func Generate(ctx context.Context, store eventlog.Store, dir string, transcript 
 	}
 	if err := s.crashed(); err != nil {
 		return fmt.Errorf("agent crashed: %w", err)
+	}
+	if err := s.deletion(); err != nil {
+		return fmt.Errorf("agent cleaner: %w", err)
 	}
 	return nil
 }
@@ -307,8 +332,9 @@ func (s *script) ide() error {
 	}
 
 	// Resume gamma -> imported while a SessionEnd hook cancels the
-	// restore's context: the hooks still running, and all after, are
-	// cancelled; the restore still records every step.
+	// restore's context: the hooks still running are cancelled, their
+	// outcome recorded, and the restore stops there, interrupted; the End
+	// below finishes it first.
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	removes = removes[:0]
@@ -335,8 +361,8 @@ func (s *script) ide() error {
 		}
 		removes = append(removes, remove)
 	}
-	if _, err := a.Restore(rctx, "imported"); err != nil {
-		return err
+	if _, err := a.Restore(rctx, "imported"); !errors.Is(err, reprise.ErrInterrupted) {
+		return fmt.Errorf("restore whose context a hook cancels: %v; want ErrInterrupted", err)
 	}
 	for _, remove := range removes {
 		remove()
@@ -435,4 +461,76 @@ func (s *script) crashed() error {
 	}
 	_, err = a.End(ctx, reprise.ReasonUserExit, reprise.EndOptions{FinalMessage: "Bye."})
 	return err
+}
+
+// deletion is what deleting sessions writes. Agent cleaner works on
+// secret, which is deleted and vacuumed: its
+// events go, leaving gaps and the tombstone, and its text is blanked in
+// the agent's events. Then another host deletes raced, the agent's current
+// session, between the agent's check and the intent of its Prompt (the
+// intent, naming the hook that agent's host had, is appended here as that
+// agent would have, and the process running it dies); the agent's next
+// call ends the prompt on its own stream, marked deleted, and fails, and
+// a Start of kept moves it on. Stale is deleted last and not vacuumed, so
+// its events stay behind its tombstone.
+func (s *script) deletion() error {
+	ctx, e := s.ctx, s.e
+	for _, id := range []string{"secret", "stale", "raced", "kept"} {
+		if _, err := e.CreateSession(ctx, id, "/"); err != nil {
+			return err
+		}
+	}
+	for _, m := range []struct{ id, role, text string }{
+		{"secret", "user", "The staging password is hunter2."},
+		{"secret", "assistant", "Noted; rotate it after the demo."},
+		{"stale", "user", "An old question nobody needs."},
+		{"raced", "user", "A conversation another host deletes."},
+	} {
+		if _, err := e.Append(ctx, m.id, reprise.Text(m.role, m.text)); err != nil {
+			return err
+		}
+	}
+	a, err := e.Agent(ctx, "cleaner")
+	if err != nil {
+		return err
+	}
+	if _, err := a.Start(ctx, "secret"); err != nil {
+		return err
+	}
+	if _, err := a.Stop(ctx, reprise.WithStopReason("end_turn")); err != nil {
+		return err
+	}
+	if _, err := a.Start(ctx, "raced"); err != nil {
+		return err
+	}
+	if err := e.DeleteSession(ctx, "secret"); err != nil {
+		return err
+	}
+	if _, err := e.Vacuum(ctx); err != nil {
+		return err
+	}
+
+	if err := e.DeleteSession(ctx, "raced"); err != nil {
+		return err
+	}
+	stream := projection.AgentStream("cleaner")
+	head, err := e.Store().Head(ctx, stream)
+	if err != nil {
+		return err
+	}
+	intent, err := schema.NewRecord(stream, &schema.PromptHookStarted{Session: "raced", Prompt: "Summarize it.",
+		PromptID: s.newID(), Hooks: []string{"echo on the other host"}}, s.now().UnixNano(), s.newID())
+	if err != nil {
+		return err
+	}
+	if _, err := e.Store().Append(ctx, []eventlog.Expect{{Stream: stream, Seq: head}}, []eventlog.Record{intent}); err != nil {
+		return err
+	}
+	if _, err := a.Prompt(ctx, "Summarize it again."); !errors.Is(err, reprise.ErrSessionDeleted) {
+		return fmt.Errorf("prompt on a deleted session: %v; want ErrSessionDeleted", err)
+	}
+	if _, err := a.Start(ctx, "kept"); err != nil {
+		return err
+	}
+	return e.DeleteSession(ctx, "stale")
 }

@@ -35,9 +35,19 @@ var (
 		"rewrite expected.txt from the committed stores, after a change of the rendering (never of the stores)")
 )
 
-// dir holds the golden stores of the format this build writes: event
-// schema 1, envelope format 1, bbolt layout 3, PostgreSQL schema 1.
-const dir = "../../testdata/golden/v1"
+// sets are the directories of the golden stores, one for each format a
+// build of reprise wrote, oldest first; every build opens, replays and
+// audits them all.
+//
+//   - v1: event schema 1, envelope format 1, bbolt layout 3, PostgreSQL
+//     schema 1; no deletion.
+//   - v2: the same, with deleted and vacuumed sessions: bbolt layout 4
+//     (the gaps bucket) and PostgreSQL schema 2 (reprise_gaps).
+var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2"}
+
+// current is the set of the format this build writes, the only one
+// -golden.write may write, and only into an empty directory.
+var current = sets[len(sets)-1]
 
 const (
 	boltFile     = "store.db"
@@ -49,14 +59,23 @@ const (
 // urlEnv names the PostgreSQL server the test loads postgres.sql into.
 const urlEnv = "REPRISE_TEST_POSTGRES"
 
-// Every golden store reads back as the committed rendering: same events,
-// same decoded payloads, same projections.
+// Every golden store reads back as the committed rendering of its set:
+// same events, same decoded payloads, same projections; and its audit is
+// clean.
 func TestGolden(t *testing.T) {
 	if *write {
-		regenerate(t)
+		regenerate(t, current)
 	}
+	for _, dir := range sets {
+		t.Run(filepath.Base(dir), func(t *testing.T) { checkSet(t, dir) })
+	}
+}
+
+// checkSet reads the stores of the golden set in dir, bbolt and
+// PostgreSQL, and compares them with its expected.txt.
+func checkSet(t *testing.T, dir string) {
 	if *rerender {
-		if err := os.WriteFile(filepath.Join(dir, expectedFile), render(t, openBolt(t)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, expectedFile), render(t, openBolt(t, dir)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,7 +84,9 @@ func TestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("bbolt", func(t *testing.T) {
-		compare(t, want, render(t, openBolt(t)))
+		e := openBolt(t, dir)
+		compare(t, want, render(t, e))
+		audit(t, e)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		base := os.Getenv(urlEnv)
@@ -90,12 +111,29 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		compare(t, want, render(t, closing(t, reprise.New(store, reprise.Options{TranscriptDir: t.TempDir()}))))
+		e := closing(t, reprise.New(store, reprise.Options{TranscriptDir: t.TempDir()}))
+		compare(t, want, render(t, e))
+		audit(t, e)
 	})
 }
 
-// openBolt opens a copy of the golden bbolt file, read-only.
-func openBolt(t *testing.T) *reprise.Engine {
+// audit fails t when the audit of e's store finds anything wrong.
+func audit(t *testing.T, e *reprise.Engine) {
+	t.Helper()
+	rep, err := reprise.Audit(context.Background(), e.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("audit: %s", v)
+	}
+	if rep.Events == 0 {
+		t.Error("audit read no events")
+	}
+}
+
+// openBolt opens a copy of the golden bbolt file of set dir, read-only.
+func openBolt(t *testing.T, dir string) *reprise.Engine {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, boltFile))
 	if err != nil {
@@ -207,6 +245,10 @@ func render(t *testing.T, e *reprise.Engine) []byte {
 		for _, k := range c.Kept {
 			fmt.Fprintf(&b, "kept before=%d %q\n", k.Before, k.Record)
 		}
+		if c.Deleted {
+			b.WriteString("deleted: no transcript\n")
+			continue
+		}
 		var transcript bytes.Buffer
 		if err := e.Export(ctx, id, &transcript); err != nil {
 			t.Fatal(err)
@@ -291,9 +333,9 @@ func privateSchema(t *testing.T, base string) string {
 	return u.String()
 }
 
-// regenerate writes the golden bbolt store, its copy as a PostgreSQL dump,
-// and the expected rendering of both.
-func regenerate(t *testing.T) {
+// regenerate writes, into set dir, the golden bbolt store, its copy as a
+// PostgreSQL dump, and the expected rendering of both.
+func regenerate(t *testing.T, dir string) {
 	ctx := context.Background()
 	base := os.Getenv(urlEnv)
 	if base == "" {
@@ -326,31 +368,15 @@ func regenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The same events, one append each, into a schema of its own, dumped.
-	src := openEngine(t, path).Store()
-	var evs []eventlog.Event
-	if err := src.ReadAll(ctx, 1, func(ev eventlog.Event) error {
-		ev.Payload = bytes.Clone(ev.Payload)
-		evs = append(evs, ev)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	// The same events, gaps and all, into a schema of its own, dumped.
 	u := privateSchema(t, base)
 	schema := searchPath(t, u)
 	dst, err := pgstore.Open(ctx, u, pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ev := range evs {
-		rec := eventlog.Record{Stream: ev.Stream, Type: ev.Type, Version: ev.Version, Time: ev.Time, RestoreID: ev.RestoreID, Payload: ev.Payload}
-		got, err := dst.Append(ctx, []eventlog.Expect{{Stream: ev.Stream, Seq: ev.Seq - 1}}, []eventlog.Record{rec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[0].Position != ev.Position || got[0].Seq != ev.Seq {
-			t.Fatalf("copied %s %d to position %d, seq %d", ev.Stream, ev.Position, got[0].Position, got[0].Seq)
-		}
+	if _, err := eventlog.Copy(ctx, dst, openEngine(t, path).Store()); err != nil {
+		t.Fatal(err)
 	}
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
@@ -365,7 +391,7 @@ func regenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, expectedFile), render(t, openBolt(t)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, expectedFile), render(t, openBolt(t, dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
