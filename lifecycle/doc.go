@@ -8,7 +8,10 @@
 // runtime restore (SaveAttempted, SessionEnd intent and outcome, then the
 // startup path), New, Clear, Fork, Compact, End and Stop, and the roll
 // forward of a step a dead process left in flight, where an intent with no
-// outcome is closed as interrupted and its hooks never run again.
+// outcome is closed as interrupted and its hooks never run again. A Prompt,
+// Stop or Compact in flight on a session another process deleted ends on
+// the agent's stream alone, marked deleted (Ready.Deleted names the
+// session), since nothing may follow a tombstone.
 //
 // # Usage
 //
