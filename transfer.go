@@ -262,9 +262,9 @@ func importedMessage(rec transcriptLine, raw []byte) (Message, bool) {
 
 // importedContent reads message content: a string is one text block; an
 // array keeps text blocks as text and every other block's JSON verbatim.
+// Text keeps its bytes, valid UTF-8 or not.
 func importedContent(content json.RawMessage) ([]Block, bool) {
-	var text string
-	if json.Unmarshal(content, &text) == nil {
+	if text, ok := projection.UnquoteJSON(content); ok {
 		return []Block{{Type: "text", Text: text}}, true
 	}
 	var items []json.RawMessage
@@ -274,14 +274,18 @@ func importedContent(content json.RawMessage) ([]Block, bool) {
 	blocks := make([]Block, 0, len(items))
 	for _, item := range items {
 		var b struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+			Type string          `json:"type"`
+			Text json.RawMessage `json:"text"`
 		}
 		if json.Unmarshal(item, &b) != nil {
 			return nil, false
 		}
 		if b.Type == "text" {
-			blocks = append(blocks, Block{Type: "text", Text: b.Text})
+			text, ok := projection.UnquoteJSON(b.Text)
+			if !ok && b.Text != nil && string(b.Text) != "null" {
+				return nil, false
+			}
+			blocks = append(blocks, Block{Type: "text", Text: text})
 			continue
 		}
 		blocks = append(blocks, Block{Type: b.Type, Raw: append([]byte(nil), item...)})

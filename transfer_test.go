@@ -148,3 +148,40 @@ func TestImportOfInputWithoutATranscriptRecordRecordsNothing(t *testing.T) {
 		t.Fatalf("report %+v, err %v", rep, err)
 	}
 }
+
+// Text that is not valid UTF-8 keeps its bytes: export gives the imported
+// line back as it was, the message holds the bytes, and a fork, whose
+// lines are written anew, writes them again instead of U+FFFD.
+func TestImportKeepsInvalidUTF8(t *testing.T) {
+	ctx := context.Background()
+	e, _ := testkit.NewEngine(t, reprise.Options{AllowMissingCwd: true})
+	lines := "{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"cwd\":\"/src\",\"message\":{\"role\":\"user\",\"content\":\"bad \xff\xfe \\\"q\\\" \\u00e9\"}}\n" +
+		"{\"type\":\"assistant\",\"uuid\":\"u2\",\"parentUuid\":\"u1\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"cut \xe2\x82 <&>\"}]}}\n" +
+		"{\"type\":\"summary\",\"summary\":\"s \xc3\"}\n"
+	if _, err := e.Import(ctx, strings.NewReader(lines), reprise.ImportOptions{ID: "bytes"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := export(t, e, "bytes"); string(got) != lines {
+		t.Fatalf("export = %q\nwant     %q", got, lines)
+	}
+	msgs, err := e.Conversation(ctx, "bytes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantText := []string{"bad \xff\xfe \"q\" é", "cut \xe2\x82 <&>"}
+	for i, m := range msgs {
+		if m.Content[0].Text != wantText[i] {
+			t.Errorf("message %d text = %q, want %q", i, m.Content[0].Text, wantText[i])
+		}
+	}
+	r, err := testkit.Agent(t, e, "ide").Fork(ctx, "bytes", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forked := string(export(t, e, r.To))
+	for _, want := range []string{`"content":"bad ` + "\xff\xfe" + ` \"q\" é"`, `"text":"cut ` + "\xe2\x82" + ` <&>"`} {
+		if !strings.Contains(forked, want) {
+			t.Errorf("the fork's transcript lacks %q:\n%q", want, forked)
+		}
+	}
+}

@@ -101,7 +101,7 @@ type transcriptMessage struct {
 
 type textBlock struct {
 	Type string `json:"type"`
-	Text string `json:"text"`
+	Text any    `json:"text"` // a string, or its literal (jsonText)
 }
 
 type bareBlock struct {
@@ -133,7 +133,7 @@ func TranscriptLine(id, cwd string, m schema.Message) ([]byte, error) {
 
 func transcriptContent(m schema.Message) any {
 	if m.Role == "user" && len(m.Content) == 1 && m.Content[0].Type == "text" && m.Content[0].Raw == nil {
-		return m.Content[0].Text
+		return jsonText(m.Content[0].Text)
 	}
 	blocks := make([]any, len(m.Content))
 	for i, b := range m.Content {
@@ -141,7 +141,7 @@ func transcriptContent(m schema.Message) any {
 		case json.Valid(b.Raw):
 			blocks[i] = json.RawMessage(b.Raw)
 		case b.Type == "text":
-			blocks[i] = textBlock{Type: "text", Text: b.Text}
+			blocks[i] = textBlock{Type: "text", Text: jsonText(b.Text)}
 		default:
 			blocks[i] = bareBlock{Type: b.Type}
 		}
