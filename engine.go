@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -504,8 +505,10 @@ func (e *Engine) Buffer(ctx context.Context, id string, m Message) (Message, err
 }
 
 // Append writes m to session id durably, after any pending messages, and
-// returns it as stored. On error m is not kept: the caller decides whether
-// to retry. Messages that were already pending stay pending.
+// returns it as stored. Like Save, it places them after what other writers
+// appended first and tries again, up to MaxSaveTries times. On error m is
+// not kept: the caller decides whether to retry. Messages that were
+// already pending stay pending.
 func (e *Engine) Append(ctx context.Context, id string, m Message) (Message, error) {
 	s, m, err := e.prepare(ctx, id, m)
 	if err != nil {
@@ -521,11 +524,19 @@ func (e *Engine) Append(ctx context.Context, id string, m Message) (Message, err
 	return s.conv.Messages[len(s.conv.Messages)-1], nil
 }
 
+// MaxSaveTries bounds how often Append, Save and Close try to write a
+// session's pending messages while other writers (other Engines, other
+// processes on a shared store) keep appending to the session first. After
+// each such conflict the Engine reads what they wrote, chains the pending
+// messages after it and tries again; each conflict means another writer's
+// append went through, so N writers of one session need at most N tries.
+const MaxSaveTries = 16
+
 // Save writes session id's pending messages in one atomic append and returns
-// how many it wrote. If another writer appended to the session meanwhile,
-// it returns an error matching eventlog.ErrConflict, keeps the messages
-// pending and catches up, so the next Save places them after the other
-// writer's messages.
+// how many it wrote. If another writer appended to the session first, Save
+// catches up, places the messages after the other writer's and tries
+// again, up to MaxSaveTries times in all; when every try lost, it returns
+// an error matching eventlog.ErrConflict and the messages stay pending.
 func (e *Engine) Save(ctx context.Context, id string) (int, error) {
 	s, err := e.session(ctx, id)
 	if err != nil {
@@ -536,7 +547,80 @@ func (e *Engine) Save(ctx context.Context, id string) (int, error) {
 	return e.save(ctx, s)
 }
 
+// save writes s's pending messages, trying again after conflicts: the
+// writers that lost line up on the session's stream lock, when the store
+// has one, so that they take turns instead of losing to each other again.
+// s.mu must be held.
 func (e *Engine) save(ctx context.Context, s *session) (int, error) {
+	n, err := e.saveOnce(ctx, s)
+	if !saveAgain(err, s) {
+		return n, err
+	}
+	release := e.lockSession(ctx, s.conv.ID)
+	defer release()
+	for try := 2; ; try++ {
+		n, err = e.saveOnce(ctx, s)
+		if !saveAgain(err, s) || try == MaxSaveTries {
+			return n, err
+		}
+		if perr := pause(ctx, try); perr != nil {
+			return 0, errors.Join(err, perr)
+		}
+	}
+}
+
+// saveAgain reports whether a save that ended with err is worth another
+// try: another writer appended first, and the session is still there.
+func saveAgain(err error, s *session) bool {
+	return errors.Is(err, eventlog.ErrConflict) && !s.conv.Deleted
+}
+
+// lockSession takes session id's stream lock in a store that has such
+// locks, waiting for it up to saveLockWait, and returns its release. A
+// lock it cannot get is not needed: the conditional append keeps writers
+// apart anyway, the lock only makes them take turns.
+func (e *Engine) lockSession(ctx context.Context, id string) (release func()) {
+	locker, ok := e.store.(eventlog.StreamLocker)
+	if !ok {
+		return func() {}
+	}
+	// A store may wait for a free lock slot: never past saveLockWait.
+	wait, cancel := context.WithTimeout(ctx, saveLockWait)
+	defer cancel()
+	stream := projection.SessionStream(id)
+	for {
+		release, err := locker.TryLock(wait, stream)
+		if err == nil {
+			return release
+		}
+		if !errors.Is(err, eventlog.ErrBusy) || pause(wait, 1) != nil {
+			return func() {}
+		}
+	}
+}
+
+// pause waits a random while, up to try times saveBackoff, so that
+// writers that lost together do not meet again at once.
+func pause(ctx context.Context, try int) error {
+	t := time.NewTimer(rand.N(time.Duration(try) * saveBackoff))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// saveBackoff and saveLockWait pace the tries of a save that lost.
+const (
+	saveBackoff  = time.Millisecond
+	saveLockWait = 2 * time.Second
+)
+
+// saveOnce makes one try at writing s's pending messages; a conflict
+// leaves s caught up. s.mu must be held.
+func (e *Engine) saveOnce(ctx context.Context, s *session) (int, error) {
 	if s.conv.Deleted {
 		return 0, deletedError(s.conv.ID)
 	}

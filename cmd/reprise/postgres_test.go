@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,5 +78,49 @@ func TestCommandsOnPostgres(t *testing.T) {
 	}
 	if out := c.ok("--store", store, "sessions"); !strings.Contains(out, "a") || !strings.Contains(out, "b") {
 		t.Fatalf("sessions: %s", out)
+	}
+}
+
+// Eight processes append to one session of a PostgreSQL store at once:
+// each append succeeds, catching up with the others when it lost a race,
+// and the session holds every message.
+func TestConcurrentAppendsOnPostgres(t *testing.T) {
+	c := newBinaryCLI(t)
+	store := postgresStore(t)
+	c.ok("--store", store, "new", "--id", "shared", "--cwd", c.dir)
+	const processes = 8
+	cmds := make([]*exec.Cmd, processes)
+	outs := make([]bytes.Buffer, processes)
+	for i := range cmds {
+		cmds[i] = c.command("--store", store, "append", "shared", "--role", "user", fmt.Sprintf("from process %d", i))
+		cmds[i].Stdout, cmds[i].Stderr = &outs[i], &outs[i]
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("process %d: %v: %s", i, err, outs[i].String())
+		}
+	}
+	var conv struct {
+		Messages []struct {
+			UUID   string `json:"uuid"`
+			Parent string `json:"parent_uuid"`
+		} `json:"messages"`
+	}
+	c.okJSON(&conv, "--store", store, "replay", "--format", "json", "shared")
+	if len(conv.Messages) != processes {
+		t.Fatalf("the session holds %d messages, want %d", len(conv.Messages), processes)
+	}
+	for i, m := range conv.Messages[1:] {
+		if m.Parent != conv.Messages[i].UUID {
+			t.Errorf("message %d has parent %q, want %q", i+1, m.Parent, conv.Messages[i].UUID)
+		}
+	}
+	if out := c.ok("--store", store, "audit"); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("audit: %s", out)
 	}
 }
