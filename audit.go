@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
@@ -25,9 +26,11 @@ const (
 	ViolationUnfinished      = "unfinished-restore"  // a restore stopped between steps
 	ViolationProjection      = "projection-mismatch" // two readings of the log disagree
 	ViolationMissingInjected = "missing-injected-message"
+	ViolationDamagedMeta     = "damaged-meta-page" // a bbolt file's meta page is bad: its newest transaction may be lost
 )
 
-// Violation is one broken rule found by Audit, located at an event. An
+// Violation is one broken rule found by Audit, located at an event, or with
+// an empty Stream, in the store's file (a damaged bbolt meta page). An
 // unresolved intent or an unfinished restore is a violation only when
 // another step follows it; at the end of an agent's log it is InProgress.
 type Violation struct {
@@ -38,6 +41,9 @@ type Violation struct {
 }
 
 func (v Violation) String() string {
+	if v.Stream == "" { // the store's file, not one stream
+		return fmt.Sprintf("%s: %s", v.Kind, v.Detail)
+	}
 	return fmt.Sprintf("%s#%d: %s: %s", v.Stream, v.Seq, v.Kind, v.Detail)
 }
 
@@ -101,7 +107,32 @@ func Audit(ctx context.Context, store eventlog.Store) (*AuditReport, error) {
 	if err := a.positions(streams); err != nil {
 		return nil, err
 	}
+	if bs, ok := store.(*boltstore.Store); ok {
+		if err := a.metaPages(bs); err != nil {
+			return nil, err
+		}
+	}
 	return a.rep, nil
+}
+
+// metaPages reports a damaged meta page of a bbolt file. bbolt then opens
+// the file at the transaction of the other page, silently: if the damaged
+// page held the newest transaction, its appends are gone, and nothing in
+// the log can tell.
+func (a *auditor) metaPages(bs *boltstore.Store) error {
+	pages, err := bs.CheckMeta(a.ctx)
+	if err != nil {
+		return err
+	}
+	for i, p := range pages {
+		if p.Damage == "" {
+			continue
+		}
+		used := pages[1-i]
+		a.add("", 0, ViolationDamagedMeta, "meta page %d of the file is damaged (%s): the store opens at transaction %d, from meta page %d; if the damaged page held the newest transaction, %d, what it appended is lost",
+			p.Page, p.Damage, used.Txid, used.Page, used.Txid+1)
+	}
+	return nil
 }
 
 type auditor struct {

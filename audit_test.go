@@ -3,7 +3,9 @@ package reprise_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
@@ -166,4 +168,32 @@ func renumber(evs []eventlog.Event) []eventlog.Event {
 		out[i] = ev
 	}
 	return out
+}
+
+// A bbolt file whose newest meta page was zeroed opens at the transaction
+// before it, its last append gone without a trace in the log; the audit
+// reads both meta pages and reports it, whether the store is open for
+// reading or for writing.
+func TestAuditFindsADamagedMetaPage(t *testing.T) {
+	path := testkit.WriteStore(t, fullRun(t))
+	fallback := testkit.ZeroNewestMeta(t, path)
+	for _, readOnly := range []bool{true, false} {
+		s, err := boltstore.Open(path, boltstore.Options{ReadOnly: readOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := reprise.Audit(context.Background(), s)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Violations) != 1 {
+			t.Fatalf("read-only %v: violations %v, want one damaged meta page", readOnly, rep.Violations)
+		}
+		v := rep.Violations[0]
+		if v.Kind != reprise.ViolationDamagedMeta || !strings.Contains(v.Detail, "(zeroed)") ||
+			!strings.Contains(v.Detail, fmt.Sprintf("at transaction %d,", fallback)) {
+			t.Errorf("read-only %v: %v", readOnly, v)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,7 +97,11 @@ func auditStore(t *testing.T, c *cli, path, kind, stream string, seq uint64) aud
 		t.Fatalf("violations = %+v, want %s at %s#%d", rep.Violations, kind, stream, seq)
 	}
 	line := strings.SplitN(text.stdout, "\n", 2)[0]
-	if !strings.HasPrefix(line, v.Stream+"#"+strconv.FormatUint(v.Seq, 10)+": "+kind+": ") ||
+	prefix := kind + ": " // a violation in the file, not in a stream
+	if v.Stream != "" {
+		prefix = v.Stream + "#" + strconv.FormatUint(v.Seq, 10) + ": " + prefix
+	}
+	if !strings.HasPrefix(line, prefix) ||
 		!strings.Contains(text.stdout, "violation(s): ") || !strings.Contains(text.stderr, "reprise: audit found") {
 		t.Fatalf("audit text:\n%s\nstderr: %s", text.stdout, text.stderr)
 	}
@@ -160,6 +165,18 @@ func TestAuditFindsAFlippedByte(t *testing.T) {
 	r := c.fails(exitFailure, "log", "a")
 	if !strings.Contains(r.stderr, "corrupt") {
 		t.Fatalf("log of a corrupt stream: %s", r.stderr)
+	}
+}
+
+// A zeroed newest meta page makes bbolt open the file at the transaction
+// before, the last append lost; audit reads both meta pages and says so.
+func TestAuditFindsADamagedMetaPage(t *testing.T) {
+	c := newCLI(t)
+	c.session("a", "hello", "lost")
+	fallback := testkit.ZeroNewestMeta(t, c.store)
+	rep := auditStore(t, c, c.store, reprise.ViolationDamagedMeta, "", 0)
+	if d := rep.Violations[0].Detail; !strings.Contains(d, fmt.Sprintf("opens at transaction %d,", fallback)) {
+		t.Errorf("detail %q does not name transaction %d", d, fallback)
 	}
 }
 

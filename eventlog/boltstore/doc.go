@@ -133,6 +133,12 @@
 // damaged file, its memory mapping of the file stays in place until the
 // process exits; the file and its lock are released.
 //
+// bbolt keeps two meta pages and opens a file at the newer valid one: when
+// the newest is damaged it falls back to the transaction before, silently
+// dropping the last commit. CheckMeta reads both pages from the file, as
+// bbolt's own format describes them, and says which is damaged and why;
+// reprise's audit reports such a file.
+//
 // Events passed to ReadStream and ReadAll callbacks have Payloads that point
 // into the memory-mapped file: they are valid only until the callback
 // returns. Close waits for reads in progress; a second Close returns

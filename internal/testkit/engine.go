@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -120,4 +121,33 @@ func WriteStore(tb testing.TB, evs []eventlog.Event) string {
 		heads[ev.Stream]++
 	}
 	return path
+}
+
+// ZeroNewestMeta zeroes the meta page of the bbolt file at path that holds
+// its newest transaction, as a torn write or a bad sector would, and
+// returns the transaction the file falls back to.
+func ZeroNewestMeta(tb testing.TB, path string) (fallback uint64) {
+	tb.Helper()
+	s, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pages, err := s.CheckMeta(context.Background())
+	s.Close()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	newest, older := pages[0], pages[1]
+	if older.Txid > newest.Txid {
+		newest, older = older, newest
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(make([]byte, newest.PageSize), int64(newest.Page*newest.PageSize)); err != nil {
+		tb.Fatal(err)
+	}
+	return older.Txid
 }

@@ -1,0 +1,134 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+// bbolt keeps two meta pages, pages 0 and 1 of the file, and writes them in
+// turn, transaction t to page t%2. Each is a page header, then the meta:
+//
+//	header: id u64, flags u16, count u16, overflow u32        (16 bytes)
+//	meta:   magic u32, version u32, pageSize u32, flags u32,
+//	        root {pgid u64, sequence u64}, freelist u64, pgid u64,
+//	        txid u64, checksum u64 (FNV-64a of the meta before it)
+//
+// in the machine's byte order. On open bbolt uses the valid page with the
+// higher txid; when the newest page is damaged it silently falls back to
+// the other, and with it to the transaction before, losing the last one.
+// CheckMeta reads both pages itself so that an audit can say so.
+const (
+	metaHeaderSize = 16
+	metaMagic      = 0xED0CDAED
+	metaVersion    = 2
+	metaSumOffset  = 56 // bytes of the meta the checksum covers
+	metaSize       = metaSumOffset + 8
+)
+
+// MetaPage is what one of the file's two meta pages holds.
+type MetaPage struct {
+	Page     int    // 0 or 1
+	Txid     uint64 // the transaction it records, when the page is valid
+	PageSize int    // the file's page size, when the page is valid
+	// Damage says why bbolt would not use the page: "zeroed", "bad
+	// magic", "unknown version" or "bad checksum"; empty for a valid page.
+	Damage string
+}
+
+// CheckMeta reads the file's two meta pages directly, as bbolt would on
+// opening it, and returns them, page 0 first. A store open for writing
+// holds its write lock meanwhile, so that no commit is writing a meta page
+// while it is read.
+func (s *Store) CheckMeta(ctx context.Context) ([2]MetaPage, error) {
+	var pages [2]MetaPage
+	if err := ctx.Err(); err != nil {
+		return pages, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return pages, eventlog.ErrClosed
+	}
+	if !s.readOnly {
+		tx, err := s.db.Begin(true)
+		if err != nil {
+			return pages, fmt.Errorf("boltstore: check meta pages: %w", err)
+		}
+		defer func() { _ = tx.Rollback() }()
+	}
+	f, err := os.Open(s.db.Path())
+	if err != nil {
+		return pages, fmt.Errorf("boltstore: check meta pages: %w", err)
+	}
+	defer f.Close()
+	return readMetaPages(f)
+}
+
+// readMetaPages reads both meta pages of a bbolt file. Page 1 lies one
+// page size after page 0; when page 0 is damaged the size is not known, so
+// page 1 is looked for at every size bbolt can use, as bbolt does.
+func readMetaPages(f io.ReaderAt) ([2]MetaPage, error) {
+	var pages [2]MetaPage
+	first, err := readMeta(f, 0)
+	if err != nil {
+		return pages, err
+	}
+	first.Page = 0
+	pages[0] = first
+	sizes := []int{first.PageSize}
+	if first.Damage != "" {
+		sizes = []int{os.Getpagesize(), 4096, 8192, 16384, 32768, 65536}
+	}
+	second := MetaPage{Damage: "not found at any page size"}
+	for _, size := range sizes {
+		m, err := readMeta(f, int64(size))
+		if err != nil {
+			return pages, err
+		}
+		if first.Damage == "" || m.Damage == "" && m.PageSize == size {
+			second = m
+			break
+		}
+	}
+	second.Page = 1
+	pages[1] = second
+	return pages, nil
+}
+
+// readMeta reads and checks the meta page at off.
+func readMeta(f io.ReaderAt, off int64) (MetaPage, error) {
+	buf := make([]byte, metaHeaderSize+metaSize)
+	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+		return MetaPage{}, fmt.Errorf("boltstore: read the meta page at %d: %w", off, err)
+	}
+	meta := buf[metaHeaderSize:]
+	le := binary.NativeEndian
+	h := fnv.New64a()
+	h.Write(meta[:metaSumOffset])
+	switch {
+	case isZero(buf):
+		return MetaPage{Damage: "zeroed"}, nil
+	case le.Uint32(meta[0:]) != metaMagic:
+		return MetaPage{Damage: "bad magic"}, nil
+	case le.Uint32(meta[4:]) != metaVersion:
+		return MetaPage{Damage: "unknown version"}, nil
+	case le.Uint64(meta[metaSumOffset:]) != h.Sum64():
+		return MetaPage{Damage: "bad checksum"}, nil
+	}
+	return MetaPage{Txid: le.Uint64(meta[48:]), PageSize: int(le.Uint32(meta[8:]))}, nil
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
