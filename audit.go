@@ -19,6 +19,7 @@ import (
 // Kinds of audit violation.
 const (
 	ViolationUndecodable     = "undecodable-event"   // bad bytes, unknown type or version
+	ViolationNewerVersion    = "newer-event-version" // written by a newer reprise: upgrade to read it
 	ViolationSequenceGap     = "sequence-gap"        // a stream skips or repeats a sequence
 	ViolationOutOfOrder      = "out-of-order-step"   // a lifecycle step the table forbids there
 	ViolationDoubleHookRun   = "double-hook-run"     // a hook step recorded twice for one restore
@@ -205,6 +206,8 @@ func (a *auditor) classify(stream string, seq uint64, err error) {
 		kind = ViolationOutOfOrder
 	case strings.Contains(err.Error(), "sequence gap"):
 		kind = ViolationSequenceGap
+	case errors.Is(err, schema.ErrNewerVersion):
+		kind = ViolationNewerVersion
 	}
 	a.add(stream, seq, kind, "%v", err)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,5 +196,26 @@ func TestAuditFindsADamagedMetaPage(t *testing.T) {
 			!strings.Contains(v.Detail, fmt.Sprintf("at transaction %d,", fallback)) {
 			t.Errorf("read-only %v: %v", readOnly, v)
 		}
+	}
+}
+
+// An event of a payload version newer than this build reads was written by
+// a newer reprise: audit says so, by type and version, apart from damage;
+// the other events still read.
+func TestAuditReportsANewerEventVersion(t *testing.T) {
+	evs := fullRun(t)
+	i := slices.IndexFunc(evs, func(ev eventlog.Event) bool { return ev.Type == schema.TypeSessionStartHookRan })
+	evs[i].Version = schema.Version(schema.TypeSessionStartHookRan) + 1
+	rep := auditFile(t, testkit.WriteStore(t, evs))
+	if len(rep.Violations) != 1 {
+		t.Fatalf("violations %v, want one", rep.Violations)
+	}
+	v := rep.Violations[0]
+	want := fmt.Sprintf("SessionStartHookRan version %d was written by a newer reprise", evs[i].Version)
+	if v.Kind != reprise.ViolationNewerVersion || v.Stream != evs[i].Stream || v.Seq != evs[i].Seq || !strings.Contains(v.Detail, want) {
+		t.Errorf("violation %v, want %s at %s#%d: %s", v, reprise.ViolationNewerVersion, evs[i].Stream, evs[i].Seq, want)
+	}
+	if rep.Sessions != 2 {
+		t.Errorf("sessions %d, want 2: the session streams still read", rep.Sessions)
 	}
 }

@@ -88,7 +88,8 @@ func (e *ConflictError) Error() string {
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // EventError locates a problem at one event of the log. It unwraps to the
-// cause, typically ErrCorrupt, or the schema's ErrUnknownType or ErrBadVersion.
+// cause, typically ErrCorrupt, or the schema's ErrUnknownType, ErrBadVersion
+// or ErrNewerVersion.
 type EventError struct {
 	Stream string
 	Seq    uint64

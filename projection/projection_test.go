@@ -194,7 +194,7 @@ func TestTranscriptHasNoBlankLineAfterACompaction(t *testing.T) {
 			Content: []schema.Block{{Type: "text", Text: "summary"}}}},
 	}
 	for i, p := range payloads {
-		ev := eventlog.Event{Stream: "session/s", Seq: uint64(i + 1), Position: uint64(i + 1), Type: p.EventType(), Version: schema.SchemaVersion, Time: 1}
+		ev := eventlog.Event{Stream: "session/s", Seq: uint64(i + 1), Position: uint64(i + 1), Type: p.EventType(), Version: schema.Version(p.EventType()), Time: 1}
 		if err := c.ApplyDecoded(ev, p); err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func TestDecode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Type != p.EventType() || r.Version != schema.SchemaVersion || r.Time != 99 || r.RestoreID != "restore-1" {
+			if r.Type != p.EventType() || r.Version != schema.Version(p.EventType()) || r.Time != 99 || r.RestoreID != "restore-1" {
 				t.Errorf("NewRecord = %+v", r)
 			}
 			got, err := schema.Decode(eventlog.Event{Stream: r.Stream, Seq: 1, Type: r.Type, Version: r.Version, Payload: r.Payload})
@@ -56,13 +56,13 @@ func TestDecodeRejects(t *testing.T) {
 	}{
 		{"UnknownType", event("NoSuchType", 1, good.Payload), schema.ErrUnknownType},
 		{"VersionZero", event(good.Type, 0, good.Payload), schema.ErrBadVersion},
-		{"VersionFromTheFuture", event(good.Type, schema.SchemaVersion+1, good.Payload), schema.ErrBadVersion},
+		{"VersionFromTheFuture", event(good.Type, schema.Version(good.Type)+1, good.Payload), schema.ErrNewerVersion},
 		{"GarbagePayload", event(good.Type, 1, []byte{0xc1}), eventlog.ErrCorrupt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := schema.Decode(tt.ev)
-			if !errors.Is(err, tt.want) {
+			if !errors.Is(err, tt.want) || tt.want != eventlog.ErrCorrupt && errors.Is(err, eventlog.ErrCorrupt) {
 				t.Fatalf("Decode = %v, %v; want %v", p, err, tt.want)
 			}
 			var ee *eventlog.EventError

@@ -18,7 +18,10 @@
 // Payloads hold no Go maps and no time.Time: msgpack map order is not
 // stable, and times are UTC unix nanoseconds. Decode fails on a type it
 // does not know (ErrUnknownType) unless it was registered with
-// RegisterIgnorable, and on a schema version newer than SchemaVersion
-// (ErrBadVersion); both name the stream and sequence. The rules for
+// RegisterIgnorable, and on a payload version newer than its type's
+// Version (ErrNewerVersion, a *VersionError naming the type and both
+// versions: a newer reprise wrote the event, which is not damage); each
+// names the stream and sequence. Each type has its own payload version;
+// older versions are read through the type's upcasters. The rules for
 // changing a payload are in docs/events.md.
 package schema

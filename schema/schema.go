@@ -9,7 +9,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// The event types of schema version 1. Session streams hold SessionCreated
+// The event types. Session streams hold SessionCreated
 // and MessageAppended; agent streams hold the lifecycle steps.
 const (
 	TypeSessionCreated   eventlog.Type = "SessionCreated"
@@ -377,10 +377,6 @@ func (PreCompactHookRan) EventType() eventlog.Type       { return TypePreCompact
 func (SessionDeleted) EventType() eventlog.Type          { return TypeSessionDeleted }
 func (Vacuumed) EventType() eventlog.Type                { return TypeVacuumed }
 
-// SchemaVersion is the payload schema version this build writes and the
-// highest it reads.
-const SchemaVersion = 1
-
 var payloads = map[eventlog.Type]func() Payload{
 	TypeSessionCreated:          func() Payload { return new(SessionCreated) },
 	TypeMessageAppended:         func() Payload { return new(MessageAppended) },
@@ -422,25 +418,11 @@ var ignorable sync.Map // eventlog.Type -> struct{}
 func RegisterIgnorable(t eventlog.Type) { ignorable.Store(t, struct{}{}) }
 
 // Decode returns the typed payload of ev (a pointer to one of the schema
-// structs). An unknown type or version returns an *eventlog.EventError naming the
-// stream and sequence, matching ErrUnknownType or ErrBadVersion.
-func Decode(ev eventlog.Event) (Payload, error) {
-	newPayload, ok := payloads[ev.Type]
-	if !ok {
-		if _, skip := ignorable.Load(ev.Type); skip {
-			return nil, nil
-		}
-		return nil, &eventlog.EventError{Stream: ev.Stream, Seq: ev.Seq, Err: fmt.Errorf("%w %q", ErrUnknownType, ev.Type)}
-	}
-	if ev.Version == 0 || ev.Version > SchemaVersion {
-		return nil, &eventlog.EventError{Stream: ev.Stream, Seq: ev.Seq, Err: fmt.Errorf("%w %d of %s", ErrBadVersion, ev.Version, ev.Type)}
-	}
-	p := newPayload()
-	if err := msgpack.Unmarshal(ev.Payload, p); err != nil {
-		return nil, eventlog.Corruptf(ev.Stream, ev.Seq, "%s payload: %v", ev.Type, err)
-	}
-	return p, nil
-}
+// structs), brought up to the type's current version by its upcasters. An
+// unknown type, version 0, or a version newer than this build reads
+// returns an *eventlog.EventError naming the stream and sequence, matching
+// ErrUnknownType, ErrBadVersion or ErrNewerVersion.
+func Decode(ev eventlog.Event) (Payload, error) { return std.decode(ev) }
 
 // messageSize bounds the size of m's MessageAppended encoding from above,
 // so that it is written into one allocation: about 96 bytes of field names
@@ -454,15 +436,15 @@ func messageSize(m *Message) int {
 }
 
 // NewRecord encodes p as a record for stream, stamped with time (UTC unix
-// nanoseconds) and restoreID.
+// nanoseconds), restoreID and the current version of p's type.
 func NewRecord(stream string, p Payload, time int64, restoreID string) (eventlog.Record, error) {
 	if m, ok := p.(*MessageAppended); ok {
-		return eventlog.Record{Stream: stream, Type: TypeMessageAppended, Version: SchemaVersion, Time: time, RestoreID: restoreID,
+		return eventlog.Record{Stream: stream, Type: TypeMessageAppended, Version: Version(TypeMessageAppended), Time: time, RestoreID: restoreID,
 			Payload: appendMessageAppended(make([]byte, 0, messageSize(&m.Message)), m)}, nil
 	}
 	data, err := msgpack.Marshal(p)
 	if err != nil {
 		return eventlog.Record{}, fmt.Errorf("schema: encode %s: %w", p.EventType(), err)
 	}
-	return eventlog.Record{Stream: stream, Type: p.EventType(), Version: SchemaVersion, Time: time, RestoreID: restoreID, Payload: data}, nil
+	return eventlog.Record{Stream: stream, Type: p.EventType(), Version: Version(p.EventType()), Time: time, RestoreID: restoreID, Payload: data}, nil
 }

@@ -168,6 +168,24 @@ func TestAuditFindsAFlippedByte(t *testing.T) {
 	}
 }
 
+// An event written by a newer reprise, with a payload version this build
+// does not read, is reported as such by audit, and commands that need it
+// say so plainly instead of calling the store corrupt.
+func TestAuditReportsANewerEventVersion(t *testing.T) {
+	c := newCLI(t)
+	evs := fullRun(t)
+	i := indexOf(t, evs, schema.TypeSessionLoaded, 2)
+	evs[i].Version = schema.Version(schema.TypeSessionLoaded) + 1
+	path := testkit.WriteStore(t, evs)
+	auditStore(t, c, path, reprise.ViolationNewerVersion, "agent/ide", evs[i].Seq)
+	r := c.fails(exitFailure, "--store", path, "log", "--agent", "ide")
+	want := fmt.Sprintf("SessionLoaded version %d was written by a newer reprise: this build reads SessionLoaded up to version %d; upgrade reprise to read it",
+		evs[i].Version, evs[i].Version-1)
+	if !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "corrupt") {
+		t.Errorf("log --agent ide: %s\nwant %s", r.stderr, want)
+	}
+}
+
 // A zeroed newest meta page makes bbolt open the file at the transaction
 // before, the last append lost; audit reads both meta pages and says so.
 func TestAuditFindsADamagedMetaPage(t *testing.T) {

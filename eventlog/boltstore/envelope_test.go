@@ -19,7 +19,7 @@ func sampleEvent() eventlog.Event {
 		Seq:       42,
 		Position:  1 << 40,
 		Type:      schema.TypeMessageAppended,
-		Version:   schema.SchemaVersion,
+		Version:   schema.Version(schema.TypeMessageAppended),
 		Time:      1_700_000_000_123_456_789,
 		RestoreID: "restore-7",
 		Payload:   []byte("\x00payload\xff"),
