@@ -18,16 +18,17 @@ import (
 
 // Kinds of audit violation.
 const (
-	ViolationUndecodable     = "undecodable-event"   // bad bytes, unknown type or version
-	ViolationNewerVersion    = "newer-event-version" // written by a newer reprise: upgrade to read it
-	ViolationSequenceGap     = "sequence-gap"        // a stream skips or repeats a sequence
-	ViolationOutOfOrder      = "out-of-order-step"   // a lifecycle step the table forbids there
-	ViolationDoubleHookRun   = "double-hook-run"     // a hook step recorded twice for one restore
-	ViolationUnresolved      = "unresolved-intent"   // hooks started, no outcome recorded
-	ViolationUnfinished      = "unfinished-restore"  // a restore stopped between steps
-	ViolationProjection      = "projection-mismatch" // two readings of the log disagree
-	ViolationMissingInjected = "missing-injected-message"
-	ViolationDamagedMeta     = "damaged-meta-page" // a bbolt file's meta page is bad: its newest transaction may be lost
+	ViolationUndecodable      = "undecodable-event"   // bad bytes, unknown type or version
+	ViolationNewerVersion     = "newer-event-version" // written by a newer reprise: upgrade to read it
+	ViolationSequenceGap      = "sequence-gap"        // a stream skips or repeats a sequence
+	ViolationOutOfOrder       = "out-of-order-step"   // a lifecycle step the table forbids there
+	ViolationDoubleHookRun    = "double-hook-run"     // a hook step recorded twice for one restore
+	ViolationUnresolved       = "unresolved-intent"   // hooks started, no outcome recorded
+	ViolationUnfinished       = "unfinished-restore"  // a restore stopped between steps
+	ViolationProjection       = "projection-mismatch" // two readings of the log disagree
+	ViolationMissingInjected  = "missing-injected-message"
+	ViolationDamagedMeta      = "damaged-meta-page" // a bbolt file's meta page is bad: its newest transaction may be lost
+	ViolationUnfinishedImport = "unfinished-import" // a session holds the first part of a transcript only
 )
 
 // Violation is one broken rule found by Audit, located at an event, or with
@@ -224,6 +225,13 @@ func (a *auditor) session(s eventlog.StreamInfo) {
 		first = false
 		return conv.Apply(ev)
 	})
+	if conv.Importing && !conv.Deleted {
+		// Unlike a restore, nothing rolls an import forward: the session
+		// stays partial until someone resumes it, so it is reported as a
+		// violation even while an import may still be running.
+		a.add(s.Name, conv.Head, ViolationUnfinishedImport, "the import into session %s started and did not finish: the session holds its first %d records; finish it with reprise import --resume --id %s FILE",
+			id, len(conv.Messages)+len(conv.Kept), id)
+	}
 	meta := map[string]bool{}
 	for _, m := range conv.Messages {
 		if m.IsMeta {

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"path/filepath"
 	"time"
@@ -35,6 +37,11 @@ var ErrBadTranscript = errors.New("reprise: bad transcript line")
 // Nothing is recorded.
 var ErrNotTranscript = errors.New("reprise: not a Claude Code transcript")
 
+// ErrImportUnfinished is returned by Import for an id whose session holds
+// an import that started and did not finish (its process was killed, say),
+// unless ImportOptions.Resume is set.
+var ErrImportUnfinished = errors.New("reprise: unfinished import")
+
 // ImportOptions configure Import.
 type ImportOptions struct {
 	ID string // the new session's id; empty means a new UUID
@@ -45,6 +52,13 @@ type ImportOptions struct {
 	Cwd      string
 	Strict   bool             // fail on a line that is not a JSON object instead of skipping it
 	Progress func(read int64) // called after each batch with the bytes read so far
+	// Size is the transcript's size in bytes, when known, recorded when
+	// the import starts.
+	Size int64
+	// Resume finishes an unfinished import into session ID from the same
+	// transcript: the records the session holds are read past, the last
+	// of them checked against the transcript, and the rest is appended.
+	Resume bool
 }
 
 // SkippedLine is a transcript line Import could not use.
@@ -71,9 +85,15 @@ const maxSkippedReported = 1000
 // verbatim at its place, and each message keeps its original line, so that
 // Export writes the same lines back. Memory stays bounded whatever the
 // size of r: records are appended in batches and the conversation is not
-// cached. If Import fails part way, the session holds the batches written
-// so far and the error says how many. Input without a single JSON object
-// line returns ErrNotTranscript and records nothing.
+// cached. Input without a single JSON object line returns ErrNotTranscript
+// and records nothing.
+//
+// The session records the import's start (ImportStarted, with the first
+// batch) and its end (ImportFinished, with the last), so that an import
+// that failed or whose process died part way never looks whole: the
+// session holds the batches written so far, Sessions marks it, Audit
+// reports it, and importing into its id again fails with
+// ErrImportUnfinished unless opts.Resume is set.
 func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (ImportReport, error) {
 	rep := ImportReport{Session: opts.ID}
 	if rep.Session == "" {
@@ -82,21 +102,18 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 	if err := ValidateID(rep.Session); err != nil {
 		return rep, err
 	}
-	head, err := e.store.Head(ctx, projection.SessionStream(rep.Session))
-	if err != nil {
-		return rep, err
-	}
-	if head != 0 {
-		return rep, e.taken(ctx, rep.Session)
-	}
+	var err error
 	if opts.Cwd, err = filepath.Abs(opts.Cwd); err != nil { // "" is the process's working directory
 		return rep, fmt.Errorf("%w: %q: %w", ErrNoDirectory, opts.Cwd, err)
+	}
+	imp := &importer{e: e, rep: &rep, stream: projection.SessionStream(rep.Session), opts: opts}
+	if err := imp.resumePoint(ctx); err != nil {
+		return rep, err
 	}
 	counter := &countingReader{r: r}
 	scan := bufio.NewScanner(counter)
 	scan.Buffer(make([]byte, 0, 64<<10), MaxTranscriptLine)
 	scan.Split(splitLines)
-	imp := &importer{e: e, rep: &rep, stream: projection.SessionStream(rep.Session), opts: opts}
 	line := 0
 	for scan.Scan() {
 		line++
@@ -125,6 +142,11 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 		}
 		return rep, fmt.Errorf("%w: none of its %d line(s) is a JSON object", ErrNotTranscript, line)
 	}
+	if imp.skip > 0 {
+		return rep, fmt.Errorf("%w: %s holds %d more records than this transcript; is it the one that was imported?", ErrBadTranscript, rep.Session, imp.skip)
+	}
+	imp.batch = append(imp.batch, &schema.ImportFinished{Messages: rep.Messages, Records: rep.Records,
+		Skipped: rep.SkippedTotal, Bytes: counter.n})
 	if err := imp.flush(ctx); err != nil {
 		return rep, err
 	}
@@ -169,6 +191,65 @@ type importer struct {
 	batch  []schema.Payload
 	size   int
 	cwd    string
+	// skip is how many records a resumed import reads past, the session
+	// holding them already; held is the digest of those records, and read
+	// the digest of the transcript's records read past so far.
+	skip       int
+	held, read hash.Hash
+}
+
+// resumePoint finds where the import starts: in a new session, or, with
+// opts.Resume, after the records an unfinished import left in it.
+func (imp *importer) resumePoint(ctx context.Context) error {
+	id := imp.rep.Session
+	head, err := imp.e.store.Head(ctx, imp.stream)
+	if err != nil || head == 0 {
+		return err
+	}
+	var importing, deleted, added bool
+	var kept int
+	held := sha256.New()
+	err = imp.e.store.ReadStream(ctx, imp.stream, 1, func(ev eventlog.Event) error {
+		switch ev.Type {
+		case schema.TypeImportStarted, schema.TypeImportFinished:
+			importing = ev.Type == schema.TypeImportStarted
+			return nil
+		case schema.TypeSessionDeleted:
+			deleted = true
+			return nil
+		case schema.TypeMessageAppended, schema.TypeTranscriptRecord:
+		default:
+			return nil
+		}
+		p, err := schema.Decode(ev)
+		if err != nil {
+			return err
+		}
+		var record []byte
+		switch p := p.(type) {
+		case *schema.MessageAppended:
+			record = p.Message.Record
+		case *schema.TranscriptRecord:
+			record = p.Record
+		}
+		added = added || record == nil // not a line of the transcript
+		kept++
+		held.Write(append(record, '\n'))
+		return nil
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("read session %s: %w", id, err)
+	case !importing || deleted:
+		return imp.e.taken(ctx, id)
+	case !imp.opts.Resume:
+		return fmt.Errorf("%w: session %s holds the first %d records of an import that did not finish; import the same transcript again with --resume (ImportOptions.Resume) to append the rest",
+			ErrImportUnfinished, id, kept)
+	case added:
+		return fmt.Errorf("%w: session %s has had other messages added since its import stopped: it cannot be resumed", ErrImportUnfinished, id)
+	}
+	imp.head, imp.skip, imp.held, imp.read = head, kept, held, sha256.New()
+	return nil
 }
 
 // transcriptLine is the part of a transcript record Import looks at.
@@ -206,13 +287,26 @@ func (imp *importer) add(ctx context.Context, n int, raw []byte) error {
 	if imp.cwd == "" {
 		imp.cwd = rec.Cwd
 	}
-	record := append([]byte(nil), raw...) // the scanner reuses its buffer
-	var p schema.Payload = &schema.TranscriptRecord{Record: record}
-	if m, ok := importedMessage(rec, record); isMessage && ok {
-		p = &schema.MessageAppended{Message: m}
+	m, ok := importedMessage(rec, raw)
+	if ok = ok && isMessage; ok {
 		imp.rep.Messages++
 	} else {
 		imp.rep.Records++
+	}
+	if imp.skip > 0 { // a resumed import: the session holds this record
+		imp.read.Write(raw)
+		imp.read.Write([]byte{'\n'})
+		if imp.skip--; imp.skip == 0 && !bytes.Equal(imp.read.Sum(nil), imp.held.Sum(nil)) {
+			return fmt.Errorf("%w: the first %d records of this transcript are not those %s holds; is this the transcript that was imported?",
+				ErrBadTranscript, imp.rep.Records+imp.rep.Messages, imp.rep.Session)
+		}
+		return nil
+	}
+	record := append([]byte(nil), raw...) // the scanner reuses its buffer
+	var p schema.Payload = &schema.TranscriptRecord{Record: record}
+	if ok {
+		m.Record = record
+		p = &schema.MessageAppended{Message: m}
 	}
 	imp.batch = append(imp.batch, p)
 	imp.size += len(record)
@@ -303,7 +397,7 @@ func (imp *importer) flush(ctx context.Context) error {
 	now := imp.e.stamp()
 	if imp.head == 0 {
 		created := &schema.SessionCreated{ID: imp.rep.Session, Cwd: imp.opts.Cwd, ImportedCwd: imp.cwd}
-		imp.batch = append([]schema.Payload{created}, imp.batch...)
+		imp.batch = append([]schema.Payload{created, &schema.ImportStarted{Bytes: imp.opts.Size}}, imp.batch...)
 	}
 	if len(imp.batch) == 0 {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -183,5 +184,75 @@ func TestImportKeepsInvalidUTF8(t *testing.T) {
 		if !strings.Contains(forked, want) {
 			t.Errorf("the fork's transcript lacks %q:\n%q", want, forked)
 		}
+	}
+}
+
+// failingReader gives the first n bytes of data, then fails, as a source
+// cut off part way would.
+type failingReader struct {
+	data []byte
+	n    int
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, errors.New("source cut off")
+	}
+	k := copy(p, r.data[:min(r.n, len(r.data))])
+	r.data, r.n = r.data[k:], r.n-k
+	return k, nil
+}
+
+// An import that stops part way leaves a session marked unfinished, which
+// the audit reports and a new import refuses; Resume from the same
+// transcript appends the rest, and a different transcript is refused.
+func TestImportUnfinishedAndResumed(t *testing.T) {
+	ctx := context.Background()
+	e, _ := testkit.NewEngine(t, reprise.Options{AllowMissingCwd: true})
+	var full strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&full, `{"type":"user","uuid":"m%d","message":{"role":"user","content":"message %d"}}`+"\n", i, i)
+		if i%100 == 0 {
+			full.WriteString(`{"type":"summary","summary":"so far"}` + "\n" + "not json\n")
+		}
+	}
+	data := []byte(full.String())
+	_, err := e.Import(ctx, &failingReader{data: data, n: len(data) / 2}, reprise.ImportOptions{ID: "cut"})
+	if err == nil || !strings.Contains(err.Error(), "source cut off") {
+		t.Fatalf("import of a cut source: %v", err)
+	}
+	list, err := e.Sessions(ctx)
+	if err != nil || len(list) != 1 || !list[0].Importing || list[0].Messages == 0 || list[0].Messages >= 3000 {
+		t.Fatalf("sessions after the cut = %+v, %v", list, err)
+	}
+	rep, err := reprise.Audit(ctx, e.Store())
+	if err != nil || len(rep.Violations) != 1 || rep.Violations[0].Kind != reprise.ViolationUnfinishedImport {
+		t.Fatalf("audit after the cut: %+v, %v", rep, err)
+	}
+	if _, err := e.Import(ctx, strings.NewReader(full.String()), reprise.ImportOptions{ID: "cut"}); !errors.Is(err, reprise.ErrImportUnfinished) {
+		t.Fatalf("import again: %v, want ErrImportUnfinished", err)
+	}
+	other := strings.Replace(full.String(), `"message 5"`, `"message five"`, 1)
+	if _, err := e.Import(ctx, strings.NewReader(other), reprise.ImportOptions{ID: "cut", Resume: true}); !errors.Is(err, reprise.ErrBadTranscript) {
+		t.Fatalf("resume from another transcript: %v, want ErrBadTranscript", err)
+	}
+	got, err := e.Import(ctx, strings.NewReader(full.String()), reprise.ImportOptions{ID: "cut", Resume: true})
+	if err != nil || got.Messages != 3000 || got.Records != 30 || got.SkippedTotal != 30 {
+		t.Fatalf("resume = %+v, %v; want 3000 messages, 30 records, 30 skipped lines", got, err)
+	}
+	var kept strings.Builder
+	for _, line := range strings.SplitAfter(full.String(), "\n") {
+		if line != "not json\n" {
+			kept.WriteString(line)
+		}
+	}
+	if out := export(t, e, "cut"); string(out) != kept.String() {
+		t.Fatalf("the resumed session exports %d bytes, want %d", len(out), kept.Len())
+	}
+	if rep, err := reprise.Audit(ctx, e.Store()); err != nil || len(rep.Violations) != 0 {
+		t.Fatalf("audit after the resume: %+v, %v", rep, err)
+	}
+	if _, err := e.Import(ctx, strings.NewReader(full.String()), reprise.ImportOptions{ID: "cut", Resume: true}); !errors.Is(err, reprise.ErrSessionExists) {
+		t.Fatalf("resume of a finished import: %v, want ErrSessionExists", err)
 	}
 }

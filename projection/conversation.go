@@ -40,6 +40,10 @@ type Conversation struct {
 	// A vacuumed stream holds nothing else: Created, Cwd and Messages are
 	// then empty.
 	Deleted bool
+	// Importing is set by ImportStarted and cleared by ImportFinished: the
+	// session holds the first part of a transcript whose import is still
+	// running, or whose process died.
+	Importing bool
 }
 
 // KeptRecord is a transcript record kept verbatim. It came after the first
@@ -115,6 +119,16 @@ func (c *Conversation) apply(ev eventlog.Event, p schema.Payload) error {
 		}
 		c.Kept = append(c.Kept, KeptRecord{Before: len(c.Messages), Record: line})
 		c.ViewStart = len(c.Messages)
+	case *schema.ImportStarted:
+		if ev.Seq != 2 {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "ImportStarted that does not follow SessionCreated")
+		}
+		c.Importing = true
+	case *schema.ImportFinished:
+		if !c.Importing {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "ImportFinished without ImportStarted")
+		}
+		c.Importing = false
 	case *schema.SessionDeleted:
 		if ev.Seq == 1 {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "SessionDeleted before SessionCreated")

@@ -102,6 +102,13 @@ func Describe(p schema.Payload) string {
 			return fmt.Sprintf("session=%s %s, session deleted, nothing queued", p.Session, outcomes(p.Outcomes, p.Interrupted))
 		}
 		return fmt.Sprintf("session=%s blocked=%v %s", p.Session, p.Blocked, outcomes(p.Outcomes, p.Interrupted))
+	case *schema.ImportStarted:
+		if p.Bytes > 0 {
+			return fmt.Sprintf("import of %d bytes", p.Bytes)
+		}
+		return "import"
+	case *schema.ImportFinished:
+		return fmt.Sprintf("import done, %d messages, %d other records, %d skipped lines, %d bytes", p.Messages, p.Records, p.Skipped, p.Bytes)
 	case *schema.SessionDeleted:
 		if p.Reason != "" {
 			return fmt.Sprintf("deleted, %d messages, reason=%q", p.Messages, Clip(p.Reason, 40))

@@ -16,6 +16,9 @@ type SessionInfo struct {
 	Created      int64  // UTC unix nanoseconds
 	Messages     int
 	LastRestored int64 // when an agent last loaded it; 0 if never
+	// Importing marks a session whose import started and did not finish:
+	// it holds only the first part of its transcript.
+	Importing bool
 }
 
 // Index is the fold of the whole log, in position order, into one row per
@@ -47,8 +50,13 @@ func (x *Index) Apply(ev eventlog.Event) error {
 	}
 	switch ev.Type {
 	case schema.TypeSessionCreated, schema.TypeMessageAppended, schema.TypeSessionLoaded:
+	case schema.TypeImportStarted, schema.TypeImportFinished:
+		if s, ok := x.sessions[SessionID(ev.Stream)]; ok {
+			s.Importing = ev.Type == schema.TypeImportStarted
+		}
+		return nil
 	default:
-		return nil // besides activity, only these three change the index
+		return nil // besides activity, only these change the index
 	}
 	p, err := schema.Decode(ev)
 	if err != nil {

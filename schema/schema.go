@@ -35,6 +35,8 @@ const (
 
 	TypeSessionDeleted eventlog.Type = "SessionDeleted"
 	TypeVacuumed       eventlog.Type = "Vacuumed"
+	TypeImportStarted  eventlog.Type = "ImportStarted"
+	TypeImportFinished eventlog.Type = "ImportFinished"
 )
 
 // Payload is the typed body of an event.
@@ -284,6 +286,23 @@ type SessionDeleted struct {
 	LastActivity int64 `msgpack:"lastactivity"`
 }
 
+// ImportStarted follows SessionCreated in a session made by importing a
+// Claude Code transcript. Until ImportFinished follows, the session holds
+// only the first part of the transcript: the import is running, or its
+// process died.
+type ImportStarted struct {
+	Bytes int64 `msgpack:"bytes,omitempty"` // the transcript's size, when known
+}
+
+// ImportFinished ends an import: the whole transcript is in the session.
+// It counts what the import kept and skipped, over all its runs.
+type ImportFinished struct {
+	Messages int   `msgpack:"messages"`          // user and assistant records
+	Records  int   `msgpack:"records"`           // other records, kept verbatim
+	Skipped  int   `msgpack:"skipped,omitempty"` // lines that are not JSON objects
+	Bytes    int64 `msgpack:"bytes"`             // the transcript's size
+}
+
 // Vacuumed is written to VacuumStream by a vacuum, in the same transaction
 // that removed the events of deleted sessions for good. It says what went,
 // so that an audit tells the gaps it left from damage.
@@ -376,6 +395,8 @@ func (PreCompactHookStarted) EventType() eventlog.Type   { return TypePreCompact
 func (PreCompactHookRan) EventType() eventlog.Type       { return TypePreCompactHookRan }
 func (SessionDeleted) EventType() eventlog.Type          { return TypeSessionDeleted }
 func (Vacuumed) EventType() eventlog.Type                { return TypeVacuumed }
+func (ImportStarted) EventType() eventlog.Type           { return TypeImportStarted }
+func (ImportFinished) EventType() eventlog.Type          { return TypeImportFinished }
 
 var payloads = map[eventlog.Type]func() Payload{
 	TypeSessionCreated:          func() Payload { return new(SessionCreated) },
@@ -399,6 +420,8 @@ var payloads = map[eventlog.Type]func() Payload{
 	TypePreCompactHookRan:       func() Payload { return new(PreCompactHookRan) },
 	TypeSessionDeleted:          func() Payload { return new(SessionDeleted) },
 	TypeVacuumed:                func() Payload { return new(Vacuumed) },
+	TypeImportStarted:           func() Payload { return new(ImportStarted) },
+	TypeImportFinished:          func() Payload { return new(ImportFinished) },
 }
 
 // Types returns every event type of the schema, in no particular order.

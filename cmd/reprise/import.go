@@ -37,13 +37,14 @@ type importOptions struct {
 	idSet  bool   // --id was given, even empty
 	cwd    string // --cwd, "" for the transcript's
 	strict bool   // --strict
+	resume bool   // --resume
 }
 
 // newImportCmd returns the import command: a Claude Code transcript into a new session.
 func newImportCmd(a *app) *cobra.Command {
 	var o importOptions
 	cmd := &cobra.Command{
-		Use:   "import FILE.jsonl [--id ID] [--cwd DIR] [--strict]",
+		Use:   "import FILE.jsonl [--id ID] [--cwd DIR] [--strict] [--resume]",
 		Short: "Import a Claude Code transcript into a new session",
 		Long: `import reads a Claude Code transcript (JSONL, one record a line) into a new
 session. User and assistant records become messages; every other record
@@ -58,6 +59,15 @@ error with their line numbers (the first 1000 of them); --strict fails at the
 first one instead, leaving the session with the batches written before it.
 A file without a single JSON object line (an empty file, a README, a
 binary) is not a transcript: import fails and records nothing.
+
+The session records when its import started and when it finished, so an
+import that was killed or failed part way never looks whole: sessions marks
+the session "(import unfinished)", audit reports it, and importing into the
+same --id again fails. --resume --id ID finishes it from the same file:
+the records the session holds are read past (the last one must match the
+file's), and the rest is appended. To start over instead, delete the
+partial session (reprise rm ID) and import under another id: a deleted id is
+never used again.
 
 --id names the session (default a new UUID); --cwd sets its working
 directory, where its project hooks will run (default the current directory).
@@ -76,6 +86,7 @@ sessions.`,
 	cmd.Flags().StringVar(&o.id, "id", "", "the new session's `ID` (default a new UUID)")
 	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working `DIR`, where its hooks run (default the current directory, never the transcript's)")
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "fail on a line that is not a JSON object instead of skipping it")
+	cmd.Flags().BoolVar(&o.resume, "resume", false, "finish the unfinished import into session --id from the same FILE")
 	return cmd
 }
 
@@ -86,6 +97,9 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 		if err := validID("--id", o.id); err != nil {
 			return err
 		}
+	}
+	if o.resume && !o.idSet {
+		return usagef("--resume needs --id: the session whose import to finish")
 	}
 	cwd := o.cwd
 	if cwd != "" {
@@ -104,7 +118,7 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 		return err
 	}
 	defer closeEngine(e, &err)
-	opts := reprise.ImportOptions{ID: o.id, Cwd: cwd, Strict: o.strict}
+	opts := reprise.ImportOptions{ID: o.id, Cwd: cwd, Strict: o.strict, Size: size, Resume: o.resume}
 	bar := newProgress(stderr, "importing "+name, size)
 	if bar != nil {
 		opts.Progress = bar.update

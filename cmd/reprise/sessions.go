@@ -21,6 +21,8 @@ type sessionJSON struct {
 	Messages     int    `json:"messages"`
 	Created      string `json:"created"`
 	LastRestored string `json:"last_restored,omitempty"`
+	// ImportUnfinished marks a session whose import did not finish.
+	ImportUnfinished bool `json:"import_unfinished,omitempty"`
 }
 
 // sessionsOptions are the options of sessions: none of its own.
@@ -35,7 +37,10 @@ func newSessionsCmd(a *app) *cobra.Command {
 		Long: `sessions lists every session, oldest first, with its working directory
 (for an imported session whose transcript named another, that one too, in
 parentheses: hooks never run there), its number of messages, when it was created and when an agent last restored
-it. It reads the whole log, read-only. With --json it prints one JSON array.
+it. A session whose import started and did not finish is marked
+"(import unfinished)": it holds only the first part of its transcript
+(see reprise import --resume). It reads the whole log, read-only. With
+--json it prints one JSON array.
 Where there is no store yet, the list is empty.`,
 		Example: `  reprise sessions
   reprise sessions --json | jq -r '.[] | select(.messages > 0) | .id'`,
@@ -65,18 +70,21 @@ func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr 
 		out := make([]sessionJSON, len(sessions))
 		for i, s := range sessions {
 			out[i] = sessionJSON{ID: s.ID, Cwd: s.Cwd, ImportedCwd: s.ImportedCwd, Messages: s.Messages,
-				Created: formatTime(s.Created), LastRestored: formatTime(s.LastRestored)}
+				Created: formatTime(s.Created), LastRestored: formatTime(s.LastRestored), ImportUnfinished: s.Importing}
 		}
 		return printJSON(stdout, out)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCWD\tMESSAGES\tCREATED\tLAST RESTORED")
 	for _, s := range sessions {
-		cwd := s.Cwd
+		id, cwd := s.ID, s.Cwd
+		if s.Importing {
+			id += " (import unfinished)"
+		}
 		if s.ImportedCwd != "" && s.ImportedCwd != s.Cwd {
 			cwd += " (transcript: " + s.ImportedCwd + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, cwd, s.Messages, shortTime(s.Created), shortTime(s.LastRestored))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", id, cwd, s.Messages, shortTime(s.Created), shortTime(s.LastRestored))
 	}
 	return tw.Flush()
 }

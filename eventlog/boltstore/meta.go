@@ -62,7 +62,7 @@ func (s *Store) CheckMeta(ctx context.Context) ([2]MetaPage, error) {
 		}
 		defer func() { _ = tx.Rollback() }()
 	}
-	f, err := os.Open(s.db.Path())
+	f, err := os.Open(s.path) // a compaction renames its file there
 	if err != nil {
 		return pages, fmt.Errorf("boltstore: check meta pages: %w", err)
 	}
