@@ -56,8 +56,8 @@ type ImportOptions struct {
 	// the import starts.
 	Size int64
 	// Resume finishes an unfinished import into session ID from the same
-	// transcript: the records the session holds are read past, the last
-	// of them checked against the transcript, and the rest is appended.
+	// transcript: the records the session holds are read past, checked
+	// against the transcript's first records, and the rest is appended.
 	Resume bool
 }
 
