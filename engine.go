@@ -528,8 +528,9 @@ func (e *Engine) Append(ctx context.Context, id string, m Message) (Message, err
 // session's pending messages while other writers (other Engines, other
 // processes on a shared store) keep appending to the session first. After
 // each such conflict the Engine reads what they wrote, chains the pending
-// messages after it and tries again; each conflict means another writer's
-// append went through, so N writers of one session need at most N tries.
+// messages after it and tries again. Each conflict means another writer's
+// append went through, and the writers that lost take turns on the
+// session's stream lock, so a try is lost only to a writer's first try.
 const MaxSaveTries = 16
 
 // Save writes session id's pending messages in one atomic append and returns
