@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -49,28 +50,38 @@ func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir st
 	if err := f.hooks.check(); err != nil {
 		return nil, nil, err
 	}
-	if e, err = a.openWritable(ctx, stderr); err != nil {
+	e, err = a.openWritable(ctx, stderr)
+	if err != nil {
 		return nil, nil, err
 	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, e.Close())
-		}
-	}()
-	before = projection.NewAgent(f.agent)
+	if before, err = loadAgent(ctx, e, f, projectOf, dir, stderr); err != nil {
+		return nil, nil, errors.Join(err, e.Close())
+	}
+	return e, before, nil
+}
+
+// loadAgent reads the agent from the log of e and loads the hooks into e,
+// as openAgent describes.
+func loadAgent(ctx context.Context, e *reprise.Engine, f restoreOptions, projectOf, dir string, stderr io.Writer) (*projection.Agent, error) {
+	before := projection.NewAgent(f.agent)
 	if err := e.Store().ReadStream(ctx, projection.AgentStream(f.agent), 1, before.Apply); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if projectOf == "" {
+	current := projectOf == ""
+	if current {
 		projectOf = before.Current
 	}
 	if dir == "" {
+		var err error
 		if dir, _, err = projectDir(ctx, e, projectOf); err != nil {
-			return nil, nil, err
+			if current && errors.Is(err, reprise.ErrSessionDeleted) {
+				return nil, lifecycle.CurrentDeleted(f.agent, projectOf)
+			}
+			return nil, err
 		}
 	}
 	f.hooks.load(e, dir, stderr)
-	return e, before, nil
+	return before, nil
 }
 
 // report prints r, or its JSON when --json is set.

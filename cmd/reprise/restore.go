@@ -127,7 +127,7 @@ func projectDir(ctx context.Context, e *reprise.Engine, id string) (dir string, 
 	}
 	if dir == "" {
 		if dir, err = os.Getwd(); err != nil {
-			return "", found, fmt.Errorf("current directory: %w", err)
+			return "", found, fmt.Errorf("cannot read the current directory, where the hooks would run (%w); run reprise from a directory that exists", err)
 		}
 	}
 	return dir, found, nil

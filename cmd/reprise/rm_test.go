@@ -281,3 +281,45 @@ func errorsAs(err error, target **exec.ExitError) bool {
 	*target = e
 	return ok
 }
+
+// TestAgentCommandsOnADeletedSession runs every agent command whose
+// session cannot be read: the agent's current session deleted, a fork of a
+// deleted session, and a session with no directory while the current
+// directory is gone. Each fails with exit 1 and says why, and the store is
+// closed behind it (no socket left beside it).
+func TestAgentCommandsOnADeletedSession(t *testing.T) {
+	c := newCLI(t)
+	c.session("keep", "hello")
+	c.session("sec", "hello")
+	c.ok("start", "--agent", "ag", "--no-default-settings", "keep")
+	c.ok("rm", "keep", "sec")
+	const current = "session was deleted: keep, the current session of agent ag; start another session"
+	for _, args := range [][]string{
+		{"clear", "--agent", "ag"}, {"compact", "--agent", "ag", "summary"},
+		{"end", "--agent", "ag", "--reason", "complete"}, {"stop", "--agent", "ag"},
+		{"prompt", "--agent", "ag", "hi"}, {"finish", "--agent", "ag"},
+		{"fork", "--agent", "z", "sec"},
+	} {
+		want := current
+		if args[0] == "fork" {
+			want = "session was deleted: sec"
+		}
+		if r := c.fails(exitFailure, append(args, "--no-default-settings")...); !strings.Contains(r.stderr, want) {
+			t.Errorf("reprise %s: %s; want %q", strings.Join(args, " "), r.stderr, want)
+		}
+	}
+	if _, err := os.Stat(c.store + ".sock"); !os.IsNotExist(err) {
+		t.Errorf("a socket is left beside the store: %v", err)
+	}
+
+	c.run("import", "--id", "nocwd", c.writeFile("t.jsonl", `{"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1"}`+"\n"))
+	c.ok("start", "--agent", "g", "--no-default-settings", "nocwd")
+	gone := c.mkdir("gone")
+	t.Chdir(gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.fails(exitFailure, "stop", "--agent", "g", "--no-default-settings"); !strings.Contains(r.stderr, "current directory") {
+		t.Errorf("stop in a removed directory: %s", r.stderr)
+	}
+}
