@@ -32,6 +32,21 @@ func (e *Engine) DeleteSession(ctx context.Context, id string) error {
 	return e.deleteSession(ctx, id, "", &agentGuard{})
 }
 
+// CheckDelete returns the error DeleteSession would return for session id
+// now (ErrSessionDeleted, ErrSessionInUse, or that there is no such
+// session), and writes nothing.
+func (e *Engine) CheckDelete(ctx context.Context, id string) error {
+	if _, err := e.Session(ctx, id); err != nil {
+		return err
+	}
+	g := &agentGuard{}
+	if err := g.refresh(ctx, e.store); err != nil {
+		return err
+	}
+	_, err := g.check(id)
+	return err
+}
+
 // deleteSession writes id's tombstone, with reason, conditional on every
 // agent stream being where g last read it, so that no agent can begin a
 // step on the session unseen.

@@ -11,9 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
@@ -204,26 +202,12 @@ func TestAuditFindsADamagedMetaPage(t *testing.T) {
 func TestAuditReportsAKilledRestoreAsInProgressAndFinishRollsItForward(t *testing.T) {
 	c := newBinaryCLI(t)
 	c.session("a")
-	runs := filepath.Join(c.dir, "runs")
-	settings := c.writeFile("hooks.json", testkit.Settings(t, []string{"echo $$ >> " + runs + "; exec sleep 30"}, nil))
-	cmd := c.command("start", "--agent", "ide", "--settings", settings, "--no-default-settings", "a")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var hook int
-	for deadline := time.Now().Add(30 * time.Second); hook == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatal("the hook never started")
-		}
-		data, _ := os.ReadFile(runs)
-		hook, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-	}
-	t.Cleanup(func() { _ = syscall.Kill(hook, syscall.SIGKILL) })
+	cmd := c.hungStart("a")
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	runs, settings := filepath.Join(c.dir, "runs"), filepath.Join(c.dir, "hooks.json")
 
 	out := c.ok("audit")
 	m := regexp.MustCompile(`^agent/ide#2: in progress: restore (\S+): hooks started in state starting with no outcome recorded yet; ` +

@@ -108,8 +108,11 @@ func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engi
 		return nil, err
 	}
 	var client *remote.Client
-	e, err := openFile(ctx, path, opts, wait, func() bool {
+	e, err := openFile(ctx, path, opts, wait, func(locked *eventlog.LockedError) bool {
 		client = a.dialHolder(ctx, path, stderr)
+		if client != nil {
+			a.heldBy = locked.Holder()
+		}
 		return client != nil
 	})
 	if client != nil {
@@ -177,10 +180,10 @@ func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engi
 
 // openFile opens the bbolt file at path, trying again while another
 // process holds it, until wait has passed or ctx ends. Between tries it
-// calls instead, if given, and stops without an Engine when that reports
-// true. A file still held at the end is an *eventlog.LockedError that
+// calls instead, if given, with the holder, and stops without an Engine
+// when that reports true. A file still held at the end is an *eventlog.LockedError that
 // says how long the command waited in all.
-func openFile(ctx context.Context, path string, opts reprise.Options, wait time.Duration, instead func() bool) (*reprise.Engine, error) {
+func openFile(ctx context.Context, path string, opts reprise.Options, wait time.Duration, instead func(*eventlog.LockedError) bool) (*reprise.Engine, error) {
 	deadline := time.Now().Add(wait)
 	// The first try does not wait, so that a reader of a held file gets
 	// to the holder's socket at once.
@@ -193,7 +196,7 @@ func openFile(ctx context.Context, path string, opts reprise.Options, wait time.
 		if !errors.As(err, &locked) {
 			return e, err
 		}
-		if instead != nil && instead() {
+		if instead != nil && instead(locked) {
 			return nil, nil
 		}
 		if time.Now().After(deadline) {

@@ -145,6 +145,10 @@ type app struct {
 	// warnedSocket is set once a socket that is not the user's own has
 	// been reported.
 	warnedSocket bool
+	// heldBy names the process whose socket openReadOnly read the store
+	// through, as eventlog.LockedError.Holder does; "" when it read the
+	// store itself.
+	heldBy string
 }
 
 // newRootCmd returns the reprise command with all its subcommands.

@@ -11,9 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
@@ -301,4 +304,33 @@ func (c *cli) mkdir(name string) string {
 		c.t.Fatal(err)
 	}
 	return path
+}
+
+// hungStart runs reprise start --agent ide SESSION through the binary with
+// a SessionStart hook that sleeps, and returns once the hook runs: the
+// process holds the store, serving its reads, with the restore in flight.
+// It returns the process; the hook is killed when the test ends.
+func (c *cli) hungStart(session string) *exec.Cmd {
+	c.t.Helper()
+	runs := filepath.Join(c.dir, "runs")
+	settings := c.writeFile("hooks.json", testkit.Settings(c.t, []string{"echo $$ >> " + runs + "; exec sleep 30"}, nil))
+	cmd := c.command("start", "--agent", "ide", "--settings", settings, "--no-default-settings", session)
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	var hook int
+	for deadline := time.Now().Add(30 * time.Second); hook == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			c.t.Fatal("the hook never started")
+		}
+		data, _ := os.ReadFile(runs)
+		hook, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	}
+	c.t.Cleanup(func() {
+		_ = syscall.Kill(hook, syscall.SIGKILL)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
 }

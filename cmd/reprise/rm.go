@@ -28,6 +28,13 @@ type deletedJSON struct {
 	LastActivity string `json:"last_activity,omitempty"`
 }
 
+// refusedJSON is a session a dry run of rm would not delete, in its JSON
+// output.
+type refusedJSON struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
 // newRmCmd returns the rm command: delete sessions.
 func newRmCmd(a *app) *cobra.Command {
 	var o rmOptions
@@ -44,7 +51,8 @@ session. A deleted id is never used again.
 AGE: a number and a unit, d (days), h or m, such as 30d or 12h. A
 session's last activity is its newest event (its creation, a message, an
 injected reminder) or the last time an agent loaded it, whichever is later.
---dry-run lists what would be deleted and deletes nothing.
+--dry-run deletes nothing: it lists what would be deleted, and what
+would be refused and why, and exits 1 when rm would refuse some session.
 
 rm keeps the events in the log: reprise vacuum removes them, and the
 session's transcript and other files, for good. A session that an agent is
@@ -95,31 +103,34 @@ func runRm(ctx context.Context, a *app, o rmOptions, stdout, stderr io.Writer) (
 		return err
 	}
 	defer closeEngine(e, &err)
-	var gone []reprise.InactiveSession
-	switch {
-	case o.olderThan != "" && o.dryRun:
-		gone, err = e.InactiveSessions(ctx, time.Now().Add(-age))
-	case o.olderThan != "":
-		gone, err = e.DeleteInactive(ctx, time.Now().Add(-age))
-	default:
-		gone, err = deleteSessions(ctx, e, o.sessions, o.dryRun)
+	if o.dryRun {
+		return a.dryRunRm(ctx, e, o, age, stdout)
 	}
-	if perr := printDeleted(stdout, a.json, o.dryRun, gone); perr != nil {
+	var gone []reprise.InactiveSession
+	if o.olderThan != "" {
+		gone, err = e.DeleteInactive(ctx, time.Now().Add(-age))
+	} else {
+		gone, err = deleteSessions(ctx, e, o.sessions)
+	}
+	if err != nil && len(gone) == 0 && !a.json {
+		return err // not "nothing to delete": the error says why
+	}
+	if perr := printDeleted(stdout, a.json, false, gone, nil); perr != nil {
 		return errors.Join(err, perr)
 	}
 	return err
 }
 
-// deleteSessions deletes ids, or with dryRun only checks that they could
-// be, and returns those it deleted; the errors of the others are joined.
-func deleteSessions(ctx context.Context, e *reprise.Engine, ids []string, dryRun bool) ([]reprise.InactiveSession, error) {
+// deleteSessions deletes ids and returns those it deleted; the errors of
+// the others are joined.
+func deleteSessions(ctx context.Context, e *reprise.Engine, ids []string) ([]reprise.InactiveSession, error) {
 	var (
 		gone []reprise.InactiveSession
 		errs []error
 	)
 	for _, id := range ids {
 		info, err := e.Session(ctx, id)
-		if err == nil && !dryRun {
+		if err == nil {
 			err = e.DeleteSession(ctx, id)
 		}
 		if err != nil {
@@ -131,17 +142,82 @@ func deleteSessions(ctx context.Context, e *reprise.Engine, ids []string, dryRun
 	return gone, errors.Join(errs...)
 }
 
-// printDeleted lists the sessions rm deleted, or would delete.
-func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []reprise.InactiveSession) error {
+// refusal is a session rm would not delete, and why.
+type refusal struct {
+	id  string
+	err error
+}
+
+// dryRunRm lists what rm would delete and what it would refuse, and why,
+// as the checks of the real rm find them now. It fails, as rm would, when
+// some session would be refused.
+func (a *app) dryRunRm(ctx context.Context, e *reprise.Engine, o rmOptions, age time.Duration, stdout io.Writer) error {
+	var (
+		would   []reprise.InactiveSession
+		refused []refusal
+	)
+	if o.olderThan != "" {
+		inactive, err := e.InactiveSessions(ctx, time.Now().Add(-age))
+		if err != nil {
+			return err
+		}
+		for _, s := range inactive {
+			if err := e.CheckDelete(ctx, s.ID); err != nil {
+				refused = append(refused, refusal{s.ID, err})
+				continue
+			}
+			would = append(would, s)
+		}
+	} else {
+		for _, id := range o.sessions {
+			info, err := e.Session(ctx, id)
+			if err == nil {
+				err = e.CheckDelete(ctx, id)
+			}
+			if err != nil {
+				refused = append(refused, refusal{id, err})
+				continue
+			}
+			would = append(would, reprise.InactiveSession{SessionInfo: info})
+		}
+	}
+	if a.heldBy != "" {
+		// rm needs the store to itself; the holder has it.
+		held := fmt.Errorf("the store is in use by %s; rm waits for it up to the lock timeout, so run it after that process ends", a.heldBy)
+		for _, s := range would {
+			refused = append(refused, refusal{s.ID, held})
+		}
+		would = nil
+	}
+	if err := printDeleted(stdout, a.json, true, would, refused); err != nil {
+		return err
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("rm would refuse %d session(s)", len(refused))
+	}
+	return nil
+}
+
+// printDeleted lists the sessions rm deleted, or with dryRun would delete
+// and would refuse; "nothing to delete" when there are none.
+func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []reprise.InactiveSession, refused []refusal) error {
 	if asJSON {
 		out := struct {
 			DryRun  bool          `json:"dry_run"`
 			Deleted []deletedJSON `json:"deleted"`
+			Refused []refusedJSON `json:"refused,omitempty"`
 		}{DryRun: dryRun, Deleted: make([]deletedJSON, len(gone))}
 		for i, s := range gone {
 			out.Deleted[i] = deletedJSON{ID: s.ID, Messages: s.Messages, LastActivity: formatTime(s.LastActivity)}
 		}
+		for _, r := range refused {
+			out.Refused = append(out.Refused, refusedJSON{ID: r.id, Reason: userMessage(r.err)})
+		}
 		return printJSON(stdout, out)
+	}
+	if len(gone) == 0 && len(refused) == 0 {
+		_, err := fmt.Fprintln(stdout, "nothing to delete")
+		return err
 	}
 	verb := "deleted"
 	if dryRun {
@@ -149,6 +225,11 @@ func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []reprise.Inactive
 	}
 	for _, s := range gone {
 		if _, err := fmt.Fprintf(stdout, "%s %s (%d message(s))\n", verb, s.ID, s.Messages); err != nil {
+			return err
+		}
+	}
+	for _, r := range refused {
+		if _, err := fmt.Fprintf(stdout, "would refuse %s: %s\n", r.id, userMessage(r.err)); err != nil {
 			return err
 		}
 	}

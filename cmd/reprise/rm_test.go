@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,5 +323,45 @@ func TestAgentCommandsOnADeletedSession(t *testing.T) {
 	}
 	if r := c.fails(exitFailure, "stop", "--agent", "g", "--no-default-settings"); !strings.Contains(r.stderr, "current directory") {
 		t.Errorf("stop in a removed directory: %s", r.stderr)
+	}
+}
+
+// A dry run of rm applies the checks of rm: it lists as refused, with the
+// reason, a session while a running restore holds the store, and one an
+// agent step in flight uses; it says when nothing matches.
+func TestRmDryRunSaysWhatRmWouldRefuse(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("a", "hello")
+	c.session("b", "hello")
+	if out := c.ok("rm", "--older-than", "1000d", "--dry-run"); out != "nothing to delete\n" {
+		t.Errorf("rm --dry-run with nothing old: %q", out)
+	}
+
+	start := c.hungStart("a")
+	r := c.fails(exitFailure, "rm", "--dry-run", "b")
+	want := fmt.Sprintf("would refuse b: the store is in use by process %d", start.Process.Pid)
+	if !strings.HasPrefix(r.stdout, want) || !strings.Contains(r.stderr, "rm would refuse 1 session(s)") {
+		t.Errorf("rm --dry-run b while a restore holds the store:\n%s%s\nwant %q", r.stdout, r.stderr, want)
+	}
+	if err := start.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = start.Wait()
+
+	r = c.fails(exitFailure, "rm", "--dry-run", "a", "b")
+	if !strings.Contains(r.stdout, "would delete b (1 message(s))\n") ||
+		!strings.Contains(r.stdout, "would refuse a: session is in use by an agent step in flight: a: agent ide is in state starting") {
+		t.Errorf("rm --dry-run a b with a restore onto a in flight:\n%s", r.stdout)
+	}
+	var out struct {
+		Deleted []deletedJSON `json:"deleted"`
+		Refused []refusedJSON `json:"refused"`
+	}
+	if res := c.run("--json", "rm", "--dry-run", "a", "b"); res.code != exitFailure || json.Unmarshal([]byte(res.stdout), &out) != nil ||
+		len(out.Deleted) != 1 || len(out.Refused) != 1 || out.Refused[0].ID != "a" || !strings.Contains(out.Refused[0].Reason, "in use") {
+		t.Errorf("rm --json --dry-run a b: %+v", res)
+	}
+	if res := c.fails(exitFailure, "rm", "a"); !strings.Contains(res.stderr, "session is in use") {
+		t.Errorf("rm a: %s", res.stderr)
 	}
 }
