@@ -137,12 +137,14 @@ func TestDeletedSessionLeavesEveryListingAndRefusesUse(t *testing.T) {
 }
 
 // TestDeleteSessionInUse deletes a session while an agent's SessionStart
-// hooks run on it: the deletion is refused, and the restore completes.
+// hooks run on it: the deletion is refused, as CheckDelete says it would
+// be, and the restore completes.
 func TestDeleteSessionInUse(t *testing.T) {
 	ctx := context.Background()
 	e, _ := testkit.NewEngine(t, reprise.Options{})
-	var during error
+	var during, checked error
 	err := e.Hooks().OnSessionStart("deleter", "", func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+		checked = e.CheckDelete(ctx, in.SessionID)
 		during = e.DeleteSession(ctx, in.SessionID)
 		return hookexec.SessionStartOutput{}, nil
 	})
@@ -155,6 +157,12 @@ func TestDeleteSessionInUse(t *testing.T) {
 	}
 	if !errors.Is(during, reprise.ErrSessionInUse) || !strings.Contains(during.Error(), "agent ide") {
 		t.Errorf("DeleteSession during a restore onto it: %v; want ErrSessionInUse naming agent ide", during)
+	}
+	if checked == nil || checked.Error() != during.Error() {
+		t.Errorf("CheckDelete during a restore onto it: %v; want %v", checked, during)
+	}
+	if err := e.CheckDelete(ctx, "a"); err != nil {
+		t.Errorf("CheckDelete once the restore is done: %v", err)
 	}
 	if err := e.DeleteSession(ctx, "a"); err != nil {
 		t.Errorf("DeleteSession once the restore is done: %v", err)
