@@ -296,7 +296,7 @@ func plain(err error) string {
 	for _, layer := range []string{"boltstore: ", "pgstore: ", "eventlog: ", "reprise: "} {
 		msg = strings.ReplaceAll(msg, layer, "")
 	}
-	return clip(msg)
+	return msg
 }
 
 // maxShown bounds how much of a user's input or a long message an error

@@ -103,20 +103,26 @@ var internalPrefixes = []string{"reprise", "eventlog", "boltstore", "pgstore", "
 // user gave (an id, a flag's value) that a message should not repeat whole.
 var longWord = regexp.MustCompile(`\S{161,}`)
 
-// userMessage returns the message of err without the names of the
-// packages it went through, and with each long word cut to its first 32
-// bytes or so, an ellipsis and its length.
+// userMessage returns the message of err on one line, without the names
+// of the packages it went through, and with each long word cut to its
+// first 32 bytes or so, an ellipsis and its length; the punctuation that
+// ends a word, and the rest of the message, stay.
 func userMessage(err error) string {
-	msg := err.Error()
+	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
 	for _, p := range internalPrefixes {
 		msg = strings.ReplaceAll(strings.TrimPrefix(msg, p+": "), ": "+p+": ", ": ")
 	}
 	return longWord.ReplaceAllStringFunc(msg, func(w string) string {
+		word := strings.TrimRight(w, ":;,.)")
+		if len(word) <= 40 {
+			return w
+		}
+		w, end := word, w[len(word):]
 		cut := 32
 		for !utf8.RuneStart(w[cut]) {
 			cut--
 		}
-		return fmt.Sprintf("%s… (%d bytes)", w[:cut], len(w))
+		return fmt.Sprintf("%s… (%d bytes)%s", w[:cut], len(w), end)
 	})
 }
 
