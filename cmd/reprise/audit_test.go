@@ -202,11 +202,8 @@ func TestAuditFindsADamagedMetaPage(t *testing.T) {
 func TestAuditReportsAKilledRestoreAsInProgressAndFinishRollsItForward(t *testing.T) {
 	c := newBinaryCLI(t)
 	c.session("a")
-	cmd := c.hungStart("a")
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	_, kill := c.hungStart("a")
+	kill()
 	runs, settings := filepath.Join(c.dir, "runs"), filepath.Join(c.dir, "hooks.json")
 
 	out := c.ok("audit")

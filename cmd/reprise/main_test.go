@@ -11,12 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
@@ -307,30 +305,19 @@ func (c *cli) mkdir(name string) string {
 }
 
 // hungStart runs reprise start --agent ide SESSION through the binary with
-// a SessionStart hook that sleeps, and returns once the hook runs: the
-// process holds the store, serving its reads, with the restore in flight.
-// It returns the process; the hook is killed when the test ends.
-func (c *cli) hungStart(session string) *exec.Cmd {
+// a SessionStart hook that appends its pid to runs and sleeps, and returns
+// once the hook runs: the process holds the store, serving its reads, with
+// the restore in flight. kill kills the process and waits for it; the hook
+// is killed when the test ends.
+func (c *cli) hungStart(session string) (pid int, kill func()) {
 	c.t.Helper()
 	runs := filepath.Join(c.dir, "runs")
 	settings := c.writeFile("hooks.json", testkit.Settings(c.t, []string{"echo $$ >> " + runs + "; exec sleep 30"}, nil))
-	cmd := c.command("start", "--agent", "ide", "--settings", settings, "--no-default-settings", session)
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	var hook int
-	for deadline := time.Now().Add(30 * time.Second); hook == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			c.t.Fatal("the hook never started")
-		}
-		data, _ := os.ReadFile(runs)
-		hook, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-	}
-	c.t.Cleanup(func() {
-		_ = syscall.Kill(hook, syscall.SIGKILL)
+	cmd, stderr, exited := c.startBinary("start", "--agent", "ide", "--settings", settings, "--no-default-settings", session)
+	hook := waitPid(c.t, runs, stderr)
+	c.t.Cleanup(func() { _ = syscall.Kill(hook, syscall.SIGKILL) })
+	return cmd.Process.Pid, func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	return cmd
+		<-exited
+	}
 }

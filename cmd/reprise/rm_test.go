@@ -337,16 +337,13 @@ func TestRmDryRunSaysWhatRmWouldRefuse(t *testing.T) {
 		t.Errorf("rm --dry-run with nothing old: %q", out)
 	}
 
-	start := c.hungStart("a")
+	pid, kill := c.hungStart("a")
 	r := c.fails(exitFailure, "rm", "--dry-run", "b")
-	want := fmt.Sprintf("would refuse b: the store is in use by process %d", start.Process.Pid)
+	want := fmt.Sprintf("would refuse b: the store is in use by process %d", pid)
 	if !strings.HasPrefix(r.stdout, want) || !strings.Contains(r.stderr, "rm would refuse 1 session(s)") {
 		t.Errorf("rm --dry-run b while a restore holds the store:\n%s%s\nwant %q", r.stdout, r.stderr, want)
 	}
-	if err := start.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = start.Wait()
+	kill()
 
 	r = c.fails(exitFailure, "rm", "--dry-run", "a", "b")
 	if !strings.Contains(r.stdout, "would delete b (1 message(s))\n") ||
