@@ -181,18 +181,23 @@ func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engi
 // openFile opens the bbolt file at path, trying again while another
 // process holds it, until wait has passed or ctx ends. Between tries it
 // calls instead, if given, with the holder, and stops without an Engine
-// when that reports true. A file still held at the end is an *eventlog.LockedError that
-// says how long the command waited in all.
+// when that reports true. A file still held at the end is an
+// *eventlog.LockedError that says how long the command waited in all; an
+// end of ctx meanwhile is an error that names the holder and still
+// matches ctx.Err().
 func openFile(ctx context.Context, path string, opts reprise.Options, wait time.Duration, instead func(*eventlog.LockedError) bool) (*reprise.Engine, error) {
 	deadline := time.Now().Add(wait)
 	// The first try does not wait, so that a reader of a held file gets
 	// to the holder's socket at once.
 	probe := time.Nanosecond
+	var locked *eventlog.LockedError
 	for {
 		opts.LockTimeout = max(min(probe, time.Until(deadline)), time.Nanosecond)
 		probe = lockProbe
 		e, err := reprise.OpenContext(ctx, path, opts)
-		var locked *eventlog.LockedError
+		if err != nil && locked != nil && ctx.Err() != nil {
+			return nil, interruptedWaiting(ctx, path, locked)
+		}
 		if !errors.As(err, &locked) {
 			return e, err
 		}
@@ -205,10 +210,17 @@ func openFile(ctx context.Context, path string, opts reprise.Options, wait time.
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, interruptedWaiting(ctx, path, locked)
 		case <-time.After(min(lockProbe, time.Until(deadline))):
 		}
 	}
+}
+
+// interruptedWaiting is the error of an open that ctx ended while it
+// waited for the store at path, which locked says who holds.
+func interruptedWaiting(ctx context.Context, path string, locked *eventlog.LockedError) error {
+	return userError{fmt.Sprintf("interrupted while waiting for the store %s, which %s holds; nothing was done",
+		redact(path), locked.Holder()), ctx.Err()}
 }
 
 // openDatabase opens an Engine over the PostgreSQL store at url, with

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -224,5 +225,27 @@ func TestReadCommandsRefuseAPlantedSocket(t *testing.T) {
 	}
 	if !strings.Contains(holder.child.Stderr.String(), "not served") {
 		t.Errorf("the host did not warn that it serves nothing: %s", holder.child.Stderr)
+	}
+}
+
+// Ctrl-C while a write waits for the store another process holds exits
+// 130 and says what was interrupted, naming the holder.
+func TestInterruptWhileWaitingForTheStoreNamesTheHolder(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("a")
+	pid, _ := c.hungStart("a")
+	cmd, stderr, exited := c.startBinary("--lock-timeout", "30s", "append", "a", "--role", "user", "hi")
+	time.Sleep(300 * time.Millisecond) // it waits for the store
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("append did not exit within 10 s of SIGINT")
+	}
+	want := fmt.Sprintf("reprise: interrupted while waiting for the store %s, which process %d (", c.store, pid)
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.HasPrefix(stderr.String(), want) || !strings.HasSuffix(stderr.String(), "holds; nothing was done\n") {
+		t.Fatalf("exit %d, stderr %q; want 130 and %q", code, stderr.String(), want)
 	}
 }
