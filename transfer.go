@@ -33,8 +33,8 @@ const (
 var ErrBadTranscript = errors.New("reprise: bad transcript line")
 
 // ErrNotTranscript is returned by Import for input that holds no transcript
-// record, no line that is a JSON object: an empty file, a README, a binary.
-// Nothing is recorded.
+// record, no line that is a JSON object with a "type": an empty file, a
+// README, a binary, a JSON document. Nothing is recorded.
 var ErrNotTranscript = errors.New("reprise: not a Claude Code transcript")
 
 // ErrImportUnfinished is returned by Import for an id whose session holds
@@ -85,8 +85,9 @@ const maxSkippedReported = 1000
 // verbatim at its place, and each message keeps its original line, so that
 // Export writes the same lines back. Memory stays bounded whatever the
 // size of r: records are appended in batches and the conversation is not
-// cached. Input without a single JSON object line returns ErrNotTranscript
-// and records nothing.
+// cached. Input without a single transcript record (a JSON object with a
+// non-empty string "type") in its lines, or in its first batch, returns
+// ErrNotTranscript and records nothing.
 //
 // The session records the import's start (ImportStarted, with the first
 // batch) and its end (ImportFinished, with the last), so that an import
@@ -121,6 +122,9 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 			return rep, err
 		}
 		if imp.full() {
+			if imp.head == 0 && imp.typed == 0 {
+				return rep, fmt.Errorf("%w: none of its first %d line(s) is a transcript record (a JSON object with a \"type\")", ErrNotTranscript, line)
+			}
 			if err := imp.flush(ctx); err != nil {
 				return rep, err
 			}
@@ -136,11 +140,11 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 		}
 		return rep, imp.partial(err)
 	}
-	if imp.head == 0 && len(imp.batch) == 0 {
+	if imp.head == 0 && imp.typed == 0 {
 		if line == 0 {
 			return rep, fmt.Errorf("%w: the input is empty", ErrNotTranscript)
 		}
-		return rep, fmt.Errorf("%w: none of its %d line(s) is a JSON object", ErrNotTranscript, line)
+		return rep, fmt.Errorf("%w: none of its %d line(s) is a transcript record (a JSON object with a \"type\")", ErrNotTranscript, line)
 	}
 	if imp.skip > 0 {
 		return rep, fmt.Errorf("%w: %s holds %d more records than this transcript; is it the one that was imported?", ErrBadTranscript, rep.Session, imp.skip)
@@ -196,6 +200,7 @@ type importer struct {
 	// the digest of the transcript's records read past so far.
 	skip       int
 	held, read hash.Hash
+	typed      int // records with a "type", which make the input a transcript
 }
 
 // resumePoint finds where the import starts: in a new session, or, with
@@ -284,6 +289,9 @@ func (imp *importer) add(ctx context.Context, n int, raw []byte) error {
 	// as a record rather than a message.
 	var rec transcriptLine
 	isMessage := json.Unmarshal(raw, &rec) == nil
+	if (isMessage && rec.Type != "") || (!isMessage && hasType(raw)) {
+		imp.typed++
+	}
 	if imp.cwd == "" {
 		imp.cwd = rec.Cwd
 	}
@@ -323,6 +331,15 @@ func notAnObject(raw []byte) string {
 		return "a JSON value that is not an object"
 	}
 	return ""
+}
+
+// hasType reports whether the JSON object raw has a non-empty string
+// "type", as every Claude Code transcript record does.
+func hasType(raw []byte) bool {
+	var rec struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(raw, &rec) == nil && rec.Type != ""
 }
 
 func isBlank(b []byte) bool {

@@ -129,11 +129,14 @@ func TestImportReportsMalformedLines(t *testing.T) {
 func TestImportOfInputWithoutATranscriptRecordRecordsNothing(t *testing.T) {
 	e, _ := testkit.NewEngine(t, reprise.Options{})
 	for name, input := range map[string]string{
-		"empty":  "",
-		"blank":  "\n  \n",
-		"readme": "# A README\n\nNot a transcript.\n",
-		"binary": "\x00\x01\xff\xfe\n\x7fELF",
-		"arrays": "[1]\n\"text\"\n",
+		"empty":   "",
+		"blank":   "\n  \n",
+		"readme":  "# A README\n\nNot a transcript.\n",
+		"binary":  "\x00\x01\xff\xfe\n\x7fELF",
+		"arrays":  "[1]\n\"text\"\n",
+		"object":  "{}\n",
+		"untyped": "{\"a\": 1}\n{\"type\": 2}\n{\"type\": \"\"}\n",
+		"batch":   strings.Repeat("{}\n", 1001) + "{\"type\":\"summary\"}\n",
 	} {
 		_, err := e.Import(context.Background(), strings.NewReader(input), reprise.ImportOptions{ID: name, Cwd: "/w"})
 		if !errors.Is(err, reprise.ErrNotTranscript) {

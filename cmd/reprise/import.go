@@ -57,8 +57,9 @@ size import in bounded memory; on a terminal a progress bar shows how far it
 got. Lines that are not JSON objects are skipped and listed on standard
 error with their line numbers (the first 1000 of them); --strict fails at the
 first one instead, leaving the session with the batches written before it.
-A file without a single JSON object line (an empty file, a README, a
-binary) is not a transcript: import fails and records nothing.
+A file without a single transcript record, a JSON object with a "type"
+(an empty file, a README, a binary, a JSON document such as {}), is not a
+transcript: import fails and records nothing.
 
 The session records when its import started and when it finished, so an
 import that was killed or failed part way never looks whole: sessions marks
@@ -137,6 +138,9 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 	if len(rep.Skipped) >= maxSkippedListed {
 		warn(stderr, "%s: only the first %d skipped lines are listed", name, maxSkippedListed)
 	}
+	if err != nil && ctx.Err() != nil && rep.Session != "" {
+		return importInterrupted(ctx, e, rep.Session, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -151,6 +155,18 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 	_, err = fmt.Fprintf(stdout, "%s: %d message(s), %d other record(s), %d skipped line(s), %d bytes\n",
 		rep.Session, rep.Messages, rep.Records, len(rep.Skipped), rep.Bytes)
 	return err
+}
+
+// importInterrupted explains err, the end of ctx during an import into
+// session id: what stays of the session, and what to do with it.
+func importInterrupted(ctx context.Context, e *reprise.Engine, id string, err error) error {
+	info, serr := e.Session(context.WithoutCancel(ctx), id)
+	if serr != nil {
+		return err // nothing of the session was written
+	}
+	return userError{fmt.Sprintf("interrupted: the import stopped part way, and session %s stays with its first %d message(s); "+
+		"reprise rm %s deletes it, then import the file again with another --id (a deleted id is never used again)",
+		id, info.Messages, id), err}
 }
 
 // openInput opens the file an import reads, "-" for stdin, and returns its

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,6 +137,8 @@ func TestImportOfAFileThatIsNotATranscript(t *testing.T) {
 		"empty.jsonl": "",
 		"README.md":   "# reprise\n\nreprise is a Go library.\n",
 		"binary":      "\x7fELF\x02\x01\x01\x00\n\x00\x00\x03\x00",
+		"object.json": "{}\n",
+		"config.json": "{\"hooks\": {}}\n",
 	} {
 		file := c.writeFile(name, data)
 		r := c.fails(exitFailure, "import", file, "--id", "imported")
@@ -149,4 +155,48 @@ func TestImportOfAFileThatIsNotATranscript(t *testing.T) {
 	if out := c.ok("sessions", "--json"); strings.Count(out, `"id"`) != 1 {
 		t.Fatalf("sessions after failed imports: %s", out)
 	}
+}
+
+// cancelAfter reads r and calls cancel once n bytes have been read.
+type cancelAfter struct {
+	r      io.Reader
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	if c.n -= k; c.n <= 0 {
+		c.cancel()
+	}
+	return k, err
+}
+
+// An import interrupted part way names the session that stays, with what
+// it holds, and says how to remove it and import again.
+func TestInterruptedImportSaysWhatIsLeft(t *testing.T) {
+	c := newCLI(t)
+	file := filepath.Join(c.dir, "big.jsonl")
+	lines, size := writeTranscript(t, file, 4<<20)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	in := &cancelAfter{r: bytes.NewReader(data), n: int(size / 2), cancel: cancel}
+	code := run(ctx, []string{"import", "--id", "big", "-"}, in, &stdout, &stderr)
+	m := regexp.MustCompile(`^reprise: interrupted: the import stopped part way, and session big stays with its first (\d+) message\(s\); ` +
+		`reprise rm big deletes it, then import the file again with another --id \(a deleted id is never used again\)\n$`).FindStringSubmatch(stderr.String())
+	if code != exitFailure || m == nil {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	var sessions []sessionJSON
+	c.okJSON(&sessions, "sessions")
+	if n, _ := strconv.Atoi(m[1]); len(sessions) != 1 || sessions[0].Messages != n || n == 0 || n >= lines {
+		t.Fatalf("sessions %+v; the message says %s of %d message(s)", sessions, m[1], lines)
+	}
+	c.ok("rm", "big")
+	c.ok("import", "--id", "big2", file)
 }
