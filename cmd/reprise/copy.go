@@ -196,14 +196,14 @@ func copyTo(ctx context.Context, src eventlog.Store, to string, mkdir bool) (n i
 	}
 	n, err = eventlog.Copy(ctx, dst, src)
 	if err != nil {
-		return n, fmt.Errorf("copy stopped after %d events: %s", n, plain(err))
+		return n, fmt.Errorf("copy stopped after %d events: %s", n, err.Error())
 	}
 	return n, nil
 }
 
 // targetError says why the target store at to failed, in the user's terms.
 func targetError(to string, err error) error {
-	return userError{fmt.Sprintf("cannot write the target %s: %s", redact(to), plain(err)), err}
+	return userError{fmt.Sprintf("cannot write the target %s: %s", redact(to), err.Error()), err}
 }
 
 // syncFile flushes the file or directory at path to disk.

@@ -278,11 +278,11 @@ func openError(path string, err error) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return noStore(path, err)
 	case errors.Is(err, eventlog.ErrCorrupt):
-		return userError{fmt.Sprintf("the store %s is damaged: %s", redact(path), plain(err)), err}
+		return userError{fmt.Sprintf("the store %s is damaged: %s", redact(path), err.Error()), err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}
-	return userError{fmt.Sprintf("cannot open the store %s: %s", redact(path), plain(err)), err}
+	return userError{fmt.Sprintf("cannot open the store %s: %s", redact(path), err.Error()), err}
 }
 
 // noStore says that a command that only reads found no store at path.
@@ -299,17 +299,6 @@ type userError struct {
 
 func (e userError) Error() string { return e.msg }
 func (e userError) Unwrap() error { return e.err }
-
-// plain returns err's message without the names of the layers it crossed
-// ("boltstore: ", "eventlog: ", ...) and without the store's path, which
-// the caller names already.
-func plain(err error) string {
-	msg := err.Error()
-	for _, layer := range []string{"boltstore: ", "pgstore: ", "eventlog: ", "reprise: "} {
-		msg = strings.ReplaceAll(msg, layer, "")
-	}
-	return msg
-}
 
 // maxShown bounds how much of a user's input or a long message an error
 // repeats.
@@ -363,9 +352,9 @@ func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
 		label = "error"
 	}
 	var b strings.Builder
-	b.WriteString("reprise: " + label + ": " + r.Message)
+	b.WriteString("reprise: " + label + ": " + plainMessage(r.Message))
 	add := func(a slog.Attr) bool {
-		v := a.Value.String()
+		v := plainMessage(a.Value.String())
 		if v == "" || strings.ContainsAny(v, " \t\n\"=") {
 			v = strconv.Quote(v)
 		}
@@ -393,9 +382,9 @@ func (h *warnHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 // WithGroup returns h: the lines are flat.
 func (h *warnHandler) WithGroup(string) slog.Handler { return h }
 
-// warn prints a warning line to w.
+// warn prints a warning line to w, worded as plainMessage does.
 func warn(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "reprise: warning: "+format+"\n", args...)
+	fmt.Fprintln(w, "reprise: warning: "+plainMessage(fmt.Sprintf(format, args...)))
 }
 
 // validID checks a session or agent id given on the command line; an

@@ -103,12 +103,15 @@ var internalPrefixes = []string{"reprise", "eventlog", "boltstore", "pgstore", "
 // user gave (an id, a flag's value) that a message should not repeat whole.
 var longWord = regexp.MustCompile(`\S{161,}`)
 
-// userMessage returns the message of err on one line, without the names
-// of the packages it went through, and with each long word cut to its
-// first 32 bytes or so, an ellipsis and its length; the punctuation that
-// ends a word, and the rest of the message, stay.
-func userMessage(err error) string {
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+// userMessage returns the message of err as plainMessage words it.
+func userMessage(err error) string { return plainMessage(err.Error()) }
+
+// plainMessage returns msg, an error's or a warning's, on one line,
+// without the names of the packages it went through, and with each long
+// word cut to its first 32 bytes or so, an ellipsis and its length; the
+// punctuation that ends a word, and the rest of the message, stay.
+func plainMessage(msg string) string {
+	msg = strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ")
 	for _, p := range internalPrefixes {
 		msg = strings.ReplaceAll(strings.TrimPrefix(msg, p+": "), ": "+p+": ", ": ")
 	}

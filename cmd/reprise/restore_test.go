@@ -140,7 +140,7 @@ func TestStartJSONAndDefaultSettings(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(r.stderr, "reprise: warning: hookexec: invalid configuration: "+filepath.Join(project, ".claude", "settings.local.json")) {
+	if !strings.Contains(r.stderr, "reprise: warning: invalid configuration: "+filepath.Join(project, ".claude", "settings.local.json")) {
 		t.Errorf("no warning about the broken file: %s", r.stderr)
 	}
 	if !rep.Restored || rep.Source != "startup" || rep.SessionEnd != nil || rep.Context != "from-user\nfrom-project" ||
