@@ -487,6 +487,10 @@ func TestBadInputsSayWhatWouldWork(t *testing.T) {
 	}
 	// Nothing was recorded for the agent a usage error stopped.
 	c.fails(exitFailure, "log", "--agent", "ide")
+	// Several errors make one line.
+	if r := c.fails(exitFailure, "rm", "gone1", "gone2"); r.stderr != "reprise: session not found: gone1; session not found: gone2\n" {
+		t.Errorf("rm of two missing sessions: %q; want both errors on one line", r.stderr)
+	}
 }
 
 // The code of a JSON error is the exit code, for a command a signal

@@ -111,10 +111,14 @@ func userMessage(err error) string { return plainMessage(err.Error()) }
 // word cut to its first 32 bytes or so, an ellipsis and its length; the
 // punctuation that ends a word, and the rest of the message, stay.
 func plainMessage(msg string) string {
-	msg = strings.ReplaceAll(strings.TrimSpace(msg), "\n", "; ")
-	for _, p := range internalPrefixes {
-		msg = strings.ReplaceAll(strings.TrimPrefix(msg, p+": "), ": "+p+": ", ": ")
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	for i, line := range lines {
+		for _, p := range internalPrefixes {
+			line = strings.ReplaceAll(strings.TrimPrefix(line, p+": "), ": "+p+": ", ": ")
+		}
+		lines[i] = line
 	}
+	msg = strings.Join(lines, "; ")
 	return longWord.ReplaceAllStringFunc(msg, func(w string) string {
 		word := strings.TrimRight(w, ":;,.)")
 		if len(word) <= 40 {
