@@ -455,6 +455,7 @@ func TestBadInputsSayWhatWouldWork(t *testing.T) {
 		{[]string{"append", "s1", "--role", "system", "hi"}, exitUsage, `--role must be user or assistant, not "system"`},
 		{[]string{"new", "--id", long}, exitUsage, `--id: invalid id "` + strings.Repeat("x", 32) + `…" (2000 bytes): longer than 128 bytes`},
 		{[]string{"log", "-s"}, exitUsage, "unknown shorthand flag: 's' in -s"},
+		{[]string{"--lock-timeout", "5", "sessions"}, exitUsage, "--lock-timeout 5: give a duration with a unit, such as 5s"},
 		{[]string{"log", "s/1"}, exitUsage, `session: invalid id "s/1": '/' at byte 1 is not allowed; use only letters, digits, '-', '_', '.' and ':'`},
 		{[]string{"start", "--agent", ".ide", "s1"}, exitUsage, `--agent: invalid id ".ide": it must start with a letter or digit`},
 		{[]string{"start", "--agent", "ide", "--settings", "missing.json", "s1"}, exitUsage, "--settings missing.json: no such file"},

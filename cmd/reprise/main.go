@@ -133,6 +133,16 @@ func plainMessage(msg string) string {
 	})
 }
 
+// flagError words err, an error parsing a flag, for the user: a bad
+// duration says what one looks like, rather than how parsing it failed.
+func flagError(err error) error {
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) && bad.GetFlag().Value.Type() == "duration" {
+		return fmt.Errorf("--%s %s: give a duration with a unit, such as 5s, 2m or 1h30m", bad.GetFlag().Name, bad.GetValue())
+	}
+	return err
+}
+
 // wantsJSON reports whether args ask for JSON output, read from the
 // arguments themselves so that it works when they do not parse.
 func wantsJSON(args []string) bool {
@@ -207,7 +217,7 @@ command on the agent finishes a restore left midway).`,
 		SilenceErrors: true,
 	}
 	root.SuggestionsMinimumDistance = 2
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{flagError(err)} })
 	root.PersistentFlags().StringVar(&a.store, "store", "",
 		"store: a bbolt file `PATH` or a postgres:// URL (default $REPRISE_STORE, else $XDG_STATE_HOME/reprise/reprise.db)")
 	root.PersistentFlags().DurationVar(&a.lockWait, "lock-timeout", 0,
