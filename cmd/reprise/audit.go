@@ -35,6 +35,10 @@ type inProgressJSON struct {
 	State   string `json:"state"`
 	Detail  string `json:"detail"`
 	Command string `json:"command"`
+	// RunningIn names the process that holds the store, when the audit
+	// read through it: the step may be running there, and Command is for
+	// after it ends.
+	RunningIn string `json:"running_in,omitempty"`
 }
 
 type violationJSON struct {
@@ -134,7 +138,7 @@ func (a *app) newAuditJSON(rep *reprise.AuditReport, ok bool) auditJSON {
 	}
 	for i, p := range rep.InProgress {
 		out.InProgress[i] = inProgressJSON{Agent: p.Agent, Stream: p.Stream, Seq: p.Seq, ID: p.ID,
-			State: p.State, Detail: p.Detail, Command: a.finishCommand(p.Agent)}
+			State: p.State, Detail: p.Detail, Command: a.finishCommand(p.Agent), RunningIn: a.heldBy}
 	}
 	for i, v := range rep.Violations {
 		out.Violations[i] = violationJSON{Stream: v.Stream, Seq: v.Seq, Kind: v.Kind, Detail: v.Detail}
@@ -149,6 +153,11 @@ func (a *app) printAudit(w io.Writer, rep *reprise.AuditReport, failed bool) {
 		fmt.Fprintln(w, v)
 	}
 	for _, p := range rep.InProgress {
+		if a.heldBy != "" {
+			fmt.Fprintf(w, "%s; it may be running in %s, which holds the store; if it does not end there, run after that process ends: %s\n",
+				p, a.heldBy, a.finishCommand(p.Agent))
+			continue
+		}
 		fmt.Fprintf(w, "%s; the next command on agent %s rolls it forward: %s\n", p, p.Agent, a.finishCommand(p.Agent))
 	}
 	verdict := "ok"

@@ -268,3 +268,22 @@ func TestAuditFindsAnUnfinishedRestoreFollowedByAnother(t *testing.T) {
 		t.Fatalf("in progress: %+v", rep.InProgress)
 	}
 }
+
+// An audit read through the socket of a running restore says the step in
+// progress may be running in that process, and to finish it after.
+func TestAuditThroughTheHolderSaysTheRestoreMayBeRunningThere(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("a")
+	pid, _ := c.hungStart("a")
+	out := c.ok("audit")
+	want := fmt.Sprintf("; it may be running in process %d (", pid)
+	if !strings.Contains(out, want) || !strings.Contains(out, "which holds the store; if it does not end there, run after that process ends: reprise finish --agent ide\n") ||
+		strings.Contains(out, "rolls it forward") {
+		t.Fatalf("audit while the restore runs:\n%s", out)
+	}
+	var rep auditJSON
+	c.okJSON(&rep, "audit")
+	if len(rep.InProgress) != 1 || !strings.HasPrefix(rep.InProgress[0].RunningIn, fmt.Sprintf("process %d (", pid)) {
+		t.Fatalf("audit --json while the restore runs: %+v", rep.InProgress)
+	}
+}
