@@ -58,6 +58,9 @@ still load; missing default files are skipped silently.`
 // directory without hooks/hooks.json has no hooks, which is fine.
 func (f *hookOptions) check() error {
 	for _, p := range f.settings {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return usagef("--settings %s: is a directory; give a settings file", p)
+		}
 		if _, err := hookexec.LoadSettings(p); errors.Is(err, fs.ErrNotExist) {
 			return usagef("--settings %s: no such file", p)
 		} else if err != nil {
@@ -65,8 +68,14 @@ func (f *hookOptions) check() error {
 		}
 	}
 	for _, dir := range f.plugins {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		st, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return usagef("--plugin-dir %s: no such directory", dir)
+		case err != nil:
+			return usagef("--plugin-dir: %w", err)
+		case !st.IsDir():
+			return usagef("--plugin-dir %s: not a directory; give the plugin's directory, which holds hooks/hooks.json", dir)
 		}
 		if _, err := hookexec.LoadPluginDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return usagef("--plugin-dir: %w", err)
