@@ -422,7 +422,8 @@ func TestCompletion(t *testing.T) {
 	if r := c.fails(exitUsage, "completion", "tcsh"); !strings.Contains(r.stderr, `unknown command "tcsh"`) {
 		t.Errorf("completion tcsh: %s", r.stderr)
 	}
-	if out := c.ok("completion", "--help"); !strings.Contains(out, "~/.local/share/bash-completion/completions/reprise") {
+	if out := c.ok("completion", "--help"); !strings.Contains(out, "~/.local/share/bash-completion/completions/reprise") ||
+		!strings.Contains(out, "needs the bash-completion package (_get_comp_words_by_ref)") {
 		t.Errorf("completion --help does not say how to install:\n%s", out)
 	}
 }

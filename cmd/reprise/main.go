@@ -277,7 +277,9 @@ To load completions in every new shell:
   zsh:   reprise completion zsh > "${fpath[1]}/_reprise"
   fish:  reprise completion fish > ~/.config/fish/completions/reprise.fish
 
-and open a new shell. The scripts complete commands and flags.`
+and open a new shell. The scripts complete commands and flags. The bash
+script needs the bash-completion package (_get_comp_words_by_ref), such as
+apt install bash-completion or brew install bash-completion@2.`
 
 // usageArgs makes the argument checks of cmd and its subcommands, cobra's
 // own included (completion), report usage errors.

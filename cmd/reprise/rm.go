@@ -48,7 +48,7 @@ it was gets an error on its next command, except start of another
 session. A deleted id is never used again.
 
 --older-than AGE deletes every session whose last activity is older than
-AGE: a number and a unit, d (days), h or m, such as 30d or 12h. A
+AGE: a number and a unit, d (days), h or m, such as 30d, 12h or 1h30m. A
 session's last activity is its newest event (its creation, a message, an
 injected reminder) or the last time an agent loaded it, whichever is later.
 --dry-run deletes nothing: it lists what would be deleted, and what
@@ -236,8 +236,8 @@ func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []reprise.Inactive
 	return nil
 }
 
-// parseAge reads an age such as 30d, 12h or 90m: a whole number of days,
-// or anything time.ParseDuration takes. It must be positive.
+// parseAge reads an age such as 30d, 12h, 90m or 1h30m: a whole number of
+// days, or a duration of hours and minutes. It must be positive.
 func parseAge(s string) (time.Duration, error) {
 	var age time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
@@ -248,8 +248,8 @@ func parseAge(s string) (time.Duration, error) {
 		age = time.Duration(n) * 24 * time.Hour
 	} else {
 		d, err := time.ParseDuration(s)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not an age such as 30d, 12h or 90m", s)
+		if err != nil || strings.Trim(s, "0123456789.hm+-") != "" {
+			return 0, fmt.Errorf("%q is not an age in days, hours or minutes, such as 30d, 12h, 90m or 1h30m", s)
 		}
 		age = d
 	}

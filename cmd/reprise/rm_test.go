@@ -177,6 +177,13 @@ func TestRmOlderThan(t *testing.T) {
 	} {
 		c.fails(exitUsage, args...)
 	}
+	// An age is in days, hours and minutes, as the help says.
+	for _, age := range []string{"1s", "90s", "1h30s", "500ms", "1µs"} {
+		if r := c.fails(exitUsage, "rm", "--older-than", age, "--dry-run"); !strings.Contains(r.stderr, "is not an age in days, hours or minutes") {
+			t.Errorf("rm --older-than %s: %s", age, r.stderr)
+		}
+	}
+	c.ok("rm", "--older-than", "1h30m", "--dry-run")
 }
 
 // TestRmAndVacuumOnPostgres runs rm and vacuum on a PostgreSQL store.

@@ -11,7 +11,7 @@ import (
 
 // versionJSON is what version --json prints: the build of this binary.
 type versionJSON struct {
-	Version  string `json:"version"`            // the module version; "(devel)" for a build from a checkout
+	Version  string `json:"version"`            // the module version; "(devel)" when the build recorded none
 	Revision string `json:"revision,omitempty"` // the VCS revision built, when the build recorded it
 	Time     string `json:"time,omitempty"`     // the revision's commit time
 	Modified bool   `json:"modified"`           // the checkout had changes not committed
@@ -65,9 +65,11 @@ func newVersionCmd(a *app) *cobra.Command {
 		Use:   "version",
 		Short: "Print reprise's version and build",
 		Long: `version prints the version of this reprise binary: the module version it
-was built as ("(devel)" for a build from a checkout, go build or go run),
-the VCS revision and its time when the build recorded them, whether the
-checkout had uncommitted changes, and the Go release that built it.
+was built as (the tag or a pseudo-version go build stamps in a git
+checkout, "(devel)" when the build recorded no VCS information: go run,
+-buildvcs=false), the VCS revision and its time when the build recorded
+them, whether the checkout had uncommitted changes, and the Go release
+that built it.
 reprise --version prints the same.`,
 		Example: `  reprise version
   reprise --version
