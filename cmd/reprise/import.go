@@ -139,7 +139,7 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 		warn(stderr, "%s: only the first %d skipped lines are listed", name, maxSkippedListed)
 	}
 	if err != nil && ctx.Err() != nil && rep.Session != "" {
-		return importInterrupted(ctx, e, rep.Session, err)
+		return importInterrupted(ctx, e, rep.Session, name, err)
 	}
 	if err != nil {
 		return err
@@ -157,16 +157,16 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 	return err
 }
 
-// importInterrupted explains err, the end of ctx during an import into
-// session id: what stays of the session, and what to do with it.
-func importInterrupted(ctx context.Context, e *reprise.Engine, id string, err error) error {
+// importInterrupted explains err, the end of ctx during an import of file
+// into session id: what stays of the session, and what to do with it.
+func importInterrupted(ctx context.Context, e *reprise.Engine, id, file string, err error) error {
 	info, serr := e.Session(context.WithoutCancel(ctx), id)
 	if serr != nil {
 		return err // nothing of the session was written
 	}
-	return userError{fmt.Sprintf("interrupted: the import stopped part way, and session %s stays with its first %d message(s); "+
-		"reprise rm %s deletes it, then import the file again with another --id (a deleted id is never used again)",
-		id, info.Messages, id), err}
+	return userError{fmt.Sprintf("interrupted: the import stopped part way, and session %s holds its first %d message(s); "+
+		"finish it with reprise import --resume --id %s %s, or delete it with reprise rm %s",
+		id, info.Messages, id, shellQuote(file), id), err}
 }
 
 // openInput opens the file an import reads, "-" for stdin, and returns its

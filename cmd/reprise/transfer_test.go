@@ -187,8 +187,8 @@ func TestInterruptedImportSaysWhatIsLeft(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	in := &cancelAfter{r: bytes.NewReader(data), n: int(size / 2), cancel: cancel}
 	code := run(ctx, []string{"import", "--id", "big", "-"}, in, &stdout, &stderr)
-	m := regexp.MustCompile(`^reprise: interrupted: the import stopped part way, and session big stays with its first (\d+) message\(s\); ` +
-		`reprise rm big deletes it, then import the file again with another --id \(a deleted id is never used again\)\n$`).FindStringSubmatch(stderr.String())
+	m := regexp.MustCompile(`^reprise: interrupted: the import stopped part way, and session big holds its first (\d+) message\(s\); ` +
+		`finish it with reprise import --resume --id big -, or delete it with reprise rm big\n$`).FindStringSubmatch(stderr.String())
 	if code != exitFailure || m == nil {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
@@ -197,6 +197,10 @@ func TestInterruptedImportSaysWhatIsLeft(t *testing.T) {
 	if n, _ := strconv.Atoi(m[1]); len(sessions) != 1 || sessions[0].Messages != n || n == 0 || n >= lines {
 		t.Fatalf("sessions %+v; the message says %s of %d message(s)", sessions, m[1], lines)
 	}
-	c.ok("rm", "big")
-	c.ok("import", "--id", "big2", file)
+	// What the message says to do works.
+	c.ok("import", "--resume", "--id", "big", file)
+	c.okJSON(&sessions, "sessions")
+	if len(sessions) != 1 || sessions[0].Messages != lines {
+		t.Fatalf("sessions after import --resume: %+v; want big with %d message(s)", sessions, lines)
+	}
 }
