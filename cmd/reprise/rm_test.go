@@ -293,7 +293,7 @@ func errorsAs(err error, target **exec.ExitError) bool {
 
 // TestAgentCommandsOnADeletedSession runs every agent command whose
 // session cannot be read: the agent's current session deleted, a fork of a
-// deleted session, and a session with no directory while the current
+// deleted session, and an agent with no session while the current
 // directory is gone. Each fails with exit 1 and says why, and the store is
 // closed behind it (no socket left beside it).
 func TestAgentCommandsOnADeletedSession(t *testing.T) {
@@ -321,14 +321,14 @@ func TestAgentCommandsOnADeletedSession(t *testing.T) {
 		t.Errorf("a socket is left beside the store: %v", err)
 	}
 
-	c.run("import", "--id", "nocwd", c.writeFile("t.jsonl", `{"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1"}`+"\n"))
-	c.ok("start", "--agent", "g", "--no-default-settings", "nocwd")
+	// An agent with no session takes its hooks from the current
+	// directory, which is gone.
 	gone := c.mkdir("gone")
 	t.Chdir(gone)
 	if err := os.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
-	if r := c.fails(exitFailure, "stop", "--agent", "g", "--no-default-settings"); !strings.Contains(r.stderr, "current directory") {
+	if r := c.fails(exitFailure, "stop", "--agent", "g", "--no-default-settings"); !strings.Contains(r.stderr, "cannot read the current directory") {
 		t.Errorf("stop in a removed directory: %s", r.stderr)
 	}
 }
