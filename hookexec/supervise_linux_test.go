@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -50,47 +51,6 @@ func TestCommandRunsUnderTheSupervisor(t *testing.T) {
 	}
 }
 
-// alive reports whether process pid exists and is not a zombie.
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
-
-// waitPid waits for a pid to appear in file.
-func waitPid(t *testing.T, file string) int {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		data, _ := os.ReadFile(file)
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s", file)
-		}
-	}
-}
-
-// assertGone fails unless every pid is gone within a few seconds.
-func assertGone(t *testing.T, pids map[string]int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for name, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				for _, p := range pids {
-					_ = syscall.Kill(p, syscall.SIGKILL)
-				}
-				t.Fatalf("the %s (pid %d) outlived its host", name, pid)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
-
 // When the host is killed with SIGKILL while a hook runs, the supervisor
 // kills the hook's process group: the hook's shell and the child it
 // started in the background are gone.
@@ -104,14 +64,14 @@ func TestSupervisorKillsTheHookWhenTheHostDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	pids := map[string]int{
-		"hook":       waitPid(t, filepath.Join(dir, "hook")),
-		"grandchild": waitPid(t, filepath.Join(dir, "grandchild")),
+		"hook":       proctest.WaitPid(t, filepath.Join(dir, "hook"), nil),
+		"grandchild": proctest.WaitPid(t, filepath.Join(dir, "grandchild"), nil),
 	}
 	if err := host.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = host.Wait()
-	assertGone(t, pids)
+	proctest.AssertGone(t, pids)
 }
 
 // A parent-death signal that comes while the parent lives (Linux sends it

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/spf13/cobra"
 )
@@ -504,7 +505,7 @@ func TestBinaryJSONErrorOfAnInterruptedCommand(t *testing.T) {
 	pidFile := filepath.Join(c.dir, "hook.pid")
 	settings := c.writeFile("hooks.json", testkit.Settings(t, []string{"echo $$ > " + pidFile + "; exec sleep 30"}, nil))
 	cmd, stderr, exited := c.startBinary("--json", "start", "--agent", "ide", "--settings", settings, "--no-default-settings", "a")
-	hook := waitPid(t, pidFile, stderr)
+	hook := proctest.WaitPid(t, pidFile, stderr.String)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +514,7 @@ func TestBinaryJSONErrorOfAnInterruptedCommand(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("start did not exit within 10 s of SIGTERM")
 	}
-	assertGone(t, map[string]int{"SessionStart hook": hook})
+	proctest.AssertGone(t, map[string]int{"SessionStart hook": hook})
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	var e struct {
 		Error string `json:"error"`

@@ -1,16 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
@@ -53,47 +52,6 @@ func (c *cli) startBinary(args ...string) (*exec.Cmd, *testkit.SyncBuffer, <-cha
 	return cmd, stderr, exited
 }
 
-// waitPid waits up to 30 s for a pid to appear in file.
-func waitPid(t *testing.T, file string, stderr *testkit.SyncBuffer) int {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		data, _ := os.ReadFile(file)
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid in %s; stderr: %s", file, stderr.String())
-		}
-	}
-}
-
-// alive reports whether process pid exists and is not a zombie.
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil // no /proc: a zombie counts as alive
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
-
-// assertGone fails unless the processes named are gone within 5 s.
-func assertGone(t *testing.T, pids map[string]int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for name, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				for _, p := range pids {
-					_ = syscall.Kill(p, syscall.SIGKILL)
-				}
-				t.Fatalf("the %s (pid %d) still runs", name, pid)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
-
 // SIGINT or SIGTERM during a restore stops it at the next step boundary:
 // the SessionEnd hook that runs is killed and recorded as cancelled, no
 // new step begins, and reprise exits with 130 or 143, naming the command
@@ -116,7 +74,7 @@ func TestBinarySignalStopsTheRestoreAtAStepBoundary(t *testing.T) {
 			cl.ok(append([]string{"start", "--agent", "ide", "a"}, hooks...)...)
 
 			cmd, stderr, exited := cl.startBinary(append([]string{"resume", "--agent", "ide", "b"}, hooks...)...)
-			hook := waitPid(t, pidFile, stderr)
+			hook := proctest.WaitPid(t, pidFile, stderr.String)
 			if err := cmd.Process.Signal(c.sig); err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +91,7 @@ func TestBinarySignalStopsTheRestoreAtAStepBoundary(t *testing.T) {
 			if !strings.HasSuffix(stderr.String(), want) {
 				t.Fatalf("stderr %q, want it to end with %q", stderr.String(), want)
 			}
-			assertGone(t, map[string]int{"SessionEnd hook": hook})
+			proctest.AssertGone(t, map[string]int{"SessionEnd hook": hook})
 
 			var evs []eventJSON
 			for line := range strings.Lines(cl.ok("--json", "log", "--agent", "ide")) {
@@ -169,12 +127,12 @@ func TestBinaryHooksDieWithReprise(t *testing.T) {
 		[]string{"[ -e " + hookPid + " ] && exit 0; sleep 300 & echo $! > " + grandchild + "; echo $$ > " + hookPid + "; wait"}, nil))
 	hooks := []string{"--settings", settings, "--no-default-settings"}
 	cmd, stderr, exited := c.startBinary(append([]string{"start", "--agent", "ide", "a"}, hooks...)...)
-	pids := map[string]int{"hook": waitPid(t, hookPid, stderr), "grandchild": waitPid(t, grandchild, stderr)}
+	pids := map[string]int{"hook": proctest.WaitPid(t, hookPid, stderr.String), "grandchild": proctest.WaitPid(t, grandchild, stderr.String)}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-exited
-	assertGone(t, pids)
+	proctest.AssertGone(t, pids)
 
 	c.ok(append([]string{"resume", "--agent", "ide", "a"}, hooks...)...)
 	if out := c.ok("audit"); !strings.HasPrefix(out, "ok: ") || !strings.Contains(out, "1 interrupted") {

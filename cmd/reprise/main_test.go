@@ -18,6 +18,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
@@ -314,7 +315,7 @@ func (c *cli) hungStart(session string) (pid int, kill func()) {
 	runs := filepath.Join(c.dir, "runs")
 	settings := c.writeFile("hooks.json", testkit.Settings(c.t, []string{"echo $$ >> " + runs + "; exec sleep 30"}, nil))
 	cmd, stderr, exited := c.startBinary("start", "--agent", "ide", "--settings", settings, "--no-default-settings", session)
-	hook := waitPid(c.t, runs, stderr)
+	hook := proctest.WaitPid(c.t, runs, stderr.String)
 	c.t.Cleanup(func() { _ = syscall.Kill(hook, syscall.SIGKILL) })
 	return cmd.Process.Pid, func() {
 		_ = cmd.Process.Kill()
