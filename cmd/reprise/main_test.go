@@ -42,11 +42,20 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(holdEnv); path != "" {
 		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != "", os.Getenv(holdServeEnv) != ""))
 	}
+	// A store whose path is too long for a socket beside it is served
+	// from a directory under $XDG_RUNTIME_DIR; keep those inside a
+	// directory of this run's own.
+	runtimeDir, err := os.MkdirTemp("", "reprise-runtime-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_RUNTIME_DIR", runtimeDir)
 	testEnv = os.Environ()
 	code := m.Run()
 	if binaryDir != "" {
 		os.RemoveAll(binaryDir)
 	}
+	os.RemoveAll(runtimeDir)
 	os.Exit(code)
 }
 
