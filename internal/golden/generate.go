@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,10 @@ var Epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // settingsSource is the Source of the hooks Generate registers as if they
 // came from a settings file.
 const settingsSource = "golden/settings.json"
+
+// longCommand is a command line longer than hookexec.CommandName keeps
+// whole, so that its records name it by length and digest.
+var longCommand = "true" + strings.Repeat(" ", 1100) + "# a long command, recorded by its digest"
 
 // errInjected is the error the failing store returns for a save.
 var errInjected = errors.New("injected for the golden store: no space left on device")
@@ -185,10 +190,14 @@ func (s *script) registerHooks() error {
 			return hookexec.SessionStartOutput{}, nil
 		}),
 		command(hookexec.SessionStart, "new", `echo "a fresh session"`),
+		command(hookexec.SessionStart, "startup", longCommand),
 		command(hookexec.SessionEnd, "clear", `cat > /dev/null`),
 		r.OnSessionEnd("end-summary", "error|user_exit", func(_ context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
 			return hookexec.SessionEndOutput{SessionSummary: "ended with reason " + string(in.Reason),
 				CleanupActions: []string{"remove the scratch branch", "close the draft PR"}}, nil
+		}),
+		r.OnPreCompact("compact-allowed", "manual", func(context.Context, hookexec.PreCompactInput) (hookexec.PreCompactOutput, error) {
+			return hookexec.PreCompactOutput{}, nil
 		}),
 		r.OnStop("stop-check", func(context.Context, hookexec.StopInput) (hookexec.StopOutput, error) {
 			return hookexec.StopOutput{}, nil
