@@ -472,3 +472,27 @@ func isZero(v any) bool {
 	}
 	return false
 }
+
+// The newest golden set holds an event of every type the schema has, at
+// the payload version this build writes, so that a type or a version added
+// without regenerating it fails here instead of going unread by every
+// later build.
+func TestGoldenHoldsEveryType(t *testing.T) {
+	e := openBolt(t, current)
+	seen := make(map[eventlog.Type]map[uint16]bool)
+	err := e.Store().ReadAll(context.Background(), 1, func(ev eventlog.Event) error {
+		if seen[ev.Type] == nil {
+			seen[ev.Type] = make(map[uint16]bool)
+		}
+		seen[ev.Type][ev.Version] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range schema.Types() {
+		if v := schema.Version(typ); !seen[typ][v] {
+			t.Errorf("%s holds no %s event of version %d: add one to golden.Generate and regenerate the set", current, typ, v)
+		}
+	}
+}
