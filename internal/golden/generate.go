@@ -3,7 +3,8 @@
 // that later builds can prove they still open and read them.
 //
 // Generate drives one scripted history that holds every event type of the
-// schema, every hook outcome status and every SessionStart source, then
+// schema, every hook outcome status and every SessionStart source, a
+// finished import and a hook command recorded by its digest, then
 // deletes sessions, vacuums one of them away and ends a step whose session
 // another host deleted under it, so that the stores it writes have the
 // formats deletion brought (a bbolt gaps bucket, PostgreSQL's

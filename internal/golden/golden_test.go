@@ -42,7 +42,8 @@ var (
 //   - v1: event schema 1, envelope format 1, bbolt layout 3, PostgreSQL
 //     schema 1; no deletion.
 //   - v2: the same, with deleted and vacuumed sessions: bbolt layout 4
-//     (the gaps bucket) and PostgreSQL schema 2 (reprise_gaps).
+//     (the gaps bucket) and PostgreSQL schema 2 (reprise_gaps); and every
+//     event type of this build, imports' among them.
 var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2"}
 
 // current is the set of the format this build writes, the only one
