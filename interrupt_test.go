@@ -55,19 +55,7 @@ func TestInterruptedRestoreStopsAtTheStepBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	for _, id := range []string{"a", "b"} {
-		if _, err := e.CreateSession(t.Context(), id, dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, err := e.Agent(t.Context(), "ide")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Start(t.Context(), "a"); err != nil {
-		t.Fatal(err)
-	}
+	a := startedOnA(t, e)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var ends, starts atomic.Int32
@@ -149,19 +137,7 @@ func TestInterruptRecordsTheOutcomeUnderABoundedContext(t *testing.T) {
 	store := &appendContexts{MemoryStore: eventlog.NewMemoryStore(), notes: map[eventlog.Type]appendNote{}}
 	e := reprise.New(store, reprise.Options{Files: reprise.NewMemoryFiles(), Logger: quiet})
 	defer e.Close()
-	dir := t.TempDir()
-	for _, id := range []string{"a", "b"} {
-		if _, err := e.CreateSession(t.Context(), id, dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	a, err := e.Agent(t.Context(), "ide")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Start(t.Context(), "a"); err != nil {
-		t.Fatal(err)
-	}
+	a := startedOnA(t, e)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var ends, starts atomic.Int32
@@ -180,11 +156,9 @@ func TestInterruptRecordsTheOutcomeUnderABoundedContext(t *testing.T) {
 	}
 }
 
-// An action whose context is done before its first step records nothing
-// and leaves nothing to finish: its error is the context's alone.
-func TestCancelledBeforeTheFirstStepRecordsNothing(t *testing.T) {
-	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{Files: reprise.NewMemoryFiles(), Logger: quiet})
-	defer e.Close()
+// startedOnA creates sessions a and b and returns agent ide, started on a.
+func startedOnA(t *testing.T, e *reprise.Engine) *reprise.Agent {
+	t.Helper()
 	dir := t.TempDir()
 	for _, id := range []string{"a", "b"} {
 		if _, err := e.CreateSession(t.Context(), id, dir); err != nil {
@@ -198,10 +172,19 @@ func TestCancelledBeforeTheFirstStepRecordsNothing(t *testing.T) {
 	if _, err := a.Start(t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// An action whose context is done before its first step records nothing
+// and leaves nothing to finish: its error is the context's alone.
+func TestCancelledBeforeTheFirstStepRecordsNothing(t *testing.T) {
+	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{Files: reprise.NewMemoryFiles(), Logger: quiet})
+	defer e.Close()
+	a := startedOnA(t, e)
 	before := lastPosition(t, e.Store())
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err = a.Restore(ctx, "b")
+	_, err := a.Restore(ctx, "b")
 	if !errors.Is(err, context.Canceled) || errors.Is(err, reprise.ErrInterrupted) {
 		t.Fatalf("Restore on a cancelled context: %v; want context.Canceled only", err)
 	}
