@@ -404,3 +404,46 @@ func TestDeletedByAnotherEngine(t *testing.T) {
 		t.Errorf("Audit: %v, %v; want no violation", err, rep.Violations)
 	}
 }
+
+// A store opened before each store had its own transcript directory kept
+// its files in the "transcripts" directory beside it, shared with the
+// stores next to it. Vacuum removes a deleted session's files there too,
+// and leaves the other sessions' files alone.
+func TestVacuumRemovesFilesFromTheSharedDirectoryOfOldStores(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "transcripts")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := []string{"a.jsonl", "a.env", "a-hook-1.txt"}
+	for _, name := range append(old, "b.jsonl") {
+		if err := os.WriteFile(filepath.Join(shared, name), []byte(secret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := testkit.OpenEngine(t, filepath.Join(dir, "reprise.db"), reprise.Options{Logger: testkit.Discard})
+	for _, id := range []string{"a", "b"} {
+		if _, err := e.CreateSession(ctx, id, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.DeleteSession(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.Vacuum(ctx)
+	if err != nil {
+		t.Fatalf("Vacuum: %v", err)
+	}
+	for _, name := range old {
+		if _, err := os.Lstat(filepath.Join(shared, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still in the shared directory after the vacuum (%v)", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(shared, "b.jsonl")); err != nil {
+		t.Errorf("session b's transcript went with a's: %v", err)
+	}
+	if rep.Files < len(old) {
+		t.Errorf("Vacuum counted %d files; want at least the %d of the shared directory", rep.Files, len(old))
+	}
+}

@@ -111,8 +111,12 @@ type Engine struct {
 	now   func() time.Time
 	newID func() string
 	// files holds transcripts, env files and spilled hook output.
-	files  Files
-	runner hookexec.Runner
+	files Files
+	// legacyFiles is the "transcripts" directory beside a bbolt file, where
+	// stores kept their files before each had its own; Vacuum removes a
+	// deleted session's files there too. Nil when there is none.
+	legacyFiles Files
+	runner      hookexec.Runner
 	// transcriptOnSave: sync transcripts after every save.
 	transcriptOnSave bool
 	allowMissingCwd  bool
@@ -173,10 +177,16 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 	if err != nil {
 		return nil, err
 	}
-	if opts.TranscriptDir == "" {
+	legacy := false
+	if opts.TranscriptDir == "" && opts.Files == nil {
 		opts.TranscriptDir = DefaultTranscriptDir(path)
+		fi, err := os.Lstat(legacyTranscriptDir(path))
+		legacy = err == nil && fi.IsDir()
 	}
 	e := New(store, opts)
+	if legacy {
+		e.legacyFiles = DirFiles(legacyTranscriptDir(path))
+	}
 	if opts.ServeReads && !opts.ReadOnly {
 		if e.reads, err = remote.Serve(store, path, e.log); err != nil {
 			e.log.Warn("the store's reads are not served to other processes", "error", err)
@@ -190,8 +200,15 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 // it, so that two stores in one directory never share a session's files.
 // (Stores opened before this rule kept theirs in a "transcripts" directory
 // beside the file; transcripts are written anew from the log, so such a
-// store simply moves on to its own directory.)
+// store simply moves on to its own directory; Vacuum still removes a
+// deleted session's files from the old one.)
 func DefaultTranscriptDir(path string) string { return path + ".transcripts" }
+
+// legacyTranscriptDir is where the bbolt file at path kept its files
+// before DefaultTranscriptDir, shared with the other stores beside it.
+func legacyTranscriptDir(path string) string {
+	return filepath.Join(filepath.Dir(path), "transcripts")
+}
 
 // New returns an Engine over store. The Engine owns store from then on and
 // closes it in Close. Several Engines may share a store only if it
@@ -350,6 +367,9 @@ func (e *Engine) Close() error {
 	}
 	if e.reads != nil {
 		errs = append(errs, e.reads.Close())
+	}
+	if e.legacyFiles != nil {
+		errs = append(errs, e.legacyFiles.Close())
 	}
 	return errors.Join(append(errs, e.store.Close(), e.files.Close())...)
 }

@@ -112,10 +112,22 @@ func (e *Engine) planVacuum(ctx context.Context) (*vacuumPlan, error) {
 		return nil, err
 	}
 	for id := range plan.gone {
-		n, err := e.removeFiles(id)
+		n, err := removeFiles(e.files, id)
 		plan.report.Files += n
 		if err != nil {
 			return nil, err
+		}
+		if e.legacyFiles == nil {
+			continue
+		}
+		n, err = removeFiles(e.legacyFiles, id)
+		plan.report.Files += n
+		if errors.Is(err, ErrNotPrivate) {
+			e.log.Warn("the files of a deleted session stay in the directory stores shared before: it is not the user's own", "session", id, "error", err)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("remove the files of session %s from the directory stores shared before: %w", id, err)
 		}
 	}
 	plan.record.Files = plan.report.Files
@@ -196,14 +208,14 @@ func (e *Engine) planAgents(ctx context.Context, plan *vacuumPlan) error {
 }
 
 // removeFiles removes session id's transcript, env files and spilled hook
-// output, and returns how many there were. Spilled output is named
+// output from files, and returns how many there were. Spilled output is named
 // <id>-hook-<uuid>.txt; a name with a second "-hook-" belongs to a session
 // whose id starts with id's. Env files are <id>.env-<restore id> (restore
 // ids hold no "."), and <id>.env in stores written before each run had its
 // own; a name with a "." after ".env-" is another session's (its id
 // continues with ".env-").
-func (e *Engine) removeFiles(id string) (int, error) {
-	names, err := e.files.List(id)
+func removeFiles(files Files, id string) (int, error) {
+	names, err := files.List(id)
 	if err != nil {
 		return 0, err
 	}
@@ -216,7 +228,7 @@ func (e *Engine) removeFiles(id string) (int, error) {
 		if rest != ".jsonl" && !env && !spilled {
 			continue
 		}
-		if err := e.files.Remove(name); err != nil {
+		if err := files.Remove(name); err != nil {
 			return n, err
 		}
 		n++
