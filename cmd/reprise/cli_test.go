@@ -212,17 +212,7 @@ func TestBinaryVersionIsTheBuildInfo(t *testing.T) {
 	}
 	var v versionJSON
 	c.okJSON(&v, "version")
-	want := versionJSON{Version: info.Main.Version, Go: info.GoVersion}
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			want.Revision = s.Value
-		case "vcs.time":
-			want.Time = s.Value
-		case "vcs.modified":
-			want.Modified = s.Value == "true"
-		}
-	}
+	want := versionOf(info)
 	if v != want {
 		t.Fatalf("version --json = %+v, build info says %+v", v, want)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"runtime"
@@ -20,14 +21,16 @@ type versionJSON struct {
 
 // buildVersion reads the version of this binary from its build info.
 func buildVersion() versionJSON {
-	v := versionJSON{Version: "(devel)", Go: runtime.Version()}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return v
+		return versionJSON{Version: "(devel)", Go: runtime.Version()}
 	}
-	if info.Main.Version != "" {
-		v.Version = info.Main.Version
-	}
+	return versionOf(info)
+}
+
+// versionOf is the version that build info info describes.
+func versionOf(info *debug.BuildInfo) versionJSON {
+	v := versionJSON{Version: cmp.Or(info.Main.Version, "(devel)"), Go: cmp.Or(info.GoVersion, runtime.Version())}
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
