@@ -262,6 +262,10 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error
 		}
 		ready, err := lifecycle.Step(lifecycle.Input{Agent: a.view, Action: act, Sessions: views.sessions,
 			Outcome: outcome, Now: a.e.stamp(), NewID: a.e.newID, StopCap: a.e.stopCap})
+		if why := views.unreadable[act.To]; why != nil && errors.Is(err, ErrSessionNotFound) {
+			// The target exists but cannot be read: say why.
+			err = fmt.Errorf("%w: %w", ErrSessionNotFound, why)
+		}
 		if err == nil && ready.Warning != "" {
 			a.e.log.Warn(ready.Warning, "agent", a.id, "state", a.view.State)
 		}
@@ -334,9 +338,10 @@ func (a *Agent) interrupted(cause error) error {
 // sessionViews are the sessions a step may read or write, locked, with
 // what the stepper sees of them.
 type sessionViews struct {
-	byID     map[string]*session
-	sessions map[string]*lifecycle.Session
-	locked   []*session
+	byID       map[string]*session
+	sessions   map[string]*lifecycle.Session
+	locked     []*session
+	unreadable map[string]error // why a session that exists could not be read
 }
 
 func (v *sessionViews) unlock() {
@@ -363,7 +368,7 @@ func (a *Agent) views(ctx context.Context, act lifecycle.Action) (*sessionViews,
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	v := &sessionViews{byID: map[string]*session{}, sessions: map[string]*lifecycle.Session{}}
+	v := &sessionViews{byID: map[string]*session{}, sessions: map[string]*lifecycle.Session{}, unreadable: map[string]error{}}
 	for _, id := range ids {
 		if id == "" {
 			continue
@@ -374,6 +379,9 @@ func (a *Agent) views(ctx context.Context, act lifecycle.Action) (*sessionViews,
 			return nil, ctx.Err()
 		}
 		if err != nil {
+			if !errors.Is(err, ErrSessionNotFound) {
+				v.unreadable[id] = err
+			}
 			continue
 		}
 		s.mu.Lock()

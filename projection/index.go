@@ -2,7 +2,6 @@ package projection
 
 import (
 	"sort"
-	"strings"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/schema"
@@ -19,6 +18,10 @@ type SessionInfo struct {
 	// Importing marks a session whose import started and did not finish:
 	// it holds only the first part of its transcript.
 	Importing bool
+	// Newer marks a session holding events of a payload version newer
+	// than this build reads: what the row shows of them may be incomplete
+	// (a SessionCreated of a newer version leaves Cwd empty).
+	Newer bool
 }
 
 // Index is the fold of the whole log, in position order, into one row per
@@ -48,15 +51,41 @@ func (x *Index) Apply(ev eventlog.Event) error {
 		}
 		x.activity[id] = max(x.activity[id], ev.Time)
 	}
+	// An event newer than this build reads does not stop the index: the
+	// session's row is marked, and what the event would say is left out.
+	newer := ev.Version > schema.Version(ev.Type)
 	switch ev.Type {
-	case schema.TypeSessionCreated, schema.TypeMessageAppended, schema.TypeSessionLoaded:
+	case schema.TypeSessionCreated:
+		if newer {
+			id := SessionID(ev.Stream)
+			x.sessions[id] = &SessionInfo{ID: id, Created: ev.Time, Newer: true}
+			return nil
+		}
+	case schema.TypeMessageAppended:
+		// Counting needs no payload, whatever its version.
+		s, ok := x.sessions[SessionID(ev.Stream)]
+		if !ok {
+			return eventlog.Corruptf(ev.Stream, ev.Seq, "message for a session that was never created")
+		}
+		s.Messages++
+		s.Newer = s.Newer || newer
+		return nil
+	case schema.TypeSessionLoaded:
+		if newer {
+			return nil
+		}
 	case schema.TypeImportStarted, schema.TypeImportFinished:
 		if s, ok := x.sessions[SessionID(ev.Stream)]; ok {
 			s.Importing = ev.Type == schema.TypeImportStarted
+			s.Newer = s.Newer || newer
 		}
 		return nil
 	default:
-		return nil // besides activity, only these change the index
+		// Besides activity, only the types above change the index.
+		if s, ok := x.sessions[SessionID(ev.Stream)]; ok && newer {
+			s.Newer = true
+		}
+		return nil
 	}
 	p, err := schema.Decode(ev)
 	if err != nil {
@@ -65,13 +94,6 @@ func (x *Index) Apply(ev eventlog.Event) error {
 	switch p := p.(type) {
 	case *schema.SessionCreated:
 		x.sessions[p.ID] = &SessionInfo{ID: p.ID, Cwd: p.Cwd, ImportedCwd: p.ImportedCwd, Created: ev.Time}
-	case *schema.MessageAppended:
-		id := strings.TrimPrefix(ev.Stream, "session/")
-		s, ok := x.sessions[id]
-		if !ok {
-			return eventlog.Corruptf(ev.Stream, ev.Seq, "message for a session that was never created")
-		}
-		s.Messages++
 	case *schema.SessionLoaded:
 		if s, ok := x.sessions[p.Session]; ok {
 			s.LastRestored = ev.Time

@@ -2,6 +2,7 @@ package projection_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -178,6 +179,40 @@ func TestIndexCountsMessagesAndRestores(t *testing.T) {
 	rows := x.Sessions()
 	if len(rows) != 1 || rows[0].Messages != 2 || rows[0].Cwd != "/w" || rows[0].LastRestored != 1000 {
 		t.Fatalf("index = %+v", rows)
+	}
+}
+
+// TestIndexMarksNewerEventsAndGoesOn checks that events of a payload
+// version newer than the build reads do not stop the index: their
+// sessions are marked and every other row stays whole.
+func TestIndexMarksNewerEventsAndGoesOn(t *testing.T) {
+	newer := func(ev eventlog.Event) eventlog.Event {
+		ev.Version = schema.Version(ev.Type) + 1
+		return ev
+	}
+	a, b, c := &log{stream: "session/a"}, &log{stream: "session/b"}, &log{stream: "session/c"}
+	ag := &log{stream: "agent/x"}
+	x := projection.NewIndex()
+	for _, ev := range []eventlog.Event{
+		a.next(t, &schema.SessionCreated{ID: "a", Cwd: "/a"}, ""),
+		newer(a.next(t, msg("1", "", "future"), "")),
+		a.next(t, msg("2", "1", "now"), ""),
+		newer(b.next(t, &schema.SessionCreated{ID: "b", Cwd: "/b"}, "")),
+		c.next(t, &schema.SessionCreated{ID: "c", Cwd: "/c"}, ""),
+		newer(c.next(t, &schema.CompactBoundary{UUID: "b1", Trigger: "manual"}, "")),
+		newer(ag.next(t, &schema.SessionLoaded{Session: "a", Source: "startup"}, "r")),
+	} {
+		if err := x.Apply(ev); err != nil {
+			t.Fatalf("%s#%d: %v", ev.Stream, ev.Seq, err)
+		}
+	}
+	want := []projection.SessionInfo{
+		{ID: "a", Cwd: "/a", Created: 1000, Messages: 2, Newer: true},
+		{ID: "b", Created: 1000, Newer: true},
+		{ID: "c", Cwd: "/c", Created: 1000, Newer: true},
+	}
+	if got := x.Sessions(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("index = %+v\nwant    %+v", got, want)
 	}
 }
 

@@ -184,6 +184,34 @@ func TestAuditReportsANewerEventVersion(t *testing.T) {
 	}
 }
 
+// A message written by a newer reprise does not stop the session list:
+// every session is listed and the one holding it is marked, and a command
+// that must read that session names the version instead of saying the
+// session is not found.
+func TestSessionsGoOnPastANewerEventVersion(t *testing.T) {
+	c := newCLI(t)
+	evs := fullRun(t)
+	i := indexOf(t, evs, schema.TypeMessageAppended, 1)
+	evs[i].Version = schema.Version(schema.TypeMessageAppended) + 1
+	path := testkit.WriteStore(t, evs)
+	var rows []sessionJSON
+	c.okJSON(&rows, "--store", path, "sessions")
+	if len(rows) != 2 || rows[0].ID != evs[i].Stream[len("session/"):] || !rows[0].NewerEvents || rows[1].NewerEvents || rows[0].Messages != 2 {
+		t.Fatalf("sessions --json: %+v", rows)
+	}
+	if out := c.ok("--store", path, "sessions"); !strings.Contains(out, rows[0].ID+" (newer events)") {
+		t.Errorf("sessions:\n%s", out)
+	}
+	r := c.fails(exitFailure, "--store", path, "log", rows[0].ID)
+	if !strings.Contains(r.stderr, "was written by a newer reprise") || strings.Contains(r.stderr, "not found") {
+		t.Errorf("log %s: %s", rows[0].ID, r.stderr)
+	}
+	r = c.fails(exitFailure, "--store", path, "start", "--agent", "other", "--no-default-settings", rows[0].ID)
+	if !strings.Contains(r.stderr, "was written by a newer reprise") {
+		t.Errorf("start %s: %s", rows[0].ID, r.stderr)
+	}
+}
+
 // A zeroed newest meta page makes bbolt open the file at the transaction
 // before, the last append lost; audit reads both meta pages and says so.
 func TestAuditFindsADamagedMetaPage(t *testing.T) {

@@ -23,6 +23,9 @@ type sessionJSON struct {
 	LastRestored string `json:"last_restored,omitempty"`
 	// ImportUnfinished marks a session whose import did not finish.
 	ImportUnfinished bool `json:"import_unfinished,omitempty"`
+	// NewerEvents marks a session holding events written by a newer
+	// reprise, which this build cannot read.
+	NewerEvents bool `json:"newer_events,omitempty"`
 }
 
 // sessionsOptions are the options of sessions: none of its own.
@@ -39,7 +42,9 @@ func newSessionsCmd(a *app) *cobra.Command {
 parentheses: hooks never run there), its number of messages, when it was created and when an agent last restored
 it. A session whose import started and did not finish is marked
 "(import unfinished)": it holds only the first part of its transcript
-(see reprise import --resume). It reads the whole log, read-only. With
+(see reprise import --resume). A session holding events written by a
+newer reprise is marked "(newer events)": this build lists it but cannot
+read those events, and shows what it can. It reads the whole log, read-only. With
 --json it prints one JSON array.
 Where there is no store yet, the list is empty.`,
 		Example: `  reprise sessions
@@ -70,7 +75,7 @@ func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr 
 		out := make([]sessionJSON, len(sessions))
 		for i, s := range sessions {
 			out[i] = sessionJSON{ID: s.ID, Cwd: s.Cwd, ImportedCwd: s.ImportedCwd, Messages: s.Messages,
-				Created: formatTime(s.Created), LastRestored: formatTime(s.LastRestored), ImportUnfinished: s.Importing}
+				Created: formatTime(s.Created), LastRestored: formatTime(s.LastRestored), ImportUnfinished: s.Importing, NewerEvents: s.Newer}
 		}
 		return printJSON(stdout, out)
 	}
@@ -80,6 +85,9 @@ func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr 
 		id, cwd := s.ID, s.Cwd
 		if s.Importing {
 			id += " (import unfinished)"
+		}
+		if s.Newer {
+			id += " (newer events)"
 		}
 		if s.ImportedCwd != "" && s.ImportedCwd != s.Cwd {
 			cwd += " (transcript: " + s.ImportedCwd + ")"
