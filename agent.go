@@ -534,6 +534,7 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 	e := a.e
 	id := eff.Session
 	var msgs []Message
+	transcript := e.TranscriptPath(id)
 	if s, err := e.session(wctx, id); err == nil {
 		s.mu.Lock()
 		env.ProjectDir = s.conv.Cwd
@@ -545,8 +546,11 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 		if err != nil {
 			e.log.Warn("transcript not updated before hooks", "session", id, "error", err)
 		}
+		if errors.Is(err, ErrNotPrivate) {
+			// What another user may have planted there is not handed on.
+			transcript = ""
+		}
 	}
-	transcript := e.TranscriptPath(id)
 	now := e.now().UnixMilli()
 	switch eff.Event {
 	case hookexec.SessionEnd:

@@ -49,7 +49,8 @@
 // (DefaultTranscriptDir for a bbolt file), which must be the user's own:
 // one that is a link, another user's or writable by others is refused with
 // ErrNotPrivate, and the restore goes on without the files, with a
-// warning. Import never takes a transcript's working directory as the
+// warning: its hooks get an empty transcript_path and no CLAUDE_ENV_FILE.
+// A relative directory is made absolute when the Engine opens. Import never takes a transcript's working directory as the
 // session's: a session's project hooks run only where the host or the
 // user chose.
 //

@@ -196,13 +196,18 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 }
 
 // DefaultTranscriptDir returns the transcript directory of the bbolt file
-// at path: path with ".transcripts" added, beside the file and named after
+// at path: path, made absolute, with ".transcripts" added, beside the file and named after
 // it, so that two stores in one directory never share a session's files.
 // (Stores opened before this rule kept theirs in a "transcripts" directory
 // beside the file; transcripts are written anew from the log, so such a
 // store simply moves on to its own directory; Vacuum still removes a
 // deleted session's files from the old one.)
-func DefaultTranscriptDir(path string) string { return path + ".transcripts" }
+func DefaultTranscriptDir(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return path + ".transcripts"
+}
 
 // legacyTranscriptDir is where the bbolt file at path kept its files
 // before DefaultTranscriptDir, shared with the other stores beside it.

@@ -86,7 +86,16 @@ type dirFiles struct {
 // first, with links planted inside. Files are opened without following
 // links, and only regular files the user owns are written, read or
 // replaced.
-func DirFiles(dir string) Files { return &dirFiles{dir: dir} }
+//
+// A relative dir is made absolute against the working directory of the
+// call: hooks run in their session's directory, and the paths they are
+// given must lead to the same files from there.
+func DirFiles(dir string) Files {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return &dirFiles{dir: dir}
+}
 
 // tempFiles returns Files in a private temporary directory, made on first
 // use and removed by Close.

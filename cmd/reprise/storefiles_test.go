@@ -57,6 +57,37 @@ func TestFileStoresInOneDirectoryKeepTheirTranscriptsApart(t *testing.T) {
 	startKeepsOwnTranscript(t, c, [2]string{filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db")})
 }
 
+// A store named by a relative path gives hooks absolute paths: they run
+// in their session's directory, where the relative ones would lead
+// elsewhere, and what they write to CLAUDE_ENV_FILE would be lost.
+func TestRelativeStoreGivesHooksAbsolutePaths(t *testing.T) {
+	c := newBinaryCLI(t)
+	project := c.mkdir("project")
+	hook := `echo "export FROM_HOOK=1" >> "$CLAUDE_ENV_FILE"; sed -n 's/.*"transcript_path":"\([^"]*\)".*/\1/p'`
+	b, _ := json.Marshal(map[string]any{"hooks": map[string]any{
+		"SessionStart": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hook}}}},
+	}})
+	settings := c.writeFile("hooks.json", string(b))
+	c.ok("--store", "rel.db", "new", "--id", "s", "--cwd", project)
+	c.ok("--store", "rel.db", "append", "s", "--role", "user", "hello")
+	var r struct {
+		Context, Env string
+		EnvFile      string `json:"env_file"`
+	}
+	c.okJSON(&r, "--store", "rel.db", "start", "--agent", "ide", "--settings", settings, "--no-default-settings", "s")
+	path := strings.TrimPrefix(strings.TrimSpace(r.Context), "SessionStart hook additional context: ")
+	want := filepath.Join(c.dir, "rel.db.transcripts", "s.jsonl")
+	if path != want || !filepath.IsAbs(r.EnvFile) || r.Env != "export FROM_HOOK=1\n" {
+		t.Fatalf("hook was given transcript %q (want %q) and env file %q, and wrote %q", path, want, r.EnvFile, r.Env)
+	}
+	if data, err := os.ReadFile(path); err != nil || !strings.Contains(string(data), "hello") {
+		t.Fatalf("transcript %s: %s (%v)", path, data, err)
+	}
+	if entries, _ := os.ReadDir(project); len(entries) != 0 {
+		t.Fatalf("files written in the session's directory: %v", entries)
+	}
+}
+
 // Two PostgreSQL stores keep their transcripts apart, though both keep
 // them under the user's cache directory.
 func TestPostgresStoresKeepTheirTranscriptsApart(t *testing.T) {
@@ -285,9 +316,14 @@ func TestPlantedTranscriptDirectory(t *testing.T) {
 	}
 	c.ok("--store", store, "new", "--id", "s", "--cwd", c.dir)
 	c.ok("--store", store, "append", "s", "--role", "user", "secret conversation")
-	r := c.run("--store", store, "start", "--agent", "ide", "--settings", transcriptHookSettings(t, c), "--no-default-settings", "s")
+	r := c.run("--store", store, "--json", "start", "--agent", "ide", "--settings", transcriptHookSettings(t, c), "--no-default-settings", "s")
 	if r.code != exitOK || !strings.Contains(r.stderr, dir+" may be written by other users") {
 		t.Fatalf("start: exit %d, stderr %s; want a warning naming %s", r.code, r.stderr, dir)
+	}
+	// The hook is not pointed at what another user may have planted.
+	var rec struct{ Context string }
+	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || strings.Contains(rec.Context, dir) {
+		t.Fatalf("the hook was given a transcript in the refused directory: %s (%v)", r.stdout, err)
 	}
 	if data, _ := os.ReadFile(mine); string(data) != "mine" {
 		t.Fatalf("written through the planted link: %q", data)
