@@ -507,6 +507,12 @@ func (e *Engine) prepare(ctx context.Context, id string, m Message) (*session, M
 	if err != nil {
 		return nil, m, err
 	}
+	s.mu.Lock()
+	unfinished := s.conv.Importing
+	s.mu.Unlock()
+	if unfinished {
+		return nil, m, fmt.Errorf("%w: session %s; finish it with import --resume (ImportOptions.Resume), or delete it", ErrImportUnfinished, id)
+	}
 	if m.UUID == "" {
 		m.UUID = e.newID()
 	}
@@ -687,7 +693,7 @@ func (e *Engine) saveFailed(ctx context.Context, s *session, err error) error {
 func (s *session) view() *lifecycle.Session {
 	v := &lifecycle.Session{ID: s.conv.ID, Cwd: s.conv.Cwd, Head: s.conv.Head, Messages: len(s.conv.Messages),
 		ViewLen: len(s.conv.Messages) - s.conv.ViewStart, LastUUID: s.conv.LastUUID(), Pending: s.pending,
-		Deleted: s.conv.Deleted}
+		Deleted: s.conv.Deleted, Importing: s.conv.Importing}
 	for i := len(s.conv.Messages) - 1; i >= 0; i-- {
 		if m := &s.conv.Messages[i]; m.Role == "assistant" {
 			v.LastAssistant = projection.FirstText(*m)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -37,10 +38,12 @@ var ErrBadTranscript = errors.New("reprise: bad transcript line")
 // README, a binary, a JSON document. Nothing is recorded.
 var ErrNotTranscript = errors.New("reprise: not a Claude Code transcript")
 
-// ErrImportUnfinished is returned by Import for an id whose session holds
-// an import that started and did not finish (its process was killed, say),
-// unless ImportOptions.Resume is set.
-var ErrImportUnfinished = errors.New("reprise: unfinished import")
+// ErrImportUnfinished is returned for a session whose import started and
+// did not finish (its process was killed, say): by Import for its id,
+// unless ImportOptions.Resume is set, and by every action that would add
+// to it (Append, Buffer, an agent's Start or Restore of it), since what
+// they added would keep the import from being resumed.
+var ErrImportUnfinished = lifecycle.ErrImportUnfinished
 
 // ImportOptions configure Import.
 type ImportOptions struct {

@@ -235,6 +235,26 @@ func TestImportUnfinishedAndResumed(t *testing.T) {
 	if _, err := e.Import(ctx, strings.NewReader(full.String()), reprise.ImportOptions{ID: "cut"}); !errors.Is(err, reprise.ErrImportUnfinished) {
 		t.Fatalf("import again: %v, want ErrImportUnfinished", err)
 	}
+	// Nothing else may add to it meanwhile: what it added would keep the
+	// import from being resumed.
+	msg := reprise.Message{Role: "user", Content: []reprise.Block{{Type: "text", Text: "in between"}}}
+	if _, err := e.Append(ctx, "cut", msg); !errors.Is(err, reprise.ErrImportUnfinished) {
+		t.Fatalf("append to the unfinished import: %v, want ErrImportUnfinished", err)
+	}
+	if _, err := e.Buffer(ctx, "cut", msg); !errors.Is(err, reprise.ErrImportUnfinished) {
+		t.Fatalf("buffer into the unfinished import: %v, want ErrImportUnfinished", err)
+	}
+	testkit.Session(t, e, "other", "", "hello")
+	a := testkit.Agent(t, e, "ide")
+	if _, err := a.Start(ctx, "cut"); !errors.Is(err, reprise.ErrImportUnfinished) {
+		t.Fatalf("start of the unfinished import: %v, want ErrImportUnfinished", err)
+	}
+	if _, err := a.Start(ctx, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Restore(ctx, "cut"); !errors.Is(err, reprise.ErrImportUnfinished) {
+		t.Fatalf("restore of the unfinished import: %v, want ErrImportUnfinished", err)
+	}
 	other := strings.Replace(full.String(), `"message 5"`, `"message five"`, 1)
 	if _, err := e.Import(ctx, strings.NewReader(other), reprise.ImportOptions{ID: "cut", Resume: true}); !errors.Is(err, reprise.ErrBadTranscript) {
 		t.Fatalf("resume from another transcript: %v, want ErrBadTranscript", err)

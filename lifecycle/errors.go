@@ -18,6 +18,12 @@ var (
 	// current session was deleted can still Start another one.
 	ErrSessionDeleted = errors.New("reprise: session was deleted")
 
+	// ErrImportUnfinished is returned for a session whose import started
+	// and did not finish: it holds only the first part of its transcript,
+	// and nothing but the import's resume may add to it, so no agent may
+	// start or restore it.
+	ErrImportUnfinished = errors.New("reprise: unfinished import")
+
 	// ErrBadReason is returned by End for a reason it does not know.
 	ErrBadReason = errors.New("reprise: unknown end reason")
 )

@@ -79,6 +79,9 @@ type Session struct {
 	// Deleted says that the session's stream ends with its tombstone: no
 	// action may use it.
 	Deleted bool
+	// Importing says that the session's import started and did not
+	// finish: no agent may start or restore it.
+	Importing bool
 }
 
 // Input is everything a Step decides from.
@@ -319,6 +322,15 @@ func deleted(in Input, id string) error {
 	return nil
 }
 
+// importing returns ErrImportUnfinished, naming id, when id is a session
+// whose import did not finish.
+func importing(in Input, id string) error {
+	if s := in.Sessions[id]; s != nil && s.Importing {
+		return fmt.Errorf("%w: session %s; finish it with import --resume, or delete it", ErrImportUnfinished, id)
+	}
+	return nil
+}
+
 // CurrentDeleted is the error for an action on agent whose current
 // session was deleted: ErrSessionDeleted, saying how to go on.
 func CurrentDeleted(agent, session string) error {
@@ -354,6 +366,9 @@ func begin(in Input) (Ready, error) {
 		if in.Sessions[act.To] == nil {
 			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, act.To)
 		}
+		if err := importing(in, act.To); err != nil {
+			return Ready{}, err
+		}
 		return load(in, in.NewID(), act.To, schema.SourceStartup, current, act.Prompt)
 	case Restore:
 		if act.To == "" || act.To == current {
@@ -364,6 +379,9 @@ func begin(in Input) (Ready, error) {
 		}
 		if in.Sessions[act.To] == nil {
 			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, act.To)
+		}
+		if err := importing(in, act.To); err != nil {
+			return Ready{}, err
 		}
 		return leave(in, &schema.SaveAttempted{From: current, To: act.To})
 	case New, Fork:

@@ -141,6 +141,10 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 	if err != nil && ctx.Err() != nil && rep.Session != "" {
 		return importInterrupted(ctx, e, rep.Session, name, err)
 	}
+	if errors.Is(err, reprise.ErrImportUnfinished) && !o.resume {
+		return userError{fmt.Sprintf("session %s holds an import that did not finish; finish it with reprise import --resume --id %s %s, "+
+			"or delete it with reprise rm %s", o.id, o.id, shellQuote(name), o.id), err}
+	}
 	if err != nil {
 		return err
 	}

@@ -59,8 +59,14 @@ func TestKilledImportIsVisibleAndResumes(t *testing.T) {
 		t.Fatalf("audit after the kill:\n%s", r.stdout)
 	}
 	r = c.fails(exitFailure, "import", path, "--id", "big")
-	if !strings.Contains(r.stderr, "did not finish") || !strings.Contains(r.stderr, "--resume") {
+	if !strings.Contains(r.stderr, "did not finish") || !strings.Contains(r.stderr, "reprise import --resume --id big "+path) {
 		t.Fatalf("import again: %s", r.stderr)
+	}
+	// Nothing else adds to it meanwhile, or the resume could not follow.
+	for _, args := range [][]string{{"append", "big", "--role", "user", "in between"}, {"start", "--agent", "ide", "--no-default-settings", "big"}} {
+		if r := c.fails(exitFailure, args...); !strings.Contains(r.stderr, "unfinished import") {
+			t.Fatalf("%s on the unfinished import: %s", args[0], r.stderr)
+		}
 	}
 
 	c.ok("import", path, "--id", "big", "--resume")
