@@ -142,6 +142,9 @@ func (d *dirFiles) directory(create bool) (string, error) {
 	if err := checkPrivateDir(d.dir, info); err != nil {
 		return d.dir, err
 	}
+	if err := checkAncestors(d.dir); err != nil {
+		return d.dir, err
+	}
 	d.checked = true
 	return d.dir, nil
 }
@@ -159,6 +162,36 @@ func checkPrivateDir(dir string, info fs.FileInfo) error {
 		return fmt.Errorf("%w: %s may be written by other users (mode %04o); run chmod go-w on it", ErrNotPrivate, dir, info.Mode().Perm())
 	}
 	return nil
+}
+
+// checkAncestors refuses a directory whose parents another user could
+// rename it out of, or swap for a directory of theirs: each directory above
+// it, symbolic links resolved, must belong to the user or to root, and one
+// that others may write (such as /tmp) must be sticky, so that only an
+// entry's owner can rename it.
+func checkAncestors(dir string) error {
+	parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
+	if err != nil {
+		return fmt.Errorf("reprise: %w", err)
+	}
+	for p := parent; ; p = filepath.Dir(p) {
+		info, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("reprise: %w", err)
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok:
+		case int(st.Uid) != os.Getuid() && st.Uid != 0:
+			return fmt.Errorf("%w: %s, above %s, belongs to another user, who could replace it", ErrNotPrivate, p, dir)
+		case info.Mode().Perm()&0o022 != 0 && info.Mode()&fs.ModeSticky == 0:
+			return fmt.Errorf("%w: %s, above %s, may be written by other users (mode %04o) and is not sticky, so they could replace it",
+				ErrNotPrivate, p, dir, info.Mode().Perm())
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 // ownedByUser reports whether info is of a file the running user owns.

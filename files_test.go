@@ -274,3 +274,33 @@ func TestDirFilesRefuseAPlantedDirectory(t *testing.T) {
 		t.Fatalf("files left behind: %v", entries)
 	}
 }
+
+// TestDirFilesRefuseADirectoryOthersCanReplace checks the parents of the
+// directory: under one that others may write and that is not sticky,
+// another user could rename the private directory away and put theirs in
+// its place, so it is refused; under a sticky one, as /tmp is, only its
+// owner can rename it.
+func TestDirFilesRefuseADirectoryOthersCanReplace(t *testing.T) {
+	base := t.TempDir()
+	shared := filepath.Join(base, "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(shared, "cache", "transcripts")
+	err := reprise.DirFiles(dir).Replace("s.jsonl", func(io.Writer) error { return nil })
+	if !errors.Is(err, reprise.ErrNotPrivate) || !strings.Contains(err.Error(), shared+", above "+dir) {
+		t.Fatalf("Replace under a parent of mode 0777: %v, want ErrNotPrivate naming the parent", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s.jsonl")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("written under the open parent: %v", err)
+	}
+	if err := os.Chmod(shared, 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := reprise.DirFiles(dir).Replace("s.jsonl", func(io.Writer) error { return nil }); err != nil {
+		t.Fatalf("Replace under a sticky parent: %v", err)
+	}
+}
