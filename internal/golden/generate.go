@@ -246,7 +246,9 @@ func (s *script) sessions(transcript []byte) error {
 	if _, err := e.Append(ctx, "beta", tool); err != nil {
 		return err
 	}
-	_, err := e.Import(ctx, bytes.NewReader(transcript), reprise.ImportOptions{ID: "imported"})
+	// The cwd is chosen: the one of the process writing the set would tie
+	// the store to where it was generated.
+	_, err := e.Import(ctx, bytes.NewReader(transcript), reprise.ImportOptions{ID: "imported", Cwd: "/"})
 	return err
 }
 
