@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"log/slog"
 	"os"
+	"strconv"
 
 	"github.com/reprise-dev/reprise/eventlog"
 )
@@ -131,4 +133,56 @@ func isZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// checkFallback reads the meta pages of the file at path, which bbolt has
+// just opened for writing, and fails with a *DamagedMetaError when bbolt
+// opened it at the older of them because the newer may be damaged, unless
+// opts or the environment accept that; then it logs a warning.
+func checkFallback(path string, opts Options) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("boltstore: check meta pages: %w", err)
+	}
+	defer f.Close()
+	pages, err := readMetaPages(f)
+	if err != nil {
+		return err
+	}
+	damaged, used, ok := fallback(pages)
+	if !ok {
+		return nil
+	}
+	if accept, _ := strconv.ParseBool(os.Getenv(AcceptDamagedMetaEnv)); !accept && !opts.AcceptDamagedMeta {
+		return &DamagedMetaError{Path: path, Damaged: damaged, Used: used}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn("opening a store whose newest meta page may be damaged, as asked: its next commit overwrites the page, and the commit it may have held is lost",
+		"path", path, "page", damaged.Page, "damage", damaged.Damage, "txid", used.Txid, "lost_txid", used.Txid+1)
+	return nil
+}
+
+// fallback returns the damaged meta page and the valid one that bbolt
+// opens the file at instead, when one of the two may have held a commit
+// after the other's. bbolt writes transaction t to page t%2, so the
+// damaged page held either the transaction before the valid one's or the
+// one after it, and nothing in the file tells which.
+//
+// A new file holds transactions 0 and 1, both empty, and a store's first
+// commit, transaction 2, only creates its buckets. A file that falls back
+// to transaction 0 or 1 therefore loses at most that commit: a crash
+// during the first Open of a store leaves it so, and the Open that falls
+// back creates the buckets again, as a new store.
+func fallback(pages [2]MetaPage) (damaged, used MetaPage, ok bool) {
+	damaged, used = pages[0], pages[1]
+	if damaged.Damage == "" {
+		damaged, used = used, damaged
+	}
+	if damaged.Damage == "" || used.Damage != "" || used.Txid <= 1 {
+		return MetaPage{}, MetaPage{}, false
+	}
+	return damaged, used, true
 }

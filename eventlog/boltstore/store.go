@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"runtime/debug"
@@ -70,7 +71,26 @@ type Options struct {
 	// lose or damage appends that were acknowledged. It is unsafe for real
 	// stores and exists only for tests and benchmarks.
 	NoSync bool
+
+	// AcceptDamagedMeta opens for writing a file whose newest meta page is
+	// damaged, which Open otherwise refuses with a *DamagedMetaError: the
+	// store opens at the transaction before, a warning naming it is
+	// logged, and the next commit overwrites the damaged page, so the
+	// commit it may have held is lost for good. Setting the environment
+	// variable REPRISE_ACCEPT_DAMAGED_META to 1 (or true) does the same
+	// for every store the process opens, which is how a program that
+	// opens its store through package reprise accepts the loss.
+	AcceptDamagedMeta bool
+
+	// Logger receives the warning of an accepted damaged meta page. Nil
+	// means slog.Default().
+	Logger *slog.Logger
 }
+
+// AcceptDamagedMetaEnv names the environment variable that, set to 1 or
+// true, makes every write-open accept a damaged meta page, as
+// Options.AcceptDamagedMeta does.
+const AcceptDamagedMetaEnv = "REPRISE_ACCEPT_DAMAGED_META"
 
 // Store is an eventlog.Store kept in one bbolt file. It is safe for
 // concurrent use.
@@ -101,8 +121,10 @@ var _ eventlog.Store = (*Store)(nil)
 // eventlog.ErrLocked and names the holding process where the system tells
 // (Linux), when another process holds the store for longer than opts.Timeout,
 // eventlog.ErrCorrupt when the file is damaged or is not a bbolt database,
-// ErrFormat when it is not a reprise store, and os.ErrNotExist when a store
-// opened read-only does not exist.
+// ErrFormat when it is not a reprise store, os.ErrNotExist when a store
+// opened read-only does not exist, and a *DamagedMetaError, which matches
+// ErrDamagedMeta, when a store opened for writing may have lost its last
+// commit to a damaged meta page.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -133,6 +155,14 @@ func Open(path string, opts Options) (*Store, error) {
 	db, err := openBolt(path, opts, opts.ReadOnly)
 	if err != nil {
 		return nil, err
+	}
+	if !opts.ReadOnly {
+		// bbolt has written nothing yet, and the lock keeps commits of
+		// other processes from writing a meta page meanwhile.
+		if err := checkFallback(path, opts); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
 	}
 	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db}
 	if err := s.initLayout(); err != nil {
