@@ -15,6 +15,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/schema"
@@ -221,6 +222,56 @@ func TestAuditFindsADamagedMetaPage(t *testing.T) {
 	rep := auditStore(t, c, c.store, reprise.ViolationDamagedMeta, "", 0)
 	if d := rep.Violations[0].Detail; !strings.Contains(d, fmt.Sprintf("opens at transaction %d,", fallback)) {
 		t.Errorf("detail %q does not name transaction %d", d, fallback)
+	}
+}
+
+// A command that writes refuses a store whose newest meta page is
+// damaged, since its write would overwrite the page and with it the only
+// trace of the append it may have held: it exits 1 saying what to do and
+// leaves the file as it was, so the audit still finds the damage and a
+// backup copies what is readable. REPRISE_ACCEPT_DAMAGED_META=1 writes on,
+// with a warning; the damage is gone from the file then.
+func TestWriteToADamagedMetaPageIsRefused(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("a", "hello", "lost")
+	fallback := testkit.ZeroNewestMeta(t, c.store)
+	before, err := os.ReadFile(c.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.fails(exitFailure, "append", "a", "--role", "user", "more")
+	want := fmt.Sprintf("reprise: the store %s has a damaged meta page (page %d, zeroed): it opens at transaction %d, "+
+		"and the next write would overwrite the page that may hold transaction %d, the last append, so nothing was written. "+
+		"Run reprise audit to see the damage, reprise backup FILE to copy what is readable into a new store, "+
+		"or set REPRISE_ACCEPT_DAMAGED_META=1 to accept the loss and write on\n", c.store, (fallback+1)%2, fallback, fallback+1)
+	if r.stderr != want || r.stdout != "" {
+		t.Fatalf("append: stdout %q, stderr\n%q\nwant\n%q", r.stdout, r.stderr, want)
+	}
+	if js := c.fails(exitFailure, "--json", "new", "--id", "b"); !strings.Contains(js.stderr, "has a damaged meta page") {
+		t.Fatalf("new --json: %s", js.stderr)
+	}
+	if after, err := os.ReadFile(c.store); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("the refused commands changed the store (%v)", err)
+	}
+	auditStore(t, c, c.store, reprise.ViolationDamagedMeta, "", 0)
+	rescued := filepath.Join(c.dir, "rescued.db")
+	c.ok("backup", rescued)
+	if out := c.ok("--store", rescued, "log", "a"); !strings.Contains(out, "hello") || strings.Contains(out, "lost") {
+		t.Fatalf("log of the backup, which holds the store up to the transaction it opens at:\n%s", out)
+	}
+
+	t.Setenv(boltstore.AcceptDamagedMetaEnv, "1")
+	r = c.run("append", "a", "--role", "assistant", "again")
+	warning := fmt.Sprintf("reprise: warning: opening a store whose newest meta page may be damaged, as asked: "+
+		"its next commit overwrites the page, and the commit it may have held is lost path=%s page=%d damage=zeroed txid=%d lost_txid=%d\n",
+		c.store, (fallback+1)%2, fallback, fallback+1)
+	if r.code != exitOK || r.stderr != warning {
+		t.Fatalf("append accepting the loss: exit %d, stderr\n%q\nwant\n%q", r.code, r.stderr, warning)
+	}
+	t.Setenv(boltstore.AcceptDamagedMetaEnv, "")
+	auditStore(t, c, c.store, "", "", 0)
+	if out := c.ok("log", "a"); !strings.Contains(out, "again") || strings.Contains(out, "lost") {
+		t.Fatalf("log after accepting the loss:\n%s", out)
 	}
 }
 

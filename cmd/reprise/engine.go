@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/eventlog/remote"
 	"github.com/reprise-dev/reprise/projection"
@@ -268,7 +269,10 @@ func databaseDirName(url string) string {
 // openError says, in the user's terms, why the store at path could not be
 // opened; it still matches what err matches. A nil err is nil.
 func openError(path string, err error) error {
-	var locked *eventlog.LockedError
+	var (
+		locked  *eventlog.LockedError
+		damaged *boltstore.DamagedMetaError
+	)
 	switch {
 	case err == nil:
 		return nil
@@ -277,6 +281,12 @@ func openError(path string, err error) error {
 			"or wait longer with --lock-timeout or %s", path, locked.Holder(), locked.Waited, lockTimeoutEnv), err}
 	case errors.Is(err, fs.ErrNotExist):
 		return noStore(path, err)
+	case errors.As(err, &damaged):
+		return userError{fmt.Sprintf("the store %s has a damaged meta page (page %d, %s): it opens at transaction %d, "+
+			"and the next write would overwrite the page that may hold transaction %d, the last append, so nothing was written. "+
+			"Run reprise audit to see the damage, reprise backup FILE to copy what is readable into a new store, "+
+			"or set %s=1 to accept the loss and write on",
+			path, damaged.Damaged.Page, damaged.Damaged.Damage, damaged.Used.Txid, damaged.Used.Txid+1, boltstore.AcceptDamagedMetaEnv), err}
 	case errors.Is(err, eventlog.ErrCorrupt):
 		return userError{fmt.Sprintf("the store %s is damaged: %s", redact(path), err.Error()), err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

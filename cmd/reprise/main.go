@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"regexp"
 	"strconv"
@@ -42,6 +43,9 @@ func usagef(format string, args ...any) error {
 
 func main() {
 	hookexec.MaybeSupervise() // when started as a hook's supervisor, it never returns
+	// Warnings logged below the Engine, such as that of a store opened
+	// while accepting a damaged meta page, are the command's warnings.
+	slog.SetDefault(warnLogger(os.Stderr))
 	ctx, signals := notifySignals(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	signals.stop()
