@@ -137,7 +137,25 @@
 // the newest is damaged it falls back to the transaction before, silently
 // dropping the last commit. CheckMeta reads both pages from the file, as
 // bbolt's own format describes them, and says which is damaged and why;
-// reprise's audit reports such a file.
+// reprise's audit reports such a file. The first commit after such an open
+// would overwrite the damaged page, and with it the only trace of the lost
+// commit, so Open reads both pages whenever it opens a file for writing
+// (holding the lock, before anything is written) and, when one is damaged
+// and the other valid, refuses with a *DamagedMetaError, which matches
+// ErrDamagedMeta and names the file and the transaction bbolt falls back
+// to; the file is left as it was. The file cannot tell whether the damaged
+// page held the transaction after that one or the one before, so Open
+// refuses either way, except when it falls back to one of the two empty
+// transactions bbolt writes when it creates a file: the damaged page then
+// held at most the store's first commit, which only creates the buckets,
+// as a crash during a store's first Open leaves it, and Open creates them
+// again. Read-only opens are not checked, so the store can still be
+// audited, and copied into a new store (eventlog.Copy), which holds what
+// the file still reads. Options.AcceptDamagedMeta, or
+// REPRISE_ACCEPT_DAMAGED_META=1 in the environment (for programs that open
+// their store through package reprise), accepts the loss: Open logs a
+// warning with the transaction to Options.Logger and goes on, and the next
+// commit overwrites the damaged page.
 //
 // Events passed to ReadStream and ReadAll callbacks have Payloads that point
 // into the memory-mapped file: they are valid only until the callback
