@@ -203,11 +203,11 @@ func TestRebuildFromTheLogEqualsIncrementalState(t *testing.T) {
 	if !reflect.DeepEqual(a2.History(), live) {
 		t.Fatal("reopened Engine rebuilt a different history")
 	}
-	index := projection.NewIndex()
-	if err := e2.Store().ReadAll(ctx, 1, index.Apply); err != nil {
+	sessions, err := e2.Sessions(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, info := range index.Sessions() {
+	for _, info := range sessions {
 		msgs, _ := e2.Conversation(ctx, info.ID)
 		if info.Messages != len(msgs) {
 			t.Fatalf("index says %s has %d messages, conversation has %d", info.ID, info.Messages, len(msgs))

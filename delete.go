@@ -242,27 +242,26 @@ func involves(v *projection.Agent, id string) bool {
 // reminder) or the last time an agent loaded it (a restore, a start), if
 // that is later: an agent that keeps resuming a session keeps it alive
 // even when it adds nothing. Hook runs that record nothing in the
-// session do not count. It reads the whole log.
+// session do not count. It reads what Sessions reads.
 func (e *Engine) InactiveSessions(ctx context.Context, cutoff time.Time) ([]InactiveSession, error) {
-	index := projection.NewIndex()
-	if err := e.store.ReadAll(ctx, 1, index.Apply); err != nil {
+	sessions, err := e.Sessions(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var out []InactiveSession
-	for _, s := range index.Sessions() {
-		if last := index.LastActivity(s.ID); last < cutoff.UnixNano() {
-			out = append(out, InactiveSession{SessionInfo: s, LastActivity: last})
+	for _, s := range sessions {
+		if s.LastActivity < cutoff.UnixNano() {
+			out = append(out, InactiveSession{SessionInfo: s})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b InactiveSession) int { return cmp.Compare(a.LastActivity, b.LastActivity) })
 	return out, nil
 }
 
-// InactiveSession is a session and its last activity (UTC unix
-// nanoseconds), as InactiveSessions defines it.
+// InactiveSession is a session as InactiveSessions returns it; its
+// LastActivity (UTC unix nanoseconds) is as InactiveSessions defines it.
 type InactiveSession struct {
 	projection.SessionInfo
-	LastActivity int64
 }
 
 // DeleteInactive deletes, as DeleteSession does, every session that

@@ -173,7 +173,7 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 	if strings.HasPrefix(path, "postgres://") || strings.HasPrefix(path, "postgresql://") {
 		return nil, fmt.Errorf("%w: open it with pgstore.Open and pass the store to New", ErrDatabaseURL)
 	}
-	store, err := boltstore.Open(path, boltstore.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly})
+	store, err := boltstore.Open(path, boltstore.Options{Timeout: opts.LockTimeout, ReadOnly: opts.ReadOnly, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +219,12 @@ func legacyTranscriptDir(path string) string {
 // closes it in Close. Several Engines may share a store only if it
 // implements eventlog.StreamLocker, as every store of this module does:
 // the lock keeps their restores of one agent apart.
+//
+// A store that keeps indexes (eventlog.Indexed, as every writable store of
+// this module does) is made to keep the session index in the transaction
+// of every append, so that Sessions reads one row per session rather than
+// the whole log. New brings the index up to date first, which, for a store
+// written by a build that kept none, reads the whole log once.
 func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
 		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,
@@ -250,6 +256,12 @@ func New(store eventlog.Store, opts Options) *Engine {
 	}
 	if e.runner == nil {
 		e.runner = hookexec.Exec{}
+	}
+	if x, ok := store.(eventlog.Indexed); ok {
+		err := x.Index(context.Background(), projection.SessionIndex)
+		if err != nil && !errors.Is(err, eventlog.ErrReadOnly) {
+			e.log.Warn("the session index is not kept: listing sessions reads the whole log", "error", err)
+		}
 	}
 	return e
 }
@@ -766,13 +778,15 @@ func (e *Engine) Session(ctx context.Context, id string) (projection.SessionInfo
 
 // Sessions returns every session of the store, deleted ones left out,
 // with its message count and when an agent last restored it, ordered by
-// creation. It reads the whole log.
+// creation. It reads the session index the store keeps, and the events
+// appended since the index was last written; a store that keeps none
+// (eventlog.Indexed) is read whole.
 func (e *Engine) Sessions(ctx context.Context) ([]projection.SessionInfo, error) {
-	index := projection.NewIndex()
-	if err := e.store.ReadAll(ctx, 1, index.Apply); err != nil {
+	rows, err := eventlog.ReadRows(ctx, e.store, projection.SessionIndex)
+	if err != nil {
 		return nil, err
 	}
-	return index.Sessions(), nil
+	return projection.Sessions(rows)
 }
 
 // Conversation returns a copy of session id's saved messages as the model

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,6 +25,11 @@ type MemoryStore struct {
 	closed  bool
 	events  []Event          // in position order, gaps allowed (Load)
 	streams map[string][]int // stream -> indexes into events, in seq order
+
+	ix     Indexer           // kept in step with every write; nil for none
+	ixName string            // the name of the index rows hold
+	ixRows map[string][]byte // replaced, never changed, by a write
+	ixLast uint64            // the position of the last event the rows hold
 }
 
 // NewMemoryStore returns an empty MemoryStore.
@@ -31,9 +38,10 @@ func NewMemoryStore() *MemoryStore {
 }
 
 var (
-	_ Store  = (*MemoryStore)(nil)
-	_ Loader = (*MemoryStore)(nil)
-	_ Purger = (*MemoryStore)(nil)
+	_ Store   = (*MemoryStore)(nil)
+	_ Loader  = (*MemoryStore)(nil)
+	_ Purger  = (*MemoryStore)(nil)
+	_ Indexed = (*MemoryStore)(nil)
 )
 
 // Append implements Store.
@@ -76,7 +84,93 @@ func (m *MemoryStore) appendLocked(recs []Record) ([]Event, error) {
 		out[i] = ev
 		out[i].Payload = bytes.Clone(ev.Payload)
 	}
+	m.indexLocked(out)
 	return out, nil
+}
+
+// Index implements Indexed.
+func (m *MemoryStore) Index(ctx context.Context, ix Indexer) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.ix = nil
+	if m.ixName != ix.Name() {
+		m.ixName, m.ixRows, m.ixLast = ix.Name(), map[string][]byte{}, 0
+	}
+	first := sort.Search(len(m.events), func(i int) bool { return m.events[i].Position > m.ixLast })
+	m.ix = ix
+	m.indexLocked(m.events[first:])
+	if m.ix == nil {
+		return fmt.Errorf("eventlog: index %s: an event could not be folded", ix.Name())
+	}
+	return nil
+}
+
+// indexLocked folds evs, the events just written, into the index rows
+// when they hold every event before them. A fold that fails leaves the
+// rows as they were, and the store keeps the index no longer: readers
+// catching up meet the failing event themselves. m.mu must be held.
+func (m *MemoryStore) indexLocked(evs []Event) {
+	if m.ix == nil || len(evs) == 0 {
+		return
+	}
+	fold := NewFold(func(key string) ([]byte, error) { return m.ixRows[key], nil })
+	for _, ev := range evs {
+		if err := fold.Apply(m.ix, ev); err != nil {
+			m.ix = nil
+			return
+		}
+	}
+	_ = fold.Changed(func(key string, value []byte) error {
+		if value == nil {
+			delete(m.ixRows, key)
+		} else {
+			m.ixRows[key] = value
+		}
+		return nil
+	})
+	m.ixLast = evs[len(evs)-1].Position
+}
+
+// ReadIndex implements Indexed.
+func (m *MemoryStore) ReadIndex(ctx context.Context, name string, fn func(key string, value []byte) error) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.RLock()
+	if m.closed {
+		m.mu.RUnlock()
+		return 0, ErrClosed
+	}
+	if m.ixName != name {
+		m.mu.RUnlock()
+		return 0, fmt.Errorf("%w: %s", ErrNoIndex, name)
+	}
+	// Copied under the lock, so that fn runs unlocked: the rows change in
+	// place.
+	keys := slices.Sorted(maps.Keys(m.ixRows))
+	values := make([][]byte, len(keys))
+	for i, key := range keys {
+		values[i] = bytes.Clone(m.ixRows[key])
+	}
+	last := m.ixLast
+	m.mu.RUnlock()
+	for n, key := range keys {
+		if n > 0 && n%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+		}
+		if err := fn(key, values[n]); err != nil {
+			return 0, err
+		}
+	}
+	return last, nil
 }
 
 // Head implements Store.
@@ -109,11 +203,14 @@ func (m *MemoryStore) Load(ctx context.Context, evs []Event) error {
 	if err != nil {
 		return err
 	}
-	for _, ev := range evs {
+	added := make([]Event, len(evs))
+	for i, ev := range evs {
 		ev.Payload = bytes.Clone(ev.Payload)
 		m.streams[ev.Stream] = append(m.streams[ev.Stream], len(m.events))
 		m.events = append(m.events, ev)
+		added[i] = ev
 	}
+	m.indexLocked(added)
 	return nil
 }
 

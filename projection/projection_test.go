@@ -176,7 +176,10 @@ func TestIndexCountsMessagesAndRestores(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows := x.Sessions()
+	rows, err := x.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(rows) != 1 || rows[0].Messages != 2 || rows[0].Cwd != "/w" || rows[0].LastRestored != 1000 {
 		t.Fatalf("index = %+v", rows)
 	}
@@ -207,11 +210,11 @@ func TestIndexMarksNewerEventsAndGoesOn(t *testing.T) {
 		}
 	}
 	want := []projection.SessionInfo{
-		{ID: "a", Cwd: "/a", Created: 1000, Messages: 2, Newer: true},
-		{ID: "b", Created: 1000, Newer: true},
-		{ID: "c", Cwd: "/c", Created: 1000, Newer: true},
+		{ID: "a", Cwd: "/a", Created: 1000, LastActivity: 3000, Messages: 2, Newer: true},
+		{ID: "b", Created: 1000, LastActivity: 1000, Newer: true},
+		{ID: "c", Cwd: "/c", Created: 1000, LastActivity: 2000, Newer: true},
 	}
-	if got := x.Sessions(); !reflect.DeepEqual(got, want) {
+	if got, err := x.Sessions(); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("index = %+v\nwant    %+v", got, want)
 	}
 }

@@ -19,7 +19,9 @@
 //
 // # Caveats
 //
-// The Load tests run only against stores that implement eventlog.Loader.
+// The Load tests run only against stores that implement eventlog.Loader,
+// the Purge tests against eventlog.Purger, the Index tests against
+// eventlog.Indexed.
 //
 // Run closes every store it opens when its subtest ends; open need not. The
 // suite treats a nil and an empty payload as equal, and "name order" as the
@@ -79,6 +81,11 @@ func Run(t *testing.T, open func(t *testing.T) eventlog.Store) {
 		{"InvalidPurgeChangesNothing", purger(testInvalidPurge)},
 		{"PurgeConflictChangesNothing", purger(testPurgeConflict)},
 		{"PurgeTwice", purger(testPurgeTwice)},
+		{"IndexKeptByAppends", indexed(testIndexKeptByAppends)},
+		{"IndexRebuiltUnderAnotherName", indexed(testIndexRebuiltUnderAnotherName)},
+		{"IndexFoldFailure", indexed(testIndexFoldFailure)},
+		{"IndexConcurrentAppends", indexed(testIndexConcurrentAppends)},
+		{"IndexKeptByLoadAndPurge", indexed(testIndexKeptByLoadAndPurge)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
