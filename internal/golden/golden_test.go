@@ -264,7 +264,11 @@ func render(t *testing.T, e *reprise.Engine) []byte {
 	if err := store.ReadAll(ctx, 1, index.Apply); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range index.Sessions() {
+	sessions, err := index.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sessions {
 		put("", s)
 	}
 
