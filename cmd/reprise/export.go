@@ -9,10 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/reprise-dev/reprise"
 )
 
 // exportOptions are the options of export.
@@ -35,10 +34,14 @@ It reads the store read-only and streams, so memory stays bounded.
 With -o the transcript is written to a temporary file next to FILE, then
 renamed over it, so FILE is never left half written; an existing FILE keeps
 its permissions, a new one is readable by its owner only. A FILE that is not
-a regular file (a device such as /dev/stdout, a FIFO) is written in place.
+a regular file (a device such as /dev/stdout, a FIFO) is written in place
+once the transcript is complete and the store closed: it is made first in a
+temporary file in $TMPDIR (else /tmp) that only its owner can read and that
+no directory lists, and a FIFO is then waited for until a reader opens it.
 A FILE that is a symbolic link to a regular file, or that belongs to another
 user, is refused: renaming over it would replace the link, or make the file
-yours. With -o and --json, export prints {"session", "file", "bytes"}.`,
+yours. With -o and --json, export prints
+{"session", "file", "bytes"}.`,
 		Example: `  reprise export "$id" > transcript.jsonl
   reprise export "$id" -o ~/.claude/projects/-src-app/"$id".jsonl`,
 		Args: positional("SESSION"),
@@ -53,20 +56,23 @@ yours. With -o and --json, export prints {"session", "file", "bytes"}.`,
 
 // runExport writes o.session as a Claude Code transcript to stdout, or to
 // the file o.output.
-func runExport(ctx context.Context, a *app, o exportOptions, stdout, stderr io.Writer) (err error) {
+func runExport(ctx context.Context, a *app, o exportOptions, stdout, stderr io.Writer) error {
 	id := o.session
 	if err := validID("session", id); err != nil {
 		return err
 	}
-	e, err := a.openReadOnly(ctx, stderr)
-	if err != nil {
-		return err
+	export := func(w io.Writer) (err error) {
+		e, err := a.openReadOnly(ctx, stderr)
+		if err != nil {
+			return err
+		}
+		defer closeEngine(e, &err)
+		return e.Export(ctx, id, w)
 	}
-	defer closeEngine(e, &err)
 	if o.output == "" {
-		return e.Export(ctx, id, stdout)
+		return export(stdout)
 	}
-	n, err := exportFile(ctx, e, id, o.output)
+	n, err := exportFile(ctx, export, o.output)
 	if err != nil || !a.json {
 		return err
 	}
@@ -77,18 +83,22 @@ func runExport(ctx context.Context, a *app, o exportOptions, stdout, stderr io.W
 	}{id, o.output, n})
 }
 
-// exportFile writes session id's transcript to path and returns the bytes
-// written: in place when path is not a regular file (a device, a FIFO),
-// else through a temporary file renamed over it.
-func exportFile(ctx context.Context, e *reprise.Engine, id, path string) (int64, error) {
+// exportFunc writes the transcript to w, holding the store only while it
+// does.
+type exportFunc func(w io.Writer) error
+
+// exportFile writes the transcript export makes to path and returns the
+// bytes written: in place when path is not a regular file (a device, a
+// FIFO), else through a temporary file renamed over it.
+func exportFile(ctx context.Context, export exportFunc, path string) (int64, error) {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return exportRenamed(ctx, e, id, path)
+		return exportRenamed(export, path)
 	case err != nil:
 		return 0, err
 	case !info.Mode().IsRegular():
-		return exportInPlace(ctx, e, id, path)
+		return exportInPlace(ctx, export, path, info.Mode().Type())
 	}
 	link, err := os.Lstat(path)
 	switch {
@@ -99,7 +109,7 @@ func exportFile(ctx context.Context, e *reprise.Engine, id, path string) (int64,
 	case !ownedByUser(link):
 		return 0, fmt.Errorf("export: %s belongs to another user; export to a new file instead", path)
 	}
-	return exportRenamed(ctx, e, id, path)
+	return exportRenamed(export, path)
 }
 
 // ownedByUser reports whether info is of a file the running user owns.
@@ -108,27 +118,111 @@ func ownedByUser(info fs.FileInfo) bool {
 	return ok && int(st.Uid) == os.Getuid()
 }
 
-// exportInPlace writes session id's transcript into path, a device or a
-// FIFO, as a shell redirection would. Opening a FIFO waits for a reader.
-func exportInPlace(ctx context.Context, e *reprise.Engine, id, path string) (int64, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+// fifoRetry is how often export tries again to open a FIFO that has no
+// reader yet.
+const fifoRetry = 50 * time.Millisecond
+
+// exportInPlace writes the transcript export makes into path, a device or
+// a FIFO (typ says which), as a shell redirection would. The transcript
+// is made first, into a file of its own, so that the store is closed by
+// the time path is opened: a FIFO waits for its reader, until ctx ends.
+func exportInPlace(ctx context.Context, export exportFunc, path string, typ fs.FileMode) (int64, error) {
+	spool, err := spoolExport(export)
+	if err != nil {
+		return 0, err
+	}
+	defer spool.Close()
+	f, err := openInPlace(ctx, path, typ == fs.ModeNamedPipe)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	if info, err := f.Stat(); err != nil || info.Mode().IsRegular() {
-		return 0, fmt.Errorf("export: %s became a regular file while it was opened; try again", path)
+	if info, err := f.Stat(); err != nil || info.Mode().Type() != typ {
+		return 0, fmt.Errorf("export: %s changed while it was opened; try again", path)
 	}
-	w := &countingWriter{w: f}
-	if err := e.Export(ctx, id, w); err != nil {
-		return w.n, err
+	n, err := copyUntil(ctx, f, spool)
+	if err != nil {
+		return n, err
 	}
-	return w.n, f.Close()
+	return n, f.Close()
 }
 
-// exportRenamed writes session id's transcript to a temporary file next to
-// path, then renames it to path, keeping the mode of a file it replaces.
-func exportRenamed(ctx context.Context, e *reprise.Engine, id, path string) (n int64, err error) {
+// spoolExport writes the transcript export makes to a temporary file that
+// only the user can read and that no directory lists, and returns it,
+// positioned at its start.
+func spoolExport(export exportFunc) (*os.File, error) {
+	spool, err := os.CreateTemp("", "reprise-export-*.jsonl")
+	if err != nil {
+		return nil, fmt.Errorf("export: %w", err)
+	}
+	err = os.Remove(spool.Name())
+	if err == nil {
+		err = export(spool)
+	}
+	if err == nil {
+		_, err = spool.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		spool.Close()
+		return nil, err
+	}
+	return spool, nil
+}
+
+// openInPlace opens path for writing without waiting on the open itself.
+// A FIFO that has no reader yet is tried again every fifoRetry until one
+// comes or ctx ends. Writes to the file wait in the runtime's poller
+// where the system can poll it, else in the write itself.
+func openInPlace(ctx context.Context, path string, fifo bool) (*os.File, error) {
+	for {
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			return f, blockingUnlessPolled(f)
+		}
+		if !fifo || !errors.Is(err, syscall.ENXIO) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, userError{fmt.Sprintf("interrupted while waiting for a reader of the FIFO %s; nothing was written", path), ctx.Err()}
+		case <-time.After(fifoRetry):
+		}
+	}
+}
+
+// blockingUnlessPolled makes the writes to f, opened non-blocking, wait
+// in the write itself when f is a file the runtime does not poll (a
+// FIFO on macOS, /dev/null).
+func blockingUnlessPolled(f *os.File) error {
+	if err := f.SetWriteDeadline(time.Time{}); !errors.Is(err, os.ErrNoDeadline) {
+		return nil
+	}
+	conn, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if cerr := conn.Control(func(fd uintptr) { err = syscall.SetNonblock(int(fd), false) }); cerr != nil {
+		return cerr
+	}
+	return err
+}
+
+// copyUntil copies src to dst until src ends or ctx does, and returns the
+// bytes written. Only a write the runtime polls stops when ctx ends.
+func copyUntil(ctx context.Context, dst *os.File, src io.Reader) (int64, error) {
+	stop := context.AfterFunc(ctx, func() { _ = dst.SetWriteDeadline(time.Now()) })
+	defer stop()
+	n, err := io.Copy(dst, src)
+	if err != nil && ctx.Err() != nil {
+		return n, userError{fmt.Sprintf("interrupted while writing to %s, after %d bytes", dst.Name(), n), ctx.Err()}
+	}
+	return n, err
+}
+
+// exportRenamed writes the transcript export makes to a temporary file
+// next to path, then renames it to path, keeping the mode of a file it
+// replaces.
+func exportRenamed(export exportFunc, path string) (n int64, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return 0, err
@@ -140,7 +234,7 @@ func exportRenamed(ctx context.Context, e *reprise.Engine, id, path string) (n i
 		}
 	}()
 	w := &countingWriter{w: tmp}
-	if err := e.Export(ctx, id, w); err != nil {
+	if err := export(w); err != nil {
 		return 0, err
 	}
 	if st, err := os.Stat(path); err == nil {
