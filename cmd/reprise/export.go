@@ -38,9 +38,9 @@ a regular file (a device such as /dev/stdout, a FIFO) is written in place
 once the transcript is complete and the store closed: it is made first in a
 temporary file in $TMPDIR (else /tmp) that only its owner can read and that
 no directory lists, and a FIFO is then waited for until a reader opens it.
-A FILE that is a symbolic link to a regular file, or that belongs to another
-user, is refused: renaming over it would replace the link, or make the file
-yours. With -o and --json, export prints
+A FILE that is a symbolic link to a regular file or to nothing, or that
+belongs to another user, is refused: renaming over it would replace the
+link, or make the file yours. With -o and --json, export prints
 {"session", "file", "bytes"}.`,
 		Example: `  reprise export "$id" > transcript.jsonl
   reprise export "$id" -o ~/.claude/projects/-src-app/"$id".jsonl`,
@@ -89,9 +89,19 @@ type exportFunc func(w io.Writer) error
 
 // exportFile writes the transcript export makes to path and returns the
 // bytes written: in place when path is not a regular file (a device, a
-// FIFO), else through a temporary file renamed over it.
+// FIFO), else through a temporary file renamed over it. A symbolic link
+// is followed only to a file that is written in place.
 func exportFile(ctx context.Context, export exportFunc, path string) (int64, error) {
-	info, err := os.Stat(path)
+	info, err := os.Lstat(path)
+	if err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		info, err = os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return 0, fmt.Errorf("export: %s is a symbolic link to nothing; give -o the path it should lead to, or remove the link", path)
+		case err == nil && info.Mode().IsRegular():
+			return 0, fmt.Errorf("export: %s is a symbolic link; give -o the file it leads to, if that is what you mean to replace", path)
+		}
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return exportRenamed(export, path)
@@ -99,14 +109,7 @@ func exportFile(ctx context.Context, export exportFunc, path string) (int64, err
 		return 0, err
 	case !info.Mode().IsRegular():
 		return exportInPlace(ctx, export, path, info.Mode().Type())
-	}
-	link, err := os.Lstat(path)
-	switch {
-	case err != nil:
-		return 0, err
-	case link.Mode()&fs.ModeSymlink != 0:
-		return 0, fmt.Errorf("export: %s is a symbolic link; give -o the file it leads to, if that is what you mean to replace", path)
-	case !ownedByUser(link):
+	case !ownedByUser(info):
 		return 0, fmt.Errorf("export: %s belongs to another user; export to a new file instead", path)
 	}
 	return exportRenamed(export, path)

@@ -166,3 +166,26 @@ func TestBinaryExportToAStalledFIFOReaderStopsOnSIGTERM(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 143, %q...", code, stderr.String(), prefix)
 	}
 }
+
+// A symbolic link that leads nowhere is refused, as one that leads to a
+// regular file is: the link stays, and nothing is made where it leads.
+func TestExportRefusesADanglingLink(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "hello")
+	dir := c.mkdir("out")
+	nowhere := filepath.Join(dir, "nowhere.jsonl")
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Symlink(nowhere, link); err != nil {
+		t.Fatal(err)
+	}
+	r := c.fails(exitFailure, "export", "s", "-o", link)
+	if !strings.Contains(r.stderr, link+" is a symbolic link to nothing") {
+		t.Errorf("export to a dangling link said %q", r.stderr)
+	}
+	if dest, err := os.Readlink(link); err != nil || dest != nowhere {
+		t.Errorf("the link was replaced: %q, %v", dest, err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Errorf("export left %v in %s (%v); want the link alone", entries, dir, err)
+	}
+}
