@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,9 +35,12 @@ It reads the store read-only and streams, so memory stays bounded.
 
 With -o the transcript is written to a temporary file next to FILE, then
 renamed over it, so FILE is never left half written; an existing FILE keeps
-its permissions, a new one is readable by its owner only. A FILE that is not
-a regular file (a device such as /dev/stdout, a FIFO) is written in place
-once the transcript is complete and the store closed: it is made first in a
+its permissions, a new one is readable by its owner only. A FILE that names
+a descriptor reprise has open (/dev/stdout, /dev/stderr, /dev/stdin,
+/dev/fd/N, /proc/self/fd/N) is written at the descriptor's position, as a
+shell redirection would, whatever it leads to. Any other FILE that is not a
+regular file (a device such as /dev/null, a FIFO) is written in place once
+the transcript is complete and the store closed: it is made first in a
 temporary file in $TMPDIR (else /tmp) that only its owner can read and that
 no directory lists, and a FIFO is then waited for until a reader opens it.
 A FILE that is a symbolic link to a regular file or to nothing, or that
@@ -88,10 +93,14 @@ func runExport(ctx context.Context, a *app, o exportOptions, stdout, stderr io.W
 type exportFunc func(w io.Writer) error
 
 // exportFile writes the transcript export makes to path and returns the
-// bytes written: in place when path is not a regular file (a device, a
-// FIFO), else through a temporary file renamed over it. A symbolic link
-// is followed only to a file that is written in place.
+// bytes written: to the descriptor path names, if it names one; in place
+// when path is not a regular file (a device, a FIFO); else through a
+// temporary file renamed over it. A symbolic link is followed only to a
+// file that is written in place.
 func exportFile(ctx context.Context, export exportFunc, path string) (int64, error) {
+	if fd, ok := descriptorNamed(path); ok {
+		return exportToDescriptor(export, path, fd)
+	}
 	info, err := os.Lstat(path)
 	if err == nil && info.Mode()&fs.ModeSymlink != 0 {
 		info, err = os.Stat(path)
@@ -119,6 +128,58 @@ func exportFile(ctx context.Context, export exportFunc, path string) (int64, err
 func ownedByUser(info fs.FileInfo) bool {
 	st, ok := info.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Getuid()
+}
+
+// stdDescriptors are the paths that name the standard descriptors.
+var stdDescriptors = map[string]int{"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+// descriptorDirs are the directories whose entries name the descriptors
+// the process has open, by number.
+var descriptorDirs = []string{"/dev/fd/", "/proc/self/fd/"}
+
+// descriptorNamed returns the descriptor that path names, when it is one
+// of the names of the descriptors a process has open: /dev/stdout,
+// /dev/stderr, /dev/stdin, /dev/fd/N or /proc/self/fd/N. Whether that
+// descriptor is open is not looked at.
+func descriptorNamed(path string) (int, bool) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return 0, false
+	}
+	if fd, ok := stdDescriptors[abs]; ok {
+		return fd, true
+	}
+	for _, dir := range descriptorDirs {
+		if n, ok := strings.CutPrefix(abs, dir); ok {
+			fd, err := strconv.ParseUint(n, 10, 31)
+			return int(fd), err == nil
+		}
+	}
+	return 0, false
+}
+
+// exportToDescriptor writes the transcript export makes to descriptor fd,
+// which path names, at its position, as a shell redirection would.
+func exportToDescriptor(export exportFunc, path string, fd int) (int64, error) {
+	syscall.ForkLock.RLock()
+	dup, err := syscall.Dup(fd)
+	if err == nil {
+		syscall.CloseOnExec(dup)
+	}
+	syscall.ForkLock.RUnlock()
+	if errors.Is(err, syscall.EBADF) {
+		return 0, fmt.Errorf("export: %s names descriptor %d, which is not open", path, fd)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("export: %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(dup), path)
+	defer f.Close()
+	w := &countingWriter{w: f}
+	if err := export(w); err != nil {
+		return w.n, err
+	}
+	return w.n, f.Close()
 }
 
 // fifoRetry is how often export tries again to open a FIFO that has no

@@ -167,6 +167,59 @@ func TestBinaryExportToAStalledFIFOReaderStopsOnSIGTERM(t *testing.T) {
 	}
 }
 
+// A path that names a descriptor the process has open is written at the
+// descriptor's position, even when it is a regular file: /dev/stdout with
+// stdout redirected to a file, /dev/fd/N and /proc/self/fd/N. One that
+// is not open fails.
+func TestBinaryExportToAnOpenDescriptor(t *testing.T) {
+	c := newBinaryCLI(t)
+	c.session("s", "hello", "hi")
+	want := c.ok("export", "s")
+	for _, tc := range []struct{ path, stream string }{
+		{"/dev/stdout", "stdout"},
+		{"/dev/stderr", "stderr"},
+		{"/dev/fd/1", "stdout"},
+		{"/proc/self/fd/3", "fd 3"},
+		{"/dev/fd/../fd/3", "fd 3"},
+	} {
+		file := filepath.Join(t.TempDir(), "out.jsonl")
+		f, err := os.Create(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString("before\n"); err != nil {
+			t.Fatal(err)
+		}
+		cmd := c.command("export", "s", "-o", tc.path)
+		var said strings.Builder
+		cmd.Stdout, cmd.Stderr = &said, &said
+		switch tc.stream {
+		case "stdout":
+			cmd.Stdout = f
+		case "stderr":
+			cmd.Stderr = f
+		default:
+			cmd.ExtraFiles = []*os.File{f}
+		}
+		err = cmd.Run()
+		f.Close()
+		if err != nil || said.Len() != 0 {
+			t.Errorf("export -o %s: %v, %s", tc.path, err, said.String())
+			continue
+		}
+		if got, err := os.ReadFile(file); err != nil || string(got) != "before\n"+want {
+			t.Errorf("export -o %s with %s redirected to a file: the file holds %q, %v; want %q after its first line", tc.path, tc.stream, got, err, want)
+		}
+		if info, err := os.Lstat(file); err != nil || !info.Mode().IsRegular() {
+			t.Errorf("export -o %s replaced the file: %v, %v", tc.path, info, err)
+		}
+	}
+	r := c.fails(exitFailure, "export", "s", "-o", "/dev/fd/9")
+	if !strings.Contains(r.stderr, "/dev/fd/9 names descriptor 9, which is not open") {
+		t.Errorf("export to a descriptor that is not open said %q", r.stderr)
+	}
+}
+
 // A symbolic link that leads nowhere is refused, as one that leads to a
 // regular file is: the link stays, and nothing is made where it leads.
 func TestExportRefusesADanglingLink(t *testing.T) {
