@@ -25,7 +25,10 @@ type Client struct {
 	closed atomic.Bool
 }
 
-var _ eventlog.Store = (*Client)(nil)
+var (
+	_ eventlog.Store   = (*Client)(nil)
+	_ eventlog.Indexed = (*Client)(nil)
+)
 
 // pingTimeout bounds how long Dial waits for the service to answer.
 const pingTimeout = 5 * time.Second
@@ -112,6 +115,49 @@ func (c *Client) Streams(ctx context.Context, prefix string, fn func(eventlog.St
 	})
 }
 
+// Index returns eventlog.ErrReadOnly: the serving process keeps the
+// store's indexes.
+func (c *Client) Index(context.Context, eventlog.Indexer) error {
+	if c.closed.Load() {
+		return eventlog.ErrClosed
+	}
+	return eventlog.ErrReadOnly
+}
+
+// ReadIndex implements eventlog.Indexed. A serving process of a build
+// that serves no indexes answers as a store that keeps none:
+// eventlog.ErrNoIndex.
+func (c *Client) ReadIndex(ctx context.Context, name string, fn func(key string, value []byte) error) (uint64, error) {
+	var last uint64
+	err := c.get(ctx, "/v1/index", url.Values{"name": {name}}, func(fr frame) error {
+		switch fr.kind {
+		case frameRow:
+			return fn(fr.key, fr.value)
+		case frameHead:
+			last = fr.head
+			return nil
+		}
+		return unexpected(fr)
+	})
+	var older *oldServer
+	if errors.As(err, &older) && older.status == http.StatusNotFound {
+		return 0, fmt.Errorf("%w: %s serves no indexes", eventlog.ErrNoIndex, c.socket)
+	}
+	return last, err
+}
+
+// oldServer is the answer, in plain HTTP rather than frames, of a serving
+// process to a request it does not know.
+type oldServer struct {
+	socket string
+	status int
+	ct     string
+}
+
+func (e *oldServer) Error() string {
+	return fmt.Sprintf("remote: %s answered %d with %q, not the read service's frames", e.socket, e.status, e.ct)
+}
+
 // Close releases the client's connections; the serving store stays open.
 // Calls after Close return eventlog.ErrClosed.
 func (c *Client) Close() error {
@@ -159,7 +205,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, fn func(fra
 	}
 	defer resp.Body.Close()
 	if ct := resp.Header.Get("Content-Type"); ct != contentType {
-		return fmt.Errorf("remote: %s answered %s with %q, not the read service's frames", c.socket, resp.Status, ct)
+		return &oldServer{socket: c.socket, status: resp.StatusCode, ct: ct}
 	}
 	body := &bodyReader{r: resp.Body}
 	frames := newFrameReader(body)

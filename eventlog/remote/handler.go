@@ -23,7 +23,8 @@ const pollEvery = 20 * time.Millisecond
 const contentType = "application/vnd.msgpack"
 
 // Handler returns an http.Handler that serves the reads of store: Head,
-// ReadStream, ReadAll (with an optional wait, for following) and Streams,
+// ReadStream, ReadAll (with an optional wait, for following), Streams and,
+// of a store that keeps indexes (eventlog.Indexed), ReadIndex,
 // in the protocol the package documentation describes. It never writes to
 // store and never closes it.
 func Handler(store eventlog.Store) http.Handler {
@@ -33,6 +34,7 @@ func Handler(store eventlog.Store) http.Handler {
 	mux.HandleFunc("GET /v1/head", h.head)
 	mux.HandleFunc("GET /v1/streams", h.streams)
 	mux.HandleFunc("GET /v1/events", h.events)
+	mux.HandleFunc("GET /v1/index", h.index)
 	return mux
 }
 
@@ -70,6 +72,24 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		err = h.store.ReadStream(r.Context(), q.Get("stream"), from, out.event)
 	default:
 		err = h.readAll(r.Context(), from, wait, out)
+	}
+	out.finish(err)
+}
+
+// index sends the rows of the index named by the query's name, then the
+// last position they hold, as a head frame.
+func (h *handler) index(w http.ResponseWriter, r *http.Request) {
+	out := newResponse(w)
+	x, ok := h.store.(eventlog.Indexed)
+	if !ok {
+		out.finish(fmt.Errorf("%w: the store keeps no indexes", eventlog.ErrNoIndex))
+		return
+	}
+	last, err := x.ReadIndex(r.Context(), r.URL.Query().Get("name"), func(key string, value []byte) error {
+		return out.write(out.frames.row(key, value))
+	})
+	if err == nil {
+		err = out.write(out.frames.head(last))
 	}
 	out.finish(err)
 }
@@ -173,6 +193,8 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case codeClosed:
 		return http.StatusServiceUnavailable
+	case codeNoIndex:
+		return http.StatusNotFound
 	}
 	return http.StatusInternalServerError
 }

@@ -350,3 +350,68 @@ func TestSocketPath(t *testing.T) {
 		t.Errorf("the private directory: %v, %v; want mode 0700", info, err)
 	}
 }
+
+// indexed is the test's Indexer: the number of events of each stream.
+type indexed struct{}
+
+func (indexed) Name() string { return "remote.test/1" }
+
+func (indexed) Apply(rows eventlog.Rows, ev eventlog.Event) error {
+	row, err := rows.Get(ev.Stream)
+	if err != nil {
+		return err
+	}
+	rows.Put(ev.Stream, append(bytes.Clone(row), 'x'))
+	return nil
+}
+
+// The rows of an index reach the client with the position they hold; an
+// index the store does not hold, and a serving process of a build that
+// serves none, are ErrNoIndex, so that readers fold the log instead.
+func TestClientReadsIndexes(t *testing.T) {
+	ctx := context.Background()
+	store := eventlog.NewMemoryStore()
+	if err := store.Index(ctx, indexed{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, stream := range []string{"a", "b", "a"} {
+		head := uint64(0)
+		if i == 2 {
+			head = 1
+		}
+		if _, err := store.Append(ctx, []eventlog.Expect{{Stream: stream, Seq: head}}, []eventlog.Record{{Stream: stream, Type: "T"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := Handler(store)
+	client, err := Dial(ctx, serveRaw(t, h.ServeHTTP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	rows := map[string]string{}
+	last, err := client.ReadIndex(ctx, indexed{}.Name(), func(key string, value []byte) error {
+		rows[key] = string(value)
+		return nil
+	})
+	if err != nil || last != 3 || len(rows) != 2 || rows["a"] != "xx" || rows["b"] != "x" {
+		t.Fatalf("ReadIndex = %v up to %d, %v", rows, last, err)
+	}
+	if _, err := client.ReadIndex(ctx, "other/1", func(string, []byte) error { return nil }); !errors.Is(err, eventlog.ErrNoIndex) {
+		t.Fatalf("ReadIndex of an index not held: %v, want ErrNoIndex", err)
+	}
+	if err := client.Index(ctx, indexed{}); !errors.Is(err, eventlog.ErrReadOnly) {
+		t.Fatalf("Index through the client: %v, want ErrReadOnly", err)
+	}
+
+	older := http.NewServeMux()
+	older.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) })
+	old, err := Dial(ctx, serveRaw(t, older.ServeHTTP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if _, err := old.ReadIndex(ctx, indexed{}.Name(), func(string, []byte) error { return nil }); !errors.Is(err, eventlog.ErrNoIndex) {
+		t.Fatalf("ReadIndex from a server without indexes: %v, want ErrNoIndex", err)
+	}
+}

@@ -17,6 +17,7 @@ const (
 	frameStream = 2
 	frameHead   = 3
 	frameError  = 4
+	frameRow    = 5
 )
 
 // Error codes of error frames.
@@ -25,6 +26,7 @@ const (
 	codeBadRequest    = "bad_request"
 	codeClosed        = "closed"
 	codeCorrupt       = "corrupt"
+	codeNoIndex       = "no_index"
 	codeInternal      = "internal"
 )
 
@@ -50,6 +52,11 @@ func (f *frameWriter) head(head uint64) error {
 	return errors.Join(e.EncodeArrayLen(2), e.EncodeUint(frameHead), e.EncodeUint(head))
 }
 
+func (f *frameWriter) row(key string, value []byte) error {
+	e := f.enc
+	return errors.Join(e.EncodeArrayLen(3), e.EncodeUint(frameRow), e.EncodeString(key), e.EncodeBytes(value))
+}
+
 func (f *frameWriter) end() error {
 	return errors.Join(f.enc.EncodeArrayLen(1), f.enc.EncodeUint(frameEnd))
 }
@@ -68,6 +75,8 @@ func errorCode(err error) string {
 		return codeClosed
 	case errors.Is(err, eventlog.ErrCorrupt):
 		return codeCorrupt
+	case errors.Is(err, eventlog.ErrNoIndex):
+		return codeNoIndex
 	}
 	return codeInternal
 }
@@ -89,6 +98,8 @@ func (e *remoteError) Is(target error) bool {
 		return target == eventlog.ErrClosed
 	case codeCorrupt:
 		return target == eventlog.ErrCorrupt
+	case codeNoIndex:
+		return target == eventlog.ErrNoIndex
 	}
 	return false
 }
@@ -99,6 +110,8 @@ type frame struct {
 	event  eventlog.Event
 	stream eventlog.StreamInfo
 	head   uint64
+	key    string // of a row
+	value  []byte // of a row
 	err    error
 }
 
@@ -108,7 +121,7 @@ type frameReader struct{ dec *msgpack.Decoder }
 func newFrameReader(r io.Reader) *frameReader { return &frameReader{dec: msgpack.NewDecoder(r)} }
 
 // frameFields is the number of fields of each kind of frame.
-var frameFields = [...]int{frameEnd: 1, frameEvent: 9, frameStream: 3, frameHead: 2, frameError: 3}
+var frameFields = [...]int{frameEnd: 1, frameEvent: 9, frameStream: 3, frameHead: 2, frameError: 3, frameRow: 3}
 
 // next reads one frame. A body that ends, cleanly or not, before the end
 // frame is ErrDisconnected.
@@ -135,6 +148,10 @@ func (f *frameReader) next() (frame, error) {
 		}
 	case frameHead:
 		fr.head, err = d.DecodeUint64()
+	case frameRow:
+		if fr.key, err = d.DecodeString(); err == nil {
+			fr.value, err = d.DecodeBytes()
+		}
 	case frameError:
 		var code, msg string
 		if code, err = d.DecodeString(); err == nil {
