@@ -26,6 +26,16 @@ func (s *throughService) Append(ctx context.Context, expect []eventlog.Expect, r
 	return s.file.Append(ctx, expect, recs)
 }
 
+// Index makes the file keep ix: the service reads indexes, the holder
+// keeps them.
+func (s *throughService) Index(ctx context.Context, ix eventlog.Indexer) error {
+	x, ok := any(s.file).(eventlog.Indexed)
+	if !ok {
+		return eventlog.ErrReadOnly
+	}
+	return x.Index(ctx, ix)
+}
+
 // Close closes the client, then the server and the file; a second Close
 // is the client's ErrClosed.
 func (s *throughService) Close() error {
