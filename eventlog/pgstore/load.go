@@ -28,9 +28,14 @@ func (s *Store) Load(ctx context.Context, evs []eventlog.Event) error {
 	if s.readOnly {
 		return eventlog.ErrReadOnly
 	}
+	var x *indexing
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		return loadTx(ctx, tx, evs)
+		x = s.indexing()
+		return loadTx(ctx, tx, evs, x)
 	})
+	if err == nil {
+		s.indexed(x)
+	}
 	if err != nil && !errors.Is(err, eventlog.ErrInvalidLoad) && !errors.Is(err, eventlog.ErrInvalidStream) {
 		return s.fail(ctx, "load", err)
 	}
@@ -38,8 +43,9 @@ func (s *Store) Load(ctx context.Context, evs []eventlog.Event) error {
 }
 
 // loadTx checks evs against the store as tx sees it under the counter's
-// lock, then writes them, the heads they leave and the counter.
-func loadTx(ctx context.Context, tx pgx.Tx, evs []eventlog.Event) error {
+// lock, then writes them, the heads they leave and the counter, and folds
+// them into the rows of x's index (nil for none).
+func loadTx(ctx context.Context, tx pgx.Tx, evs []eventlog.Event, x *indexing) error {
 	var last int64
 	if err := tx.QueryRow(ctx, "SELECT last FROM reprise_position FOR UPDATE").Scan(&last); errors.Is(err, pgx.ErrNoRows) {
 		return errors.New("the position counter's row is missing")
@@ -94,5 +100,17 @@ func loadTx(ctx context.Context, tx pgx.Tx, evs []eventlog.Event) error {
 	b.Queue(`INSERT INTO reprise_streams (stream, head) SELECT * FROM unnest($1::text[], $2::bigint[])
 		ON CONFLICT (stream) DO UPDATE SET head = EXCLUDED.head`, streams, seqs)
 	b.Queue("UPDATE reprise_position SET last = $1", int64(evs[n-1].Position))
+	held := int64(-1)
+	if x != nil {
+		err := tx.QueryRow(ctx, "SELECT last FROM reprise_index WHERE name = $1", x.name()).Scan(&held)
+		if errors.Is(err, pgx.ErrNoRows) {
+			held = -1
+		} else if err != nil {
+			return err
+		}
+	}
+	if err := foldIn(ctx, tx, &b, x, held, uint64(last), evs); err != nil {
+		return err
+	}
 	return tx.SendBatch(ctx, &b).Close()
 }

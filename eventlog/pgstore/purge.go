@@ -14,7 +14,8 @@ import (
 var _ eventlog.Purger = (*Store)(nil)
 
 // Purge implements eventlog.Purger in one transaction: it appends
-// p.Records (taking the position counter's lock, as every append does),
+// p.Records (taking the position counter's lock, as every append does,
+// and folding them into the kept index's rows),
 // deletes the removed events' rows, records the gaps they leave in
 // reprise_gaps (created, and the schema marked GapsSchemaVersion, by the
 // first purge), and updates the rewritten payloads. The server keeps the
@@ -35,10 +36,14 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 	if s.readOnly {
 		return nil, eventlog.ErrReadOnly
 	}
-	var evs []eventlog.Event
+	var (
+		evs []eventlog.Event
+		x   *indexing
+	)
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		var err error
-		if evs, err = appendIn(ctx, tx, p.Expect, p.Records); err != nil {
+		x = s.indexing()
+		if evs, err = appendIn(ctx, tx, p.Expect, p.Records, x); err != nil {
 			return err
 		}
 		// The append holds the position counter's lock, so purges create
@@ -51,6 +56,7 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 	var conflict *eventlog.ConflictError
 	switch {
 	case err == nil:
+		s.indexed(x)
 		return evs, nil
 	case errors.As(err, &conflict), errors.Is(err, eventlog.ErrInvalidPurge), errors.Is(err, eventlog.ErrCorrupt):
 		return nil, err

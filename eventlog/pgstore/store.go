@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -58,6 +59,8 @@ type Store struct {
 
 	heldMu sync.Mutex
 	held   map[*lock]struct{}
+
+	kept atomic.Pointer[keptIndex] // the index writes fold their events into; nil for none
 }
 
 var (
@@ -203,13 +206,15 @@ func (s *Store) appendTx(ctx context.Context, expect []eventlog.Expect, recs []e
 	// A no-op after Commit. If the connection is gone, the server has
 	// rolled the transaction back already.
 	defer func() { _ = tx.Rollback(ctx) }()
-	evs, err := appendIn(ctx, tx, expect, recs)
+	x := s.indexing()
+	evs, err := appendIn(ctx, tx, expect, recs, x)
 	if err != nil {
 		return nil, err
 	}
 	if err := commit(ctx, tx); err != nil {
 		return nil, err
 	}
+	s.indexed(x)
 	return evs, nil
 }
 
@@ -224,14 +229,18 @@ func commit(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// appendIn writes an append's records in tx if its expectations hold.
-func appendIn(ctx context.Context, tx pgx.Tx, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
-	// The UPDATE waits for the append holding the counter to end; the SELECT
-	// then runs with a snapshot taken after that append committed.
+// appendIn writes an append's records in tx if its expectations hold, and
+// folds them into the rows of x's index (nil for none).
+func appendIn(ctx context.Context, tx pgx.Tx, expect []eventlog.Expect, recs []eventlog.Record, x *indexing) ([]eventlog.Event, error) {
+	// The UPDATE waits for the append holding the counter to end; the
+	// SELECTs then run with snapshots taken after that append committed.
 	var b pgx.Batch
 	b.Queue("UPDATE reprise_position SET last = last + $1 RETURNING last", int64(len(recs)))
 	b.Queue("SELECT stream, head FROM reprise_streams WHERE stream = ANY($1)", streamNames(expect))
-	last, heads, err := readCounterAndHeads(tx.SendBatch(ctx, &b))
+	if x != nil {
+		b.Queue("SELECT last FROM reprise_index WHERE name = $1", x.name())
+	}
+	last, heads, held, err := readCounterAndHeads(tx.SendBatch(ctx, &b), x != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +270,9 @@ func appendIn(ctx context.Context, tx pgx.Tx, expect []eventlog.Expect, recs []e
 	w.Queue(`INSERT INTO reprise_events (position, stream, seq, type, version, time_ns, restore_id, payload)
 		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::bytea[])`,
 		cols.positions, cols.streams, cols.seqs, cols.types, cols.versions, cols.times, cols.restoreIDs, cols.payloads)
+	if err := foldIn(ctx, tx, &w, x, held, uint64(last)-uint64(len(recs)), evs); err != nil {
+		return nil, err
+	}
 	if err := execWrites(tx.SendBatch(ctx, &w), writes); err != nil {
 		return nil, err
 	}
@@ -268,22 +280,23 @@ func appendIn(ctx context.Context, tx pgx.Tx, expect []eventlog.Expect, recs []e
 }
 
 // readCounterAndHeads reads the results of the first batch of an append:
-// the last position the counter reached and the heads of the expected
-// streams that exist.
-func readCounterAndHeads(br pgx.BatchResults) (last int64, heads map[string]uint64, err error) {
+// the last position the counter reached, the heads of the expected streams
+// that exist and, when indexed, the last position the index's rows hold
+// (-1 when the store holds none of them).
+func readCounterAndHeads(br pgx.BatchResults, indexed bool) (last int64, heads map[string]uint64, held int64, err error) {
 	defer func() {
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
 	}()
 	if err := br.QueryRow().Scan(&last); errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil, fmt.Errorf("%w: the position counter's row is missing", eventlog.ErrCorrupt)
+		return 0, nil, 0, fmt.Errorf("%w: the position counter's row is missing", eventlog.ErrCorrupt)
 	} else if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	heads = make(map[string]uint64)
 	var (
@@ -294,12 +307,20 @@ func readCounterAndHeads(br pgx.BatchResults) (last int64, heads map[string]uint
 		heads[name] = uint64(head)
 		return nil
 	})
-	return last, heads, err
+	if err != nil || !indexed {
+		return last, heads, -1, err
+	}
+	if err := br.QueryRow().Scan(&held); errors.Is(err, pgx.ErrNoRows) {
+		return last, heads, -1, nil
+	} else if err != nil {
+		return 0, nil, 0, err
+	}
+	return last, heads, held, nil
 }
 
 // execWrites reads the results of the second batch of an append: writes
 // conditional head writes, each of which must change one row, then the
-// insert of the events.
+// insert of the events, then the index's writes, if any.
 func execWrites(br pgx.BatchResults, writes int) (err error) {
 	defer func() {
 		if cerr := br.Close(); err == nil {
