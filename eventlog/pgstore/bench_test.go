@@ -12,6 +12,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -21,18 +22,80 @@ var benchPayload = bytes.Repeat([]byte("p"), 200)
 
 // BenchmarkAppendOne appends one ~200-byte record to one stream per
 // operation, durably (the server's synchronous commit): compare it with
-// boltstore's BenchmarkAppendOne.
+// boltstore's BenchmarkAppendOne. It runs on a store that keeps no index,
+// and on one that keeps the session index, which every append then
+// updates.
 func BenchmarkAppendOne(b *testing.B) {
-	s := newDB(b).open(b, pgstore.Options{})
-	ctx := context.Background()
-	rec := eventlog.Record{Stream: "session/bench", Type: schema.TypeMessageAppended, Version: 1, Payload: benchPayload}
-	var head uint64
-	for b.Loop() {
-		evs, err := s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: head}}, []eventlog.Record{rec})
-		if err != nil {
-			b.Fatal(err)
+	forIndexes(b, func(b *testing.B, s *pgstore.Store, rec eventlog.Record) {
+		ctx := context.Background()
+		head := uint64(1)
+		for b.Loop() {
+			evs, err := s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: head}}, []eventlog.Record{rec})
+			if err != nil {
+				b.Fatal(err)
+			}
+			head = evs[0].Seq
 		}
-		head = evs[0].Seq
+	})
+}
+
+// BenchmarkAppendBulk appends 1,000 ~200-byte messages to one session in
+// one append per operation, as a save of a long transcript does.
+func BenchmarkAppendBulk(b *testing.B) {
+	forIndexes(b, func(b *testing.B, s *pgstore.Store, rec eventlog.Record) {
+		ctx := context.Background()
+		recs := make([]eventlog.Record, 1000)
+		for i := range recs {
+			recs[i] = rec
+		}
+		head := uint64(1)
+		for b.Loop() {
+			evs, err := s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: head}}, recs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			head = evs[len(evs)-1].Seq
+		}
+	})
+}
+
+// forIndexes runs bench on a store that keeps no index and on one that
+// keeps the session index, with a created session and the record of one
+// of its messages. With the index kept, it checks that the rows followed.
+func forIndexes(b *testing.B, bench func(*testing.B, *pgstore.Store, eventlog.Record)) {
+	for _, kept := range []bool{false, true} {
+		name := "index=none"
+		if kept {
+			name = "index=sessions"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			s := newDB(b).open(b, pgstore.Options{})
+			if kept {
+				if err := s.Index(ctx, projection.SessionIndex); err != nil {
+					b.Fatal(err)
+				}
+			}
+			stream := projection.SessionStream("bench")
+			created, err := schema.NewRecord(stream, &schema.SessionCreated{ID: "bench", Cwd: "/"}, 1, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Append(ctx, []eventlog.Expect{{Stream: stream}}, []eventlog.Record{created}); err != nil {
+				b.Fatal(err)
+			}
+			bench(b, s, eventlog.Record{Stream: stream, Type: schema.TypeMessageAppended, Version: 1, Time: 2, Payload: benchPayload})
+			if !kept {
+				return
+			}
+			last, err := s.ReadIndex(ctx, projection.SessionIndex.Name(), func(string, []byte) error { return nil })
+			if err != nil {
+				b.Fatal(err)
+			}
+			if end := head(b, s, stream); last < end {
+				b.Fatalf("the index holds events up to %d of %d", last, end)
+			}
+		})
 	}
 }
 
