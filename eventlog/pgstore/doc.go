@@ -31,6 +31,11 @@
 //	reprise_gaps            stream, first, last: the gaps purges left (stream '' for
 //	                        positions); created by the first Purge, which marks
 //	                        the schema GapsSchemaVersion
+//	reprise_index           name text primary key, last bigint: the index whose
+//	                        rows are held and the position of the last event
+//	                        they hold; created by the first Index
+//	reprise_index_rows      name, key bytea, value bytea; primary key (name, key):
+//	                        the index's rows; created by the first Index
 //
 // Stream names use the "C" collation, so they sort byte by byte, as Go
 // strings do. Each event's fields are columns of their own; reads check
@@ -61,6 +66,35 @@
 // transaction SERIALIZABLE report, is retried a few times; one that
 // persists, or a unique violation, is reported as the conflict on the
 // stream whose head moved.
+//
+// # Indexes
+//
+// Store implements eventlog.Indexed. Index creates the two index tables
+// when there are none, in a transaction that holds the position counter's
+// lock, as appends do; it drops the rows of any other index and folds the
+// events its rows miss, the whole log for rows it builds, while appends
+// wait. The tables are additive, so the schema keeps its version: builds
+// that know nothing of them open the store and append, leaving the rows
+// behind the log.
+//
+// An append (and a Load, and a Purge's records) of a store that keeps an
+// index reads the rows' last position in its first round trip, under the
+// counter's lock, then folds its events into the rows, read in the
+// transaction as they are needed, and writes the rows it changed with one
+// upsert (unnest of keys and values) and one delete, whatever the number
+// of events, along with its events. At READ COMMITTED each statement
+// sees what the previous holder of the counter committed, so two
+// processes keeping the index never lose a row update. The rows' last
+// position is a row of its own, not the counter's, so a process keeping no
+// index never touches it. A write folds only when the rows hold every
+// event before its own; when they lag by at most 1,024 positions (a writer
+// keeping none appended), it folds the missed events first, and further
+// behind it leaves them to the next Index, readers (eventlog.ReadRows)
+// folding the rest meanwhile. A fold that fails does not fail the write:
+// the store keeps the index no longer, logs a warning, and the rows stay
+// as they were. ReadIndex reads the rows and their last position in one
+// read-only REPEATABLE READ transaction; it works on read-only opens, and
+// reports eventlog.ErrNoIndex for a store with no index tables.
 //
 // # Stream locks
 //
