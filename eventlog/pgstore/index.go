@@ -140,14 +140,15 @@ func indexTx(ctx context.Context, tx pgx.Tx, ix eventlog.Indexer) error {
 		return err
 	}
 	r := &rowReader{ctx: ctx, tx: tx, name: name}
-	fold := eventlog.NewFold(r.get)
+	get := r.get
 	var w pgx.Batch
 	if held < 0 || held > last { // none, or rows of a log that is gone: build them
-		fold = eventlog.NewFold(func(string) ([]byte, error) { return nil, nil })
+		get = func(string) ([]byte, error) { return nil, nil }
 		held = 0
 		w.Queue("DELETE FROM reprise_index_rows WHERE name = $1", name)
 		w.Queue("INSERT INTO reprise_index (name, last) VALUES ($1, 0) ON CONFLICT (name) DO NOTHING", name)
 	}
+	fold := eventlog.NewFold(get)
 	if err := r.foldLog(fold, ix, held, last); err != nil {
 		return err
 	}
@@ -193,11 +194,8 @@ func foldIn(ctx context.Context, tx pgx.Tx, b *pgx.Batch, x *indexing, held int6
 	r := &rowReader{ctx: ctx, tx: tx, name: ix.Name()}
 	fold := eventlog.NewFold(r.get)
 	err := r.foldLog(fold, ix, held, int64(prev))
-	for _, ev := range evs {
-		if err != nil {
-			break
-		}
-		err = r.apply(fold, ix, ev)
+	for i := 0; err == nil && i < len(evs); i++ {
+		err = r.apply(fold, ix, evs[i])
 	}
 	var failed *foldFailure
 	if errors.As(err, &failed) {
