@@ -1,35 +1,36 @@
 package projection
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/binary"
+	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/schema"
-
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // SessionInfo is one row of the session index.
 type SessionInfo struct {
-	ID          string `msgpack:"-"` // the row's key
-	Cwd         string `msgpack:"c,omitempty"`
-	ImportedCwd string `msgpack:"ic,omitempty"` // the cwd an imported transcript named, never used to run hooks
-	Created     int64  `msgpack:"t"`            // UTC unix nanoseconds
-	Messages    int    `msgpack:"n,omitempty"`
+	ID          string
+	Cwd         string
+	ImportedCwd string // the cwd an imported transcript named, never used to run hooks
+	Created     int64  // UTC unix nanoseconds
+	Messages    int
 	// LastRestored is when an agent last loaded the session; 0 if never.
-	LastRestored int64 `msgpack:"r,omitempty"`
+	LastRestored int64
 	// LastActivity is when the session was last used: the time of its
 	// stream's last event, or when an agent last loaded it, if later.
-	LastActivity int64 `msgpack:"a"`
+	LastActivity int64
 	// Importing marks a session whose import started and did not finish:
 	// it holds only the first part of its transcript.
-	Importing bool `msgpack:"i,omitempty"`
+	Importing bool
 	// Newer marks a session holding events of a payload version newer
 	// than this build reads: what the row shows of them may be incomplete
 	// (a SessionCreated of a newer version leaves Cwd empty).
-	Newer bool `msgpack:"v,omitempty"`
+	Newer bool
 }
 
 // SessionIndex is the eventlog.Indexer of the session list: one row per
@@ -45,6 +46,25 @@ type sessionIndex struct{}
 // another version builds them again.
 func (sessionIndex) Name() string { return "sessions/1" }
 
+// A row is fixed fields, so that the common update, one more message,
+// patches bytes instead of decoding and encoding the row, then the two
+// working directories:
+//
+//	created u64, messages u64, last restored u64, last activity u64,
+//	flags u8 (1 importing, 2 newer), len(cwd) u32, cwd, imported cwd
+const (
+	rowCreated      = 0
+	rowMessages     = 8
+	rowLastRestored = 16
+	rowLastActivity = 24
+	rowFlags        = 32
+	rowCwdLen       = 33
+	rowFixed        = 37
+
+	flagImporting = 1
+	flagNewer     = 2
+)
+
 // Apply implements eventlog.Indexer. An event newer than this build reads
 // does not stop the fold: its session's row is marked, and what the event
 // would say is left out.
@@ -59,10 +79,15 @@ func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 			return err
 		}
 		loaded := p.(*schema.SessionLoaded)
-		return update(rows, loaded.Session, func(s *SessionInfo) {
-			s.LastRestored = ev.Time
-			s.LastActivity = max(s.LastActivity, ev.Time)
-		})
+		row, err := rows.Get(loaded.Session)
+		if err != nil || row == nil {
+			return err
+		}
+		row = bytes.Clone(row)
+		binary.BigEndian.PutUint64(row[rowLastRestored:], uint64(ev.Time))
+		raise(row, rowLastActivity, ev.Time)
+		rows.Put(loaded.Session, row)
+		return nil
 	}
 	newer := ev.Version > schema.Version(ev.Type)
 	switch ev.Type {
@@ -79,7 +104,8 @@ func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 			created := p.(*schema.SessionCreated)
 			s.Cwd, s.ImportedCwd = created.Cwd, created.ImportedCwd
 		}
-		return put(rows, &s)
+		rows.Put(id, encodeRow(&s))
+		return nil
 	}
 	row, err := rows.Get(id)
 	if err != nil {
@@ -91,49 +117,74 @@ func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 		}
 		return nil
 	}
-	return update(rows, id, func(s *SessionInfo) {
-		s.LastActivity = max(s.LastActivity, ev.Time)
-		s.Newer = s.Newer || newer
-		switch ev.Type {
-		case schema.TypeMessageAppended:
-			s.Messages++ // counting needs no payload, whatever its version
-		case schema.TypeImportStarted, schema.TypeImportFinished:
-			s.Importing = ev.Type == schema.TypeImportStarted
-		}
-	})
-}
-
-// update changes the row of session id with fn; a session with no row is
-// left alone.
-func update(rows eventlog.Rows, id string, fn func(*SessionInfo)) error {
-	row, err := rows.Get(id)
-	if err != nil || row == nil {
-		return err
+	if len(row) < rowFixed {
+		return rowError(id)
 	}
-	s, err := decodeRow(id, row)
-	if err != nil {
-		return err
+	row = bytes.Clone(row)
+	raise(row, rowLastActivity, ev.Time)
+	if newer {
+		row[rowFlags] |= flagNewer
 	}
-	fn(&s)
-	return put(rows, &s)
-}
-
-func put(rows eventlog.Rows, s *SessionInfo) error {
-	row, err := msgpack.Marshal(s)
-	if err != nil {
-		return err
+	switch ev.Type {
+	case schema.TypeMessageAppended: // counting needs no payload, whatever its version
+		binary.BigEndian.PutUint64(row[rowMessages:], binary.BigEndian.Uint64(row[rowMessages:])+1)
+	case schema.TypeImportStarted:
+		row[rowFlags] |= flagImporting
+	case schema.TypeImportFinished:
+		row[rowFlags] &^= flagImporting
 	}
-	rows.Put(s.ID, row)
+	rows.Put(id, row)
 	return nil
 }
 
-func decodeRow(id string, row []byte) (SessionInfo, error) {
-	var s SessionInfo
-	if err := msgpack.Unmarshal(row, &s); err != nil {
-		return s, eventlog.Corruptf("index/"+id, 0, "session row: %v", err)
+// raise sets the time at off in row to t if t is later.
+func raise(row []byte, off int, t int64) {
+	if uint64(t) > binary.BigEndian.Uint64(row[off:]) {
+		binary.BigEndian.PutUint64(row[off:], uint64(t))
 	}
-	s.ID = id
-	return s, nil
+}
+
+func encodeRow(s *SessionInfo) []byte {
+	row := make([]byte, rowFixed, rowFixed+len(s.Cwd)+len(s.ImportedCwd))
+	binary.BigEndian.PutUint64(row[rowCreated:], uint64(s.Created))
+	binary.BigEndian.PutUint64(row[rowMessages:], uint64(s.Messages))
+	binary.BigEndian.PutUint64(row[rowLastRestored:], uint64(s.LastRestored))
+	binary.BigEndian.PutUint64(row[rowLastActivity:], uint64(s.LastActivity))
+	if s.Importing {
+		row[rowFlags] |= flagImporting
+	}
+	if s.Newer {
+		row[rowFlags] |= flagNewer
+	}
+	binary.BigEndian.PutUint32(row[rowCwdLen:], uint32(len(s.Cwd)))
+	row = append(row, s.Cwd...)
+	return append(row, s.ImportedCwd...)
+}
+
+func decodeRow(id string, row []byte) (SessionInfo, error) {
+	if len(row) < rowFixed {
+		return SessionInfo{}, rowError(id)
+	}
+	cwd := int(binary.BigEndian.Uint32(row[rowCwdLen:]))
+	if cwd > len(row)-rowFixed {
+		return SessionInfo{}, rowError(id)
+	}
+	flags := row[rowFlags]
+	return SessionInfo{
+		ID:           id,
+		Cwd:          string(row[rowFixed : rowFixed+cwd]),
+		ImportedCwd:  string(row[rowFixed+cwd:]),
+		Created:      int64(binary.BigEndian.Uint64(row[rowCreated:])),
+		Messages:     int(binary.BigEndian.Uint64(row[rowMessages:])),
+		LastRestored: int64(binary.BigEndian.Uint64(row[rowLastRestored:])),
+		LastActivity: int64(binary.BigEndian.Uint64(row[rowLastActivity:])),
+		Importing:    flags&flagImporting != 0,
+		Newer:        flags&flagNewer != 0,
+	}, nil
+}
+
+func rowError(id string) error {
+	return fmt.Errorf("%w: the session index row of %s is damaged", eventlog.ErrCorrupt, id)
 }
 
 // Sessions decodes the rows of SessionIndex (as eventlog.ReadRows returns

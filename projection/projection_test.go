@@ -1,6 +1,7 @@
 package projection_test
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
@@ -247,5 +248,35 @@ func TestTranscriptHasNoBlankLineAfterACompaction(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], "compact_boundary") {
 		t.Fatalf("line 2 is not the boundary: %s", lines[1])
+	}
+}
+
+// TestSessionRowsRoundTripAndDamageIsCorrupt checks the rows a store
+// keeps: what the fold wrote reads back whole, and a cut or overlong row is
+// ErrCorrupt naming the session, never a wrong row.
+func TestSessionRowsRoundTripAndDamageIsCorrupt(t *testing.T) {
+	s, ag := &log{stream: "session/s"}, &log{stream: "agent/x"}
+	fold := eventlog.NewFold(func(string) ([]byte, error) { return nil, nil })
+	for _, ev := range []eventlog.Event{
+		s.next(t, &schema.SessionCreated{ID: "s", Cwd: "/w", ImportedCwd: "/elsewhere"}, ""),
+		s.next(t, &schema.ImportStarted{}, ""),
+		s.next(t, msg("1", "", "a"), ""),
+		ag.next(t, &schema.SessionLoaded{Session: "s", Source: "startup"}, "r"),
+	} {
+		if err := fold.Apply(projection.SessionIndex, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row, _ := fold.Get("s")
+	got, err := projection.Sessions(map[string][]byte{"s": row})
+	want := []projection.SessionInfo{{ID: "s", Cwd: "/w", ImportedCwd: "/elsewhere", Created: 1000, Messages: 1,
+		LastRestored: 1000, LastActivity: 3000, Importing: true}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows = %+v, %v\nwant   %+v", got, err, want)
+	}
+	for _, bad := range [][]byte{row[:20], append(bytes.Clone(row[:33]), 0xff, 0xff, 0xff, 0xff)} {
+		if _, err := projection.Sessions(map[string][]byte{"s": bad}); !errors.Is(err, eventlog.ErrCorrupt) || !strings.Contains(err.Error(), " s ") {
+			t.Errorf("damaged row %x: %v, want ErrCorrupt naming s", bad, err)
+		}
 	}
 }
