@@ -20,11 +20,16 @@ func (s *Store) Load(ctx context.Context, evs []eventlog.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	s.ixMu.Lock()
+	defer s.ixMu.Unlock()
+	var k *keeper
+	err := s.update(func(tx *bolt.Tx) error {
 		b, err := s.buckets(tx)
 		if err != nil {
 			return err
 		}
+		k = s.keeper(tx)
+		prev := lastPosition(b)
 		c := b.events.Cursor()
 		if err := eventlog.CheckLoad(evs, lastPosition(b), func(stream string) (uint64, error) {
 			return readHead(c, stream)
@@ -72,6 +77,14 @@ func (s *Store) Load(ctx context.Context, evs []eventlog.Event) error {
 				}
 			}
 		}
-		return b.recent.SetSequence(evs[len(evs)-1].Position)
+		if err := b.recent.SetSequence(evs[len(evs)-1].Position); err != nil {
+			return fmt.Errorf("boltstore: load: %w", err)
+		}
+		return k.fold(prev, evs)
 	})
+	if err != nil {
+		return err
+	}
+	s.kept(k)
+	return nil
 }

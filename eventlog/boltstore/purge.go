@@ -47,13 +47,24 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 	if err := eventlog.CheckPurge(p); err != nil {
 		return nil, err
 	}
-	var evs []eventlog.Event
+	var (
+		evs []eventlog.Event
+		k   *keeper
+	)
+	s.ixMu.Lock()
 	err := s.update(func(tx *bolt.Tx) error {
 		b, err := s.buckets(tx)
 		if err != nil {
 			return err
 		}
+		k = s.keeper(tx)
+		prev := lastPosition(b)
 		if evs, err = appendTo(b, p.Expect, p.Records); err != nil {
+			return err
+		}
+		// The rows keep what the fold made of the removed events; the
+		// records the purge appends are folded like any append's.
+		if err := k.fold(prev, evs); err != nil {
 			return err
 		}
 		gaps, err := tx.CreateBucketIfNotExists(gapsBucket)
@@ -65,6 +76,10 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 		}
 		return tx.Bucket(metaBucket).Put(formatKey, []byte{gapsLayout})
 	})
+	if err == nil {
+		s.kept(k)
+	}
+	s.ixMu.Unlock()
 	if err != nil {
 		var partial *partialWrite
 		if errors.As(err, &partial) {

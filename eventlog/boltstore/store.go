@@ -82,7 +82,8 @@ type Options struct {
 	// opens its store through package reprise accepts the loss.
 	AcceptDamagedMeta bool
 
-	// Logger receives the warning of an accepted damaged meta page. Nil
+	// Logger receives the warning of an accepted damaged meta page, and
+	// the one of an index the store stops keeping because its fold failed. Nil
 	// means slog.Default().
 	Logger *slog.Logger
 }
@@ -112,6 +113,13 @@ type Store struct {
 	queue   []*appendReq
 	leading bool
 	commits atomic.Int64 // group commits attempted, for tests
+
+	// ixMu is held by Index, and by every write around its transaction,
+	// so that no write commits between Index bringing the rows up to date
+	// and ix being set.
+	ixMu sync.Mutex
+	ix   eventlog.Indexer // the index the store keeps; nil for none
+	log  *slog.Logger     // nil for slog.Default()
 }
 
 var _ eventlog.Store = (*Store)(nil)
@@ -164,7 +172,7 @@ func Open(path string, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db}
+	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db, log: opts.Logger}
 	if err := s.initLayout(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -438,11 +446,14 @@ func (s *Store) lead() {
 // transaction of its own, so that one request's failure is never another's.
 func (s *Store) commitGroup(group []*appendReq) {
 	s.commits.Add(1)
+	s.ixMu.Lock()
+	var k *keeper
 	err := s.update(func(tx *bolt.Tx) error {
 		b, err := s.buckets(tx)
 		if err != nil {
 			return err
 		}
+		k = s.keeper(tx)
 		// Positions only ever grow, and a stream only at its end, so the
 		// pages a split leaves behind take few or no more keys: filling
 		// them, rather than leaving them half empty as bbolt does by
@@ -453,10 +464,18 @@ func (s *Store) commitGroup(group []*appendReq) {
 			if r.err = r.ctx.Err(); r.err != nil {
 				continue
 			}
+			prev := lastPosition(b)
 			r.evs, r.err = appendTo(b, r.expect, r.recs)
 			var partial *partialWrite
 			if errors.As(r.err, &partial) {
 				return partial.err
+			}
+			// Only the requests that succeed are folded, each after the
+			// ones before it.
+			if r.err == nil {
+				if err := k.fold(prev, r.evs); err != nil {
+					return err
+				}
 			}
 		}
 		if recentSize(b.recent) <= recentLimit {
@@ -464,6 +483,10 @@ func (s *Store) commitGroup(group []*appendReq) {
 		}
 		return moveRecent(tx, b)
 	})
+	if err == nil {
+		s.kept(k)
+	}
+	s.ixMu.Unlock()
 	if err == nil {
 		return
 	}
@@ -710,18 +733,7 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 		// The runs are in the positions bucket, then, newer than all of
 		// those, in the recent bucket.
 		r := runReader{s: s, ctx: ctx, g: g, events: b.events.Cursor(), gaps: b.gaps, from: from, want: from, last: last, fn: fn}
-		for _, runs := range []*bolt.Bucket{b.positions, b.recent} {
-			if runs == nil || r.want > last {
-				continue
-			}
-			if err := r.read(runs.Cursor()); err != nil {
-				return err
-			}
-		}
-		if r.want <= last {
-			return r.missing()
-		}
-		return nil
+		return r.readAll(b)
 	})
 }
 
@@ -738,6 +750,23 @@ type runReader struct {
 	stream     string // the last run's, reused while runs share it
 	key        []byte
 	fn         func(eventlog.Event) error
+}
+
+// readAll reads the runs of b's positions bucket, then of its recent
+// bucket, up to r.last.
+func (r *runReader) readAll(b buckets) error {
+	for _, runs := range []*bolt.Bucket{b.positions, b.recent} {
+		if runs == nil || r.want > r.last {
+			continue
+		}
+		if err := r.read(runs.Cursor()); err != nil {
+			return err
+		}
+	}
+	if r.want <= r.last {
+		return r.missing()
+	}
+	return nil
 }
 
 // missing reports that position r.want has no run.
@@ -868,6 +897,14 @@ func (s *Store) Close() error {
 		return fmt.Errorf("boltstore: close %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// logger returns the logger of the store's warnings.
+func (s *Store) logger() *slog.Logger {
+	if s.log == nil {
+		return slog.Default()
+	}
+	return s.log
 }
 
 // view runs fn in a read transaction under a guard.
