@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -282,4 +284,75 @@ func msgpackLen(b *testing.B, v any) int {
 		b.Fatal(err)
 	}
 	return len(data)
+}
+
+// BenchmarkIndexKept appends to one of 200 sessions, with fsync, on a
+// store keeping the session index against one keeping none: the ratio is
+// what keeping the index costs an append (one record, and a bulk save of
+// 1,000); floor-ns/op is the store keeping none.
+func BenchmarkIndexKept(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			plain, kept := openSessions(b, false), openSessions(b, true)
+			recs := make([]eventlog.Record, n)
+			for i := range recs {
+				recs[i] = benchRecord()
+			}
+			appender := func(s *Store) func() time.Duration {
+				head, err := s.Head(ctx, benchStream)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return func() time.Duration {
+					start := time.Now()
+					evs, err := s.Append(ctx, []eventlog.Expect{{Stream: benchStream, Seq: head}}, recs)
+					if err != nil {
+						b.Fatal(err)
+					}
+					head = evs[len(evs)-1].Seq
+					return time.Since(start)
+				}
+			}
+			pairs(b, appender(plain), appender(kept))
+		})
+	}
+}
+
+// openSessions returns a durable store holding 200 sessions, benchStream's
+// among them, that keeps the session index if kept.
+func openSessions(b *testing.B, kept bool) *Store {
+	b.Helper()
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "events.db")
+	s, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 200 {
+		id := fmt.Sprintf("6f1c8a52-3f0e-4d2b-9a57-%012d", i)
+		if i == 0 {
+			id = strings.TrimPrefix(benchStream, "session/")
+		}
+		rec, err := schema.NewRecord("session/"+id, &schema.SessionCreated{ID: id, Cwd: "/w"}, 1, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream}}, []eventlog.Record{rec}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if s, err = Open(path, Options{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if kept {
+		if err := s.Index(ctx, projection.SessionIndex); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
 }
