@@ -30,6 +30,14 @@
 //	gaps       stream + 0x00 + first seq                 -> last seq (8 bytes, big-endian): a purged run
 //	           0x00 + first position                     -> last position: purged positions
 //
+// and, once Index has been called, the rows of the index the store keeps
+// (eventlog.Indexed), with two more keys in meta:
+//
+//	index      key                                       -> value, as the Indexer put them
+//	meta       "index"                                   -> the index's name
+//	           "index-last"                              -> the position of the last event folded into
+//	                                                        the rows (8 bytes, big-endian)
+//
 // Stream names hold no NUL byte, so an event key's stream part ends at the
 // first 0x00 and a stream's events sit together in sequence order: reading
 // a conversation is one sequential cursor scan, and a stream's head is the
@@ -83,6 +91,29 @@
 // bbolt does by default, which halves the pages a bulk append writes and
 // a rebuild reads.
 //
+// # Indexes
+//
+// The index's rows are additive: builds that know no indexes open a store
+// that has them, as the layout version is unchanged, and copy them along
+// when they compact it, but do not update them. Index (which package
+// reprise calls on every open) finds them behind the log (index-last short of the last position)
+// and folds the events they missed in one write transaction; when they are
+// up to date it writes nothing. A different name drops the rows and builds
+// them from the whole log. Each append, load and purge then folds its
+// events into the rows in its own transaction, when the rows hold every
+// event before it; rows behind the log are not caught up by a write but
+// left for the next Index, which, as only one process writes the file at a
+// time, can only be the next open's. A fold that fails writes no row and
+// fails no append: the store keeps the index no longer, for the rest of
+// this open, and logs a warning to Options.Logger.
+//
+// An append writes each row its events change once, and the index's name
+// and last position sit in the meta bucket, inside the page every commit
+// writes anyway: keeping an index costs an append the pages from the rows'
+// root to the leaves of the rows it changes, nothing while the rows are few
+// enough (under a quarter of a page) for bbolt to keep them inside the root
+// page too, and three pages for an append to one of 2,000 sessions.
+//
 // # Appends and group commit
 //
 // An append checks every expectation against its stream's head, then writes
@@ -97,6 +128,9 @@
 // or whose context ended, fails alone and writes nothing. If the
 // transaction itself fails, each append of the group is tried again in a
 // transaction of its own, so that no append fails for another's sake.
+// The index's rows are folded request by request, each after the ones
+// before it in the group, and only for requests that succeed; a group
+// that fails and is tried again alone folds again.
 //
 // # Caveats
 //
