@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,6 +90,7 @@ func checkSet(t *testing.T, dir string) {
 		compare(t, want, render(t, e))
 		audit(t, e)
 	})
+	t.Run("bbolt-written", func(t *testing.T) { checkWriteOpen(t, dir) })
 	t.Run("postgres", func(t *testing.T) {
 		base := os.Getenv(urlEnv)
 		if base == "" {
@@ -116,6 +118,46 @@ func checkSet(t *testing.T, dir string) {
 		compare(t, want, render(t, e))
 		audit(t, e)
 	})
+}
+
+// checkWriteOpen opens a copy of the golden bbolt file of set dir for
+// writing, as a newer build meets a store an older one wrote: the open
+// builds the session index from the log, and the rows it keeps are what
+// folding the whole log says.
+func checkWriteOpen(t *testing.T, dir string) {
+	ctx := context.Background()
+	folded, err := openBolt(t, dir).Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, boltFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), boltFile)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := reprise.Open(path, reprise.Options{TranscriptDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closing(t, e)
+	rows := map[string][]byte{}
+	_, err = e.Store().(eventlog.Indexed).ReadIndex(ctx, projection.SessionIndex.Name(), func(key string, value []byte) error {
+		rows[key] = bytes.Clone(value)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the write-open kept no session index: %v", err)
+	}
+	kept, err := projection.Sessions(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(kept, folded) || len(kept) == 0 {
+		t.Fatalf("the session index built on a write-open holds\n%+v\nfolding the log gives\n%+v", kept, folded)
+	}
 }
 
 // audit fails t when the audit of e's store finds anything wrong.
