@@ -189,9 +189,15 @@ func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 		file *os.File
 	)
 	bopts := &bolt.Options{
-		Timeout:  opts.Timeout,
-		ReadOnly: readOnly,
-		NoSync:   opts.NoSync,
+		Timeout:         opts.Timeout,
+		ReadOnly:        readOnly,
+		NoSync:          opts.NoSync,
+		// bbolt maps the file afresh whenever it outgrows the mapping,
+		// copying every node a write transaction has touched out of the
+		// old one first: a save of 100,000 messages spent half its time
+		// doing so. Address space is cheap; a gigabyte of it is reserved
+		// up front, and only the file's pages are ever touched.
+		InitialMmapSize: 1 << 30,
 		// Keep the file so that its lock can be released if bbolt panics
 		// before it returns a DB.
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
