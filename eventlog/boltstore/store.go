@@ -182,6 +182,9 @@ func Open(path string, opts Options) (*Store, error) {
 
 // openBolt opens the bbolt database at path, turning its errors and panics
 // into eventlog's. A read-only open also checks that the file is as long as
+// allocStep is how far beyond its last page the file grows at a time.
+const allocStep = 1 << 20
+
 // its meta pages say it is.
 func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 	var (
@@ -189,9 +192,9 @@ func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 		file *os.File
 	)
 	bopts := &bolt.Options{
-		Timeout:         opts.Timeout,
-		ReadOnly:        readOnly,
-		NoSync:          opts.NoSync,
+		Timeout:  opts.Timeout,
+		ReadOnly: readOnly,
+		NoSync:   opts.NoSync,
 		// bbolt maps the file afresh whenever it outgrows the mapping,
 		// copying every node a write transaction has touched out of the
 		// old one first: a save of 100,000 messages spent half its time
@@ -221,6 +224,10 @@ func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 		return nil, openError(path, opts.Timeout, err)
 	}
 	g.opening = false
+	// With the mapping larger than bbolt's allocation step, each growth
+	// of the file adds the step beyond what the commit needs: keep that
+	// margin small, so that a small store stays a small file.
+	db.AllocSize = allocStep
 	if replaced(path, file) {
 		// A compaction renamed a new file over path while this open
 		// waited for the old one's lock: open the new one.
