@@ -44,7 +44,8 @@ it. A session whose import started and did not finish is marked
 "(import unfinished)": it holds only the first part of its transcript
 (see reprise import --resume). A session holding events written by a
 newer reprise is marked "(newer events)": this build lists it but cannot
-read those events, and shows what it can. It reads the whole log, read-only. With
+read those events, and shows what it can. It reads the session index the
+store keeps (one row per session, written with the events), read-only. With
 --json it prints one JSON array.
 Where there is no store yet, the list is empty.`,
 		Example: `  reprise sessions
