@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/jsonview"
 )
 
 // appendOptions are the options of append.
@@ -79,7 +80,7 @@ func runAppend(ctx context.Context, a *app, o appendOptions, stdin io.Reader, st
 		return printJSON(stdout, struct {
 			Session string `json:"session"`
 			messageJSON
-		}{id, newMessageJSON(m)})
+		}{id, jsonview.NewMessage(m)})
 	}
 	_, err = fmt.Fprintln(stdout, m.UUID)
 	return err

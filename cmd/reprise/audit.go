@@ -8,45 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/jsonview"
 )
 
 // auditJSON is the output of audit --json.
-type auditJSON struct {
-	OK               bool             `json:"ok"`
-	Events           int              `json:"events"`
-	Sessions         int              `json:"sessions"`
-	Agents           int              `json:"agents"`
-	Restores         int              `json:"restores"`
-	HooksRun         int              `json:"hooks_run"`
-	HooksFailed      int              `json:"hooks_failed"`
-	HooksCancelled   int              `json:"hooks_cancelled"`
-	HooksInterrupted int              `json:"hooks_interrupted"`
-	Violations       []violationJSON  `json:"violations"`
-	InProgress       []inProgressJSON `json:"in_progress"`
-}
-
-// inProgressJSON is a step an agent's log ends inside, with the command
-// that rolls it forward.
-type inProgressJSON struct {
-	Agent   string `json:"agent"`
-	Stream  string `json:"stream"`
-	Seq     uint64 `json:"seq"`
-	ID      string `json:"id"`
-	State   string `json:"state"`
-	Detail  string `json:"detail"`
-	Command string `json:"command"`
-	// RunningIn names the process that holds the store, when the audit
-	// read through it: the step may be running there, and Command is for
-	// after it ends.
-	RunningIn string `json:"running_in,omitempty"`
-}
-
-type violationJSON struct {
-	Stream string `json:"stream"`
-	Seq    uint64 `json:"seq"`
-	Kind   string `json:"kind"`
-	Detail string `json:"detail"`
-}
+type auditJSON = jsonview.Audit
 
 // auditOptions are the options of audit.
 type auditOptions struct {
@@ -129,21 +95,7 @@ func (a *app) finishCommand(agent string) string {
 
 // newAuditJSON describes rep for JSON output; ok is the verdict.
 func (a *app) newAuditJSON(rep *reprise.AuditReport, ok bool) auditJSON {
-	out := auditJSON{
-		OK: ok, Events: rep.Events, Sessions: rep.Sessions, Agents: rep.Agents,
-		Restores: rep.Restores, HooksRun: rep.HooksRun, HooksFailed: rep.HooksFailed,
-		HooksCancelled: rep.HooksCancelled, HooksInterrupted: rep.HooksInterrupted,
-		Violations: make([]violationJSON, len(rep.Violations)),
-		InProgress: make([]inProgressJSON, len(rep.InProgress)),
-	}
-	for i, p := range rep.InProgress {
-		out.InProgress[i] = inProgressJSON{Agent: p.Agent, Stream: p.Stream, Seq: p.Seq, ID: p.ID,
-			State: p.State, Detail: p.Detail, Command: a.finishCommand(p.Agent), RunningIn: a.heldBy}
-	}
-	for i, v := range rep.Violations {
-		out.Violations[i] = violationJSON{Stream: v.Stream, Seq: v.Seq, Kind: v.Kind, Detail: v.Detail}
-	}
-	return out
+	return jsonview.NewAudit(rep, ok, a.finishCommand, a.heldBy)
 }
 
 // printAudit writes each violation and each restore in progress, then a

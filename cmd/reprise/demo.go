@@ -12,7 +12,8 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/hookexec"
+	demostory "github.com/reprise-dev/reprise/internal/demo"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -92,41 +93,11 @@ func demo(ctx context.Context, path string) (*demoRun, error) {
 		return nil, err
 	}
 	defer e.Close()
-	if err := registerDemoHooks(e); err != nil {
-		return nil, err
-	}
-	design, err := demoSession(ctx, e, "/src/payments", "Review the retry design in payments.", "Retries back off exponentially, capped at 30 s.")
+	run, err := demostory.Play(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	bugfix, err := demoSession(ctx, e, "/src/payments", "Why does TestRefund flake?", "It races on the shared ledger; add a lock.", "Do it.")
-	if err != nil {
-		return nil, err
-	}
-	d := &demoRun{store: path, agent: "demo-host"}
-	agent, err := e.Agent(ctx, d.agent)
-	if err != nil {
-		return nil, err
-	}
-	if d.startup, err = agent.Start(ctx, design); err != nil {
-		return nil, err
-	}
-	if _, err := e.Buffer(ctx, design, reprise.Text("user", "Note: keep the jitter.")); err != nil {
-		return nil, err
-	}
-	if d.restore, err = agent.Restore(ctx, bugfix); err != nil {
-		return nil, err
-	}
-	designMsgs, err := e.Conversation(ctx, design)
-	if err != nil {
-		return nil, err
-	}
-	if d.fork, err = agent.Fork(ctx, design, designMsgs[1].UUID); err != nil {
-		return nil, err
-	}
-	if d.clear, err = agent.Clear(ctx); err != nil {
-		return nil, err
-	}
+	d := &demoRun{store: path, agent: demostory.Agent, startup: run.Startup, restore: run.Restore, fork: run.Fork, clear: run.Clear}
 	err = e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
 		ev.Payload = slices.Clone(ev.Payload)
 		d.events = append(d.events, ev)
@@ -135,8 +106,8 @@ func demo(ctx context.Context, path string) (*demoRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.conv = projection.NewConversation(bugfix)
-	if err := e.Store().ReadStream(ctx, projection.SessionStream(bugfix), 1, d.conv.Apply); err != nil {
+	d.conv = projection.NewConversation(run.Bugfix)
+	if err := e.Store().ReadStream(ctx, projection.SessionStream(run.Bugfix), 1, d.conv.Apply); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -170,52 +141,15 @@ func (d *demoRun) print(w io.Writer) error {
 func (d *demoRun) json(store string) (demoJSON, error) {
 	out := demoJSON{Store: store, Events: make([]eventJSON, 0, len(d.events))}
 	for _, r := range []*reprise.Restore{d.startup, d.restore, d.fork, d.clear} {
-		out.Restores = append(out.Restores, newRestoreJSON(d.agent, r.To, r))
+		out.Restores = append(out.Restores, jsonview.NewRestore(d.agent, r.To, r))
 	}
 	for _, ev := range d.events {
-		js, err := newEventJSON(ev)
+		js, err := jsonview.NewEvent(ev)
 		if err != nil {
 			return demoJSON{}, err
 		}
 		out.Events = append(out.Events, js)
 	}
-	out.Conversation = conversationJSON{Session: d.conv.ID, Cwd: d.conv.Cwd, Created: formatTime(d.conv.Created),
-		Messages: make([]messageJSON, len(d.conv.Messages))}
-	for i, m := range d.conv.Messages {
-		out.Conversation.Messages[i] = newMessageJSON(m)
-	}
+	out.Conversation = jsonview.NewConversation(d.conv, d.conv.Messages)
 	return out, nil
-}
-
-// demoSession creates a session in cwd whose messages are texts, alternating user and assistant.
-func demoSession(ctx context.Context, e *reprise.Engine, cwd string, texts ...string) (string, error) {
-	id, err := e.CreateSession(ctx, "", cwd)
-	if err != nil {
-		return "", err
-	}
-	for i, text := range texts {
-		role := "user"
-		if i%2 == 1 {
-			role = "assistant"
-		}
-		if _, err := e.Append(ctx, id, reprise.Text(role, text)); err != nil {
-			return "", err
-		}
-	}
-	return id, nil
-}
-
-// registerDemoHooks registers the demo's function hooks in e.
-func registerDemoHooks(e *reprise.Engine) error {
-	err := e.Hooks().OnSessionStart("project-context", "startup|resume|fork|clear",
-		func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
-			return hookexec.SessionStartOutput{AdditionalContext: fmt.Sprintf("%s session in %s; CI is green on main.", in.Source, in.Cwd)}, nil
-		})
-	if err != nil {
-		return err
-	}
-	return e.Hooks().OnSessionEnd("goodbye", "resume|clear",
-		func(ctx context.Context, in hookexec.SessionEndInput) (hookexec.SessionEndOutput, error) {
-			return hookexec.SessionEndOutput{SessionSummary: "left " + in.SessionID}, nil
-		})
 }

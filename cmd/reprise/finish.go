@@ -10,6 +10,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/jsonview"
 )
 
 // finishJSON is the output of finish --json.
@@ -74,7 +75,7 @@ func runFinish(ctx context.Context, a *app, o finishOptions, stdout, stderr io.W
 		what, out.ID = "restore", before.Restore.ID
 		if history := agent.History(); len(history) > 0 && history[len(history)-1].ID == out.ID {
 			finished = &history[len(history)-1]
-			rj := newRestoreJSON(o.agent, finished.To, finished)
+			rj := jsonview.NewRestore(o.agent, finished.To, finished)
 			out.Restore = &rj
 		}
 	case before.Stop != nil:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
 )
@@ -87,7 +88,7 @@ func loadAgent(ctx context.Context, e *reprise.Engine, f restoreOptions, project
 // report prints r, or its JSON when --json is set.
 func (a *app) report(w io.Writer, agent string, r *reprise.Restore) error {
 	if a.json {
-		return printJSON(w, newRestoreJSON(agent, r.To, r))
+		return printJSON(w, jsonview.NewRestore(agent, r.To, r))
 	}
 	printRestore(w, agent, r)
 	return nil
@@ -349,7 +350,7 @@ func runStop(ctx context.Context, a *app, o stopOptions, stdout, stderr io.Write
 			StopReason string        `json:"stop_reason,omitempty"`
 			Message    string        `json:"message,omitempty"`
 			Hooks      []outcomeJSON `json:"hooks"`
-		}{res.Blocked, res.Capped, res.Reason, o.reason, messageUUID(res.Message), newOutcomesJSON(hookexec.Stop, res.Outcomes)})
+		}{res.Blocked, res.Capped, res.Reason, o.reason, messageUUID(res.Message), jsonview.NewOutcomes(hookexec.Stop, res.Outcomes)})
 	}
 	switch {
 	case res.Capped:

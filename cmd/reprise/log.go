@@ -2,29 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
-	"github.com/reprise-dev/reprise/schema"
 )
 
 // eventJSON is one line of log --json.
-type eventJSON struct {
-	Position  uint64         `json:"position"`
-	Stream    string         `json:"stream"`
-	Seq       uint64         `json:"seq"`
-	Type      eventlog.Type  `json:"type"`
-	Time      string         `json:"time"`
-	RestoreID string         `json:"restore_id"`
-	Payload   map[string]any `json:"payload"`
-}
+type eventJSON = jsonview.Event
 
 // logOptions are the options of log: one of session and agent, or
 // neither with follow.
@@ -131,50 +120,9 @@ func runLog(ctx context.Context, a *app, o logOptions, stdout, stderr io.Writer)
 
 // printEventJSON prints ev as one line of log --json.
 func printEventJSON(w io.Writer, ev eventlog.Event) error {
-	line, err := newEventJSON(ev)
+	line, err := jsonview.NewEvent(ev)
 	if err != nil {
 		return err
 	}
 	return printJSON(w, line)
-}
-
-// newEventJSON describes ev, its payload decoded into a map with the keys
-// of the schema.
-func newEventJSON(ev eventlog.Event) (eventJSON, error) {
-	// Decode checks the type and version; the map keeps the schema's keys.
-	if _, err := schema.Decode(ev); err != nil {
-		return eventJSON{}, err
-	}
-	var payload map[string]any
-	if err := msgpack.Unmarshal(ev.Payload, &payload); err != nil {
-		return eventJSON{}, eventlog.Corruptf(ev.Stream, ev.Seq, "%s payload: %v", ev.Type, err)
-	}
-	return eventJSON{
-		Position: ev.Position, Stream: ev.Stream, Seq: ev.Seq, Type: ev.Type,
-		Time: formatTime(ev.Time), RestoreID: ev.RestoreID, Payload: jsonValues(payload).(map[string]any),
-	}, nil
-}
-
-// jsonValues makes a decoded msgpack value fit for JSON: binary values
-// holding JSON (transcript records and content blocks) are embedded as JSON,
-// other UTF-8 ones become strings, and the rest stay bytes (base64).
-func jsonValues(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			v[k] = jsonValues(x)
-		}
-	case []any:
-		for i, x := range v {
-			v[i] = jsonValues(x)
-		}
-	case []byte:
-		switch {
-		case json.Valid(v):
-			return json.RawMessage(v)
-		case utf8.Valid(v):
-			return string(v)
-		}
-	}
-	return v
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/jsonview"
 )
 
 // errPromptBlocked is why prompt exits 1: a UserPromptSubmit hook kept the
@@ -96,7 +97,7 @@ func runPrompt(ctx context.Context, a *app, o promptOptions, stdin io.Reader, st
 		err = printJSON(stdout, promptJSON{
 			Agent: o.agent, Session: session, Blocked: res.Blocked, Reason: res.Reason,
 			Message: messageUUID(res.Message), Context: res.Context, ContextMessage: messageUUID(res.ContextMessage),
-			Hooks: newOutcomesJSON(hookexec.UserPromptSubmit, res.Outcomes),
+			Hooks: jsonview.NewOutcomes(hookexec.UserPromptSubmit, res.Outcomes),
 		})
 	} else {
 		printPrompt(stdout, session, res)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -10,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
-	"github.com/reprise-dev/reprise/schema"
 )
 
 // The formats of replay.
@@ -22,47 +21,10 @@ const (
 )
 
 // conversationJSON is the output of replay --format json.
-type conversationJSON struct {
-	Session  string        `json:"session"`
-	Cwd      string        `json:"cwd"`
-	Created  string        `json:"created"`
-	Messages []messageJSON `json:"messages"`
-}
+type conversationJSON = jsonview.Conversation
 
-// messageJSON is one message. Content holds a {"type":"text","text":...}
-// object per text block and every other block's JSON as it was received.
-type messageJSON struct {
-	UUID       string `json:"uuid"`
-	ParentUUID string `json:"parent_uuid,omitempty"`
-	Role       string `json:"role"`
-	Meta       bool   `json:"meta"`
-	Time       string `json:"time"`
-	Content    []any  `json:"content"`
-}
-
-type textBlockJSON struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-// newMessageJSON describes m for JSON output.
-func newMessageJSON(m schema.Message) messageJSON {
-	out := messageJSON{UUID: m.UUID, ParentUUID: m.ParentUUID, Role: m.Role, Meta: m.IsMeta,
-		Time: formatTime(m.Timestamp), Content: make([]any, len(m.Content))}
-	for i, b := range m.Content {
-		switch {
-		case json.Valid(b.Raw):
-			out.Content[i] = json.RawMessage(b.Raw)
-		case b.Type == "text":
-			out.Content[i] = textBlockJSON{Type: "text", Text: b.Text}
-		default:
-			out.Content[i] = struct {
-				Type string `json:"type"`
-			}{b.Type}
-		}
-	}
-	return out
-}
+// messageJSON is one message of a conversation.
+type messageJSON = jsonview.Message
 
 // replayOptions are the options of replay.
 type replayOptions struct {
@@ -133,11 +95,7 @@ func runReplay(ctx context.Context, a *app, o replayOptions, stdout, stderr io.W
 		return fmt.Errorf("%w: %s", reprise.ErrSessionDeleted, id)
 	}
 	if format == formatJSON {
-		out := conversationJSON{Session: id, Cwd: conv.Cwd, Created: formatTime(conv.Created), Messages: make([]messageJSON, len(conv.Messages))}
-		for i, m := range conv.Messages {
-			out.Messages[i] = newMessageJSON(m)
-		}
-		return printJSON(stdout, out)
+		return printJSON(stdout, jsonview.NewConversation(conv, conv.Messages))
 	}
 	printConversation(stdout, conv)
 	return nil

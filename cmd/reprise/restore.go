@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -204,129 +204,10 @@ func explainNoSession(err error, agent string) error {
 }
 
 // restoreJSON is the JSON shape of a restore's report.
-type restoreJSON struct {
-	Agent         string          `json:"agent"`
-	Restored      bool            `json:"restored"`
-	RestoreID     string          `json:"restore_id,omitempty"`
-	Source        string          `json:"source,omitempty"`
-	From          string          `json:"from,omitempty"`
-	To            string          `json:"to"`
-	InitialPrompt string          `json:"initial_prompt,omitempty"`
-	Saved         int             `json:"saved"`
-	SaveError     string          `json:"save_error,omitempty"`
-	SessionEnd    *hookRunJSON    `json:"session_end,omitempty"`
-	PreCompact    *preCompactJSON `json:"pre_compact,omitempty"`
-	SessionStart  *hookRunJSON    `json:"session_start,omitempty"`
-	Context       string          `json:"context"`
-	Injected      string          `json:"injected_message,omitempty"`
-	Env           string          `json:"env,omitempty"`
-	EnvFile       string          `json:"env_file,omitempty"`
-	// ModifiedConfig merges the modifiedConfig objects of the SessionStart
-	// hooks, a later hook winning a key; absent when none returned one.
-	ModifiedConfig json.RawMessage `json:"modifiedConfig,omitempty"`
-	Began          string          `json:"began,omitempty"`
-	Ended          string          `json:"ended,omitempty"`
-}
+type restoreJSON = jsonview.Restore
 
-// hookRunJSON is one hook event of a restore.
-type hookRunJSON struct {
-	Source      string        `json:"source,omitempty"` // SessionStart
-	Reason      string        `json:"reason,omitempty"` // SessionEnd
-	Hooks       []outcomeJSON `json:"hooks"`
-	Interrupted bool          `json:"interrupted"`
-	// SessionEnd only: a hook asked the host not to show the end.
-	SuppressOutput *bool `json:"suppressOutput,omitempty"`
-}
-
-// preCompactJSON is the PreCompact run of a compaction that had hooks.
-type preCompactJSON struct {
-	Trigger      string        `json:"trigger"`
-	Instructions string        `json:"instructions,omitempty"`
-	Hooks        []outcomeJSON `json:"hooks"`
-	Blocked      bool          `json:"blocked"`
-	Reason       string        `json:"reason,omitempty"`
-	Interrupted  bool          `json:"interrupted"`
-}
-
-// outcomeJSON is what one hook did. The keys that carry a field of a hook
-// contract keep the contract's name: a SessionEnd outcome always has
-// sessionSummary, cleanupActions and suppressOutput, a SessionStart one
-// modifiedConfig (null when the hook returned none).
-type outcomeJSON struct {
-	Name       string  `json:"name"`
-	Source     string  `json:"source"`
-	Status     string  `json:"status"`
-	ExitCode   int     `json:"exit_code"`
-	DurationMS float64 `json:"duration_ms"`
-	Error      string  `json:"error,omitempty"`
-	Stderr     string  `json:"stderr,omitempty"`
-	ContextLen int     `json:"context_len"`
-	Dropped    int64   `json:"dropped,omitempty"`
-	// Stop, UserPromptSubmit and PreCompact: "block" and why.
-	Decision string `json:"decision,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-
-	ModifiedConfig *json.RawMessage `json:"modifiedConfig,omitempty"` // SessionStart
-	SessionSummary *string          `json:"sessionSummary,omitempty"` // SessionEnd
-	CleanupActions *[]string        `json:"cleanupActions,omitempty"` // SessionEnd
-	SuppressOutput *bool            `json:"suppressOutput,omitempty"` // SessionEnd
-}
-
-// newOutcomesJSON describes the outcomes of hooks of event for JSON output.
-func newOutcomesJSON(event hookexec.Event, list []schema.HookOutcome) []outcomeJSON {
-	out := make([]outcomeJSON, len(list))
-	for i, o := range list {
-		x := outcomeJSON{
-			Name: o.Name, Source: o.Source, Status: o.Status, ExitCode: o.ExitCode,
-			DurationMS: float64(o.Duration) / float64(time.Millisecond),
-			Error:      o.Error, Stderr: o.Stderr, ContextLen: o.ContextLen, Dropped: o.Dropped,
-			Decision: o.Decision, Reason: o.Reason,
-		}
-		switch event {
-		case hookexec.SessionStart:
-			config := json.RawMessage(o.Config)
-			x.ModifiedConfig = &config // a nil one is null
-		case hookexec.SessionEnd:
-			cleanup := o.Cleanup
-			if cleanup == nil {
-				cleanup = []string{}
-			}
-			summary, suppress := o.Summary, o.Suppress
-			x.SessionSummary, x.CleanupActions, x.SuppressOutput = &summary, &cleanup, &suppress
-		}
-		out[i] = x
-	}
-	return out
-}
-
-// newRestoreJSON describes restore r of agent; a nil r is a restore to
-// session to that did nothing.
-func newRestoreJSON(agent, to string, r *reprise.Restore) restoreJSON {
-	if r == nil {
-		return restoreJSON{Agent: agent, To: to}
-	}
-	out := restoreJSON{
-		Agent: agent, Restored: true, RestoreID: r.ID, Source: string(r.Source), From: r.From, To: r.To,
-		InitialPrompt: r.InitialPrompt, Saved: r.Saved, SaveError: r.SaveError,
-		SessionStart: &hookRunJSON{Source: string(r.Source), Hooks: newOutcomesJSON(hookexec.SessionStart, r.StartOutcomes), Interrupted: r.StartInterrupted},
-		Context:      r.Context, Injected: r.InjectedUUID, Env: r.Env, EnvFile: r.EnvFile, ModifiedConfig: r.ModifiedConfig,
-		Began: formatTime(r.Began), Ended: formatTime(r.Ended),
-	}
-	if r.EndReason != "" { // the agent left a session
-		suppress := r.SuppressOutput
-		out.SessionEnd = &hookRunJSON{Reason: string(r.EndReason), Hooks: newOutcomesJSON(hookexec.SessionEnd, r.EndOutcomes),
-			Interrupted: r.EndInterrupted, SuppressOutput: &suppress}
-	}
-	if r.Trigger != "" || len(r.PreCompactHooks) > 0 { // a compaction that had PreCompact hooks
-		out.PreCompact = &preCompactJSON{Trigger: r.Trigger, Instructions: r.Instructions,
-			Hooks:   newOutcomesJSON(hookexec.PreCompact, r.PreCompactOutcomes),
-			Blocked: r.PreCompactBlocked, Reason: r.PreCompactReason, Interrupted: r.PreCompactInterrupted}
-	}
-	if r.To == "" || r.PreCompactBlocked { // an End, or a blocked compaction: no session started
-		out.SessionStart = nil
-	}
-	return out
-}
+// outcomeJSON is what one hook did.
+type outcomeJSON = jsonview.Outcome
 
 // printRestore writes what restore r did, for people.
 func printRestore(w io.Writer, agent string, r *reprise.Restore) {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/jsonview"
 )
 
 // rmOptions are the options of rm.
@@ -208,7 +209,7 @@ func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []reprise.Inactive
 			Refused []refusedJSON `json:"refused,omitempty"`
 		}{DryRun: dryRun, Deleted: make([]deletedJSON, len(gone))}
 		for i, s := range gone {
-			out.Deleted[i] = deletedJSON{ID: s.ID, Messages: s.Messages, LastActivity: formatTime(s.LastActivity)}
+			out.Deleted[i] = deletedJSON{ID: s.ID, Messages: s.Messages, LastActivity: jsonview.FormatTime(s.LastActivity)}
 		}
 		for _, r := range refused {
 			out.Refused = append(out.Refused, refusedJSON{ID: r.id, Reason: userMessage(r.err)})

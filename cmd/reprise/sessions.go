@@ -9,24 +9,13 @@ import (
 	"text/tabwriter"
 
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/spf13/cobra"
 )
 
 // sessionJSON is one session in the JSON output of sessions.
-type sessionJSON struct {
-	ID           string `json:"id"`
-	Cwd          string `json:"cwd"`
-	ImportedCwd  string `json:"imported_cwd,omitempty"` // the cwd an imported transcript named
-	Messages     int    `json:"messages"`
-	Created      string `json:"created"`
-	LastRestored string `json:"last_restored,omitempty"`
-	// ImportUnfinished marks a session whose import did not finish.
-	ImportUnfinished bool `json:"import_unfinished,omitempty"`
-	// NewerEvents marks a session holding events written by a newer
-	// reprise, which this build cannot read.
-	NewerEvents bool `json:"newer_events,omitempty"`
-}
+type sessionJSON = jsonview.Session
 
 // sessionsOptions are the options of sessions: none of its own.
 type sessionsOptions struct{}
@@ -75,8 +64,7 @@ func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr 
 	if a.json {
 		out := make([]sessionJSON, len(sessions))
 		for i, s := range sessions {
-			out[i] = sessionJSON{ID: s.ID, Cwd: s.Cwd, ImportedCwd: s.ImportedCwd, Messages: s.Messages,
-				Created: formatTime(s.Created), LastRestored: formatTime(s.LastRestored), ImportUnfinished: s.Importing, NewerEvents: s.Newer}
+			out[i] = jsonview.NewSession(s)
 		}
 		return printJSON(stdout, out)
 	}

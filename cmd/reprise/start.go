@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/jsonview"
 )
 
 // startOptions are the options of start and resume.
@@ -64,7 +65,7 @@ func runStart(ctx context.Context, a *app, o startOptions, stdout, stderr io.Wri
 		return err
 	}
 	if a.json {
-		return printJSON(stdout, newRestoreJSON(o.agent, o.session, r))
+		return printJSON(stdout, jsonview.NewRestore(o.agent, o.session, r))
 	}
 	if r != nil && r.Context != "" {
 		_, err = fmt.Fprintln(stdout, r.Context)
@@ -111,7 +112,7 @@ func runResume(ctx context.Context, a *app, o startOptions, stdout, stderr io.Wr
 	}
 	switch {
 	case a.json:
-		return printJSON(stdout, newRestoreJSON(o.agent, o.session, r))
+		return printJSON(stdout, jsonview.NewRestore(o.agent, o.session, r))
 	case r == nil:
 		fmt.Fprintf(stdout, "agent %s is already on session %s; nothing to do\n", o.agent, from)
 	default:

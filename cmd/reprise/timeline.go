@@ -37,14 +37,6 @@ func printLogLine(w io.Writer, ev eventlog.Event) error {
 // logTime is the time format of log lines: UTC, to the millisecond.
 const logTime = "2006-01-02T15:04:05.000Z"
 
-// formatTime formats UTC unix nanoseconds as RFC 3339 in UTC, or "" for 0.
-func formatTime(ns int64) string {
-	if ns == 0 {
-		return ""
-	}
-	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
-}
-
 // shortTime formats UTC unix nanoseconds for people: UTC, to the second,
 // or "-" for 0.
 func shortTime(ns int64) string {

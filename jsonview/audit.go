@@ -1,0 +1,63 @@
+package jsonview
+
+import "github.com/reprise-dev/reprise"
+
+// Audit is the verdict of an audit and what it found.
+type Audit struct {
+	OK               bool         `json:"ok"`
+	Events           int          `json:"events"`
+	Sessions         int          `json:"sessions"`
+	Agents           int          `json:"agents"`
+	Restores         int          `json:"restores"`
+	HooksRun         int          `json:"hooks_run"`
+	HooksFailed      int          `json:"hooks_failed"`
+	HooksCancelled   int          `json:"hooks_cancelled"`
+	HooksInterrupted int          `json:"hooks_interrupted"`
+	Violations       []Violation  `json:"violations"`
+	InProgress       []InProgress `json:"in_progress"`
+}
+
+// InProgress is a step an agent's log ends inside, with the command that
+// rolls it forward.
+type InProgress struct {
+	Agent   string `json:"agent"`
+	Stream  string `json:"stream"`
+	Seq     uint64 `json:"seq"`
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Detail  string `json:"detail"`
+	Command string `json:"command"`
+	// RunningIn names the process that holds the store, when the audit
+	// read through it: the step may be running there, and Command is for
+	// after it ends.
+	RunningIn string `json:"running_in,omitempty"`
+}
+
+// Violation is a rule the log breaks, at an event.
+type Violation struct {
+	Stream string `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+}
+
+// NewAudit describes rep; ok is the verdict, finish returns the command
+// that rolls forward what an agent has in progress, and runningIn names
+// the process that holds the store, "" when the audit read it itself.
+func NewAudit(rep *reprise.AuditReport, ok bool, finish func(agent string) string, runningIn string) Audit {
+	out := Audit{
+		OK: ok, Events: rep.Events, Sessions: rep.Sessions, Agents: rep.Agents,
+		Restores: rep.Restores, HooksRun: rep.HooksRun, HooksFailed: rep.HooksFailed,
+		HooksCancelled: rep.HooksCancelled, HooksInterrupted: rep.HooksInterrupted,
+		Violations: make([]Violation, len(rep.Violations)),
+		InProgress: make([]InProgress, len(rep.InProgress)),
+	}
+	for i, p := range rep.InProgress {
+		out.InProgress[i] = InProgress{Agent: p.Agent, Stream: p.Stream, Seq: p.Seq, ID: p.ID,
+			State: p.State, Detail: p.Detail, Command: finish(p.Agent), RunningIn: runningIn}
+	}
+	for i, v := range rep.Violations {
+		out.Violations[i] = Violation{Stream: v.Stream, Seq: v.Seq, Kind: v.Kind, Detail: v.Detail}
+	}
+	return out
+}
