@@ -1,0 +1,398 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/jsonview"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// run is one row of an agent's timeline: the events of one restore, or
+// of one prompt, stop or compaction, which share an id.
+type run struct {
+	ID, Agent     string
+	Kind          string // restore, end, prompt, stop or compact
+	Source        string // a restore's SessionStart source
+	From, To      string
+	Began, Ended  int64
+	Steps         []step
+	Hooks         []hookRun
+	RolledForward bool // hooks were cut off by a process that died; a later one finished the run
+	InProgress    bool // the log ends inside it
+	Position      uint64
+}
+
+// step is one event of a run, a segment of the row as long as the time
+// until the next step.
+type step struct {
+	Type     eventlog.Type
+	Seq      uint64
+	Position uint64
+	Time     int64
+	Pct      float64 // share of the run's time
+	Dur      string
+}
+
+// hookRun is one hook event of a run: what it was given and what each of
+// its hooks did.
+type hookRun struct {
+	Event       string
+	Input       string // the recorded intent, as JSON
+	Context     string // the context the hooks returned, joined
+	Interrupted bool
+	Outcomes    []jsonview.Outcome
+	Bars        []hookBar
+}
+
+// hookBar is one hook of a run, as wide as its duration.
+type hookBar struct {
+	Anchor  string
+	Outcome jsonview.Outcome
+	Status  string // ok, failed, timeout, cancelled or interrupted
+	Pct     float64
+	Dur     string
+	Spilled *spilled
+}
+
+// spilled is output too long to inject, saved to a file.
+type spilled struct {
+	Path string
+	Text string // "" when it is not there to read
+}
+
+// agentData is what an agent page shows.
+type agentData struct {
+	ID, State, Current string
+	Runs               []run
+}
+
+// agentJSON is the API's answer for one agent: its restores as
+// reprise restore --json reports each.
+type agentJSON struct {
+	Agent    string             `json:"agent"`
+	State    string             `json:"state"`
+	Current  string             `json:"current,omitempty"`
+	Restores []jsonview.Restore `json:"restores"`
+	Runs     []runJSON          `json:"runs"`
+}
+
+// runJSON is one row of the timeline.
+type runJSON struct {
+	ID            string     `json:"id"`
+	Kind          string     `json:"kind"`
+	Began         string     `json:"began"`
+	Ended         string     `json:"ended,omitempty"`
+	Steps         []string   `json:"steps"`
+	Hooks         []hookJSON `json:"hooks"`
+	RolledForward bool       `json:"rolled_forward,omitempty"`
+	InProgress    bool       `json:"in_progress,omitempty"`
+}
+
+// hookJSON is one hook event of a run.
+type hookJSON struct {
+	Event       string             `json:"event"`
+	Hooks       []jsonview.Outcome `json:"hooks"`
+	Interrupted bool               `json:"interrupted"`
+}
+
+// agentsData lists the agents.
+type agentsData struct {
+	Agents []agentRow
+}
+
+// agentRow is one agent of the list.
+type agentRow struct {
+	ID       string `json:"agent"`
+	State    string `json:"state"`
+	Current  string `json:"current,omitempty"`
+	Restores int    `json:"restores"`
+}
+
+// agents lists the agents of the store.
+func (h *handler) agents(r *http.Request) (*view, error) {
+	all, err := h.readAgents(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	d := agentsData{Agents: []agentRow{}}
+	for _, a := range all {
+		d.Agents = append(d.Agents, agentRow{ID: a.ID, State: string(a.State), Current: a.Current, Restores: len(a.History)})
+	}
+	return &view{Template: "agents", Title: "Agents", Data: d, API: struct {
+		Agents []agentRow `json:"agents"`
+	}{d.Agents}}, nil
+}
+
+// agent shows one agent's runs as a timeline.
+func (h *handler) agent(r *http.Request) (*view, error) {
+	ctx, id := r.Context(), r.PathValue("id")
+	stream := projection.AgentStream(id)
+	head, err := h.e.Store().Head(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	if head == 0 {
+		return nil, notFound("no agent %s", id)
+	}
+	a, runs, err := h.agentRuns(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs}
+	out := agentJSON{Agent: id, State: string(a.State), Current: a.Current, Restores: []jsonview.Restore{}, Runs: []runJSON{}}
+	for i := range a.History {
+		out.Restores = append(out.Restores, jsonview.NewRestore(id, a.History[i].To, &a.History[i]))
+	}
+	if a.Restore != nil {
+		out.Restores = append(out.Restores, jsonview.NewRestore(id, a.Restore.To, a.Restore))
+	}
+	for _, rn := range runs {
+		rj := runJSON{ID: rn.ID, Kind: rn.Kind, Began: jsonview.FormatTime(rn.Began), Ended: jsonview.FormatTime(rn.Ended),
+			Steps: []string{}, Hooks: []hookJSON{}, RolledForward: rn.RolledForward, InProgress: rn.InProgress}
+		for _, s := range rn.Steps {
+			rj.Steps = append(rj.Steps, string(s.Type))
+		}
+		for _, g := range rn.Hooks {
+			rj.Hooks = append(rj.Hooks, hookJSON{Event: g.Event, Hooks: g.Outcomes, Interrupted: g.Interrupted})
+		}
+		out.Runs = append(out.Runs, rj)
+	}
+	return &view{Template: "agent", Title: "Agent " + id, Data: d, API: out}, nil
+}
+
+// runsByID returns every run of every agent, by id.
+func (h *handler) runsByID(ctx context.Context) (map[string]run, error) {
+	var names []string
+	err := h.e.Store().Streams(ctx, "agent/", func(s eventlog.StreamInfo) error {
+		names = append(names, strings.TrimPrefix(s.Name, "agent/"))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]run{}
+	for _, id := range names {
+		_, runs, err := h.agentRuns(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range runs {
+			out[r.ID] = r
+		}
+	}
+	return out, nil
+}
+
+// agentRuns folds agent id's stream and cuts it into runs.
+func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, []run, error) {
+	a := projection.NewAgent(id)
+	var runs []run
+	at := map[string]int{}
+	err := h.e.Store().ReadStream(ctx, projection.AgentStream(id), 1, func(ev eventlog.Event) error {
+		p, err := schema.Decode(ev)
+		if err != nil {
+			return err
+		}
+		if err := a.ApplyDecoded(ev, p); err != nil {
+			return err
+		}
+		i, ok := at[ev.RestoreID]
+		if !ok || ev.RestoreID == "" {
+			i = len(runs)
+			at[ev.RestoreID] = i
+			runs = append(runs, run{ID: ev.RestoreID, Agent: id, Began: ev.Time, Position: ev.Position})
+		}
+		r := &runs[i]
+		r.Ended = ev.Time
+		r.Steps = append(r.Steps, step{Type: ev.Type, Seq: ev.Seq, Position: ev.Position, Time: ev.Time})
+		h.foldRun(r, ev, p)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	inFlight := ""
+	switch {
+	case a.Restore != nil:
+		inFlight = a.Restore.ID
+	case a.Stop != nil:
+		inFlight = a.Stop.ID
+	case a.Prompt != nil:
+		inFlight = a.Prompt.ID
+	}
+	for i := range runs {
+		r := &runs[i]
+		r.InProgress = fsm.InFlight(a.State) && r.ID == inFlight
+		spread(r)
+	}
+	return a, runs, nil
+}
+
+// foldRun adds what event ev with payload p says to r.
+func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
+	intent := func(event hookexec.Event) {
+		input := "{}"
+		if js, err := jsonview.NewEvent(ev); err == nil {
+			if b, err := json.MarshalIndent(js.Payload, "", "  "); err == nil {
+				input = string(b)
+			}
+		}
+		r.Hooks = append(r.Hooks, hookRun{Event: string(event), Input: input})
+	}
+	ran := func(event hookexec.Event, outcomes []schema.HookOutcome, interrupted bool, context string) {
+		if n := len(r.Hooks); n == 0 || r.Hooks[n-1].Event != string(event) || r.Hooks[n-1].Outcomes != nil {
+			r.Hooks = append(r.Hooks, hookRun{Event: string(event)})
+		}
+		g := &r.Hooks[len(r.Hooks)-1]
+		g.Outcomes, g.Interrupted, g.Context = jsonview.NewOutcomes(event, outcomes), interrupted, context
+		r.RolledForward = r.RolledForward || interrupted
+	}
+	switch p := p.(type) {
+	case *schema.SaveAttempted:
+		r.Kind, r.From, r.To, r.Source = "restore", p.From, p.To, string(orDefault(p.Source, schema.Source("resume")))
+		if p.To == "" {
+			r.Kind, r.Source = "end", ""
+		}
+	case *schema.SessionLoaded:
+		if r.Kind == "" {
+			r.Kind, r.From = "restore", p.From
+		}
+		r.To, r.Source = p.Session, string(p.Source)
+	case *schema.SessionEndHookStarted:
+		intent(hookexec.SessionEnd)
+	case *schema.SessionEndHookRan:
+		ran(hookexec.SessionEnd, p.Outcomes, p.Interrupted, "")
+	case *schema.SessionStartHookStarted:
+		intent(hookexec.SessionStart)
+	case *schema.SessionStartHookRan:
+		ran(hookexec.SessionStart, p.Outcomes, p.Interrupted, p.Context)
+	case *schema.PreCompactHookStarted:
+		r.Kind, r.To = "compact", p.Session
+		intent(hookexec.PreCompact)
+	case *schema.PreCompactHookRan:
+		ran(hookexec.PreCompact, p.Outcomes, p.Interrupted, "")
+	case *schema.SessionCompacted:
+		r.Kind, r.To = "compact", p.Session
+	case *schema.PromptHookStarted:
+		r.Kind, r.To = "prompt", p.Session
+		intent(hookexec.UserPromptSubmit)
+	case *schema.PromptHookRan:
+		ran(hookexec.UserPromptSubmit, p.Outcomes, p.Interrupted, p.Context)
+	case *schema.StopHookStarted:
+		r.Kind, r.To = "stop", p.Session
+		intent(hookexec.Stop)
+	case *schema.StopHookRan:
+		ran(hookexec.Stop, p.Outcomes, p.Interrupted, "")
+	}
+	if r.Kind == "" {
+		r.Kind = "restore"
+	}
+	for gi := range r.Hooks {
+		g := &r.Hooks[gi]
+		if g.Bars != nil || g.Outcomes == nil {
+			continue
+		}
+		g.Bars = make([]hookBar, len(g.Outcomes))
+		for i, o := range g.Outcomes {
+			g.Bars[i] = hookBar{Anchor: r.ID + "-" + g.Event + "-" + itoa(i), Outcome: o, Status: status(o.Status),
+				Dur: duration(int64(o.DurationMS * 1e6))}
+		}
+		if g.Event == string(hookexec.SessionStart) || g.Event == string(hookexec.UserPromptSubmit) {
+			if sp := h.spilledOutput(g.Context); sp != nil {
+				for i := range g.Bars {
+					g.Bars[i].Spilled = sp
+				}
+			}
+		}
+	}
+}
+
+// orDefault returns v, or def when v is empty.
+func orDefault[T ~string](v, def T) T {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// spread gives each step of r its share of the run's time, and each hook
+// bar its width: its duration against the longest hook of the run.
+func spread(r *run) {
+	total := r.Ended - r.Began
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		var d int64
+		if i+1 < len(r.Steps) {
+			d = r.Steps[i+1].Time - s.Time
+		}
+		s.Dur = duration(d)
+		if total > 0 {
+			s.Pct = float64(d) / float64(total) * 100
+		}
+	}
+	longest := 0.0
+	for _, g := range r.Hooks {
+		for _, o := range g.Outcomes {
+			longest = max(longest, o.DurationMS)
+		}
+	}
+	for gi := range r.Hooks {
+		for i := range r.Hooks[gi].Bars {
+			b := &r.Hooks[gi].Bars[i]
+			b.Pct = 100
+			if longest > 0 {
+				b.Pct = b.Outcome.DurationMS / longest * 100
+			}
+		}
+	}
+}
+
+// status names the colour of a hook's outcome: a panic is a failure.
+func status(s string) string {
+	if s == schema.HookPanicked {
+		return schema.HookFailed
+	}
+	return s
+}
+
+// spilledRE finds the file a hook's output was spilled to, in the preview
+// the context holds instead.
+var spilledRE = regexp.MustCompile(`\[full output: \d+ characters, saved to (.+)\]`)
+
+// maxSpilled bounds how much of a spilled output a page shows.
+const maxSpilled = 1 << 20
+
+// spilledOutput returns the spilled output context names, read from the
+// Engine's files when it is one of them; nil when context names none.
+func (h *handler) spilledOutput(context string) *spilled {
+	m := spilledRE.FindStringSubmatch(context)
+	if m == nil {
+		return nil
+	}
+	sp := &spilled{Path: m[1]}
+	dir := filepath.Dir(h.e.TranscriptPath("x"))
+	if filepath.Dir(sp.Path) != dir || !strings.Contains(filepath.Base(sp.Path), "-hook-") {
+		return sp
+	}
+	f, err := os.Open(sp.Path)
+	if err != nil {
+		return sp
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSpilled))
+	if err == nil {
+		sp.Text = string(b)
+	}
+	return sp
+}

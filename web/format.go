@@ -1,0 +1,31 @@
+package web
+
+import (
+	"strconv"
+	"time"
+)
+
+// shortTime formats UTC unix nanoseconds for people: UTC, to the second,
+// or "-" for 0.
+func shortTime(ns int64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// duration formats nanoseconds for people, to the tenth of a millisecond
+// under a second.
+func duration(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(100 * time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// itoa formats i in decimal.
+func itoa(i int) string { return strconv.Itoa(i) }

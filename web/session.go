@@ -1,0 +1,283 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/jsonview"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// messagesPerPage is how many messages a session page shows unless limit
+// says.
+const messagesPerPage = 200
+
+// sessionData is what a session page shows.
+type sessionData struct {
+	ID, Cwd, ImportedCwd string
+	Created              string
+	Parent, ForkPoint    string
+	Children             []string
+	Importing            bool
+	Items                []item
+	Next                 string // the cursor of the next page, "" on the last
+	First                bool   // the page starts at the beginning
+}
+
+// item is one entry of a conversation page: a message, a compaction
+// boundary or a kept transcript record.
+type item struct {
+	Seq      uint64
+	Message  *messageItem
+	Boundary *schema.CompactBoundary
+	Record   string // a transcript record kept verbatim
+}
+
+// messageItem is a message with what the page says about it.
+type messageItem struct {
+	UUID, Role, Time string
+	Meta, Summary    bool
+	Blocks           []blockItem
+	Injected         *injection // set on context that hooks injected
+}
+
+// blockItem is one content block: text, or another block's JSON, folded.
+type blockItem struct {
+	Type, Text, Label, JSON string
+}
+
+// injection says which run of which agent injected a message, and what
+// its hooks did.
+type injection struct {
+	RestoreID string
+	Agent     string
+	Event     string // SessionStart or UserPromptSubmit
+	Hooks     []jsonview.Outcome
+}
+
+// sessionJSON is the API's answer for one session: the conversation
+// object of reprise replay --json, holding the page's messages, and what
+// the page says beside them.
+type sessionJSON struct {
+	jsonview.Conversation
+	Parent      string            `json:"parent,omitempty"`
+	ForkPoint   string            `json:"fork_point,omitempty"`
+	Children    []string          `json:"children"`
+	Importing   bool              `json:"import_unfinished,omitempty"`
+	Injected    []injectedJSON    `json:"injected"`
+	Compactions []compactionJSON  `json:"compactions"`
+	Next        string            `json:"next_cursor,omitempty"`
+	Records     []json.RawMessage `json:"records,omitempty"`
+}
+
+// injectedJSON names a message that hooks injected, and the run that did.
+type injectedJSON struct {
+	Message   string             `json:"message"`
+	RestoreID string             `json:"restore_id"`
+	Agent     string             `json:"agent,omitempty"`
+	Event     string             `json:"event,omitempty"`
+	Hooks     []jsonview.Outcome `json:"hooks"`
+}
+
+// compactionJSON is a compaction boundary on the page.
+type compactionJSON struct {
+	Boundary    string `json:"boundary"`
+	Trigger     string `json:"trigger"`
+	PreMessages int    `json:"pre_messages"`
+	Seq         uint64 `json:"seq"`
+}
+
+// session shows one session's conversation from the cursor, a sequence
+// of its stream, on.
+func (h *handler) session(r *http.Request) (*view, error) {
+	ctx, id := r.Context(), r.PathValue("id")
+	limit, err := queryLimit(r, messagesPerPage)
+	if err != nil {
+		return nil, err
+	}
+	from := uint64(1)
+	if v := r.URL.Query().Get("cursor"); v != "" {
+		if from, err = strconv.ParseUint(v, 10, 64); err != nil || from < 1 {
+			return nil, badRequest("bad cursor %q: want the next_cursor of a previous page", v)
+		}
+	}
+	stream := projection.SessionStream(id)
+	last, err := headEvent(ctx, h.e.Store(), stream)
+	switch {
+	case err != nil:
+		return nil, err
+	case last.Seq == 0:
+		return nil, notFound("no session %s", id)
+	case last.Type == schema.TypeSessionDeleted:
+		return nil, notFound("session %s was deleted", id)
+	}
+	first, err := eventAt(ctx, h.e.Store(), stream, 1)
+	if err != nil {
+		return nil, err
+	}
+	p, err := schema.Decode(first)
+	if err != nil {
+		return nil, err
+	}
+	created, ok := p.(*schema.SessionCreated)
+	if !ok {
+		return nil, eventlog.Corruptf(stream, 1, "%s before SessionCreated", first.Type)
+	}
+	d := sessionData{ID: id, Cwd: created.Cwd, ImportedCwd: created.ImportedCwd, Created: shortTime(first.Time),
+		Parent: created.Parent, ForkPoint: created.ForkPoint, First: from == 1}
+	out := sessionJSON{Conversation: jsonview.Conversation{Session: id, Cwd: created.Cwd, Created: jsonview.FormatTime(first.Time),
+		Messages: []jsonview.Message{}}, Parent: created.Parent, ForkPoint: created.ForkPoint,
+		Injected: []injectedJSON{}, Compactions: []compactionJSON{}}
+	var runs map[string]run
+	messages := 0
+	err = h.e.Store().ReadStream(ctx, stream, from, func(ev eventlog.Event) error {
+		p, err := schema.Decode(ev)
+		if err != nil {
+			return err
+		}
+		switch p := p.(type) {
+		case *schema.ImportStarted:
+			d.Importing = true
+		case *schema.ImportFinished:
+			d.Importing = false
+		case *schema.MessageAppended:
+			if messages == limit {
+				d.Next = strconv.FormatUint(ev.Seq, 10)
+				return errEnough
+			}
+			messages++
+			m := jsonview.NewMessage(p.Message)
+			out.Messages = append(out.Messages, m)
+			it := newMessageItem(p.Message)
+			if ev.RestoreID != "" && p.Message.IsMeta {
+				if runs == nil {
+					if runs, err = h.runsByID(ctx); err != nil {
+						return err
+					}
+				}
+				it.Injected = injectedBy(runs, ev.RestoreID)
+				out.Injected = append(out.Injected, injectedJSON{Message: m.UUID, RestoreID: ev.RestoreID,
+					Agent: it.Injected.Agent, Event: it.Injected.Event, Hooks: it.Injected.Hooks})
+			}
+			d.Items = append(d.Items, item{Seq: ev.Seq, Message: it})
+		case *schema.CompactBoundary:
+			d.Items = append(d.Items, item{Seq: ev.Seq, Boundary: p})
+			out.Compactions = append(out.Compactions, compactionJSON{Boundary: p.UUID, Trigger: p.Trigger, PreMessages: p.PreMessages, Seq: ev.Seq})
+		case *schema.TranscriptRecord:
+			d.Items = append(d.Items, item{Seq: ev.Seq, Record: string(p.Record)})
+			if json.Valid(p.Record) {
+				out.Records = append(out.Records, json.RawMessage(p.Record))
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return nil, err
+	}
+	if d.First {
+		if d.Children, err = h.children(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	out.Children = append([]string{}, d.Children...)
+	out.Importing, out.Next = d.Importing, d.Next
+	return &view{Template: "session", Title: "Session " + id, Data: d, API: out}, nil
+}
+
+// newMessageItem describes m for the page.
+func newMessageItem(m schema.Message) *messageItem {
+	it := &messageItem{UUID: m.UUID, Role: m.Role, Time: shortTime(m.Timestamp), Meta: m.IsMeta, Summary: m.Summary}
+	for _, b := range m.Content {
+		if b.Type == "text" && b.Raw == nil {
+			it.Blocks = append(it.Blocks, blockItem{Type: "text", Text: b.Text})
+			continue
+		}
+		bi := blockItem{Type: b.Type, Label: b.Type, JSON: indentJSON(b.Raw)}
+		var head struct {
+			Name string `json:"name"`
+			ID   string `json:"tool_use_id"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(b.Raw, &head) == nil {
+			switch {
+			case head.Name != "":
+				bi.Label += " " + head.Name
+			case head.ID != "":
+				bi.Label += " for " + head.ID
+			}
+			if b.Type == "text" {
+				bi.Text = head.Text
+			}
+		}
+		it.Blocks = append(it.Blocks, bi)
+	}
+	return it
+}
+
+// indentJSON returns raw indented, or as it is when it is not JSON.
+func indentJSON(raw []byte) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
+}
+
+// injectedBy describes the run id of runs that injected a message.
+func injectedBy(runs map[string]run, id string) *injection {
+	in := &injection{RestoreID: id, Hooks: []jsonview.Outcome{}}
+	r, ok := runs[id]
+	if !ok {
+		return in
+	}
+	in.Agent = r.Agent
+	for _, g := range r.Hooks {
+		if g.Event == "SessionStart" || g.Event == "UserPromptSubmit" {
+			in.Event = g.Event
+			in.Hooks = append(in.Hooks, g.Outcomes...)
+		}
+	}
+	return in
+}
+
+// children returns the sessions forked from session id, in the order they
+// were created. A deleted fork is left out.
+func (h *handler) children(ctx context.Context, id string) ([]string, error) {
+	var forks []string
+	err := h.e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
+		if ev.Type != schema.TypeSessionCreated {
+			return nil
+		}
+		p, err := schema.Decode(ev)
+		if err != nil {
+			return err
+		}
+		if c := p.(*schema.SessionCreated); c.Parent == id {
+			forks = append(forks, c.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := forks[:0]
+	for _, f := range forks {
+		last, err := headEvent(ctx, h.e.Store(), projection.SessionStream(f))
+		if err != nil {
+			return nil, err
+		}
+		if last.Type != schema.TypeSessionDeleted {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}

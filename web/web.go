@@ -1,0 +1,296 @@
+// Package web is a read-only view of a reprise store for people and
+// programs: its sessions, each conversation, each agent's restores as a
+// timeline of steps and hooks, the audit and the raw event log, as HTML
+// pages and as the JSON objects that reprise --json prints. A host mounts
+// the handler in its own process, so it works while the host holds a
+// bbolt store; reprise serve serves it over a store of its own.
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static
+var staticFiles embed.FS
+
+// Options tune the handler. The zero value is ready for use.
+type Options struct {
+	// Logger receives a warning for each request that failed on the
+	// store; nil means slog.Default().
+	Logger *slog.Logger
+	// FinishCommand returns the command that rolls forward what an agent
+	// has in progress, shown by the audit; nil means
+	// "reprise finish --agent NAME".
+	FinishCommand func(agent string) string
+	// Prefix is the path the host mounts the handler under, such as
+	// "/reprise" (with http.StripPrefix), for the pages' links; "" at the
+	// root.
+	Prefix string
+	// RunningIn names the process that holds the store when the Engine
+	// reads it through that process's socket, as the audit reports it.
+	RunningIn string
+	// Follow, when set, waits for the events from position from on and
+	// passes each to fn, until ctx ends; the live endpoint uses it instead
+	// of polling the Engine's store.
+	Follow func(ctx context.Context, from uint64, fn func(eventlog.Event) error) error
+}
+
+// Poll is how often the live endpoint looks for new events in the store
+// when Options.Follow is not set.
+const Poll = 200 * time.Millisecond
+
+// handler serves the pages and the API over one Engine.
+type handler struct {
+	e    *reprise.Engine
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+}
+
+// New returns the read-only handler over e. Every route answers HTML, or
+// JSON under /api or when the request accepts application/json only.
+func New(e *reprise.Engine, opts Options) http.Handler {
+	h := &handler{e: e, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.opts.FinishCommand == nil {
+		h.opts.FinishCommand = func(agent string) string { return "reprise finish --agent " + agent }
+	}
+	static, err := fs.Sub(staticFiles, "static")
+	if err != nil {
+		panic(err) // the embedded tree always has the directory
+	}
+	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "sessions", http.StatusFound)
+	})
+	h.mux.HandleFunc("GET /live", h.live)
+	routes := []struct {
+		pattern string
+		page    func(*http.Request) (*view, error)
+	}{
+		{"/sessions", h.sessions},
+		{"/sessions/{id}", h.session},
+		{"/agents", h.agents},
+		{"/agents/{id}", h.agent},
+		{"/audit", h.audit},
+		{"/events", h.events},
+	}
+	for _, rt := range routes {
+		h.mux.Handle("GET "+rt.pattern, h.serve(rt.page, false))
+		h.mux.Handle("GET /api"+rt.pattern, h.serve(rt.page, true))
+	}
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, wantsJSON(r, strings.HasPrefix(r.URL.Path, "/api/")), notFound("no page at %s", r.URL.Path))
+	})
+	return h
+}
+
+// ServeHTTP serves r.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	h.mux.ServeHTTP(w, r)
+}
+
+// view is what one page shows: the template that renders it with Data,
+// and the object its JSON API answers.
+type view struct {
+	Template string
+	Title    string
+	Data     any
+	API      any
+}
+
+// page is what the layout renders.
+type page struct {
+	Title string
+	Nav   string // the section the page belongs to
+	Head  uint64 // the store's last position when the page was read
+	Base  string // the path prefix of the handler, for links: "" or "/prefix"
+	Data  any
+}
+
+// serve answers r with what build returns, as HTML or as JSON.
+func (h *handler) serve(build func(*http.Request) (*view, error), api bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asJSON := wantsJSON(r, api)
+		head, err := lastPosition(r.Context(), h.e.Store())
+		if err != nil {
+			h.fail(w, r, asJSON, err)
+			return
+		}
+		v, err := build(r)
+		if err != nil {
+			h.fail(w, r, asJSON, err)
+			return
+		}
+		if asJSON {
+			writeJSON(w, http.StatusOK, v.API)
+			return
+		}
+		h.render(w, http.StatusOK, v.Template, page{Title: v.Title, Nav: v.Template, Head: head, Base: h.opts.Prefix, Data: v.Data})
+	})
+}
+
+// wantsJSON reports whether r asked for JSON: under /api, or with an
+// Accept header that names application/json and not text/html.
+func wantsJSON(r *http.Request, api bool) bool {
+	accept := r.Header.Get("Accept")
+	return api || strings.Contains(accept, "application/json") && !strings.Contains(accept, "text/html")
+}
+
+// writeJSON writes v as the JSON body, one object and a newline, as
+// reprise --json prints it.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, "cannot encode the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// render writes the page tmpl with p, or a 500 when the template fails.
+func (h *handler) render(w http.ResponseWriter, status int, tmpl string, p page) {
+	var buf bytes.Buffer
+	if err := templates[tmpl].ExecuteTemplate(&buf, "layout", p); err != nil {
+		h.log.Warn("web: page not rendered", "page", tmpl, "error", err)
+		http.Error(w, "the page could not be rendered: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// httpError is an error with the status it answers.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+// notFound is the error of a session, agent or page that does not exist.
+func notFound(format string, args ...any) error {
+	return &httpError{http.StatusNotFound, fmt.Sprintf(format, args...)}
+}
+
+// badRequest is the error of a query the handler cannot read.
+func badRequest(format string, args ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// errorJSON is the body of an API error.
+type errorJSON struct {
+	Error  string `json:"error"`
+	Status int    `json:"status"`
+}
+
+// fail answers r with err: its own status for an httpError, 500 with the
+// message for anything else (a store that cannot be read).
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, asJSON bool, err error) {
+	status := http.StatusInternalServerError
+	var he *httpError
+	if errors.As(err, &he) {
+		status = he.status
+	} else if r.Context().Err() == nil {
+		h.log.Warn("web: request failed", "path", r.URL.Path, "error", err)
+	}
+	if asJSON {
+		writeJSON(w, status, errorJSON{Error: err.Error(), Status: status})
+		return
+	}
+	h.render(w, status, "error", page{Title: http.StatusText(status), Base: h.opts.Prefix, Data: errorJSON{Error: err.Error(), Status: status}})
+}
+
+// queryLimit reads the limit parameter: def when absent, else a number
+// from 1 to maxLimit.
+func queryLimit(r *http.Request, def int) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxLimit {
+		return 0, badRequest("limit must be a number from 1 to %d, not %q", maxLimit, v)
+	}
+	return n, nil
+}
+
+// maxLimit bounds the rows of one page.
+const maxLimit = 1000
+
+// errEnough stops a read once a page is full.
+var errEnough = errors.New("page full")
+
+// lastPosition returns the position of the store's last event, 0 for an
+// empty store. It searches for it with reads that stop at their first
+// event, so that it costs a few dozen seeks, not a read of the log.
+func lastPosition(ctx context.Context, s eventlog.Store) (uint64, error) {
+	has := func(from uint64) (bool, uint64, error) {
+		var found bool
+		var pos uint64
+		err := s.ReadAll(ctx, from, func(ev eventlog.Event) error {
+			found, pos = true, ev.Position
+			return errEnough
+		})
+		if err != nil && !errors.Is(err, errEnough) {
+			return false, 0, err
+		}
+		return found, pos, nil
+	}
+	found, lo, err := has(1)
+	if err != nil || !found {
+		return 0, err
+	}
+	// lo holds an event and nothing lies at or beyond hi: double hi until
+	// that holds, then halve the distance.
+	hi := lo + 1
+	for {
+		ok, pos, err := has(hi)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		step := hi - lo
+		lo, hi = pos, pos+2*step
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, pos, err := has(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = pos
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
