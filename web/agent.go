@@ -28,8 +28,9 @@ type run struct {
 	Began, Ended  int64
 	Steps         []step
 	Hooks         []hookRun
-	RolledForward bool // hooks were cut off by a process that died; a later one finished the run
-	InProgress    bool // the log ends inside it
+	RolledForward bool   // cut off by a process that died or by a cancelled call; a later call finished it
+	Injected      string // the uuid of the message whose context it injected, if any
+	InProgress    bool   // the log ends inside it
 	Position      uint64
 }
 
@@ -171,8 +172,9 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 	return &view{Template: "agent", Title: "Agent " + id, Data: d, API: out}, nil
 }
 
-// runsByID returns every run of every agent, by id.
-func (h *handler) runsByID(ctx context.Context) (map[string]run, error) {
+// runsByInjected returns the runs of every agent that injected a
+// message, by the message's uuid.
+func (h *handler) runsByInjected(ctx context.Context) (map[string]run, error) {
 	var names []string
 	err := h.e.Store().Streams(ctx, "agent/", func(s eventlog.StreamInfo) error {
 		names = append(names, strings.TrimPrefix(s.Name, "agent/"))
@@ -188,7 +190,9 @@ func (h *handler) runsByID(ctx context.Context) (map[string]run, error) {
 			return nil, err
 		}
 		for _, r := range runs {
-			out[r.ID] = r
+			if r.Injected != "" {
+				out[r.Injected] = r
+			}
 		}
 	}
 	return out, nil
@@ -257,6 +261,9 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 		g := &r.Hooks[len(r.Hooks)-1]
 		g.Outcomes, g.Interrupted, g.Context = jsonview.NewOutcomes(event, outcomes), interrupted, context
 		r.RolledForward = r.RolledForward || interrupted
+		for _, o := range outcomes {
+			r.RolledForward = r.RolledForward || o.Status == schema.HookCancelled || o.Status == schema.HookInterrupted
+		}
 	}
 	switch p := p.(type) {
 	case *schema.SaveAttempted:
@@ -289,6 +296,9 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 		intent(hookexec.UserPromptSubmit)
 	case *schema.PromptHookRan:
 		ran(hookexec.UserPromptSubmit, p.Outcomes, p.Interrupted, p.Context)
+		r.Injected = p.ContextUUID
+	case *schema.ContextInjected:
+		r.Injected = p.MessageUUID
 	case *schema.StopHookStarted:
 		r.Kind, r.To = "stop", p.Session
 		intent(hookexec.Stop)

@@ -154,15 +154,15 @@ func (h *handler) session(r *http.Request) (*view, error) {
 			m := jsonview.NewMessage(p.Message)
 			out.Messages = append(out.Messages, m)
 			it := newMessageItem(p.Message)
-			if ev.RestoreID != "" && p.Message.IsMeta {
-				if runs == nil {
-					if runs, err = h.runsByID(ctx); err != nil {
-						return err
-					}
+			if p.Message.IsMeta && runs == nil {
+				if runs, err = h.runsByInjected(ctx); err != nil {
+					return err
 				}
-				it.Injected = injectedBy(runs, ev.RestoreID)
-				out.Injected = append(out.Injected, injectedJSON{Message: m.UUID, RestoreID: ev.RestoreID,
-					Agent: it.Injected.Agent, Event: it.Injected.Event, Hooks: it.Injected.Hooks})
+			}
+			if r, ok := runs[m.UUID]; ok {
+				it.Injected = injectedBy(r)
+				out.Injected = append(out.Injected, injectedJSON{Message: m.UUID, RestoreID: r.ID,
+					Agent: r.Agent, Event: it.Injected.Event, Hooks: it.Injected.Hooks})
 			}
 			d.Items = append(d.Items, item{Seq: ev.Seq, Message: it})
 		case *schema.CompactBoundary:
@@ -232,14 +232,9 @@ func indentJSON(raw []byte) string {
 	return string(b)
 }
 
-// injectedBy describes the run id of runs that injected a message.
-func injectedBy(runs map[string]run, id string) *injection {
-	in := &injection{RestoreID: id, Hooks: []jsonview.Outcome{}}
-	r, ok := runs[id]
-	if !ok {
-		return in
-	}
-	in.Agent = r.Agent
+// injectedBy describes run r, which injected a message.
+func injectedBy(r run) *injection {
+	in := &injection{RestoreID: r.ID, Agent: r.Agent, Hooks: []jsonview.Outcome{}}
 	for _, g := range r.Hooks {
 		if g.Event == "SessionStart" || g.Event == "UserPromptSubmit" {
 			in.Event = g.Event
