@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -20,10 +21,28 @@ type appendJSON struct {
 	Type     eventlog.Type `json:"type"`
 }
 
-// live streams, as server-sent events, every event appended after the
-// position the after parameter (or the Last-Event-ID header) names; by
-// default, after the store's last event. It ends when the client goes.
-func (h *handler) live(w http.ResponseWriter, r *http.Request) {
+// Follow waits for the events from position from on and passes each to
+// fn, until ctx ends, which is a clean stop.
+type Follow func(ctx context.Context, from uint64, fn func(eventlog.Event) error) error
+
+// Live returns the live endpoint alone: it streams, as server-sent
+// events, every event follow reports after the position the after
+// parameter (or the Last-Event-ID header) names, and by default after
+// the position last returns, the store's last. It ends when the client
+// goes. A server that does not hold an Engine open mounts it beside the
+// pages; New mounts it at /live.
+func Live(follow Follow, last func(context.Context) (uint64, error), logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	h := &handler{log: logger}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.live(w, r, follow, last)
+	})
+}
+
+// live serves the live endpoint for Live.
+func (h *handler) live(w http.ResponseWriter, r *http.Request, follow Follow, last func(context.Context) (uint64, error)) {
 	ctx := r.Context()
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -43,22 +62,18 @@ func (h *handler) live(w http.ResponseWriter, r *http.Request) {
 		}
 		from = n + 1
 	} else {
-		last, err := lastPosition(ctx, h.e.Store())
+		n, err := last(ctx)
 		if err != nil {
 			h.fail(w, r, false, err)
 			return
 		}
-		from = last + 1
+		from = n + 1
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": following the log\n\n")
 	flusher.Flush()
-	follow := h.opts.Follow
-	if follow == nil {
-		follow = h.poll
-	}
 	err := follow(ctx, from, func(ev eventlog.Event) error {
 		data, err := json.Marshal(appendJSON{Position: ev.Position, Stream: ev.Stream, Type: ev.Type})
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
-// lastPosition finds the last event's position with a few short reads, on
+// LastPosition finds the last event's position with a few short reads, on
 // an empty log, on logs of every length up to 70, and after a vacuum left
 // gaps in the positions.
 func TestLastPosition(t *testing.T) {
@@ -21,9 +21,9 @@ func TestLastPosition(t *testing.T) {
 		if err := e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error { want = ev.Position; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		got, err := lastPosition(ctx, e.Store())
+		got, err := LastPosition(ctx, e.Store())
 		if err != nil || got != want {
-			t.Fatalf("lastPosition = %d, %v; want %d", got, err, want)
+			t.Fatalf("LastPosition = %d, %v; want %d", got, err, want)
 		}
 	}
 	check()

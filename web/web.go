@@ -46,10 +46,9 @@ type Options struct {
 	// RunningIn names the process that holds the store when the Engine
 	// reads it through that process's socket, as the audit reports it.
 	RunningIn string
-	// Follow, when set, waits for the events from position from on and
-	// passes each to fn, until ctx ends; the live endpoint uses it instead
-	// of polling the Engine's store.
-	Follow func(ctx context.Context, from uint64, fn func(eventlog.Event) error) error
+	// Follow, when set, is how the live endpoint waits for new events;
+	// nil means reading the Engine's store every Poll.
+	Follow Follow
 }
 
 // Poll is how often the live endpoint looks for new events in the store
@@ -82,7 +81,13 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "sessions", http.StatusFound)
 	})
-	h.mux.HandleFunc("GET /live", h.live)
+	follow := h.opts.Follow
+	if follow == nil {
+		follow = h.poll
+	}
+	h.mux.Handle("GET /live", Live(follow, func(ctx context.Context) (uint64, error) {
+		return LastPosition(ctx, e.Store())
+	}, h.log))
 	routes := []struct {
 		pattern string
 		page    func(*http.Request) (*view, error)
@@ -132,7 +137,7 @@ type page struct {
 func (h *handler) serve(build func(*http.Request) (*view, error), api bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asJSON := wantsJSON(r, api)
-		head, err := lastPosition(r.Context(), h.e.Store())
+		head, err := LastPosition(r.Context(), h.e.Store())
 		if err != nil {
 			h.fail(w, r, asJSON, err)
 			return
@@ -246,10 +251,10 @@ const maxLimit = 1000
 // errEnough stops a read once a page is full.
 var errEnough = errors.New("page full")
 
-// lastPosition returns the position of the store's last event, 0 for an
+// LastPosition returns the position of the store's last event, 0 for an
 // empty store. It searches for it with reads that stop at their first
 // event, so that it costs a few dozen seeks, not a read of the log.
-func lastPosition(ctx context.Context, s eventlog.Store) (uint64, error) {
+func LastPosition(ctx context.Context, s eventlog.Store) (uint64, error) {
 	has := func(from uint64) (bool, uint64, error) {
 		var found bool
 		var pos uint64

@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var commands = []string{"new", "append", "start", "resume", "sessions", "log", "replay", "audit", "import", "export", "hooks", "clear", "compact", "fork", "end", "stop", "finish", "prompt", "demo", "version"}
+var commands = []string{"new", "append", "start", "resume", "sessions", "log", "replay", "audit", "import", "export", "hooks", "clear", "compact", "fork", "end", "stop", "finish", "prompt", "demo", "serve", "version"}
 
 func TestHelpEverywhere(t *testing.T) {
 	c := newCLI(t)
@@ -319,6 +319,7 @@ var jsonRuns = []struct {
 	{"rm", []string{"rm", "b"}},
 	{"vacuum", []string{"vacuum"}},
 	{"bench", nil}, // too slow here; TestBenchQuickJSON runs it with --json
+	{"serve", nil}, // runs until interrupted; TestServeJSON runs it with --json
 }
 
 // Every command that lists --json prints JSON with it (one value, or for

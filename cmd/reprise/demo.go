@@ -19,8 +19,8 @@ import (
 
 // newDemoCmd returns the demo command: restores on a scratch store.
 func newDemoCmd(a *app) *cobra.Command {
-	var o demoOptions
-	return &cobra.Command{
+	o := demoOptions{addr: defaultServeAddr}
+	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a startup and a runtime restore on a scratch store and show the log",
 		Long: `demo creates two sessions, registers example hooks that return context,
@@ -28,22 +28,32 @@ restores the first session at startup, switches to the second at run time,
 forks the first one up to its first answer, then clears the fork. It prints
 the event timeline and the second session's conversation as rebuilt from
 the log alone. Without --store it uses a temporary bbolt file;
-it ignores $REPRISE_STORE and the default store.`,
+it ignores $REPRISE_STORE and the default store.
+
+With --serve it then serves the store's web view, as reprise serve does,
+until interrupted.`,
 		Example: `  reprise demo
+  reprise demo --serve
   reprise demo --store /tmp/demo.db && reprise --store /tmp/demo.db audit`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	cmd.Flags().BoolVar(&o.serve, "serve", false, "then serve the store's web view until interrupted")
+	cmd.Flags().StringVar(&o.addr, "addr", o.addr, "with --serve, listen on `HOST:PORT`")
+	return cmd
 }
 
-// demoOptions are the options of demo: none of its own.
-type demoOptions struct{}
+// demoOptions are the options of demo.
+type demoOptions struct {
+	serve bool   // --serve
+	addr  string // --addr
+}
 
 // runDemo runs the demo on --store, or on a temporary bbolt file that it
 // removes afterwards.
-func runDemo(ctx context.Context, a *app, _ demoOptions, stdout, _ io.Writer) error {
+func runDemo(ctx context.Context, a *app, o demoOptions, stdout, stderr io.Writer) error {
 	store := a.store
 	if store == "" {
 		dir, err := os.MkdirTemp("", "reprise-demo-")
@@ -57,14 +67,32 @@ func runDemo(ctx context.Context, a *app, _ demoOptions, stdout, _ io.Writer) er
 	if err != nil {
 		return err
 	}
-	if !a.json {
-		return d.print(stdout)
+	if a.json {
+		out, err := d.json(a.store)
+		if err == nil {
+			err = printJSON(stdout, out)
+		}
+		if err != nil {
+			return err
+		}
+	} else {
+		if err := d.print(stdout); err != nil {
+			return err
+		}
+		if !o.serve {
+			see := "reprise demo --serve"
+			if a.store != "" {
+				see = "reprise --store " + shellQuote(a.store) + " serve"
+			}
+			fmt.Fprintf(stdout, "\nsee it in a browser, every restore and hook: %s\n", see)
+		}
 	}
-	out, err := d.json(a.store)
-	if err != nil {
-		return err
+	if !o.serve {
+		return nil
 	}
-	return printJSON(stdout, out)
+	view := *a
+	view.store = store
+	return runServe(ctx, &view, serveOptions{addr: o.addr}, stdout, stderr)
 }
 
 // demoRun is what the demo did and what the log then held.

@@ -21,14 +21,13 @@ const followPoll = 200 * time.Millisecond
 // new events before it asks again.
 const followWait = 10 * time.Second
 
-// follow passes every event of the store to fn, in position order, then
-// every event appended later, until ctx ends, which is a clean stop. A
+// follow passes every event of the store from position next on to fn,
+// in position order, then every event appended later, until ctx ends, which is a clean stop. A
 // bbolt file is read through the socket of the process holding it, when
 // one does, and otherwise opened, read and closed again each time, so that
 // writers are never kept out for longer than a read. Once the first read
 // has succeeded, a store that is held without a socket is waited for.
-func follow(ctx context.Context, a *app, stderr io.Writer, fn func(eventlog.Event) error) error {
-	next := uint64(1)
+func follow(ctx context.Context, a *app, stderr io.Writer, next uint64, fn func(eventlog.Event) error) error {
 	emit := func(ev eventlog.Event) error {
 		next = ev.Position + 1
 		return fn(ev)

@@ -79,7 +79,7 @@ func runLog(ctx context.Context, a *app, o logOptions, stdout, stderr io.Writer)
 		what, stream, id = "session", projection.SessionStream(o.session), o.session
 	}
 	if o.follow && !o.bySession && o.agent == "" {
-		return follow(ctx, a, stderr, func(ev eventlog.Event) error {
+		return follow(ctx, a, stderr, 1, func(ev eventlog.Event) error {
 			if a.json {
 				return printEventJSON(stdout, ev)
 			}
@@ -96,7 +96,7 @@ func runLog(ctx context.Context, a *app, o logOptions, stdout, stderr io.Writer)
 		return printLogLine(stdout, ev)
 	}
 	if o.follow {
-		return follow(ctx, a, stderr, func(ev eventlog.Event) error {
+		return follow(ctx, a, stderr, 1, func(ev eventlog.Event) error {
 			if ev.Stream != stream {
 				return nil
 			}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reprise-dev/reprise/internal/testkit"
+)
+
+// serving is a reprise serve (or demo --serve) running in process until
+// stop.
+type serving struct {
+	url            string
+	stdout, stderr *testkit.SyncBuffer
+	cancel         context.CancelFunc
+	code           chan int
+}
+
+// urlRE finds the address serve prints once it listens.
+var urlRE = regexp.MustCompile(`(http://127\.0\.0\.1:\d+/)`)
+
+// startServe runs reprise with args in process and waits until it serves.
+func startServe(t *testing.T, args ...string) *serving {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &serving{stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{}, cancel: cancel, code: make(chan int, 1)}
+	go func() { s.code <- run(ctx, args, strings.NewReader(""), s.stdout, s.stderr) }()
+	t.Cleanup(func() { s.stop(t) })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m := urlRE.FindStringSubmatch(s.stdout.String()); m != nil {
+			s.url = m[1]
+			return s
+		}
+		select {
+		case code := <-s.code:
+			s.code <- code
+			t.Fatalf("reprise %s exited with %d before serving:\n%s\nstderr: %s", strings.Join(args, " "), code, s.stdout, s.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reprise %s never said where it serves:\n%s\nstderr: %s", strings.Join(args, " "), s.stdout, s.stderr)
+		}
+	}
+}
+
+// stop interrupts the server and checks that it stops cleanly.
+func (s *serving) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	select {
+	case code := <-s.code:
+		s.code <- code
+		if code != exitOK {
+			t.Errorf("serve stopped with exit %d: %s", code, s.stderr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("serve did not stop within 5s of its interruption")
+	}
+}
+
+// get requests path with header (name, value pairs) and returns the
+// status and body.
+func (s *serving) get(t *testing.T, path string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", s.url+strings.TrimPrefix(path, "/"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(b)
+}
+
+// field returns the raw JSON of key in the object body.
+func field(t *testing.T, body, key string) string {
+	t.Helper()
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &obj); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	return string(obj[key])
+}
+
+// The JSON API answers what the commands print with --json, byte for
+// byte, and serve keeps no writer out: a command appends while it runs,
+// and the view shows it.
+func TestServeAnswersWhatTheCommandsPrint(t *testing.T) {
+	c := newCLI(t)
+	c.mkdir("state")
+	c.ok("demo", "--store", c.store)
+	s := startServe(t, "serve", "--addr", "127.0.0.1:0")
+
+	_, sessions := s.get(t, "/api/sessions")
+	if got, want := field(t, sessions, "sessions")+"\n", c.ok("sessions", "--json"); got != want {
+		t.Errorf("/api/sessions lists %s\nsessions --json prints %s", got, want)
+	}
+	_, audit := s.get(t, "/api/audit")
+	if want := c.ok("audit", "--json"); audit != want {
+		t.Errorf("/api/audit = %s\naudit --json prints %s", audit, want)
+	}
+	_, events := s.get(t, "/api/events?stream=agent/demo-host")
+	var lines []json.RawMessage
+	if err := json.Unmarshal([]byte(field(t, events, "events")), &lines); err != nil {
+		t.Fatal(err)
+	}
+	var joined strings.Builder
+	for _, l := range lines {
+		joined.Write(l)
+		joined.WriteByte('\n')
+	}
+	if want := c.ok("log", "--agent", "demo-host", "--json"); joined.String() != want {
+		t.Errorf("/api/events of agent/demo-host = %s\nlog --json prints %s", joined.String(), want)
+	}
+	var list []sessionJSON
+	c.okJSON(&list, "sessions")
+	id := list[1].ID
+	_, conv := s.get(t, "/api/sessions/"+id)
+	replay := c.ok("replay", id, "--json")
+	if got, want := field(t, conv, "messages"), field(t, replay, "messages"); got != want {
+		t.Errorf("/api/sessions/%s messages = %s\nreplay --json prints %s", id, got, want)
+	}
+
+	c.ok("append", id, "--role", "user", "written while serve runs")
+	if status, page := s.get(t, "/sessions/"+id, "Accept", "text/html"); status != 200 || !strings.Contains(page, "written while serve runs") {
+		t.Errorf("the session page after an append = %d:\n%s", status, page)
+	}
+	h := holdServing(t, c.store)
+	h.append(id, "from the host")
+	if status, page := s.get(t, "/sessions/"+id); status != 200 || !strings.Contains(page, "from the host") {
+		t.Errorf("the session page while a host holds the store = %d:\n%s", status, page)
+	}
+	if status, body := s.get(t, "/sessions/nosuch"); status != 404 || !strings.Contains(body, "no session nosuch") {
+		t.Errorf("an unknown session = %d:\n%s", status, body)
+	}
+	h.release()
+}
+
+// serve listens on loopback unless given a token; with one, every
+// request must carry it.
+func TestServeNeedsATokenOffLoopback(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "hello")
+	r := c.fails(exitUsage, "serve", "--addr", "0.0.0.0:0")
+	if !strings.Contains(r.stderr, "--token") {
+		t.Errorf("refusal does not name --token: %s", r.stderr)
+	}
+	c.fails(exitUsage, "serve", "--addr", "nonsense")
+	t.Setenv(serveTokenEnv, "s3cret")
+	s := startServe(t, "--json", "serve", "--addr", "127.0.0.1:0")
+	if got := field(t, s.stdout.String(), "token"); got != "true" {
+		t.Errorf("serve --json says token %s: %s", got, s.stdout)
+	}
+	if status, _ := s.get(t, "/api/sessions"); status != http.StatusUnauthorized {
+		t.Errorf("a request without the token got %d", status)
+	}
+	if status, _ := s.get(t, "/api/sessions", "Authorization", "Bearer s3cret"); status != http.StatusOK {
+		t.Errorf("a request with the token got %d", status)
+	}
+}
+
+// demo --serve serves the store it made; the plain demo says how to see
+// it.
+func TestDemoServe(t *testing.T) {
+	c := newCLI(t)
+	out := c.ok("demo")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "reprise demo --serve") {
+		t.Errorf("the demo's last line is %q", last)
+	}
+	s := startServe(t, "demo", "--serve", "--addr", "127.0.0.1:0")
+	status, page := s.get(t, "/agents/demo-host")
+	if status != 200 || !strings.Contains(page, `<span class="hook ok">ok</span> project-context`) {
+		t.Errorf("/agents/demo-host = %d:\n%s", status, page)
+	}
+}
