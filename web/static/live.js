@@ -45,4 +45,7 @@
   es.addEventListener("open", () => { if (status) status.textContent = "live"; });
   es.addEventListener("append", schedule);
   es.addEventListener("error", () => { if (status) status.textContent = "live · reconnecting"; });
+  // A browser opens few connections to one server: give this one back as
+  // soon as the page is left, not when the page is dropped from memory.
+  addEventListener("pagehide", () => es.close());
 })();

@@ -1,0 +1,267 @@
+package browsertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/reprise-dev/reprise/web"
+	"github.com/reprise-dev/reprise/web/internal/fixture"
+)
+
+// chromium is the browser the test drives, Debian's.
+const chromium = "/usr/bin/chromium"
+
+// artifactsEnv names a directory to keep the screenshots in; without it
+// they go to the test's temporary directory.
+const artifactsEnv = "REPRISE_TEST_ARTIFACTS"
+
+// stepTimeout bounds each step, such as waiting for a live append to show.
+const stepTimeout = 20 * time.Second
+
+// browser is a headless Chromium with a page open, and what its console
+// reported.
+type browser struct {
+	ctx    context.Context
+	mu     sync.Mutex
+	errors []string
+}
+
+// newBrowser starts Chromium with a fresh profile, or skips the test when
+// there is none.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	path := chromium
+	if _, err := os.Stat(path); err != nil {
+		found, lerr := exec.LookPath("chromium")
+		if lerr != nil {
+			t.Skipf("no browser: %s is missing and no chromium is on PATH (install Debian's chromium to run this test)", chromium)
+		}
+		path = found
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancel()
+		cancelAlloc()
+	})
+	b := &browser{ctx: ctx}
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("cannot start %s: %v", path, err)
+	}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				b.report(m.String())
+			}
+		}
+	}()
+	return b
+}
+
+func (b *browser) report(msg string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.errors = append(b.errors, msg)
+}
+
+// consoleErrors returns what the console reported since the last call.
+func (b *browser) consoleErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.errors
+	b.errors = nil
+	return out
+}
+
+// do runs steps, failing the test on an error.
+func (b *browser) do(t *testing.T, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// get runs action and returns its value, failing the test on an error.
+func get[T any](t *testing.T, b *browser, what string, action chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, action)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// artifacts returns the directory screenshots go to.
+func artifacts(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv(artifactsEnv)
+	if dir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Every page opens without a console error and fits a phone's width; the
+// agent timeline shows every hook with its outcome; a message appended
+// through the Engine while the session page is open appears there without
+// a reload.
+func TestPagesInABrowser(t *testing.T) {
+	s := fixture.New(t)
+	srv := httptest.NewServer(web.New(s.Engine, web.Options{}))
+	t.Cleanup(srv.Close) // after the browser has gone, with its live connections
+	b := newBrowser(t)
+	dir := artifacts(t)
+	pages := []struct{ name, path string }{
+		{"sessions", "/sessions"},
+		{"session", "/sessions/" + s.Work},
+		{"fork", "/sessions/" + s.Demo.Fork.To},
+		{"agents", "/agents"},
+		{"agent", "/agents/" + s.CI},
+		{"crashy", "/agents/" + s.Crashy},
+		{"demo-agent", "/agents/demo-host"},
+		{"audit", "/audit"},
+		{"events", "/events"},
+	}
+	for _, p := range pages {
+		for _, width := range []int64{1280, 390} {
+			start := time.Now()
+			b.do(t, p.path,
+				chromedp.EmulateViewport(width, 900),
+				chromedp.Navigate(srv.URL+p.path),
+				chromedp.WaitVisible(chromedp.CSS("main#content h1")),
+			)
+			scrollWidth := get(t, b, "scroll width", chromedp.Evaluate[int64](`document.documentElement.scrollWidth`))
+			loaded := time.Since(start)
+			shot := get(t, b, "screenshot", chromedp.FullScreenshot(100))
+			if loaded > 5*time.Second {
+				t.Errorf("%s took %v to load at %d px", p.path, loaded, width)
+			}
+			name := filepath.Join(dir, fmt.Sprintf("%s-%d.png", p.name, width))
+			if err := os.WriteFile(name, shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if width == 390 && scrollWidth > 390 {
+				t.Errorf("%s is %d px wide at 390 px: it scrolls sideways", p.path, scrollWidth)
+			}
+		}
+		if errs := b.consoleErrors(); len(errs) > 0 {
+			t.Errorf("%s: console errors: %q", p.path, errs)
+		}
+	}
+	t.Logf("screenshots in %s", dir)
+
+	// The timeline: every hook of every run, with its outcome.
+	labels := `[...document.querySelectorAll("details.bar summary .label")].map(e => e.textContent)`
+	b.do(t, "timeline",
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(srv.URL+"/agents/"+s.CI),
+		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
+	)
+	bars := get(t, b, "bars", chromedp.Evaluate[[]string](labels))
+	want := map[string]string{"ok": "echo ready", "failed": "echo broken >&2; exit 3", "timeout": "sleep 5", "cancelled": "cancel"}
+	for status, name := range want {
+		if !hasBar(bars, status, name) {
+			t.Errorf("the timeline of %s has no %s bar for %q: %q", s.CI, status, name, bars)
+		}
+	}
+	b.do(t, "crashy timeline",
+		chromedp.Navigate(srv.URL+"/agents/"+s.Crashy),
+		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
+	)
+	crashyBars := get(t, b, "bars", chromedp.Evaluate[[]string](labels))
+	if !hasBar(crashyBars, "interrupted", "echo ready") {
+		t.Errorf("the timeline of %s has no interrupted bar: %q", s.Crashy, crashyBars)
+	}
+	// A click opens a hook's details: its exit code and output.
+	b.do(t, "open a hook",
+		chromedp.Navigate(srv.URL+"/agents/"+s.CI),
+		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
+	)
+	b.do(t, "click a hook", chromedp.Click(chromedp.CSS(`details.bar.failed > summary`)))
+	exit := get(t, b, "hook details", chromedp.Text(chromedp.CSS(`details.bar[open] .hookinfo`)))
+	if !strings.Contains(exit, "exit code") || !strings.Contains(exit, "3") || !strings.Contains(exit, "broken") {
+		t.Errorf("the failed hook's details say %q", exit)
+	}
+
+	// A live append: the page shows it without a reload.
+	b.do(t, "open the session",
+		chromedp.Navigate(srv.URL+"/sessions/"+s.Work),
+		chromedp.WaitVisible(chromedp.CSS("ol.chat")),
+	)
+	get(t, b, "mark the page", chromedp.Evaluate[bool](`window.notReloaded = true`))
+	waitLive(t, b)
+	s.Append(t, s.Work, "appended while the page is open")
+	b.do(t, "live append",
+		chromedp.WaitVisible(chromedp.Search(`//div[@class="text"][contains(., "appended while the page is open")]`)),
+	)
+	still := get(t, b, "reload check", chromedp.Evaluate[bool](`window.notReloaded === true`))
+	if !still {
+		t.Error("the page reloaded to show the append")
+	}
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors after the live append: %q", errs)
+	}
+}
+
+// waitLive waits until the page's live connection is open.
+func waitLive(t *testing.T, b *browser) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status := get(t, b, "live status", chromedp.TextContent(chromedp.CSS(`#live-status`)))
+		if strings.HasPrefix(status, "live") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(errors.New("the page never connected to the live endpoint"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// hasBar reports whether a bar's label shows status and name.
+func hasBar(labels []string, status, name string) bool {
+	for _, l := range labels {
+		if strings.HasPrefix(l, status+" "+name+" · ") {
+			return true
+		}
+	}
+	return false
+}
