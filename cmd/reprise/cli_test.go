@@ -408,8 +408,8 @@ func TestCompletion(t *testing.T) {
 	if out := c.ok("__complete", "resume", "--ag"); !strings.HasPrefix(out, "--agent\t") {
 		t.Errorf("completing resume --ag: %q", out)
 	}
-	if out := c.ok("__complete", "se"); !strings.HasPrefix(out, "sessions\t") {
-		t.Errorf("completing se: %q", out)
+	if out := c.ok("__complete", "ses"); !strings.HasPrefix(out, "sessions\t") {
+		t.Errorf("completing ses: %q", out)
 	}
 	if r := c.fails(exitUsage, "completion", "tcsh"); !strings.Contains(r.stderr, `unknown command "tcsh"`) {
 		t.Errorf("completion tcsh: %s", r.stderr)
