@@ -56,6 +56,7 @@ func BenchmarkFirstByte(b *testing.B) {
 		{"long-session", "/sessions/" + long},
 		{"long-session-last-page", "/sessions/" + long + "?cursor=" + strconv.Itoa(max(messages-100, 1))},
 		{"demo-session", "/sessions/" + run.Design},
+		{"first-session", "/sessions/" + benchSessionID(0)}, // its forks are looked for in the whole log after it
 		{"agent", "/agents/" + demo.Agent},
 		{"agents", "/agents"},
 		{"audit", "/audit"},
@@ -113,6 +114,9 @@ func firstByte(b *testing.B, url string) time.Duration {
 	return first.Sub(start)
 }
 
+// benchSessionID is the id of the benchmark's short session i.
+func benchSessionID(i int) string { return fmt.Sprintf("s-%08x", i*2654435761%(1<<32)) }
+
 // writeBenchStore writes, without syncing, sessions sessions of
 // benchMessagesEach messages and one of messages messages, and returns
 // the long one's id.
@@ -146,7 +150,7 @@ func writeBenchStore(b *testing.B, path string, sessions, messages int) string {
 		var expect []eventlog.Expect
 		var recs []eventlog.Record
 		for i := first; i < min(first+perAppend, sessions); i++ {
-			id := fmt.Sprintf("s-%08x", i*2654435761%(1<<32))
+			id := benchSessionID(i)
 			stream := projection.SessionStream(id)
 			expect = append(expect, eventlog.Expect{Stream: stream})
 			recs = append(recs, record(stream, &schema.SessionCreated{ID: id, Cwd: "/src/project"}))

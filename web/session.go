@@ -47,8 +47,28 @@ type messageItem struct {
 }
 
 // blockItem is one content block: text, or another block's JSON, folded.
+// A long text shows its start, and the rest folded.
 type blockItem struct {
-	Type, Text, Label, JSON string
+	ID, Type, Text, Label, JSON string
+	Rest                        string // the text after the start, for a long one
+}
+
+// foldAfter is how many characters of a text block show before the rest
+// is folded.
+const foldAfter = 1200
+
+// fold cuts a long text into the start shown and the rest folded.
+func fold(b *blockItem) {
+	n := 0
+	for i := range b.Text {
+		if n == foldAfter {
+			if len(b.Text)-i > foldAfter/4 { // not worth folding a short tail
+				b.Text, b.Rest = b.Text[:i], b.Text[i:]
+			}
+			return
+		}
+		n++
+	}
 }
 
 // injection says which run of which agent injected a message, and what
@@ -180,7 +200,7 @@ func (h *handler) session(r *http.Request) (*view, error) {
 		return nil, err
 	}
 	if d.First {
-		if d.Children, err = h.children(ctx, id); err != nil {
+		if d.Children, err = h.children(ctx, id, first.Position); err != nil {
 			return nil, err
 		}
 	}
@@ -192,12 +212,15 @@ func (h *handler) session(r *http.Request) (*view, error) {
 // newMessageItem describes m for the page.
 func newMessageItem(m schema.Message) *messageItem {
 	it := &messageItem{UUID: m.UUID, Role: m.Role, Time: shortTime(m.Timestamp), Meta: m.IsMeta, Summary: m.Summary}
-	for _, b := range m.Content {
+	for i, b := range m.Content {
+		id := m.UUID + "-" + itoa(i)
 		if b.Type == "text" && b.Raw == nil {
-			it.Blocks = append(it.Blocks, blockItem{Type: "text", Text: b.Text})
+			bi := blockItem{ID: id, Type: "text", Text: b.Text}
+			fold(&bi)
+			it.Blocks = append(it.Blocks, bi)
 			continue
 		}
-		bi := blockItem{Type: b.Type, Label: b.Type, JSON: indentJSON(b.Raw)}
+		bi := blockItem{ID: id, Type: b.Type, Label: b.Type, JSON: indentJSON(b.Raw)}
 		var head struct {
 			Name string `json:"name"`
 			ID   string `json:"tool_use_id"`
@@ -244,11 +267,13 @@ func injectedBy(r run) *injection {
 	return in
 }
 
-// children returns the sessions forked from session id, in the order they
-// were created. A deleted fork is left out.
-func (h *handler) children(ctx context.Context, id string) ([]string, error) {
+// children returns the sessions forked from session id, created at
+// position created, in the order they were created. A fork comes after
+// its parent, so only the log from there on is read. A deleted fork is
+// left out.
+func (h *handler) children(ctx context.Context, id string, created uint64) ([]string, error) {
 	var forks []string
-	err := h.e.Store().ReadAll(ctx, 1, func(ev eventlog.Event) error {
+	err := h.e.Store().ReadAll(ctx, created, func(ev eventlog.Event) error {
 		if ev.Type != schema.TypeSessionCreated {
 			return nil
 		}
