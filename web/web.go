@@ -79,7 +79,7 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 	}
 	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "sessions", http.StatusFound)
+		http.Redirect(w, r, h.opts.Prefix+"/sessions", http.StatusFound)
 	})
 	follow := h.opts.Follow
 	if follow == nil {

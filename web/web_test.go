@@ -185,6 +185,7 @@ func TestSessionPageShowsTheConversation(t *testing.T) {
 		`<span class="hook failed">echo broken &gt;&amp;2; exit 3 (failed)</span>`,
 		`<span class="hook timeout">sleep 5 (timeout)</span>`,
 		`Compacted (manual)`, `<span class="badge">compaction summary</span>`,
+		`<summary>the rest (`, // the long injected context, folded after its start
 		"The flake is a race on the shared ledger; a lock fixes it.")
 	fork := s.page(t, "/sessions/"+s.Demo.Fork.To)
 	contains(t, "fork page", fork, `forked from</dt><dd><a href="/sessions/`+s.Demo.Design+`">`)
@@ -561,5 +562,36 @@ func TestLiveSendsEachAppend(t *testing.T) {
 		`data: {"position":` + jsonNumber(ev.Position) + `,"stream":"session/ci-work","type":"MessageAppended"}`}
 	if !slices.Equal(got, want) {
 		t.Fatalf("live sent %q, want %q", got, want)
+	}
+}
+
+// Mounted under a prefix, the pages link within it, and its style sheet
+// and script are there.
+func TestMountedUnderAPrefix(t *testing.T) {
+	s := fixture.New(t)
+	mux := http.NewServeMux()
+	mux.Handle("/reprise/", http.StripPrefix("/reprise", web.New(s.Engine, web.Options{Prefix: "/reprise"})))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/reprise/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Request.URL.Path != "/reprise/sessions" {
+		t.Fatalf("GET /reprise/ led to %s, %d", res.Request.URL.Path, res.StatusCode)
+	}
+	contains(t, "sessions page", string(b), `href="/reprise/sessions/`+s.Work+`"`, `href="/reprise/static/style.css"`,
+		`data-live="/reprise/live"`, `href="/reprise/agents/crashy"`)
+	for _, path := range []string{"/reprise/static/style.css", "/reprise/static/live.js"} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("GET %s = %d", path, res.StatusCode)
+		}
 	}
 }
