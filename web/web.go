@@ -137,10 +137,15 @@ type page struct {
 func (h *handler) serve(build func(*http.Request) (*view, error), api bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asJSON := wantsJSON(r, api)
-		head, err := LastPosition(r.Context(), h.e.Store())
-		if err != nil {
-			h.fail(w, r, asJSON, err)
-			return
+		// The page's live updates start after the last event read before
+		// the page was built, so that none is missed.
+		var head uint64
+		if !asJSON {
+			var err error
+			if head, err = LastPosition(r.Context(), h.e.Store()); err != nil {
+				h.fail(w, r, asJSON, err)
+				return
+			}
 		}
 		v, err := build(r)
 		if err != nil {
