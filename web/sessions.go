@@ -79,11 +79,7 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 	out := sessionsJSON{Sessions: make([]jsonview.Session, len(picked)), Next: d.Next}
 	for i, s := range picked {
 		out.Sessions[i] = jsonview.NewSession(s)
-		last, err := lastActivity(r.Context(), h.e.Store(), s)
-		if err != nil {
-			return nil, err
-		}
-		d.Rows = append(d.Rows, sessionRow{Session: out.Sessions[i], LastActivity: shortTime(last), Agents: current[s.ID]})
+		d.Rows = append(d.Rows, sessionRow{Session: out.Sessions[i], LastActivity: shortTime(s.LastActivity), Agents: current[s.ID]})
 	}
 	return &view{Template: "sessions", Title: "Sessions", Data: d, API: out}, nil
 }
@@ -118,16 +114,6 @@ func parseSessionCursor(v string) (*cursorAt, error) {
 		return nil, badRequest("bad cursor %q: want the next_cursor of a previous page", v)
 	}
 	return &cursorAt{Created: created, ID: id}, nil
-}
-
-// lastActivity returns when s was last used: the time of its stream's
-// last event, or when an agent last loaded it, if later.
-func lastActivity(ctx context.Context, store eventlog.Store, s projection.SessionInfo) (int64, error) {
-	ev, err := headEvent(ctx, store, projection.SessionStream(s.ID))
-	if err != nil {
-		return 0, err
-	}
-	return max(ev.Time, s.LastRestored), nil
 }
 
 // headEvent returns the last event of stream; an empty stream is a zero
