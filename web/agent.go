@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/reprise-dev/reprise/eventlog"
@@ -76,16 +77,19 @@ type spilled struct {
 type agentData struct {
 	ID, State, Current string
 	Runs               []run
+	Prev, Next         string // the cursors of the earlier and the later runs, "" when there are none
 }
 
-// agentJSON is the API's answer for one agent: its restores as
-// reprise restore --json reports each.
+// agentJSON is the API's answer for one agent: the page's runs, and
+// those of them that are restores as reprise restore --json reports each.
 type agentJSON struct {
 	Agent    string             `json:"agent"`
 	State    string             `json:"state"`
 	Current  string             `json:"current,omitempty"`
 	Restores []jsonview.Restore `json:"restores"`
 	Runs     []runJSON          `json:"runs"`
+	Prev     string             `json:"prev_cursor,omitempty"`
+	Next     string             `json:"next_cursor,omitempty"`
 }
 
 // runJSON is one row of the timeline.
@@ -106,6 +110,9 @@ type hookJSON struct {
 	Hooks       []jsonview.Outcome `json:"hooks"`
 	Interrupted bool               `json:"interrupted"`
 }
+
+// runsPerPage is how many runs an agent page shows unless limit says.
+const runsPerPage = 50
 
 // agentsData lists the agents.
 type agentsData struct {
@@ -146,16 +153,45 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 	if head == 0 {
 		return nil, notFound("no agent %s", id)
 	}
+	limit, err := queryLimit(r, runsPerPage)
+	if err != nil {
+		return nil, err
+	}
 	a, runs, err := h.agentRuns(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs}
-	out := agentJSON{Agent: id, State: string(a.State), Current: a.Current, Restores: []jsonview.Restore{}, Runs: []runJSON{}}
-	for i := range a.History {
-		out.Restores = append(out.Restores, jsonview.NewRestore(id, a.History[i].To, &a.History[i]))
+	start := max(len(runs)-limit, 0) // the latest runs by default
+	if v := r.URL.Query().Get("cursor"); v != "" {
+		if start, err = strconv.Atoi(v); err != nil || start < 0 || start >= max(len(runs), 1) {
+			return nil, badRequest("bad cursor %q: want the next_cursor or prev_cursor of a page", v)
+		}
 	}
-	if a.Restore != nil {
+	total := len(runs)
+	end := min(start+limit, total)
+	runs = runs[start:end]
+	for i := range runs {
+		h.readSpilled(&runs[i])
+	}
+	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs}
+	if start > 0 {
+		d.Prev = strconv.Itoa(max(start-limit, 0))
+	}
+	if end < total {
+		d.Next = strconv.Itoa(end)
+	}
+	out := agentJSON{Agent: id, State: string(a.State), Current: a.Current, Restores: []jsonview.Restore{}, Runs: []runJSON{},
+		Prev: d.Prev, Next: d.Next}
+	shown := map[string]bool{}
+	for _, rn := range runs {
+		shown[rn.ID] = true
+	}
+	for i := range a.History {
+		if shown[a.History[i].ID] {
+			out.Restores = append(out.Restores, jsonview.NewRestore(id, a.History[i].To, &a.History[i]))
+		}
+	}
+	if a.Restore != nil && shown[a.Restore.ID] {
 		out.Restores = append(out.Restores, jsonview.NewRestore(id, a.Restore.To, a.Restore))
 	}
 	for _, rn := range runs {
@@ -318,13 +354,6 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 			g.Bars[i] = hookBar{Anchor: r.ID + "-" + g.Event + "-" + itoa(i), Outcome: o, Status: status(o.Status),
 				Dur: duration(int64(o.DurationMS * 1e6))}
 		}
-		if g.Event == string(hookexec.SessionStart) || g.Event == string(hookexec.UserPromptSubmit) {
-			if sp := h.spilledOutput(g.Context); sp != nil {
-				for i := range g.Bars {
-					g.Bars[i].Spilled = sp
-				}
-			}
-		}
 	}
 }
 
@@ -374,6 +403,22 @@ func status(s string) string {
 		return schema.HookFailed
 	}
 	return s
+}
+
+// readSpilled gives each hook bar of r the output its run spilled to a
+// file, if it did.
+func (h *handler) readSpilled(r *run) {
+	for gi := range r.Hooks {
+		g := &r.Hooks[gi]
+		if g.Event != string(hookexec.SessionStart) && g.Event != string(hookexec.UserPromptSubmit) {
+			continue
+		}
+		if sp := h.spilledOutput(g.Context); sp != nil {
+			for i := range g.Bars {
+				g.Bars[i].Spilled = sp
+			}
+		}
+	}
 }
 
 // spilledRE finds the file a hook's output was spilled to, in the preview

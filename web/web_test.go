@@ -324,6 +324,37 @@ func TestAgentPageShowsEveryHookWithItsOutcome(t *testing.T) {
 	contains(t, "agents page", list, `href="/agents/ci"`, `href="/agents/crashy"`, `href="/agents/demo-host"`)
 }
 
+func TestAgentPagesAreCut(t *testing.T) {
+	s := serve(t)
+	type page struct {
+		Restores []jsonview.Restore `json:"restores"`
+		Runs     []struct {
+			Kind string `json:"kind"`
+		} `json:"runs"`
+		Prev string `json:"prev_cursor"`
+		Next string `json:"next_cursor"`
+	}
+	kinds := func(p page) []string {
+		var out []string
+		for _, r := range p.Runs {
+			out = append(out, r.Kind)
+		}
+		return out
+	}
+	var latest, first page
+	s.api(t, "/agents/ci?limit=2", &latest)
+	if got := kinds(latest); !slices.Equal(got, []string{"compact", "end"}) || latest.Prev != "0" || latest.Next != "" || len(latest.Restores) != 2 {
+		t.Errorf("latest page of 2: runs %v, prev %q, next %q, %d restores", got, latest.Prev, latest.Next, len(latest.Restores))
+	}
+	s.api(t, "/agents/ci?limit=2&cursor="+latest.Prev, &first)
+	if got := kinds(first); !slices.Equal(got, []string{"restore", "compact"}) || first.Prev != "" || first.Next != "2" ||
+		len(first.Restores) != 2 || first.Restores[0].RestoreID != s.CIStart.ID {
+		t.Errorf("first page of 2: runs %v, prev %q, next %q, restores %+v", got, first.Prev, first.Next, first.Restores)
+	}
+	body := s.page(t, "/agents/ci?limit=2")
+	contains(t, "latest page", body, `<a rel="prev" href="/agents/ci?cursor=0">Earlier runs</a>`)
+}
+
 func TestAuditPage(t *testing.T) {
 	s := serve(t)
 	body := s.page(t, "/audit")
@@ -447,6 +478,7 @@ func TestErrors(t *testing.T) {
 		{"/events?cursor=-1", 400, "bad cursor"},
 		{"/events?limit=0", 400, "limit must be"},
 		{"/events?stream=%01", 400, "bad stream"},
+		{"/agents/ci?cursor=9", 400, "bad cursor"},
 		{"/nowhere", 404, "no page at"},
 	}
 	for _, c := range cases {

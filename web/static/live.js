@@ -35,9 +35,10 @@
     }
   }
 
+  // At most one refresh every 200 ms, however fast the store appends.
   function schedule() {
-    clearTimeout(timer);
-    timer = setTimeout(refresh, 150);
+    if (timer) return;
+    timer = setTimeout(() => { timer = 0; refresh(); }, 200);
   }
 
   const sep = url.includes("?") ? "&" : "?";
