@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -88,6 +89,53 @@ func (s *serving) get(t *testing.T, path string, header ...string) (int, string)
 	return res.StatusCode, string(b)
 }
 
+// liveStream is an open connection to the live endpoint.
+type liveStream struct {
+	lines chan string
+}
+
+// follow connects to /live, from the store's last event on, until the
+// test ends.
+func (s *serving) follow(t *testing.T) *liveStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", s.url+"live", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 {
+		t.Fatalf("GET /live = %d", res.StatusCode)
+	}
+	l := &liveStream{lines: make(chan string, 100)}
+	go func() {
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data: ") {
+				l.lines <- sc.Text()
+			}
+		}
+	}()
+	return l
+}
+
+// next returns the next data line the live endpoint sent.
+func (l *liveStream) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case line := <-l.lines:
+		return line
+	case <-time.After(10 * time.Second):
+		t.Fatal("the live endpoint sent nothing within 10s")
+		return ""
+	}
+}
+
 // field returns the raw JSON of key in the object body.
 func field(t *testing.T, body, key string) string {
 	t.Helper()
@@ -137,7 +185,11 @@ func TestServeAnswersWhatTheCommandsPrint(t *testing.T) {
 		t.Errorf("/api/sessions/%s messages = %s\nreplay --json prints %s", id, got, want)
 	}
 
+	live := s.follow(t)
 	c.ok("append", id, "--role", "user", "written while serve runs")
+	if line := live.next(t); !strings.HasPrefix(line, `data: {"position":`) || !strings.Contains(line, `"stream":"session/`+id+`","type":"MessageAppended"}`) {
+		t.Errorf("the live endpoint sent %q after an append", line)
+	}
 	if status, page := s.get(t, "/sessions/"+id, "Accept", "text/html"); status != 200 || !strings.Contains(page, "written while serve runs") {
 		t.Errorf("the session page after an append = %d:\n%s", status, page)
 	}
