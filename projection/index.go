@@ -5,8 +5,8 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"slices"
+	"strings"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/schema"
@@ -17,6 +17,7 @@ type SessionInfo struct {
 	ID          string
 	Cwd         string
 	ImportedCwd string // the cwd an imported transcript named, never used to run hooks
+	Parent      string // the session a fork copied, "" for none
 	Created     int64  // UTC unix nanoseconds
 	Messages    int
 	// LastRestored is when an agent last loaded the session; 0 if never.
@@ -44,14 +45,15 @@ type sessionIndex struct{}
 // Name implements eventlog.Indexer. The version changes with the rows'
 // encoding or with what the fold puts in them: a store holding rows of
 // another version builds them again.
-func (sessionIndex) Name() string { return "sessions/1" }
+func (sessionIndex) Name() string { return "sessions/2" }
 
 // A row is fixed fields, so that the common update, one more message,
 // patches bytes instead of decoding and encoding the row, then the two
 // working directories:
 //
 //	created u64, messages u64, last restored u64, last activity u64,
-//	flags u8 (1 importing, 2 newer), len(cwd) u32, cwd, imported cwd
+//	flags u8 (1 importing, 2 newer), len(cwd) u32, len(imported cwd) u32,
+//	cwd, imported cwd, parent
 const (
 	rowCreated      = 0
 	rowMessages     = 8
@@ -59,7 +61,8 @@ const (
 	rowLastActivity = 24
 	rowFlags        = 32
 	rowCwdLen       = 33
-	rowFixed        = 37
+	rowImportedLen  = 37
+	rowFixed        = 41
 
 	flagImporting = 1
 	flagNewer     = 2
@@ -102,7 +105,7 @@ func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 				return err
 			}
 			created := p.(*schema.SessionCreated)
-			s.Cwd, s.ImportedCwd = created.Cwd, created.ImportedCwd
+			s.Cwd, s.ImportedCwd, s.Parent = created.Cwd, created.ImportedCwd, created.Parent
 		}
 		rows.Put(id, encodeRow(&s))
 		return nil
@@ -145,7 +148,7 @@ func raise(row []byte, off int, t int64) {
 }
 
 func encodeRow(s *SessionInfo) []byte {
-	row := make([]byte, rowFixed, rowFixed+len(s.Cwd)+len(s.ImportedCwd))
+	row := make([]byte, rowFixed, rowFixed+len(s.Cwd)+len(s.ImportedCwd)+len(s.Parent))
 	binary.BigEndian.PutUint64(row[rowCreated:], uint64(s.Created))
 	binary.BigEndian.PutUint64(row[rowMessages:], uint64(s.Messages))
 	binary.BigEndian.PutUint64(row[rowLastRestored:], uint64(s.LastRestored))
@@ -157,8 +160,10 @@ func encodeRow(s *SessionInfo) []byte {
 		row[rowFlags] |= flagNewer
 	}
 	binary.BigEndian.PutUint32(row[rowCwdLen:], uint32(len(s.Cwd)))
+	binary.BigEndian.PutUint32(row[rowImportedLen:], uint32(len(s.ImportedCwd)))
 	row = append(row, s.Cwd...)
-	return append(row, s.ImportedCwd...)
+	row = append(row, s.ImportedCwd...)
+	return append(row, s.Parent...)
 }
 
 func decodeRow(id string, row []byte) (SessionInfo, error) {
@@ -166,14 +171,17 @@ func decodeRow(id string, row []byte) (SessionInfo, error) {
 		return SessionInfo{}, rowError(id)
 	}
 	cwd := int(binary.BigEndian.Uint32(row[rowCwdLen:]))
-	if cwd > len(row)-rowFixed {
+	imported := int(binary.BigEndian.Uint32(row[rowImportedLen:]))
+	if cwd > len(row)-rowFixed || imported > len(row)-rowFixed-cwd {
 		return SessionInfo{}, rowError(id)
 	}
+	strs := row[rowFixed:]
 	flags := row[rowFlags]
 	return SessionInfo{
 		ID:           id,
-		Cwd:          string(row[rowFixed : rowFixed+cwd]),
-		ImportedCwd:  string(row[rowFixed+cwd:]),
+		Cwd:          string(strs[:cwd]),
+		ImportedCwd:  string(strs[cwd : cwd+imported]),
+		Parent:       string(strs[cwd+imported:]),
 		Created:      int64(binary.BigEndian.Uint64(row[rowCreated:])),
 		Messages:     int(binary.BigEndian.Uint64(row[rowMessages:])),
 		LastRestored: int64(binary.BigEndian.Uint64(row[rowLastRestored:])),
@@ -191,15 +199,26 @@ func rowError(id string) error {
 // them) into the session list, ordered by creation time, then id.
 func Sessions(rows map[string][]byte) ([]SessionInfo, error) {
 	out := make([]SessionInfo, 0, len(rows))
-	for _, id := range slices.Sorted(maps.Keys(rows)) {
-		s, err := decodeRow(id, rows[id])
+	for id, row := range rows {
+		s, err := decodeRow(id, row)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, s)
 	}
-	slices.SortStableFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.Created, b.Created) })
-	return out, nil
+	// Sorted through pointers: swapping rows would move each one many times.
+	order := make([]*SessionInfo, len(out))
+	for i := range out {
+		order[i] = &out[i]
+	}
+	slices.SortFunc(order, func(a, b *SessionInfo) int {
+		return cmp.Or(cmp.Compare(a.Created, b.Created), strings.Compare(a.ID, b.ID))
+	})
+	sorted := make([]SessionInfo, len(out))
+	for i, s := range order {
+		sorted[i] = *s
+	}
+	return sorted, nil
 }
 
 // Index is the session index held in memory, folded one event at a time.

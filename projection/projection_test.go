@@ -258,7 +258,7 @@ func TestSessionRowsRoundTripAndDamageIsCorrupt(t *testing.T) {
 	s, ag := &log{stream: "session/s"}, &log{stream: "agent/x"}
 	fold := eventlog.NewFold(func(string) ([]byte, error) { return nil, nil })
 	for _, ev := range []eventlog.Event{
-		s.next(t, &schema.SessionCreated{ID: "s", Cwd: "/w", ImportedCwd: "/elsewhere"}, ""),
+		s.next(t, &schema.SessionCreated{ID: "s", Cwd: "/w", ImportedCwd: "/elsewhere", Parent: "p"}, ""),
 		s.next(t, &schema.ImportStarted{}, ""),
 		s.next(t, msg("1", "", "a"), ""),
 		ag.next(t, &schema.SessionLoaded{Session: "s", Source: "startup"}, "r"),
@@ -269,7 +269,7 @@ func TestSessionRowsRoundTripAndDamageIsCorrupt(t *testing.T) {
 	}
 	row, _ := fold.Get("s")
 	got, err := projection.Sessions(map[string][]byte{"s": row})
-	want := []projection.SessionInfo{{ID: "s", Cwd: "/w", ImportedCwd: "/elsewhere", Created: 1000, Messages: 1,
+	want := []projection.SessionInfo{{ID: "s", Cwd: "/w", ImportedCwd: "/elsewhere", Parent: "p", Created: 1000, Messages: 1,
 		LastRestored: 1000, LastActivity: 3000, Importing: true}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("rows = %+v, %v\nwant   %+v", got, err, want)

@@ -200,7 +200,7 @@ func (h *handler) session(r *http.Request) (*view, error) {
 		return nil, err
 	}
 	if d.First {
-		if d.Children, err = h.children(ctx, id, first.Position); err != nil {
+		if d.Children, err = h.children(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -267,37 +267,18 @@ func injectedBy(r run) *injection {
 	return in
 }
 
-// children returns the sessions forked from session id, created at
-// position created, in the order they were created. A fork comes after
-// its parent, so only the log from there on is read. A deleted fork is
-// left out.
-func (h *handler) children(ctx context.Context, id string, created uint64) ([]string, error) {
-	var forks []string
-	err := h.e.Store().ReadAll(ctx, created, func(ev eventlog.Event) error {
-		if ev.Type != schema.TypeSessionCreated {
-			return nil
-		}
-		p, err := schema.Decode(ev)
-		if err != nil {
-			return err
-		}
-		if c := p.(*schema.SessionCreated); c.Parent == id {
-			forks = append(forks, c.ID)
-		}
-		return nil
-	})
+// children returns the sessions forked from session id, in the order they
+// were created, from the session index. A deleted fork has no row.
+func (h *handler) children(ctx context.Context, id string) ([]string, error) {
+	sessions, err := h.e.Sessions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := forks[:0]
-	for _, f := range forks {
-		last, err := headEvent(ctx, h.e.Store(), projection.SessionStream(f))
-		if err != nil {
-			return nil, err
-		}
-		if last.Type != schema.TypeSessionDeleted {
-			out = append(out, f)
+	var forks []string
+	for _, s := range sessions {
+		if s.Parent == id {
+			forks = append(forks, s.ID)
 		}
 	}
-	return out, nil
+	return forks, nil
 }
