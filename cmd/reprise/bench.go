@@ -32,6 +32,15 @@ os/exec, in the same process, on the same disk, with values of the same
 size, floor and reprise operations alternating; a figure's ratio is the
 median of its rounds' ratios.
 
+Peer rows measure, in the same rounds, what a host keeps transcripts in
+without a session store: a JSONL file per session, appended to with
+O_APPEND and fsynced per durable append, written in one write and one
+fsync when saving many messages, read back with a line scan and
+encoding/json. Their targets are informational: a missed one is reported
+as missed and fails nothing. Every ratio is reprise's value over the floor's
+or the peer's: for rates, above 1 means reprise is ahead; for times and
+sizes, below 1.
+
 The stores are temporary, in a directory made next to the store (--store,
 else $REPRISE_STORE, else the default), which bench does not open. The
 large stores of target 7 (100,000 sessions and 10 million events; with
@@ -39,8 +48,8 @@ large stores of target 7 (100,000 sessions and 10 million events; with
 are kept in --cache-dir between runs (by default reprise/bench in the user's
 cache directory); the store itself is left alone.
 
-It prints a table of figure, floor, reprise, ratio, target and result, and
-exits with 1 if any target is missed. --quick runs fewer rounds and the
+It prints a table of figure, floor or peer, reprise, ratio, target and
+result, and exits with 1 if any target that is not informational is missed. --quick runs fewer rounds and the
 smaller scale store, in under a minute. When standard output and standard
 error are both a terminal, a progress bar shows how far the run got.`,
 		Example: `  reprise bench
@@ -54,7 +63,7 @@ error are both a terminal, a progress bar shows how far the run got.`,
 	cmd.Flags().BoolVar(&o.quick, "quick", false, "fewer rounds and a smaller scale store, to finish in under a minute")
 	cmd.Flags().BoolVar(&o.markdown, "markdown", false, "print the table in Markdown")
 	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", "", "`DIR` that keeps the large stores of target 7 between runs (default $XDG_CACHE_HOME/reprise/bench, ~/.cache/reprise/bench when XDG_CACHE_HOME is unset)")
-	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, rebuild, restore-func, restore-command, scale)")
+	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, save-100k, rebuild, restore-func, restore-command, scale)")
 	return cmd
 }
 
@@ -143,13 +152,17 @@ func benchNextTo(ctx context.Context, a *app, store string, opts bench.Options, 
 		return err
 	}
 	if !report.Pass {
-		missed := 0
+		missed, targets := 0, 0
 		for _, r := range results {
+			if r.Informational || r.Limit == 0 {
+				continue
+			}
+			targets++
 			if !r.Pass {
 				missed++
 			}
 		}
-		return fmt.Errorf("%d of %d figures missed their target", missed, len(results))
+		return fmt.Errorf("%d of %d figures missed their target", missed, targets)
 	}
 	return nil
 }

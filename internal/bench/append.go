@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,28 +13,35 @@ import (
 )
 
 // appendBench is target 1: one durable Engine.Append against one bbolt
-// Update of one put (F1).
+// Update of one put (F1), and against the JSONL peer's durable append.
 var appendBench = Bench{
 	Name: "append",
-	Rows: []Row{{Target: 1, Name: "append", Figure: "durable message append (Engine.Append)",
-		Floor: "F1: bbolt Update, 1 put, fsync", Unit: PerOp, What: "append", Limit: 1.25}},
+	Rows: []Row{
+		{Target: 1, Name: "append", Figure: "durable message append (Engine.Append)",
+			Floor: "F1: bbolt Update, 1 put, fsync", Unit: PerOp, What: "append", Limit: 1.25},
+		{Target: 1, Name: "append-peer", Figure: "durable message append (Engine.Append)",
+			Floor: "JSONL peer: 1 line, O_APPEND, fsync", Unit: PerOp, What: "append"},
+	},
 	Reps: 400, QuickReps: 60,
 	Open: openAppend,
 }
 
 // durable is what the append benches share: an Engine on a store with
-// fsync, a floor database beside it, and the size of a stored message.
+// fsync, a floor database beside it, the size of a stored message, and a
+// JSONL peer file for each session.
 type durable struct {
 	dir   string
 	e     *reprise.Engine
 	floor *rawDB
 	value []byte // a floor value, as long as a stored message
 	ids   []string
-	n     int // operations so far, to alternate which side goes first
+	peers []*peerFile // one per session, in the order of ids
+	n     int         // operations so far, to rotate which side goes first
 }
 
 // openDurable sets up sessions sessions with two messages each, so that
-// the second, like every later one, has a parent.
+// the second, like every later one, has a parent; and their peer files,
+// each with the same two lines.
 func openDurable(ctx context.Context, env *Env, name string, sessions int) (*durable, error) {
 	dir, err := mkdir(env, name)
 	if err != nil {
@@ -51,6 +59,14 @@ func openDurable(ctx context.Context, env *Env, name string, sessions int) (*dur
 			if _, err = d.e.Append(ctx, id, message(0)); err == nil {
 				_, err = d.e.Append(ctx, id, message(1))
 			}
+		}
+		var p *peerFile
+		if err == nil {
+			p, err = createPeerFile(filepath.Join(dir, id+".jsonl"), id)
+		}
+		if err == nil {
+			d.peers = append(d.peers, p)
+			err = p.WriteAll(peerMessages(id, 2))
 		}
 	}
 	var size int
@@ -75,13 +91,21 @@ func (d *durable) Close() error {
 			err = cerr
 		}
 	}
+	for _, p := range d.peers {
+		if cerr := p.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if rerr := os.RemoveAll(d.dir); err == nil {
 		err = rerr
 	}
 	return err
 }
 
-func (d *durable) Note(string) string {
+func (d *durable) Note(row string) string {
+	if strings.HasSuffix(row, "-peer") {
+		return fmt.Sprintf("lines of %d bytes", peerLineSize(d.ids[0]))
+	}
 	return fmt.Sprintf("values of %d bytes", len(d.value))
 }
 
@@ -96,7 +120,7 @@ func openAppend(ctx context.Context, env *Env) (Runner, error) {
 type appendRunner struct{ *durable }
 
 func (r *appendRunner) Run(ctx context.Context) ([]Sample, error) {
-	var s Sample
+	var s, peer Sample
 	floor := func() (err error) {
 		s.Floor.Time, err = r.floor.update(1, r.value)
 		return err
@@ -108,33 +132,43 @@ func (r *appendRunner) Run(ctx context.Context) ([]Sample, error) {
 		})
 		return err
 	}
-	if err := alternate(&r.n, floor, rep); err != nil {
+	jsonl := func() (err error) {
+		m := newPeerMessage(r.ids[0], r.n)
+		peer.Floor.Time, err = timed(func() error { return r.peers[0].Append(m) })
+		return err
+	}
+	if err := alternate(&r.n, floor, rep, jsonl); err != nil {
 		return nil, err
 	}
 	s.Floor.Work, s.Reprise.Work = 1, 1
-	return []Sample{s}, nil
+	peer.Reprise, peer.Floor.Work = s.Reprise, 1
+	return []Sample{s, peer}, nil
 }
 
-// alternate runs floor and rep, floor first on every other call, so that
-// neither side always follows the other.
-func alternate(n *int, floor, rep func() error) error {
+// alternate runs sides in turn, starting with a different one on each
+// call, so that no side always follows the same other.
+func alternate(n *int, sides ...func() error) error {
 	*n++
-	first, second := floor, rep
-	if *n%2 == 0 {
-		first, second = rep, floor
+	for i := range sides {
+		if err := sides[(*n+i)%len(sides)](); err != nil {
+			return err
+		}
 	}
-	if err := first(); err != nil {
-		return err
-	}
-	return second()
+	return nil
 }
 
 // concurrentBench is target 2: 64 sessions appending durably at once, from
-// 64 goroutines, against F1 done serially.
+// 64 goroutines, against F1 done serially, and against 64 JSONL peer files
+// appended to at once.
 var concurrentBench = Bench{
 	Name: "concurrent",
-	Rows: []Row{{Target: 2, Name: "concurrent", Figure: "64 sessions appending at once, 64 goroutines",
-		Floor: "F1 used serially", Unit: Rate, What: "append", Min: true, Limit: 4}},
+	Rows: []Row{
+		{Target: 2, Name: "concurrent", Figure: "64 sessions appending at once, 64 goroutines",
+			Floor: "F1 used serially", Unit: Rate, What: "append", Min: true, Limit: 4},
+		{Target: 2, Name: "concurrent-peer", Figure: "64 sessions appending at once, 64 goroutines",
+			Floor: "JSONL peer: 64 files, each goroutine appends + fsyncs its own", Unit: Rate, What: "append",
+			Min: true, Limit: 1.5, Informational: true},
+	},
 	Reps: 16, QuickReps: 3,
 	Open: openConcurrent,
 }
@@ -155,7 +189,7 @@ func openConcurrent(ctx context.Context, env *Env) (Runner, error) {
 type concurrentRunner struct{ *durable }
 
 func (r *concurrentRunner) Run(ctx context.Context) ([]Sample, error) {
-	var s Sample
+	var s, peer Sample
 	floor := func() error {
 		// As many serial floor writes as take about as long as the burst
 		// with a quarter of its throughput.
@@ -171,30 +205,41 @@ func (r *concurrentRunner) Run(ctx context.Context) ([]Sample, error) {
 		return nil
 	}
 	rep := func() error {
-		d, err := r.burst(ctx)
+		d, err := r.burst(func(w, i int) error {
+			_, err := r.e.Append(ctx, r.ids[w], message(i))
+			return err
+		})
 		s.Reprise.Time, s.Reprise.Work = d, writers*appendsPerWriter
 		return err
 	}
-	if err := alternate(&r.n, floor, rep); err != nil {
+	jsonl := func() error {
+		d, err := r.burst(func(w, i int) error {
+			return r.peers[w].Append(newPeerMessage(r.ids[w], i))
+		})
+		peer.Floor.Time, peer.Floor.Work = d, writers*appendsPerWriter
+		return err
+	}
+	if err := alternate(&r.n, floor, rep, jsonl); err != nil {
 		return nil, err
 	}
-	return []Sample{s}, nil
+	peer.Reprise = s.Reprise
+	return []Sample{s, peer}, nil
 }
 
-// burst has every writer append appendsPerWriter messages to its own
-// session, all starting together, and returns how long until all were
-// durable.
-func (r *concurrentRunner) burst(ctx context.Context) (time.Duration, error) {
+// burst has every writer w make appendsPerWriter durable appends,
+// appendOne(w, i), to its own session, all starting together, and returns
+// how long until all were durable.
+func (r *concurrentRunner) burst(appendOne func(w, i int) error) (time.Duration, error) {
 	var (
 		wg    sync.WaitGroup
 		start = make(chan struct{})
 		errs  = make([]error, writers)
 	)
-	for w, id := range r.ids {
+	for w := range r.ids {
 		wg.Go(func() {
 			<-start
 			for i := range appendsPerWriter {
-				if _, err := r.e.Append(ctx, id, message(i)); err != nil {
+				if err := appendOne(w, i); err != nil {
 					errs[w] = err
 					return
 				}

@@ -68,6 +68,39 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
+// A peer row's target is informational: missed, it shows as such and
+// fails nothing; a row with no target shows none.
+func TestInformationalTargets(t *testing.T) {
+	missed := Result{Row: Row{Target: 3, Name: "save-100k-peer", Figure: "Save of 100,000", Floor: "JSONL peer", Min: true,
+		Limit: 1, Informational: true}, Unit: "messages/s", Floor: 1e6, Reprise: 1.6e5, Ratio: 0.16}
+	missed.Pass = missed.met(missed.Ratio)
+	none := Result{Row: Row{Target: 1, Name: "append-peer", Figure: "append", Floor: "JSONL peer"}, Unit: "ms/append",
+		Floor: 0.15, Reprise: 0.28, Ratio: 1.87}
+	none.Pass = none.met(none.Ratio)
+	if missed.Pass || !none.Pass {
+		t.Fatalf("pass: missed %v, no target %v", missed.Pass, none.Pass)
+	}
+	if !Passed([]Result{missed, none}) {
+		t.Errorf("a missed informational target failed the run")
+	}
+	failed := missed
+	failed.Informational = false
+	if Passed([]Result{failed, none}) {
+		t.Errorf("a missed target passed the run")
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, []Result{missed, none}, false); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "missed (informational)") || strings.Contains(out, "FAIL") || strings.Contains(out, "pass") {
+		t.Errorf("table:\n%s", out)
+	}
+	if !strings.Contains(out, "reprise/floor or peer") {
+		t.Errorf("table header does not say what its ratio is:\n%s", out)
+	}
+}
+
 func TestScaleIDsAreValidAndDistinct(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range 100_000 {

@@ -22,12 +22,16 @@ import (
 
 // rebuildBench is target 4: rebuilding a 100,000-message conversation from
 // the log against a bbolt cursor scan that msgpack-decodes every record
-// (F3), and the memory the rebuild needs against the conversation's own.
+// (F3) and against the JSONL peer reading the same conversation, and the
+// memory the rebuild needs against the conversation's own.
 var rebuildBench = Bench{
 	Name: "rebuild",
 	Rows: []Row{
 		{Target: 4, Name: "rebuild", Figure: "rebuild a 100,000-message conversation",
 			Floor: "F3: bbolt cursor scan + msgpack decode", Unit: Rate, What: "record", Min: true, Limit: 0.7},
+		{Target: 4, Name: "rebuild-peer", Figure: "rebuild a 100,000-message conversation",
+			Floor: "JSONL peer: open, bufio line scan, encoding/json decode", Unit: Rate, What: "record",
+			Min: true, Limit: 3, Informational: true},
 		{Target: 4, Name: "rebuild-memory", Figure: "peak memory of that rebuild",
 			Floor: "the decoded conversation", Unit: Bytes, Limit: 3},
 	},
@@ -43,7 +47,8 @@ type rebuildRunner struct {
 	store *countingStore // shared: Engines made over it leave it open
 	id    string
 	floor *rawDB
-	value int // the size of a stored message
+	peer  string // the path of the conversation's peer file
+	value int    // the size of a stored message
 	n     int
 	// allocated and decoded are the last memory sample's total allocation
 	// and conversation size.
@@ -128,7 +133,17 @@ func (r *rebuildRunner) fill(ctx context.Context, env *Env) error {
 		env.progress("writing the floor's records", 0.5+float64(i+10_000)/rebuildMessages/2)
 	}
 	r.floor.db.NoSync = false
-	return nil
+
+	r.peer = filepath.Join(r.dir, "peer.jsonl")
+	pf, err := createPeerFile(r.peer, r.id)
+	if err != nil {
+		return err
+	}
+	err = pf.WriteAll(peerMessages(r.id, rebuildMessages))
+	if cerr := pf.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // errStop ends a read early.
@@ -150,7 +165,7 @@ func (r *rebuildRunner) Close() error {
 }
 
 func (r *rebuildRunner) Run(ctx context.Context) ([]Sample, error) {
-	var speed, memory Sample
+	var speed, peer, memory Sample
 	floor := func() (err error) {
 		speed.Floor.Time, err = timed(r.scan)
 		return err
@@ -159,13 +174,28 @@ func (r *rebuildRunner) Run(ctx context.Context) ([]Sample, error) {
 		speed.Reprise.Time, err = timed(func() error { _, err := r.rebuild(ctx); return err })
 		return err
 	}
-	if err := alternate(&r.n, floor, rep); err != nil {
+	jsonl := func() (err error) {
+		peer.Floor.Time, err = timed(r.read)
+		return err
+	}
+	if err := alternate(&r.n, floor, rep, jsonl); err != nil {
 		return nil, err
 	}
 	speed.Floor.Work, speed.Reprise.Work = rebuildMessages, rebuildMessages
+	peer.Floor.Work, peer.Reprise = rebuildMessages, speed.Reprise
 	var err error
 	memory.Floor.Bytes, memory.Reprise.Bytes, err = r.memory(ctx)
-	return []Sample{speed, memory}, err
+	return []Sample{speed, peer, memory}, err
+}
+
+// read is the JSONL peer's rebuild: open the conversation's file, scan
+// its lines and decode each into a message kept in a slice.
+func (r *rebuildRunner) read() error {
+	msgs, err := readPeer(r.peer)
+	if err == nil && len(msgs) != rebuildMessages {
+		err = fmt.Errorf("read %d peer messages, want %d", len(msgs), rebuildMessages)
+	}
+	return err
 }
 
 // scan is F3: one read transaction, a cursor over every record, each
@@ -235,6 +265,9 @@ func (r *rebuildRunner) memory(ctx context.Context) (decoded, peak float64, err 
 func (r *rebuildRunner) Note(row string) string {
 	if row == "rebuild-memory" {
 		return fmt.Sprintf("heap sampled every 0.1 ms; %.0f MB allocated in all (%.2fx)", r.allocated/1e6, r.allocated/r.decoded)
+	}
+	if row == "rebuild-peer" {
+		return fmt.Sprintf("lines of %d bytes", peerLineSize(r.id))
 	}
 	return fmt.Sprintf("records of %d bytes", r.value)
 }

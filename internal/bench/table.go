@@ -9,16 +9,18 @@ import (
 
 // WriteTable writes results as a table, aligned for a terminal or, when
 // markdown is set, as a Markdown table, followed by the notes of the rows
-// that have any.
+// that have any. Every ratio is reprise's value over the floor's or the
+// peer's, whatever the unit: for rates, above 1 is reprise ahead; for
+// times and sizes, below 1.
 func WriteTable(w io.Writer, results []Result, markdown bool) error {
-	header := []string{"#", "figure", "floor", "floor value", "reprise", "ratio", "target", "result"}
+	header := []string{"#", "figure", "floor or peer", "its value", "reprise", "ratio reprise/floor or peer", "target", "result"}
 	rows := [][]string{header}
 	var notes []string
 	for _, r := range results {
 		rows = append(rows, []string{
 			fmt.Sprint(r.Target), r.Figure, r.Row.Floor,
 			FormatValue(r.Floor, r.Unit), FormatValue(r.Reprise, r.Unit),
-			fmt.Sprintf("%.2f", r.Ratio), bound(r.Row), verdict(r.Pass),
+			fmt.Sprintf("%.2f", r.Ratio), bound(r.Row), verdict(r),
 		})
 		if r.Note != "" {
 			notes = append(notes, fmt.Sprintf("%s: %s", r.Name, r.Note))
@@ -57,14 +59,24 @@ func WriteTable(w io.Writer, results []Result, markdown bool) error {
 }
 
 func bound(r Row) string {
-	if r.Min {
+	switch {
+	case r.Limit == 0:
+		return "-"
+	case r.Min:
 		return fmt.Sprintf(">= %g", r.Limit)
 	}
 	return fmt.Sprintf("<= %g", r.Limit)
 }
 
-func verdict(pass bool) string {
-	if pass {
+func verdict(r Result) string {
+	switch {
+	case r.Limit == 0:
+		return "-"
+	case r.Informational && r.Pass:
+		return "met (informational)"
+	case r.Informational:
+		return "missed (informational)"
+	case r.Pass:
 		return "pass"
 	}
 	return "FAIL"
