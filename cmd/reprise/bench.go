@@ -17,12 +17,12 @@ import (
 )
 
 // newBenchCmd returns the bench command: reprise measured against the
-// physical floors of its storage.
+// physical floors of its storage and beside a JSONL file per session.
 func newBenchCmd(a *app) *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure reprise against the physical floors of its storage",
+		Short: "Measure reprise against the floors of its storage and a JSONL file per session",
 		Long: `bench measures what users choose a session store on: what a durable
 append costs, how many sessions one process carries at once, how fast a long
 conversation comes back, what a restore costs with hooks, and whether any of

@@ -1,14 +1,16 @@
 // Package bench measures reprise against the physical floors of its
 // storage: the same work done with bare bbolt transactions, a bare bbolt
 // cursor scan and a bare os/exec, in the same process, on the same disk,
-// with values of the same size. The reprise bench command and the Go
-// benchmarks both use it.
+// with values of the same size; and beside the JSONL peer, a file per
+// session, doing the same work with the same messages. The reprise bench
+// command and the Go benchmarks both use it.
 //
-// Each figure is measured in rounds. Within a round the floor and reprise
-// operations alternate, so both see the same disk and the same neighbours,
-// and each side's number is the median of its operations; a round's ratio
-// compares the two, and a figure's ratio is the median of its rounds'
-// ratios, which a burst of noise in one round does not move.
+// Each figure is measured in rounds. Within a round the floor, reprise
+// and peer operations take turns, so all see the same disk and the same
+// neighbours, and each side's number is the median of its operations; a
+// round's ratio compares reprise with the floor or the peer, and a
+// figure's ratio is the median of its rounds' ratios, which a burst of
+// noise in one round does not move.
 package bench
 
 import (
