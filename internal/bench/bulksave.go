@@ -35,8 +35,9 @@ const bulkMessages = 100_000
 type bulkSaveRunner struct {
 	dir string
 	n   int
-	// The last operation's sizes, for the notes.
-	used, peerSize float64
+	// The last operation's sizes, for the notes: the store file after the
+	// save, the part of it that holds pages, and the peer file.
+	file, used, peerSize float64
 }
 
 func openBulkSave(_ context.Context, env *Env) (Runner, error) {
@@ -113,11 +114,10 @@ func (r *bulkSaveRunner) save(ctx context.Context) (took time.Duration, growth, 
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	used, err := usedSize(path)
-	if err != nil {
+	if r.used, err = usedSize(path); err != nil {
 		return 0, 0, 0, err
 	}
-	r.used = used - before
+	r.file = after
 	return took, after - before, float64(out), nil
 }
 
@@ -179,7 +179,7 @@ func (r *bulkSaveRunner) peer() (time.Duration, error) {
 
 func (r *bulkSaveRunner) Note(row string) string {
 	if row == "store-size" {
-		return fmt.Sprintf("%.1f MB of the growth is pages bbolt uses, the rest space it preallocated", r.used/1e6)
+		return fmt.Sprintf("the file is %.1f MB after the save, %.1f MB of it pages (free ones included), the rest space bbolt preallocated", r.file/1e6, r.used/1e6)
 	}
 	return fmt.Sprintf("peer file of %.1f MB, lines of %d bytes", r.peerSize/1e6, peerLineSize(newUUID()))
 }
