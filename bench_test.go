@@ -13,7 +13,8 @@ import (
 // floor operation and one reprise operation, in alternating order, in the
 // same process and on the same disk (the test's temporary directory).
 // Each reports, for every figure of its bench, reprise's number, the
-// floor's (prefixed floor-) and their ratio, reprise over floor, in the
+// floor's or the JSONL peer's (prefixed with the row's name) and their
+// ratio, reprise over floor or peer, in the
 // figure's unit, each the median over the iterations, as a disk shared
 // with others makes a few operations very slow; ns/op is the median of
 // reprise's time per iteration. With -short the
@@ -26,6 +27,7 @@ import (
 func BenchmarkAppend(b *testing.B)         { runBench(b, "append") }
 func BenchmarkConcurrent(b *testing.B)     { runBench(b, "concurrent") }
 func BenchmarkSave(b *testing.B)           { runBench(b, "save") }
+func BenchmarkSave100k(b *testing.B)       { runBench(b, "save-100k") }
 func BenchmarkRebuild(b *testing.B)        { runBench(b, "rebuild") }
 func BenchmarkRestoreFunc(b *testing.B)    { runBench(b, "restore-func") }
 func BenchmarkRestoreCommand(b *testing.B) { runBench(b, "restore-command") }
@@ -70,7 +72,7 @@ func runBench(b *testing.B, name string) {
 		rep := bench.Value(row.Unit, samples[i], false)
 		unit := metricUnit(row)
 		b.ReportMetric(rep, unit)
-		b.ReportMetric(floor, "floor-"+unit)
+		b.ReportMetric(floor, row.Name+"-floor-"+unit)
 		b.ReportMetric(rep/floor, row.Name+"-ratio")
 	}
 }
