@@ -49,6 +49,14 @@ type Options struct {
 	// Follow, when set, is how the live endpoint waits for new events;
 	// nil means reading the Engine's store every Poll.
 	Follow Follow
+	// Audits runs the audit page's checks; nil means checks of the
+	// Engine's store that this handler keeps to itself. Handlers made
+	// afresh for each request share one to keep its report.
+	Audits *Audits
+	// AuditWait is how long the audit page waits for a check of the
+	// newest events before it shows the previous report; 0 means
+	// DefaultAuditWait.
+	AuditWait time.Duration
 }
 
 // Poll is how often the live endpoint looks for new events in the store
@@ -57,10 +65,11 @@ const Poll = 200 * time.Millisecond
 
 // handler serves the pages and the API over one Engine.
 type handler struct {
-	e    *reprise.Engine
-	opts Options
-	log  *slog.Logger
-	mux  *http.ServeMux
+	e      *reprise.Engine
+	opts   Options
+	log    *slog.Logger
+	mux    *http.ServeMux
+	audits *Audits
 }
 
 // New returns the read-only handler over e. Every route answers HTML, or
@@ -69,6 +78,9 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 	h := &handler{e: e, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
 	if h.log == nil {
 		h.log = slog.Default()
+	}
+	if h.audits = opts.Audits; h.audits == nil {
+		h.audits = engineAudits(e)
 	}
 	if h.opts.FinishCommand == nil {
 		h.opts.FinishCommand = func(agent string) string { return "reprise finish --agent " + agent }
@@ -122,6 +134,7 @@ type view struct {
 	Title    string
 	Data     any
 	API      any
+	Refresh  int // seconds after which the page reloads itself; 0 for never
 }
 
 // page is what the layout renders.
@@ -131,6 +144,9 @@ type page struct {
 	Head  uint64 // the store's last position when the page was read
 	Base  string // the path prefix of the handler, for links: "" or "/prefix"
 	Data  any
+	// Refresh is the seconds after which the page reloads itself; 0 for
+	// never.
+	Refresh int
 }
 
 // serve answers r with what build returns, as HTML or as JSON.
@@ -156,7 +172,7 @@ func (h *handler) serve(build func(*http.Request) (*view, error), api bool) http
 			writeJSON(w, http.StatusOK, v.API)
 			return
 		}
-		h.render(w, http.StatusOK, v.Template, page{Title: v.Title, Nav: v.Template, Head: head, Base: h.opts.Prefix, Data: v.Data})
+		h.render(w, http.StatusOK, v.Template, page{Title: v.Title, Nav: v.Template, Head: head, Base: h.opts.Prefix, Data: v.Data, Refresh: v.Refresh})
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/web"
 )
@@ -100,7 +101,7 @@ func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Wri
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", o.addr, err)
 	}
-	var h http.Handler = &storeView{a: a, stderr: stderr}
+	var h http.Handler = newStoreView(a, stderr)
 	if token != "" {
 		h = web.RequireToken(token, h)
 	}
@@ -146,6 +147,27 @@ func loopback(host string) bool {
 type storeView struct {
 	a      *app
 	stderr io.Writer
+	audits *web.Audits // shared by the requests, so that checks of the log run one at a time and their report is kept
+}
+
+// newStoreView returns the web view of a's store.
+func newStoreView(a *app, stderr io.Writer) *storeView {
+	v := &storeView{a: a, stderr: stderr}
+	v.audits = web.NewAudits(func(ctx context.Context) (_ *reprise.AuditReport, _ uint64, err error) {
+		a := *v.a
+		e, err := a.openReadOnly(ctx, v.stderr)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer closeEngine(e, &err)
+		head, err := web.LastPosition(ctx, e.Store())
+		if err != nil {
+			return nil, 0, err
+		}
+		rep, err := reprise.Audit(ctx, e.Store())
+		return rep, head, err
+	})
+	return v
 }
 
 // ServeHTTP serves r.
@@ -170,5 +192,5 @@ func (v *storeView) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.Close()
-	web.New(e, web.Options{FinishCommand: a.finishCommand, RunningIn: a.heldBy}).ServeHTTP(w, r)
+	web.New(e, web.Options{FinishCommand: a.finishCommand, RunningIn: a.heldBy, Audits: v.audits}).ServeHTTP(w, r)
 }

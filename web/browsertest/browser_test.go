@@ -144,7 +144,7 @@ func artifacts(t *testing.T) string {
 // a reload.
 func TestPagesInABrowser(t *testing.T) {
 	s := fixture.New(t)
-	srv := httptest.NewServer(web.New(s.Engine, web.Options{}))
+	srv := httptest.NewServer(web.New(s.Engine, web.Options{AuditWait: time.Minute}))
 	t.Cleanup(srv.Close) // after the browser has gone, with its live connections
 	b := newBrowser(t)
 	dir := artifacts(t)
