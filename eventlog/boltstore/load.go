@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -66,16 +67,19 @@ func (s *Store) Load(ctx context.Context, evs []eventlog.Event) error {
 			if err := b.positions.Put(key, appendRun(nil, evs[i].Stream, evs[i].Seq, uint32(j-i))); err != nil {
 				return fmt.Errorf("boltstore: load %s: %w", evs[i].Stream, err)
 			}
-			for ; i < j; i++ {
-				env := appendEnvelope(nil, evs[i])
-				if len(env) > bolt.MaxValueSize {
+			for _, ev := range evs[i:j] {
+				if n := EnvelopeSize(ev); n > bolt.MaxValueSize {
 					return fmt.Errorf("boltstore: load %s#%d: an event of %d bytes is larger than the %d a value may hold",
-						evs[i].Stream, evs[i].Seq, len(env), bolt.MaxValueSize)
-				}
-				if err := b.events.Put(eventKey(evs[i].Stream, evs[i].Seq), env); err != nil {
-					return fmt.Errorf("boltstore: load %s: %w", evs[i].Stream, err)
+						ev.Stream, ev.Seq, n, bolt.MaxValueSize)
 				}
 			}
+			// Written as an append writes them, in batches; putEvents
+			// points the Payloads of what it is given at its buffer, so it
+			// is given copies of the events, not the caller's.
+			if _, err := putEvents(b.events, nil, slices.Clone(evs[i:j])); err != nil {
+				return fmt.Errorf("boltstore: load: %w", err)
+			}
+			i = j
 		}
 		if err := b.recent.SetSequence(evs[len(evs)-1].Position); err != nil {
 			return fmt.Errorf("boltstore: load: %w", err)

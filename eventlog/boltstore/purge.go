@@ -18,11 +18,6 @@ import (
 
 var _ eventlog.Purger = (*Store)(nil)
 
-// gapsLayout marks a store that a purge left with gaps, recorded in the
-// gaps bucket. Builds that know only layout 3 refuse it rather than
-// report the gaps as damage.
-const gapsLayout = 4
-
 // gapsBucket records the gaps purges left: eventKey(stream, first) -> last
 // for a stream's sequences, and eventKey("", first) -> last for positions
 // (no stream name is empty).
@@ -71,10 +66,9 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 		if err != nil {
 			return fmt.Errorf("boltstore: purge %s: %w", s.path, err)
 		}
-		if err := purgeIn(b, gaps, p); err != nil {
-			return err
-		}
-		return tx.Bucket(metaBucket).Put(formatKey, []byte{gapsLayout})
+		// The write-open marked the file with layout 5, which builds
+		// that know only gapless stores (layout 3) refuse.
+		return purgeIn(b, gaps, p)
 	})
 	if err == nil {
 		s.kept(k)
@@ -106,16 +100,11 @@ func purgeIn(b buckets, gaps *bolt.Bucket, p eventlog.Purge) error {
 		if r.Last >= head {
 			return fmt.Errorf("%w: %s#%d is the head of its stream or beyond it", eventlog.ErrInvalidPurge, r.Stream, r.Last)
 		}
-		for seq := r.First; seq <= r.Last; seq++ {
-			ev, err := storedEvent(b, r.Stream, seq)
-			if err != nil {
-				return err
-			}
-			positions = append(positions, ev.Position)
-			if err := b.events.Delete(eventKey(r.Stream, seq)); err != nil {
-				return fmt.Errorf("boltstore: purge %s#%d: %w", r.Stream, seq, err)
-			}
+		removed, err := removeEvents(b.events, r.Stream, r.First, r.Last)
+		if err != nil {
+			return err
 		}
+		positions = append(positions, removed...)
 		if err := gaps.Put(eventKey(r.Stream, r.First), be64(r.Last)); err != nil {
 			return fmt.Errorf("boltstore: purge %s: %w", r.Stream, err)
 		}
@@ -137,29 +126,132 @@ func purgeIn(b buckets, gaps *bolt.Bucket, p eventlog.Purge) error {
 		}
 	}
 	for _, r := range p.Rewrite {
-		ev, err := storedEvent(b, r.Stream, r.Seq)
-		if err != nil {
+		if err := rewriteEvent(b.events, r); err != nil {
 			return err
-		}
-		ev.Payload = r.Payload
-		if n := EnvelopeSize(ev); n > bolt.MaxValueSize {
-			return fmt.Errorf("boltstore: rewrite %s#%d: %d bytes is larger than a value may hold", r.Stream, r.Seq, n)
-		}
-		if err := b.events.Put(eventKey(r.Stream, r.Seq), marshalEnvelope(ev)); err != nil {
-			return fmt.Errorf("boltstore: rewrite %s#%d: %w", r.Stream, r.Seq, err)
 		}
 	}
 	return nil
 }
 
-// storedEvent returns the event stored as seq of stream, or
-// ErrInvalidPurge when there is none. Its payload aliases the transaction.
-func storedEvent(b buckets, stream string, seq uint64) (eventlog.Event, error) {
-	v := b.events.Get(eventKey(stream, seq))
-	if v == nil {
-		return eventlog.Event{}, fmt.Errorf("%w: %s#%d is not stored", eventlog.ErrInvalidPurge, stream, seq)
+// storedValue is what removeEvents and rewriteEvent read of a value of
+// the events bucket: the key's seq and the value's events, decoded and
+// checked.
+type storedValue struct {
+	first uint64
+	evs   []eventlog.Event
+}
+
+// readValues reads the values of stream that hold events from first to
+// last, which must all be stored, or ErrInvalidPurge. The events' Payloads
+// alias the transaction.
+func readValues(events *bolt.Bucket, stream string, first, last uint64) ([]storedValue, error) {
+	sc := streamCursor{c: events.Cursor()}
+	sc.reset(stream)
+	if err := sc.seek(first); err != nil {
+		return nil, err
 	}
-	return decodeEvent(stream, seq, v)
+	sc.rewind() // the events before first are read too
+	var values []storedValue
+	want := first
+	for sc.on && sc.first <= last {
+		v := storedValue{first: sc.first}
+		for sc.it.left > 0 {
+			seq, env, _, err := sc.next()
+			if err != nil {
+				return nil, err
+			}
+			ev, err := decodeEvent(stream, seq, env)
+			if err != nil {
+				return nil, err
+			}
+			if seq >= first && seq <= last {
+				if seq != want {
+					return nil, fmt.Errorf("%w: %s#%d is not stored", eventlog.ErrInvalidPurge, stream, want)
+				}
+				want++
+			}
+			v.evs = append(v.evs, ev)
+		}
+		values = append(values, v)
+		k, val := sc.c.Next()
+		if err := sc.load(k, val, sc.seq); err != nil {
+			return nil, err
+		}
+	}
+	if want <= last {
+		return nil, fmt.Errorf("%w: %s#%d is not stored", eventlog.ErrInvalidPurge, stream, want)
+	}
+	return values, nil
+}
+
+// removeEvents deletes the events first to last of stream, rewriting the
+// values that hold events besides them with only those, each under the
+// key of its first event, and returns the removed events' positions.
+func removeEvents(events *bolt.Bucket, stream string, first, last uint64) ([]uint64, error) {
+	values, err := readValues(events, stream, first, last)
+	if err != nil {
+		return nil, err
+	}
+	var positions []uint64
+	var puts [][]eventlog.Event
+	for _, v := range values {
+		var before, after []eventlog.Event
+		for _, ev := range v.evs {
+			switch {
+			case ev.Seq < first:
+				before = append(before, ev)
+			case ev.Seq > last:
+				after = append(after, ev)
+			default:
+				positions = append(positions, ev.Position)
+			}
+		}
+		if err := events.Delete(eventKey(stream, v.first)); err != nil {
+			return nil, fmt.Errorf("boltstore: purge %s#%d: %w", stream, v.first, err)
+		}
+		puts = append(puts, before, after)
+	}
+	for _, evs := range puts {
+		if len(evs) == 0 {
+			continue
+		}
+		// The events alias the values just deleted: write copies.
+		if _, err := putEvents(events, nil, cloneEvents(evs)); err != nil {
+			return nil, fmt.Errorf("boltstore: purge %s: %w", stream, err)
+		}
+	}
+	return positions, nil
+}
+
+// rewriteEvent replaces the payload of the event r names, rewriting the
+// value that holds it.
+func rewriteEvent(events *bolt.Bucket, r eventlog.Rewrite) error {
+	values, err := readValues(events, r.Stream, r.Seq, r.Seq)
+	if err != nil {
+		return err
+	}
+	evs := cloneEvents(values[0].evs)
+	evs[r.Seq-evs[0].Seq].Payload = r.Payload
+	if n := EnvelopeSize(evs[r.Seq-evs[0].Seq]); n > bolt.MaxValueSize {
+		return fmt.Errorf("boltstore: rewrite %s#%d: %d bytes is larger than a value may hold", r.Stream, r.Seq, n)
+	}
+	if err := events.Delete(eventKey(r.Stream, values[0].first)); err != nil {
+		return fmt.Errorf("boltstore: rewrite %s#%d: %w", r.Stream, r.Seq, err)
+	}
+	if _, err := putEvents(events, nil, evs); err != nil {
+		return fmt.Errorf("boltstore: rewrite %s#%d: %w", r.Stream, r.Seq, err)
+	}
+	return nil
+}
+
+// cloneEvents copies evs with their payloads, which may alias the mapping.
+func cloneEvents(evs []eventlog.Event) []eventlog.Event {
+	out := make([]eventlog.Event, len(evs))
+	for i, ev := range evs {
+		ev.Payload = bytes.Clone(ev.Payload)
+		out[i] = ev
+	}
+	return out
 }
 
 // dropPosition takes pos out of the run that holds it, in the positions or
@@ -201,7 +293,7 @@ func dropPosition(b buckets, pos uint64) error {
 }
 
 // recordGaps records gaps (an empty Stream for positions) in the gaps
-// bucket and marks the layout, when there are any.
+// bucket, when there are any.
 func recordGaps(tx *bolt.Tx, gaps []eventlog.SeqRange) error {
 	if len(gaps) == 0 {
 		return nil
@@ -215,7 +307,7 @@ func recordGaps(tx *bolt.Tx, gaps []eventlog.SeqRange) error {
 			return fmt.Errorf("boltstore: record gaps: %w", err)
 		}
 	}
-	return tx.Bucket(metaBucket).Put(formatKey, []byte{gapsLayout})
+	return nil
 }
 
 // gapEnd returns the last of the gaps that purges left in stream (""

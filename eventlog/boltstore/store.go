@@ -29,10 +29,11 @@ const DefaultTimeout = time.Second
 // layoutVersion is the version of the layout described in the package
 // documentation, stored under meta/format. Stores of older layouts are
 // read as they are; a write-open brings them to the current layout (adds
-// the recent bucket, drops the heads bucket) and marks them with it, since
-// builds that know only an older layout would misread them.
+// the recent bucket, drops the heads bucket of layouts 1 and 2) and marks
+// them with it, since builds that know only an older layout would misread
+// what this one writes: batches, from layout 5 on.
 const (
-	layoutVersion = 3
+	layoutVersion = 5
 	oldestLayout  = 1
 )
 
@@ -321,13 +322,15 @@ func (s *Store) initLayout() error {
 				return fmt.Errorf("boltstore: create %s: %w", s.path, err)
 			}
 		}
-		// The last position moves to the recent bucket's sequence, and the
-		// heads are the events' own keys.
-		if err := tx.Bucket(recentBucket).SetSequence(tx.Bucket(positionsBucket).Sequence()); err != nil {
-			return fmt.Errorf("boltstore: upgrade %s: %w", s.path, err)
-		}
-		if err := tx.DeleteBucket(headsBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
-			return fmt.Errorf("boltstore: upgrade %s: %w", s.path, err)
+		if version < 3 {
+			// The last position moves to the recent bucket's sequence, and
+			// the heads are the events' own keys.
+			if err := tx.Bucket(recentBucket).SetSequence(tx.Bucket(positionsBucket).Sequence()); err != nil {
+				return fmt.Errorf("boltstore: upgrade %s: %w", s.path, err)
+			}
+			if err := tx.DeleteBucket(headsBucket); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+				return fmt.Errorf("boltstore: upgrade %s: %w", s.path, err)
+			}
 		}
 		return tx.Bucket(metaBucket).Put(formatKey, []byte{layoutVersion})
 	})
@@ -348,8 +351,8 @@ func (s *Store) checkLayout(tx *bolt.Tx) (empty bool, version byte, err error) {
 	if len(v) != 1 {
 		return false, 0, fmt.Errorf("%w: %s: layout version is %d bytes, want 1", eventlog.ErrCorrupt, s.path, len(v))
 	}
-	if v[0] < oldestLayout || v[0] > gapsLayout {
-		return false, 0, fmt.Errorf("%w: %s has layout version %d; this build reads versions %d to %d", ErrFormat, s.path, v[0], oldestLayout, gapsLayout)
+	if v[0] < oldestLayout || v[0] > layoutVersion {
+		return false, 0, fmt.Errorf("%w: %s has layout version %d; this build reads versions %d to %d", ErrFormat, s.path, v[0], oldestLayout, layoutVersion)
 	}
 	required := [][]byte{eventsBucket, positionsBucket}
 	if v[0] >= 3 {
@@ -553,7 +556,7 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 		if n > bolt.MaxValueSize {
 			return nil, fmt.Errorf("boltstore: append to %s: a record of %d bytes is larger than the %d a value may hold", r.Stream, n, bolt.MaxValueSize)
 		}
-		size += 2*len(r.Stream) + 9 + 8 + 13 + n
+		size += 2*len(r.Stream) + 9 + 8 + 13 + binary.MaxVarintLen32 + batchHeader + n
 	}
 	buf := make([]byte, 0, size)
 	for i := 0; i < len(evs); {
@@ -568,22 +571,12 @@ func appendTo(b buckets, expect []eventlog.Expect, recs []eventlog.Record) ([]ev
 		if err := b.recent.Put(buf[p:p+8:p+8], buf[p+8:len(buf):len(buf)]); err != nil {
 			return nil, &partialWrite{fmt.Errorf("boltstore: append to %s: %w", evs[i].Stream, err)}
 		}
-		for ; i < j; i++ {
-			ev := &evs[i]
-			k := len(buf)
-			buf = appendEventKey(buf, ev.Stream, ev.Seq)
-			e := len(buf)
-			buf = appendEnvelope(buf, *ev)
-			env := buf[e:len(buf):len(buf)]
-			if err := b.events.Put(buf[k:e:e], env); err != nil {
-				return nil, &partialWrite{fmt.Errorf("boltstore: append to %s: %w", ev.Stream, err)}
-			}
-			if ev.Payload != nil {
-				// The payload ends just before the checksum.
-				end := len(env) - 4
-				ev.Payload = env[end-len(ev.Payload) : end : end]
-			}
+		// Its events go to the events bucket in batches.
+		var err error
+		if buf, err = putEvents(b.events, buf, evs[i:j]); err != nil {
+			return nil, &partialWrite{err}
 		}
+		i = j
 	}
 	if err := b.recent.SetSequence(pos); err != nil {
 		return nil, &partialWrite{fmt.Errorf("boltstore: append: %w", err)}
@@ -691,25 +684,29 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 		if err != nil {
 			return err
 		}
-		prefix := []byte(stream + "\x00")
 		want, lastPos := from, uint64(0)
-		c := b.events.Cursor()
+		sc := streamCursor{c: b.events.Cursor()}
+		sc.reset(stream)
 		g.at(stream, from)
-		for k, v := c.Seek(eventKey(stream, from)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := sc.seek(from); err != nil {
+			return err
+		}
+		for {
+			seq, env, ok, err := sc.next()
+			if err != nil || !ok {
+				return err
+			}
 			if err := checkCtx(ctx, want-from); err != nil {
 				return err
 			}
-			if len(k) != len(prefix)+8 {
-				return eventlog.Corruptf(stream, want, "malformed event key %x", k)
-			}
-			if seq := binary.BigEndian.Uint64(k[len(prefix):]); seq != want {
-				if end, ok := gapEnd(b.gaps, stream, want); !ok || end+1 != seq {
+			if seq != want {
+				if end, ok := gapEnd(b.gaps, stream, want); seq < want || !ok || end+1 != seq {
 					return eventlog.Corruptf(stream, want, "event is missing; the next one stored is %d", seq)
 				}
 				want = seq // a purge removed the events before it
 				g.at(stream, want)
 			}
-			ev, err := decodeEvent(stream, want, v)
+			ev, err := decodeEvent(stream, want, env)
 			if err != nil {
 				return err
 			}
@@ -723,7 +720,6 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 			want++
 			g.at(stream, want)
 		}
-		return nil
 	})
 }
 
@@ -760,8 +756,7 @@ type runReader struct {
 	gaps       *bolt.Bucket // nil unless purges left gaps
 	from, want uint64       // the first position to read, the next
 	last       uint64
-	stream     string // the last run's, reused while runs share it
-	key        []byte
+	sc         streamCursor // on the last run's stream
 	fn         func(eventlog.Event) error
 }
 
@@ -810,7 +805,7 @@ func (r *runReader) read(c *bolt.Cursor) error {
 			return fmt.Errorf("%w: %s: malformed position key %x", eventlog.ErrCorrupt, path, k)
 		}
 		start := binary.BigEndian.Uint64(k)
-		run, ok := splitRun(v, r.stream)
+		run, ok := splitRun(v, r.sc.stream)
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: %s: position %d holds a malformed event key %x", eventlog.ErrCorrupt, path, start, v)
@@ -825,30 +820,36 @@ func (r *runReader) read(c *bolt.Cursor) error {
 		if start > r.want {
 			r.want = start // a purge removed the positions before it
 		}
-		r.stream = run.stream
+		if r.sc.c == nil || r.sc.stream != run.stream {
+			r.sc.c = r.events
+			r.sc.reset(run.stream)
+		}
 		skip := r.want - start
 		for i := skip; i < run.count; i++ {
 			if err := checkCtx(r.ctx, r.want-r.from); err != nil {
 				return err
 			}
 			seq := run.seq + i
-			r.g.at(r.stream, seq)
-			r.key = appendEventKey(r.key[:0], r.stream, seq)
-			var ek, ev []byte
-			if i == skip {
-				ek, ev = r.events.Seek(r.key)
-			} else {
-				ek, ev = r.events.Next()
+			r.g.at(run.stream, seq)
+			// A run that goes on where the last one stopped needs no seek.
+			if i == skip && (!r.sc.on || r.sc.seq != seq) {
+				if err := r.sc.seek(seq); err != nil {
+					return err
+				}
 			}
-			if !bytes.Equal(ek, r.key) {
-				return eventlog.Corruptf(r.stream, seq, "event at position %d is missing", r.want)
+			at, env, ok, err := r.sc.next()
+			if err != nil {
+				return err
 			}
-			e, err := decodeEvent(r.stream, seq, ev)
+			if !ok || at != seq {
+				return eventlog.Corruptf(run.stream, seq, "event at position %d is missing", r.want)
+			}
+			e, err := decodeEvent(run.stream, seq, env)
 			if err != nil {
 				return err
 			}
 			if e.Position != r.want {
-				return eventlog.Corruptf(r.stream, seq, "event at position %d says it is at %d", r.want, e.Position)
+				return eventlog.Corruptf(run.stream, seq, "event at position %d says it is at %d", r.want, e.Position)
 			}
 			if err := r.fn(e); err != nil {
 				return err
@@ -1014,14 +1015,16 @@ func checkCtx(ctx context.Context, n uint64) error {
 }
 
 // readHead returns the head of stream, the seq of its last event, or 0 if
-// it has none, leaving c on that event. The stream's keys end before
+// it has none, leaving c on the value that holds that event: the stream's
+// last key names the first event of that value, and a batch's header
+// says how many it holds. The stream's keys end before
 // stream + 0x01, as stream names hold no control characters.
 func readHead(c *bolt.Cursor, stream string) (uint64, error) {
-	k, _ := c.Seek(append([]byte(stream), 1))
+	k, v := c.Seek(append([]byte(stream), 1))
 	if k == nil {
-		k, _ = c.Last()
+		k, v = c.Last()
 	} else {
-		k, _ = c.Prev()
+		k, v = c.Prev()
 	}
 	prefix := len(stream) + 1
 	if k == nil || len(k) < prefix || string(k[:prefix-1]) != stream || k[prefix-1] != 0 {
@@ -1030,7 +1033,7 @@ func readHead(c *bolt.Cursor, stream string) (uint64, error) {
 	if len(k) != prefix+8 || binary.BigEndian.Uint64(k[prefix:]) == 0 {
 		return 0, eventlog.Corruptf(stream, 0, "malformed event key %x", k)
 	}
-	return binary.BigEndian.Uint64(k[prefix:]), nil
+	return valueHead(stream, binary.BigEndian.Uint64(k[prefix:]), v)
 }
 
 // decodeEvent decodes the envelope stored under stream and seq and checks

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -217,7 +218,7 @@ func TestNotAStore(t *testing.T) {
 			return err
 		}, ErrFormat},
 		{"NewerLayout", func(tx *bolt.Tx) error {
-			return tx.Bucket(metaBucket).Put(formatKey, []byte{gapsLayout + 1})
+			return tx.Bucket(metaBucket).Put(formatKey, []byte{layoutVersion + 1})
 		}, ErrFormat},
 		{"NoLayoutVersion", func(tx *bolt.Tx) error {
 			return tx.Bucket(metaBucket).Delete(formatKey)
@@ -387,8 +388,15 @@ func TestTamperedLayout(t *testing.T) {
 		// A stream's head is its last event's key: losing that event
 		// shortens the stream, which the store-wide order reports.
 		{"LastEventMissing", func(tx *bolt.Tx) error {
-			return tx.Bucket(eventsBucket).Delete(eventKey("s", 3))
-		}, readAll, 3},
+			return tx.Bucket(eventsBucket).Delete(eventKey("s", 4))
+		}, readAll, 4},
+		{"LastBatchMissing", func(tx *bolt.Tx) error {
+			b := tx.Bucket(eventsBucket)
+			if err := b.Delete(eventKey("s", 4)); err != nil {
+				return err
+			}
+			return b.Delete(eventKey("s", 2))
+		}, readAll, 2},
 		{"EventMissingReadAll", func(tx *bolt.Tx) error {
 			return tx.Bucket(eventsBucket).Delete(eventKey("s", 2))
 		}, readAll, 2},
@@ -406,6 +414,37 @@ func TestTamperedLayout(t *testing.T) {
 		{"LastKeyMalformed", func(tx *bolt.Tx) error {
 			return tx.Bucket(eventsBucket).Put([]byte("s\x00\xff"), []byte{3})
 		}, func(s *Store) error { _, err := s.Head(ctx, "s"); return err }, 0},
+		{"LastBatchCountsOne", func(tx *bolt.Tx) error {
+			b := tx.Bucket(eventsBucket)
+			if err := b.Delete(eventKey("s", 4)); err != nil {
+				return err
+			}
+			v := bytes.Clone(b.Get(eventKey("s", 2)))
+			binary.BigEndian.PutUint32(v[1:], 1)
+			return b.Put(eventKey("s", 2), v)
+		}, func(s *Store) error { _, err := s.Head(ctx, "s"); return err }, 2},
+		{"BatchCountsMore", func(tx *bolt.Tx) error {
+			b := tx.Bucket(eventsBucket)
+			v := bytes.Clone(b.Get(eventKey("s", 2)))
+			binary.BigEndian.PutUint32(v[1:], 3)
+			return b.Put(eventKey("s", 2), v)
+		}, readS, 4},
+		{"BatchCountsFewer", func(tx *bolt.Tx) error {
+			b := tx.Bucket(eventsBucket)
+			v := bytes.Clone(b.Get(eventKey("s", 2)))
+			return b.Put(eventKey("s", 2), append(v, v[batchHeader:]...))
+		}, readS, 3},
+		{"BatchLengthOverruns", func(tx *bolt.Tx) error {
+			b := tx.Bucket(eventsBucket)
+			v := bytes.Clone(b.Get(eventKey("s", 2)))
+			return b.Put(eventKey("s", 2), v[:len(v)-1])
+		}, readAll, 3},
+		{"BatchEnvelopeDamaged", func(tx *bolt.Tx) error {
+			b := tx.Bucket(eventsBucket)
+			v := bytes.Clone(b.Get(eventKey("s", 2)))
+			v[len(v)-10] ^= 1
+			return b.Put(eventKey("s", 2), v)
+		}, readS, 3},
 		{"LastKeyMalformedStreams", func(tx *bolt.Tx) error {
 			return tx.Bucket(eventsBucket).Put([]byte("s\x00\xff"), []byte{3})
 		}, func(s *Store) error {
@@ -424,6 +463,11 @@ func TestTamperedLayout(t *testing.T) {
 			s := mustOpen(t, path, Options{})
 			if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "s"}, {Stream: "t"}},
 				[]eventlog.Record{record("s", "1"), record("t", "1"), record("s", "2"), record("s", "3"), record("t", "2")}); err != nil {
+				t.Fatal(err)
+			}
+			// s#2 and s#3 are one batch, under the key of s#2; s#4 is
+			// stored alone.
+			if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "s", Seq: 3}}, []eventlog.Record{record("s", "4")}); err != nil {
 				t.Fatal(err)
 			}
 			s.Close()
