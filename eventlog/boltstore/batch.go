@@ -29,9 +29,14 @@ const (
 )
 
 // batchLimit is how many bytes of envelopes an append puts in one batch
-// before it starts the next: a read from the middle of a batch walks the
-// envelopes before it, and a purge of part of one rewrites the rest.
-const batchLimit = 256 << 10
+// before it starts the next. bbolt keeps at least two keys in a leaf and
+// rewrites the whole leaf, values and all, when a commit adds a key to it,
+// as each append to a stream does to the stream's last leaf: with batches
+// of 256 KiB, appends after a large save rewrote a megabyte each, and an
+// import of 200 MB peaked at three times the memory. Under 4,000 bytes,
+// two batches and their keys fill two pages: the last leaf stays two
+// pages, and pages are not left a third empty.
+const batchLimit = 3900
 
 // errMalformedBatch reports a batch whose header or lengths do not hold
 // together.

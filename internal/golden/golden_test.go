@@ -45,7 +45,10 @@ var (
 //   - v2: the same, with deleted and vacuumed sessions: bbolt layout 4
 //     (the gaps bucket) and PostgreSQL schema 2 (reprise_gaps); and every
 //     event type of this build, imports' among them.
-var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2"}
+//   - v3: the history of v2 written in bbolt layout 5, whose appends
+//     store the events they write to a stream as batches, beside events
+//     stored alone; its PostgreSQL dump holds the index tables too.
+var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2", "../../testdata/golden/v3"}
 
 // current is the set of the format this build writes, the only one
 // -golden.write may write, and only into an empty directory.
