@@ -18,12 +18,13 @@
 //
 // The file holds four buckets:
 //
-//	events     stream + 0x00 + seq (8 bytes, big-endian) -> marshalEnvelope(event)
+//	events     stream + 0x00 + seq (8 bytes, big-endian) -> marshalEnvelope(event), or a batch
+//	                                                        of the envelopes of events seq, seq+1, ...
 //	positions  position (8 bytes, big-endian)            -> a run: the key in events of its first event,
 //	                                                        then, unless the run is one event, its length
 //	                                                        (4 bytes, big-endian)
 //	recent     the newest runs, as in positions; its sequence is the last position given
-//	meta       "format"                                  -> the layout version (one byte, 3 or 4)
+//	meta       "format"                                  -> the layout version (one byte, 3 to 5)
 //
 // and, once a purge has removed events, a fifth:
 //
@@ -41,7 +42,30 @@
 // Stream names hold no NUL byte, so an event key's stream part ends at the
 // first 0x00 and a stream's events sit together in sequence order: reading
 // a conversation is one sequential cursor scan, and a stream's head is the
-// seq in its last key, found with one cursor seek. A run is a stretch of
+// last event of the value under its last key, found with one cursor seek.
+//
+// A batch holds the events one append writes to one stream, up to 3,900
+// bytes of envelopes (an append of more writes several), stored under the
+// key of the first. Its value begins with 0xc1, the one msgpack code never
+// used, where an envelope begins with an array header (0x99); then come
+// the number of events (4 bytes, big-endian, at least 2) and each envelope
+// after its length (a uvarint):
+//
+//	0xc1, count, len(env 1), env 1, ..., len(env count), env count
+//
+// An event an append writes alone is stored as its envelope, as before
+// batches, so a single append costs what it did, and a stream may hold
+// both kinds of value. A stream's head is its last key's seq plus its
+// value's count, less one: the header is read, not the envelopes. A read
+// from a seq seeks the last key at or before it and walks the lengths to
+// it. Every envelope keeps its stream, seq and position and its checksum,
+// and each is checked as one stored alone is, so damage is reported at the
+// event it struck. Batches are small because bbolt keeps at least two keys
+// in a leaf and rewrites a leaf whole, values and all, when a commit adds a
+// key to it: two batches and their keys fill two pages, and the leaf each
+// append to a stream rewrites stays two pages.
+//
+// A run is a stretch of
 // consecutive positions that one append gave to consecutive events of one
 // stream, so saving a thousand messages writes one run, not a thousand.
 // Positions are gapless: an append that fails rolls its positions back
@@ -73,7 +97,12 @@
 // Layout 4 is layout 3 with gaps: Purge removes events in one transaction
 // (their keys, their positions, split out of their runs), records what it
 // removed in the gaps bucket and marks the file with layout 4, so that
-// builds that know only gapless stores refuse it. Reads pass over a gap
+// builds that know only gapless stores refuse it. Layout 5 is layout 4
+// with batches: this build marks every store it opens for writing with it,
+// as batches would be misread by builds that know only single envelopes,
+// and reads layouts 1 to 5. A purge of part of a batch rewrites the events
+// it keeps as batches under the keys of their first events; rewriting an
+// event's payload rewrites the value that holds it. Reads pass over a gap
 // that the gaps bucket explains and report any other as corruption. Purge
 // then compacts the file (Compact): bbolt keeps freed pages, with their
 // old bytes, for reuse, so the live pages are copied into a new file,
@@ -83,7 +112,8 @@
 // rename when it gets the lock and opens the new file. A crash before the
 // rename leaves the purged store and a stale STORE.vacuum, which the next
 // compaction replaces. Load records the gaps in the events it is given the
-// same way, so a copy of a vacuumed store reads as it did.
+// same way, so a copy of a vacuumed store reads as it did, and writes each
+// run of the events it is given in batches, as an append would.
 //
 // Streams grow only at their end and positions only at theirs, so the
 // pages a split leaves behind take few or no more keys: Append fills the
