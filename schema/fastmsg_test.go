@@ -59,3 +59,69 @@ func TestFastMessageEncodingKnowsEveryField(t *testing.T) {
 		t.Fatalf("MessageAppended has fields %v; update appendMessageAppended", got)
 	}
 }
+
+// The hand-written decoder either decodes a payload exactly as the msgpack
+// library does or declines it: for messages of every shape, in the form
+// this build writes, in the library's own encoding, and with bytes
+// changed, cut short or added.
+func TestFastMessageDecoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	str := func() string {
+		return []string{"", "user", "assistant", "text", "x", strings.Repeat("y", 31), strings.Repeat("z", 300), strings.Repeat("w", 70000)}[r.IntN(8)]
+	}
+	decoded := 0
+	check := func(i int, data []byte) {
+		t.Helper()
+		var fast MessageAppended
+		if !decodeMessageAppended(data, &fast) {
+			return
+		}
+		decoded++
+		var want MessageAppended
+		if err := msgpack.Unmarshal(data, &want); err != nil {
+			t.Fatalf("message %d: the fast decoder accepted what msgpack refuses: %v", i, err)
+		}
+		if !reflect.DeepEqual(fast, want) {
+			t.Fatalf("message %d: decoded\n%#v\nmsgpack decodes\n%#v", i, fast, want)
+		}
+	}
+	for i := range 3000 {
+		m := Message{UUID: str(), ParentUUID: str(), Role: str(), IsMeta: r.IntN(2) == 0, Summary: r.IntN(2) == 0,
+			Timestamp: int64(r.Uint64())}
+		if r.IntN(4) > 0 {
+			m.Content = []Block{}
+			for range r.IntN(20) {
+				m.Content = append(m.Content, Block{Type: str(), Text: str(), Raw: []byte(str())})
+			}
+		}
+		if r.IntN(2) == 0 {
+			m.Record = []byte(str())
+		}
+		p := &MessageAppended{Message: m}
+		data := appendMessageAppended(nil, p)
+		var fast MessageAppended
+		if !decodeMessageAppended(data, &fast) {
+			t.Fatalf("message %d: the fast decoder declined what this build writes", i)
+		}
+		check(i, data)
+		lib, _ := msgpack.Marshal(map[string]any{"msg": map[string]any{"uuid": m.UUID, "role": m.Role, "ts": m.Timestamp, "content": m.Content}})
+		check(i, lib)
+		if len(data) < 4096 {
+			for range 20 {
+				bad := bytes.Clone(data)
+				switch r.IntN(3) {
+				case 0:
+					bad[r.IntN(len(bad))] = byte(r.IntN(256))
+				case 1:
+					bad = bad[:r.IntN(len(bad))]
+				default:
+					bad = append(bad, byte(r.IntN(256)))
+				}
+				check(i, bad)
+			}
+		}
+	}
+	if decoded < 3000 {
+		t.Fatalf("only %d payloads decoded by hand", decoded)
+	}
+}
