@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -676,6 +677,9 @@ func (e *Engine) saveOnce(ctx context.Context, s *session) (int, error) {
 	if err != nil {
 		return 0, e.saveFailed(ctx, s, err)
 	}
+	// Room for the messages at once, rather than a copy of the whole
+	// conversation each time appending one outgrows it.
+	s.conv.Messages = slices.Grow(s.conv.Messages, len(evs))
 	for i, ev := range evs {
 		if err := s.fold(ev, ready.Payloads[i]); err != nil {
 			return 0, err
