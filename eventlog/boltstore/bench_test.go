@@ -147,6 +147,35 @@ func BenchmarkAppendOne(b *testing.B) {
 	})
 }
 
+// BenchmarkAppendOneAfterBatches appends one record per operation, with
+// fsync, to a stream whose last values are batches, which bbolt rewrites
+// with the leaf the new key goes to: an append of 1,000 records, not
+// timed, comes before each.
+func BenchmarkAppendOneAfterBatches(b *testing.B) {
+	ctx := context.Background()
+	s, floor := openBench(b, Options{}), openFloor(b)
+	rec := benchRecord()
+	batch := make([]eventlog.Record, 1000)
+	for i := range batch {
+		batch[i] = benchRecord()
+	}
+	value := make([]byte, storedSize(rec))
+	var head uint64
+	pairs(b, func() time.Duration { return floor.update(b, 1, value) }, func() time.Duration {
+		evs, err := s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: head}}, batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		evs, err = s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: evs[len(evs)-1].Seq}}, []eventlog.Record{rec})
+		if err != nil {
+			b.Fatal(err)
+		}
+		head = evs[0].Seq
+		return time.Since(start)
+	})
+}
+
 // BenchmarkAppend1000 appends 1,000 records in one append, against one
 // Update of 1,000 puts: with bbolt's default fill, as the F2 is
 // defined, and with the pages filled as the store fills its own.
