@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -335,4 +336,67 @@ func TestReadingABatchAllocatesNothingPerEvent(t *testing.T) {
 	if large > small+10 {
 		t.Errorf("reading 1,000 events allocates %.0f times, 10 events %.0f", large, small)
 	}
+}
+
+// FuzzBatchValue stores arbitrary bytes as the value of a stream's first
+// key, where a batch of three events was, as a damaged file would hold
+// them: reads must return what they can and then an error matching
+// ErrCorrupt at the stream, never panic, and never return an event that
+// is not the one its seq names.
+func FuzzBatchValue(f *testing.F) {
+	s := mustOpenF(f)
+	recs := []eventlog.Record{record("s", "1"), record("s", "2"), record("s", "3")}
+	if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: "s"}}, recs); err != nil {
+		f.Fatal(err)
+	}
+	var good []byte
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		good = bytes.Clone(tx.Bucket(eventsBucket).Get(eventKey("s", 1)))
+		return nil
+	}); err != nil {
+		f.Fatal(err)
+	}
+	s.Close()
+	f.Add(good)
+	f.Add(good[:len(good)-3])
+	f.Add(append(bytes.Clone(good), 0))
+	f.Add(good[batchHeader:])
+	f.Fuzz(func(t *testing.T, value []byte) {
+		path := filepath.Join(t.TempDir(), "events.db")
+		s := mustOpen(t, path, Options{})
+		if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: "s"}}, recs); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(eventsBucket).Put(eventKey("s", 1), value)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		check := func(what string, err error) {
+			var ee *eventlog.EventError
+			if err != nil && (!errors.Is(err, eventlog.ErrCorrupt) || errors.As(err, &ee) && ee.Stream != "s") {
+				t.Fatalf("%s: %v, not ErrCorrupt at s", what, err)
+			}
+		}
+		seq := uint64(1)
+		check("ReadStream", s.ReadStream(context.Background(), "s", 0, func(ev eventlog.Event) error {
+			if ev.Seq != seq || string(ev.Payload) != fmt.Sprint(seq) {
+				t.Fatalf("ReadStream returned %s#%d %q as the event %d", ev.Stream, ev.Seq, ev.Payload, seq)
+			}
+			seq++
+			return nil
+		}))
+		check("ReadAll", s.ReadAll(context.Background(), 0, func(eventlog.Event) error { return nil }))
+		_, err := s.Head(context.Background(), "s")
+		check("Head", err)
+	})
+}
+
+func mustOpenF(f *testing.F) *Store {
+	s, err := Open(filepath.Join(f.TempDir(), "events.db"), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return s
 }
