@@ -2,16 +2,25 @@ package pgstore_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -155,4 +164,137 @@ func benchRestores(b *testing.B, s eventlog.Store) {
 		}
 		n++
 	}
+}
+
+// BenchmarkAppendVsInsert measures one append against the floor it is held
+// to: a bare one-row INSERT of the same payload into a scratch table and
+// its COMMIT, in a transaction of its own on a pool to the same server.
+// Each operation runs one of each, alternately, so both see the same
+// server and the same load; the metrics are their times and the ratio.
+func BenchmarkAppendVsInsert(b *testing.B) {
+	ctx := context.Background()
+	db := newDB(b)
+	s := db.open(b, pgstore.Options{})
+	db.exec(b, "CREATE TABLE {schema}.scratch (id bigint PRIMARY KEY, payload bytea NOT NULL)")
+	pool, err := pgxpool.New(ctx, db.url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	insert := func(id int64) error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, "INSERT INTO scratch (id, payload) VALUES ($1, $2)", id, benchPayload); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	rec := eventlog.Record{Stream: "bench", Type: "pgstore.Bench", Version: 1, Time: 1, Payload: benchPayload}
+	var (
+		head             uint64
+		inserts, appends time.Duration
+		id               int64
+	)
+	for b.Loop() {
+		start := time.Now()
+		id++
+		if err := insert(id); err != nil {
+			b.Fatal(err)
+		}
+		mid := time.Now()
+		evs, err := s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: head}}, []eventlog.Record{rec})
+		if err != nil {
+			b.Fatal(err)
+		}
+		head = evs[0].Seq
+		inserts += mid.Sub(start)
+		appends += time.Since(mid)
+	}
+	b.ReportMetric(float64(inserts.Microseconds())/float64(id), "insert-µs")
+	b.ReportMetric(float64(appends.Microseconds())/float64(id), "append-µs")
+	b.ReportMetric(float64(appends)/float64(inserts), "append/insert")
+}
+
+// BenchmarkAppendConcurrent has 64 goroutines of one store append one
+// ~200-byte record at a time, each to a stream of its own, b.N appends in
+// all, and reports their rate.
+func BenchmarkAppendConcurrent(b *testing.B) {
+	s := newDB(b).open(b, pgstore.Options{})
+	start := time.Now()
+	var next atomic.Int64
+	n := int64(b.N)
+	if err := appendWriters(context.Background(), s, "w", 64, func() bool { return next.Add(1) <= n }); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
+}
+
+// BenchmarkAppendProcesses has 4 processes, each with a store of its own,
+// run 16 goroutines that append one ~200-byte record at a time, each to a
+// stream of its own, b.N appends in all, and reports their rate from the
+// moment all were ready to the moment the last finished.
+func BenchmarkAppendProcesses(b *testing.B) {
+	const procs, writers = 4, 16
+	db := newDB(b)
+	db.open(b, pgstore.Options{}) // creates the tables once
+	children := make([]*testkit.Child, procs)
+	for i := range children {
+		children[i] = startHelper(b, "append-writers", envStoreURL+"="+db.url,
+			envStream+"="+fmt.Sprintf("p%d-", i), envWriters+"="+strconv.Itoa(writers),
+			envAppends+"="+strconv.Itoa((b.N+procs-1)/procs))
+		if line := children[i].Line(b); line != "ready" {
+			b.Fatalf("helper %d says %q, want ready; stderr:\n%s", i, line, children[i].Stderr)
+		}
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for _, c := range children {
+		if _, err := io.WriteString(c.Stdin, "go\n"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i, c := range children {
+		if line := c.Line(b); line != "done" {
+			b.Fatalf("helper %d says %q, want done; stderr:\n%s", i, line, c.Stderr)
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	for _, c := range children {
+		c.Wait(b)
+	}
+	total := procs * ((b.N + procs - 1) / procs)
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "appends/s")
+}
+
+// appendWriters runs writers goroutines appending to s, each one record at
+// a time to a stream of its own named prefix and its number, while more
+// says to go on. It returns the first error.
+func appendWriters(ctx context.Context, s eventlog.Store, prefix string, writers int, more func() bool) error {
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	for w := range writers {
+		wg.Go(func() {
+			rec := eventlog.Record{Stream: fmt.Sprintf("%s%d", prefix, w), Type: "pgstore.Bench", Version: 1, Time: 1, Payload: benchPayload}
+			var head uint64
+			for more() {
+				evs, err := s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: head}}, []eventlog.Record{rec})
+				if err != nil {
+					errMu.Lock()
+					first = cmp.Or(first, err)
+					errMu.Unlock()
+					return
+				}
+				head = evs[0].Seq
+			}
+		})
+	}
+	wg.Wait()
+	return first
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +30,8 @@ const (
 	envEndHook   = "PGSTORE_TEST_END_HOOK"
 	envStartHook = "PGSTORE_TEST_START_HOOK"
 	envWaitGo    = "PGSTORE_TEST_WAIT_GO"
+	envWriters   = "PGSTORE_TEST_WRITERS"
+	envAppends   = "PGSTORE_TEST_APPENDS"
 )
 
 // The agent and sessions the process tests restore.
@@ -46,6 +50,8 @@ func runHelper(mode string) int {
 		err = helperHoldLock()
 	case "restore":
 		err = helperRestore()
+	case "append-writers":
+		err = helperAppendWriters()
 	default:
 		err = fmt.Errorf("unknown helper mode %q", mode)
 	}
@@ -112,6 +118,37 @@ func helperRestore() error {
 	default:
 		fmt.Println("restored", r.ID)
 	}
+	return nil
+}
+
+// helperAppendWriters opens a store, says "ready", waits for a line on
+// stdin, then runs $PGSTORE_TEST_WRITERS goroutines that append
+// $PGSTORE_TEST_APPENDS records in all, one at a time, each to a stream of
+// its own named $PGSTORE_TEST_STREAM and its number, and says "done".
+func helperAppendWriters() error {
+	ctx := context.Background()
+	writers, err := strconv.Atoi(os.Getenv(envWriters))
+	if err != nil {
+		return err
+	}
+	appends, err := strconv.ParseInt(os.Getenv(envAppends), 10, 64)
+	if err != nil {
+		return err
+	}
+	s, err := pgstore.Open(ctx, os.Getenv(envStoreURL), pgstore.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fmt.Println("ready")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return err
+	}
+	var next atomic.Int64
+	if err := appendWriters(ctx, s, os.Getenv(envStream), writers, func() bool { return next.Add(1) <= appends }); err != nil {
+		return err
+	}
+	fmt.Println("done")
 	return nil
 }
 
