@@ -139,7 +139,7 @@ func indexTx(ctx context.Context, tx pgx.Tx, ix eventlog.Indexer) error {
 	if err != nil {
 		return err
 	}
-	r := &rowReader{ctx: ctx, tx: tx, name: name}
+	r := &rowReader{ctx: ctx, q: tx, name: name}
 	get := r.get
 	var w pgx.Batch
 	if held < 0 || held > last { // none, or rows of a log that is gone: build them
@@ -179,19 +179,19 @@ func readHeld(br pgx.BatchResults, skip int) (held int64, err error) {
 }
 
 // foldIn folds evs, the events a write puts after position prev, into x's
-// rows as tx reads them, and queues in b the writes of the rows that
+// rows as q's transaction reads them, and queues in b the writes of the rows that
 // changed and of their new last position. held is the last position the
 // rows hold, read under the counter's lock; -1 when the store holds none
 // of the index's rows. It folds only when the rows hold every event up to
 // prev: when they lag by at most catchUpLimit positions it folds the
 // events they miss first; further behind, it leaves them to the next
 // Index. A failure of the fold itself is kept in x and queues nothing.
-func foldIn(ctx context.Context, tx pgx.Tx, b *pgx.Batch, x *indexing, held int64, prev uint64, evs []eventlog.Event) error {
+func foldIn(ctx context.Context, q conn, b *pgx.Batch, x *indexing, held int64, prev uint64, evs []eventlog.Event) error {
 	if x == nil || len(evs) == 0 || held < 0 || uint64(held) > prev || prev-uint64(held) > catchUpLimit {
 		return nil
 	}
 	ix := x.kept.ix
-	r := &rowReader{ctx: ctx, tx: tx, name: ix.Name()}
+	r := &rowReader{ctx: ctx, q: q, name: ix.Name()}
 	fold := eventlog.NewFold(r.get)
 	err := r.foldLog(fold, ix, held, int64(prev))
 	for i := 0; err == nil && i < len(evs); i++ {
@@ -235,7 +235,7 @@ func queueRows(b *pgx.Batch, name string, fold *eventlog.Fold, last int64) {
 // rowReader reads an index's rows in a transaction, for a Fold.
 type rowReader struct {
 	ctx  context.Context
-	tx   pgx.Tx
+	q    conn // in the write's transaction
 	name string
 	err  error // the database's first error; the transaction is then aborted
 }
@@ -243,7 +243,7 @@ type rowReader struct {
 // get is the Fold's read of the row of key.
 func (r *rowReader) get(key string) ([]byte, error) {
 	var value []byte
-	err := r.tx.QueryRow(r.ctx, "SELECT value FROM reprise_index_rows WHERE name = $1 AND key = $2", r.name, []byte(key)).Scan(&value)
+	err := r.q.QueryRow(r.ctx, "SELECT value FROM reprise_index_rows WHERE name = $1 AND key = $2", r.name, []byte(key)).Scan(&value)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil
@@ -277,7 +277,7 @@ func (r *rowReader) foldLog(fold *eventlog.Fold, ix eventlog.Indexer, from, to i
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
-		rows, err := r.tx.Query(r.ctx, `SELECT position, stream, seq, type, version, time_ns, restore_id, payload
+		rows, err := r.q.Query(r.ctx, `SELECT position, stream, seq, type, version, time_ns, restore_id, payload
 			FROM reprise_events WHERE position > $1 AND position <= $2 ORDER BY position LIMIT $3`, from, to, foldChunk)
 		if err != nil {
 			return err

@@ -41,10 +41,13 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 		x   *indexing
 	)
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		var err error
 		x = s.indexing()
-		if evs, err = appendIn(ctx, tx, p.Expect, p.Records, x); err != nil {
+		r := &appendReq{ctx: ctx, expect: p.Expect, recs: p.Records}
+		if err := appendIn(ctx, tx, false, []*appendReq{r}, x); err != nil {
 			return err
+		}
+		if evs = r.evs; r.err != nil {
+			return r.err
 		}
 		// The append holds the position counter's lock, so purges create
 		// the table one at a time.
@@ -60,7 +63,7 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 		return evs, nil
 	case errors.As(err, &conflict), errors.Is(err, eventlog.ErrInvalidPurge), errors.Is(err, eventlog.ErrCorrupt):
 		return nil, err
-	case errors.Is(err, errHeadMoved), sqlState(err) == codeSerializationFailure, sqlState(err) == codeUniqueViolation:
+	case sqlState(err) == codeSerializationFailure, sqlState(err) == codeUniqueViolation:
 		return nil, s.conflict(ctx, p.Expect, err)
 	}
 	return nil, s.fail(ctx, "purge", err)

@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,6 +60,13 @@ type Store struct {
 	held   map[*lock]struct{}
 
 	kept atomic.Pointer[keptIndex] // the index writes fold their events into; nil for none
+
+	// groupMu guards the appends waiting to be committed and whether one
+	// of them is leading a group commit.
+	groupMu sync.Mutex
+	queue   []*appendReq
+	leading bool
+	groups  atomic.Int64 // group commits attempted, for tests
 }
 
 var (
@@ -152,228 +158,6 @@ func (s *Store) begin() (end func(), err error) {
 		return nil, eventlog.ErrClosed
 	}
 	return s.mu.RUnlock, nil
-}
-
-// errHeadMoved is returned from an append transaction whose conditional
-// write of a stream head matched no row.
-var errHeadMoved = errors.New("a stream head moved during the append")
-
-// Append implements eventlog.Store in one transaction at READ COMMITTED. It
-// first takes the row lock on the position counter, which serializes every
-// append to the store, then checks each expected head, then writes the
-// events and the new heads, each head write itself conditional on the head
-// it expects.
-func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := eventlog.CheckAppend(expect, recs); err != nil {
-		return nil, err
-	}
-	end, err := s.begin()
-	if err != nil {
-		return nil, err
-	}
-	defer end()
-	if s.readOnly {
-		return nil, eventlog.ErrReadOnly
-	}
-	for attempt := 1; ; attempt++ {
-		evs, err := s.appendTx(ctx, expect, recs)
-		var conflict *eventlog.ConflictError
-		code := sqlState(err)
-		switch {
-		case err == nil:
-			return evs, nil
-		case errors.As(err, &conflict), errors.Is(err, eventlog.ErrCorrupt):
-			return nil, err
-		case (code == codeSerializationFailure || code == codeDeadlockDetected) && attempt < maxAttempts && ctx.Err() == nil:
-			continue
-		case code == codeSerializationFailure || code == codeDeadlockDetected || code == codeUniqueViolation,
-			errors.Is(err, errHeadMoved):
-			return nil, s.conflict(ctx, expect, err)
-		}
-		return nil, s.fail(ctx, "append", err)
-	}
-}
-
-// appendTx runs one append transaction.
-func (s *Store) appendTx(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
-		return nil, err
-	}
-	// A no-op after Commit. If the connection is gone, the server has
-	// rolled the transaction back already.
-	defer func() { _ = tx.Rollback(ctx) }()
-	x := s.indexing()
-	evs, err := appendIn(ctx, tx, expect, recs, x)
-	if err != nil {
-		return nil, err
-	}
-	if err := commit(ctx, tx); err != nil {
-		return nil, err
-	}
-	s.indexed(x)
-	return evs, nil
-}
-
-// commit commits tx, saying so when its outcome is unknown.
-func commit(ctx context.Context, tx pgx.Tx) error {
-	if err := tx.Commit(ctx); err != nil {
-		if isConnError(err) {
-			return fmt.Errorf("commit, whose outcome is unknown (read the streams to learn whether the append was written): %w", err)
-		}
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-// appendIn writes an append's records in tx if its expectations hold, and
-// folds them into the rows of x's index (nil for none).
-func appendIn(ctx context.Context, tx pgx.Tx, expect []eventlog.Expect, recs []eventlog.Record, x *indexing) ([]eventlog.Event, error) {
-	// The UPDATE waits for the append holding the counter to end; the
-	// SELECTs then run with snapshots taken after that append committed.
-	var b pgx.Batch
-	b.Queue("UPDATE reprise_position SET last = last + $1 RETURNING last", int64(len(recs)))
-	b.Queue("SELECT stream, head FROM reprise_streams WHERE stream = ANY($1)", streamNames(expect))
-	if x != nil {
-		b.Queue("SELECT last FROM reprise_index WHERE name = $1", x.name())
-	}
-	last, heads, held, err := readCounterAndHeads(tx.SendBatch(ctx, &b), x != nil)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range expect {
-		if head := heads[e.Stream]; head != e.Seq {
-			return nil, &eventlog.ConflictError{Stream: e.Stream, Expected: e.Seq, Actual: head}
-		}
-	}
-
-	evs, cols := newEvents(recs, heads, uint64(last)-uint64(len(recs))+1)
-	var w pgx.Batch
-	writes := 0
-	for _, e := range expect {
-		head := heads[e.Stream]
-		switch {
-		case head == e.Seq: // expected, not written
-			continue
-		case e.Seq == 0:
-			w.Queue("INSERT INTO reprise_streams (stream, head) VALUES ($1, $2) ON CONFLICT (stream) DO NOTHING",
-				e.Stream, int64(head))
-		default:
-			w.Queue("UPDATE reprise_streams SET head = $2 WHERE stream = $1 AND head = $3",
-				e.Stream, int64(head), int64(e.Seq))
-		}
-		writes++
-	}
-	w.Queue(`INSERT INTO reprise_events (position, stream, seq, type, version, time_ns, restore_id, payload)
-		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::bytea[])`,
-		cols.positions, cols.streams, cols.seqs, cols.types, cols.versions, cols.times, cols.restoreIDs, cols.payloads)
-	if err := foldIn(ctx, tx, &w, x, held, uint64(last)-uint64(len(recs)), evs); err != nil {
-		return nil, err
-	}
-	if err := execWrites(tx.SendBatch(ctx, &w), writes); err != nil {
-		return nil, err
-	}
-	return evs, nil
-}
-
-// readCounterAndHeads reads the results of the first batch of an append:
-// the last position the counter reached, the heads of the expected streams
-// that exist and, when indexed, the last position the index's rows hold
-// (-1 when the store holds none of them).
-func readCounterAndHeads(br pgx.BatchResults, indexed bool) (last int64, heads map[string]uint64, held int64, err error) {
-	defer func() {
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if err := br.QueryRow().Scan(&last); errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil, 0, fmt.Errorf("%w: the position counter's row is missing", eventlog.ErrCorrupt)
-	} else if err != nil {
-		return 0, nil, 0, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return 0, nil, 0, err
-	}
-	heads = make(map[string]uint64)
-	var (
-		name string
-		head int64
-	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &head}, func() error {
-		heads[name] = uint64(head)
-		return nil
-	})
-	if err != nil || !indexed {
-		return last, heads, -1, err
-	}
-	if err := br.QueryRow().Scan(&held); errors.Is(err, pgx.ErrNoRows) {
-		return last, heads, -1, nil
-	} else if err != nil {
-		return 0, nil, 0, err
-	}
-	return last, heads, held, nil
-}
-
-// execWrites reads the results of the second batch of an append: writes
-// conditional head writes, each of which must change one row, then the
-// insert of the events, then the index's writes, if any.
-func execWrites(br pgx.BatchResults, writes int) (err error) {
-	defer func() {
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	for range writes {
-		tag, err := br.Exec()
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != 1 {
-			return errHeadMoved
-		}
-	}
-	_, err = br.Exec()
-	return err
-}
-
-// columns holds an append's events column by column, for unnest.
-type columns struct {
-	positions, seqs, times []int64
-	streams, types         []string
-	restoreIDs             []string
-	versions               []int32
-	payloads               [][]byte
-}
-
-// newEvents assigns sequences, continuing from heads, and positions, from
-// first, to recs. It advances heads to the streams' new heads and returns
-// the events, with payloads of their own, and their columns.
-func newEvents(recs []eventlog.Record, heads map[string]uint64, first uint64) ([]eventlog.Event, columns) {
-	n := len(recs)
-	evs := make([]eventlog.Event, n)
-	cols := columns{
-		positions: make([]int64, n), seqs: make([]int64, n), times: make([]int64, n),
-		streams: make([]string, n), types: make([]string, n), restoreIDs: make([]string, n),
-		versions: make([]int32, n), payloads: make([][]byte, n),
-	}
-	for i, r := range recs {
-		heads[r.Stream]++
-		ev := eventlog.Event{Stream: r.Stream, Seq: heads[r.Stream], Position: first + uint64(i), Type: r.Type,
-			Version: r.Version, Time: r.Time, RestoreID: r.RestoreID, Payload: bytes.Clone(r.Payload)}
-		evs[i] = ev
-		cols.positions[i], cols.seqs[i], cols.times[i] = int64(ev.Position), int64(ev.Seq), ev.Time
-		cols.streams[i], cols.types[i], cols.restoreIDs[i] = ev.Stream, string(ev.Type), ev.RestoreID
-		cols.versions[i] = int32(ev.Version)
-		cols.payloads[i] = r.Payload
-		if cols.payloads[i] == nil { // NULL otherwise
-			cols.payloads[i] = []byte{}
-		}
-	}
-	return evs, cols
 }
 
 func streamNames(expect []eventlog.Expect) []string {

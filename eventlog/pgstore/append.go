@@ -1,0 +1,458 @@
+package pgstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/reprise-dev/reprise/eventlog"
+)
+
+// maxGroupRecords bounds the records one group commit writes, so that one
+// transaction stays a manageable size; requests beyond it wait for the next.
+const maxGroupRecords = 1 << 16
+
+// conn is what a write needs of the connection or the transaction it runs
+// on.
+type conn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// appendReq is one Append waiting for, or taking part in, a group commit.
+type appendReq struct {
+	ctx    context.Context
+	expect []eventlog.Expect
+	recs   []eventlog.Record
+
+	evs []eventlog.Event
+	err error
+	// wake receives false once evs and err are final, or true when the
+	// request is to lead the next group commit itself.
+	wake chan bool
+}
+
+// Append implements eventlog.Store. Appends that arrive while another
+// group of appends is being committed are committed together by one of
+// them, in one transaction; each keeps its own atomicity and its own
+// expectations (see the package documentation).
+func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := eventlog.CheckAppend(expect, recs); err != nil {
+		return nil, err
+	}
+	end, err := s.begin()
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	if s.readOnly {
+		return nil, eventlog.ErrReadOnly
+	}
+	r := &appendReq{ctx: ctx, expect: expect, recs: recs, wake: make(chan bool, 1)}
+	s.groupMu.Lock()
+	s.queue = append(s.queue, r)
+	if s.leading {
+		s.groupMu.Unlock()
+		if lead := <-r.wake; !lead {
+			return r.evs, r.err
+		}
+	} else {
+		s.leading = true
+		s.groupMu.Unlock()
+	}
+	s.lead()
+	return r.evs, r.err
+}
+
+// lead commits the requests at the head of the queue as one group, then
+// hands the lead to the oldest request still waiting, if any. The caller's
+// own request is the first of the queue.
+func (s *Store) lead() {
+	s.groupMu.Lock()
+	n, size := 0, 0
+	for n < len(s.queue) && (n == 0 || size+len(s.queue[n].recs) <= maxGroupRecords) {
+		size += len(s.queue[n].recs)
+		n++
+	}
+	group := s.queue[:n:n]
+	s.queue = s.queue[n:]
+	s.groupMu.Unlock()
+
+	defer func() {
+		s.groupMu.Lock()
+		if len(s.queue) > 0 {
+			s.queue[0].wake <- true
+		} else {
+			s.leading = false
+			s.queue = nil
+		}
+		s.groupMu.Unlock()
+		for _, r := range group[1:] {
+			r.wake <- false
+		}
+	}()
+	s.commitGroup(group)
+}
+
+// commitGroup commits the requests of group in one transaction. A request
+// whose context ended, or whose expectations do not hold against the heads
+// as the requests before it left them, fails alone and writes nothing. If
+// the transaction as a whole fails, each request is tried again in a
+// transaction of its own, so that one request's failure is never
+// another's; unless the connection failed, which would fail them all
+// again, or the outcome of the commit is unknown.
+func (s *Store) commitGroup(group []*appendReq) {
+	s.groups.Add(1)
+	live := make([]*appendReq, 0, len(group))
+	for _, r := range group {
+		if r.err = r.ctx.Err(); r.err == nil {
+			live = append(live, r)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		s.appendAlone(live[0])
+		return
+	}
+	ctx, stop := groupContext(live)
+	err := s.appendTx(ctx, live)
+	stop()
+	switch {
+	case err == nil:
+		return
+	case isConnError(err):
+		for _, r := range live {
+			r.evs, r.err = nil, s.fail(r.ctx, "append", err)
+		}
+		return
+	}
+	for _, r := range live {
+		s.appendAlone(r)
+	}
+}
+
+// appendAlone commits r in a transaction of its own, running it again when
+// the database reports a serialization failure or a deadlock.
+func (s *Store) appendAlone(r *appendReq) {
+	for attempt := 1; ; attempt++ {
+		err := s.appendTx(r.ctx, []*appendReq{r})
+		code := sqlState(err)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, eventlog.ErrCorrupt):
+			r.evs, r.err = nil, err
+			return
+		case (code == codeSerializationFailure || code == codeDeadlockDetected) && attempt < maxAttempts && r.ctx.Err() == nil:
+			continue
+		case code == codeSerializationFailure || code == codeDeadlockDetected || code == codeUniqueViolation:
+			r.evs, r.err = nil, s.conflict(r.ctx, r.expect, err)
+			return
+		}
+		r.evs, r.err = nil, s.fail(r.ctx, "append", err)
+		return
+	}
+}
+
+// groupContext returns the context of a group's transaction: it ends once
+// the contexts of all of group's requests have ended, and carries the
+// values of the first's. stop releases it.
+func groupContext(group []*appendReq) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
+	var left atomic.Int64
+	left.Store(int64(len(group)))
+	stops := make([]func() bool, len(group))
+	for i, r := range group {
+		stops[i] = context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// appendTx runs one append transaction for the requests of group on a
+// connection of the pool, its BEGIN sent with its first statements and its
+// COMMIT with its writes. It sets each request's events or its conflict
+// once the transaction has committed.
+func (s *Store) appendTx(ctx context.Context, group []*appendReq) (err error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// A transaction still open after a failure is rolled back; if
+		// the connection is gone, the server has rolled it back already.
+		// Release closes a connection left in a transaction.
+		if err != nil && c.Conn().PgConn().TxStatus() != 'I' && !c.Conn().IsClosed() {
+			_, _ = c.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+		c.Release()
+	}()
+	x := s.indexing()
+	if err := appendIn(ctx, c, true, group, x); err != nil {
+		for _, r := range group {
+			r.evs, r.err = nil, nil
+		}
+		return err
+	}
+	s.indexed(x)
+	return nil
+}
+
+// appendIn writes the requests of group in q's transaction: each whose
+// expectations hold against the heads as the requests before it leave
+// them gets its events in r.evs, each other its conflict in r.err. It folds
+// the events written into the rows of x's index (nil for none). With own
+// set, q is a bare connection: appendIn begins the transaction in the
+// round trip that takes the position counter's lock, and commits it in the
+// one that writes.
+func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, x *indexing) error {
+	var names []string
+	seen := make(map[string]bool)
+	total := 0
+	for _, r := range group {
+		for _, e := range r.expect {
+			if !seen[e.Stream] {
+				seen[e.Stream] = true
+				names = append(names, e.Stream)
+			}
+		}
+		total += len(r.recs)
+	}
+	// The counter's UPDATE waits for the transaction holding the counter
+	// to end; the SELECTs after it then run with snapshots taken after
+	// that transaction committed, and lock the heads they read until this
+	// one ends. The UPDATE takes positions for every request; those of
+	// the requests that fail are given back.
+	var b pgx.Batch
+	if own {
+		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	}
+	b.Queue("UPDATE reprise_position SET last = last + $1 RETURNING last", int64(total))
+	b.Queue("SELECT stream, head FROM reprise_streams WHERE stream = ANY($1) FOR UPDATE", names)
+	if x != nil {
+		b.Queue("SELECT last FROM reprise_index WHERE name = $1", x.name())
+	}
+	last, heads, held, err := readCounterAndHeads(q.SendBatch(ctx, &b), own, x != nil)
+	if err != nil {
+		return err
+	}
+	prev := uint64(last) - uint64(total) // the last position before the transaction's
+	read := make(map[string]uint64, len(heads))
+	for name, head := range heads {
+		read[name] = head
+	}
+
+	var (
+		evs  []eventlog.Event
+		cols columns
+	)
+	for _, r := range group {
+		r.evs, r.err = nil, nil
+		for _, e := range r.expect {
+			if head := heads[e.Stream]; head != e.Seq {
+				r.err = &eventlog.ConflictError{Stream: e.Stream, Expected: e.Seq, Actual: head}
+				break
+			}
+		}
+		if r.err == nil {
+			r.evs = newEvents(&cols, r.recs, heads, prev+uint64(len(evs))+1)
+			evs = append(evs, r.evs...)
+		}
+	}
+
+	var w pgx.Batch
+	if len(evs) < total {
+		w.Queue("UPDATE reprise_position SET last = $1", int64(prev)+int64(len(evs)))
+	}
+	queueHeads(&w, names, read, heads)
+	if len(evs) > 0 {
+		queueEvents(&w, cols)
+	}
+	if err := foldIn(ctx, q, &w, x, held, prev, evs); err != nil {
+		return err
+	}
+	if own {
+		w.Queue("COMMIT")
+	}
+	if w.Len() == 0 {
+		return nil
+	}
+	tag, err := execAll(q.SendBatch(ctx, &w), w.Len())
+	switch {
+	case err != nil && own && (isConnError(err) || ctx.Err() != nil):
+		return fmt.Errorf("commit, whose outcome is unknown (read the streams to learn whether the append was written): %w", err)
+	case err != nil:
+		return err
+	case own && tag.String() != "COMMIT":
+		return fmt.Errorf("commit: the server ended the transaction with %s", tag)
+	}
+	return nil
+}
+
+// queueHeads queues in b the writes that move the heads of the named
+// streams from those read to those now: an update of the streams that
+// exist, whose rows the transaction holds locked, and an insert of the new
+// ones, which fails if another transaction created one of them meanwhile.
+func queueHeads(b *pgx.Batch, names []string, read, now map[string]uint64) {
+	var updated, inserted headWrites
+	for _, name := range names {
+		switch old, head := read[name], now[name]; {
+		case head == old:
+		case old == 0:
+			inserted.streams, inserted.heads = append(inserted.streams, name), append(inserted.heads, int64(head))
+		default:
+			updated.streams, updated.heads = append(updated.streams, name), append(updated.heads, int64(head))
+		}
+	}
+	// One stream, the most common write, costs less as plain parameters
+	// than as arrays.
+	switch len(updated.streams) {
+	case 0:
+	case 1:
+		b.Queue("UPDATE reprise_streams SET head = $2 WHERE stream = $1", updated.streams[0], updated.heads[0])
+	default:
+		b.Queue(`UPDATE reprise_streams AS s SET head = n.head
+			FROM unnest($1::text[], $2::bigint[]) AS n (stream, head) WHERE s.stream = n.stream`,
+			updated.streams, updated.heads)
+	}
+	switch len(inserted.streams) {
+	case 0:
+	case 1:
+		b.Queue("INSERT INTO reprise_streams (stream, head) VALUES ($1, $2)", inserted.streams[0], inserted.heads[0])
+	default:
+		b.Queue("INSERT INTO reprise_streams (stream, head) SELECT * FROM unnest($1::text[], $2::bigint[])",
+			inserted.streams, inserted.heads)
+	}
+}
+
+// queueEvents queues in b the insert of the events in cols.
+func queueEvents(b *pgx.Batch, cols columns) {
+	if len(cols.positions) == 1 { // as plain parameters, which cost less than arrays
+		b.Queue(`INSERT INTO reprise_events (position, stream, seq, type, version, time_ns, restore_id, payload)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			cols.positions[0], cols.streams[0], cols.seqs[0], cols.types[0], cols.versions[0], cols.times[0], cols.restoreIDs[0], cols.payloads[0])
+		return
+	}
+	b.Queue(`INSERT INTO reprise_events (position, stream, seq, type, version, time_ns, restore_id, payload)
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::bytea[])`,
+		cols.positions, cols.streams, cols.seqs, cols.types, cols.versions, cols.times, cols.restoreIDs, cols.payloads)
+}
+
+// headWrites are the streams whose heads one statement writes, and their
+// new heads.
+type headWrites struct {
+	streams []string
+	heads   []int64
+}
+
+// readCounterAndHeads reads the results of the first batch of an append:
+// its BEGIN when own, the last position the counter reached, the heads of
+// the expected streams that exist and, when indexed, the last position the
+// index's rows hold (-1 when the store holds none of them).
+func readCounterAndHeads(br pgx.BatchResults, own, indexed bool) (last int64, heads map[string]uint64, held int64, err error) {
+	defer func() {
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if own {
+		if _, err := br.Exec(); err != nil {
+			return 0, nil, 0, err
+		}
+	}
+	if err := br.QueryRow().Scan(&last); errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, 0, fmt.Errorf("%w: the position counter's row is missing", eventlog.ErrCorrupt)
+	} else if err != nil {
+		return 0, nil, 0, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	heads = make(map[string]uint64)
+	var (
+		name string
+		head int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&name, &head}, func() error {
+		heads[name] = uint64(head)
+		return nil
+	})
+	if err != nil || !indexed {
+		return last, heads, -1, err
+	}
+	if err := br.QueryRow().Scan(&held); errors.Is(err, pgx.ErrNoRows) {
+		return last, heads, -1, nil
+	} else if err != nil {
+		return 0, nil, 0, err
+	}
+	return last, heads, held, nil
+}
+
+// execAll reads the results of the n statements of a batch. It returns
+// the first error, and otherwise the command tag of the last statement.
+func execAll(br pgx.BatchResults, n int) (tag pgconn.CommandTag, err error) {
+	defer func() {
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for range n {
+		if tag, err = br.Exec(); err != nil {
+			return tag, err
+		}
+	}
+	return tag, nil
+}
+
+// columns holds the events of an append's transaction column by column,
+// for unnest.
+type columns struct {
+	positions, seqs, times []int64
+	streams, types         []string
+	restoreIDs             []string
+	versions               []int32
+	payloads               [][]byte
+}
+
+// newEvents assigns sequences, continuing from heads, and positions, from
+// first, to recs. It advances heads to the streams' new heads, adds the
+// events to cols and returns them, with payloads of their own.
+func newEvents(cols *columns, recs []eventlog.Record, heads map[string]uint64, first uint64) []eventlog.Event {
+	evs := make([]eventlog.Event, len(recs))
+	for i, r := range recs {
+		heads[r.Stream]++
+		ev := eventlog.Event{Stream: r.Stream, Seq: heads[r.Stream], Position: first + uint64(i), Type: r.Type,
+			Version: r.Version, Time: r.Time, RestoreID: r.RestoreID, Payload: bytes.Clone(r.Payload)}
+		evs[i] = ev
+		payload := r.Payload
+		if payload == nil { // NULL otherwise
+			payload = []byte{}
+		}
+		cols.positions, cols.seqs, cols.times = append(cols.positions, int64(ev.Position)), append(cols.seqs, int64(ev.Seq)), append(cols.times, ev.Time)
+		cols.streams, cols.types, cols.restoreIDs = append(cols.streams, ev.Stream), append(cols.types, string(ev.Type)), append(cols.restoreIDs, ev.RestoreID)
+		cols.versions = append(cols.versions, int32(ev.Version))
+		cols.payloads = append(cols.payloads, payload)
+	}
+	return evs
+}
