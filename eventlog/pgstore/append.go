@@ -220,7 +220,9 @@ func (s *Store) appendTx(ctx context.Context, group []*appendReq) (err error) {
 
 // appendIn writes the requests of group in q's transaction: each whose
 // expectations hold against the heads as the requests before it leave
-// them gets its events in r.evs, each other its conflict in r.err. It folds
+// them gets its events in r.evs; each other gets its conflict in r.err, as
+// does, with its context's error, each whose context ended while the
+// transaction waited for the position counter. It folds
 // the events written into the rows of x's index (nil for none). With own
 // set, q is a bare connection: appendIn begins the transaction in the
 // round trip that takes the position counter's lock, and commits it in the
@@ -267,11 +269,11 @@ func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, x *inde
 		cols columns
 	)
 	for _, r := range group {
-		r.evs, r.err = nil, nil
-		for _, e := range r.expect {
+		r.evs, r.err = nil, r.ctx.Err() // ended while the group waited for the counter
+		for i := 0; r.err == nil && i < len(r.expect); i++ {
+			e := r.expect[i]
 			if head := heads[e.Stream]; head != e.Seq {
 				r.err = &eventlog.ConflictError{Stream: e.Stream, Expected: e.Seq, Actual: head}
-				break
 			}
 		}
 		if r.err == nil {
