@@ -219,17 +219,55 @@ func BenchmarkAppendVsInsert(b *testing.B) {
 }
 
 // BenchmarkAppendConcurrent has 64 goroutines of one store append one
-// ~200-byte record at a time, each to a stream of its own, b.N appends in
-// all, and reports their rate.
+// ~200-byte message at a time, each to a session of its own, b.N appends
+// in all, and reports their rate: on a store that keeps no index, and on
+// one that keeps the session index, as an Engine's store does.
 func BenchmarkAppendConcurrent(b *testing.B) {
-	s := newDB(b).open(b, pgstore.Options{})
-	start := time.Now()
-	var next atomic.Int64
-	n := int64(b.N)
-	if err := appendWriters(context.Background(), s, "w", 64, func() bool { return next.Add(1) <= n }); err != nil {
-		b.Fatal(err)
+	for _, kept := range []bool{false, true} {
+		name := "index=none"
+		if kept {
+			name = "index=sessions"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			s := newDB(b).open(b, pgstore.Options{})
+			if kept {
+				if err := s.Index(ctx, projection.SessionIndex); err != nil {
+					b.Fatal(err)
+				}
+			}
+			const writers = 64
+			for w := range writers {
+				id := fmt.Sprint("w", w)
+				created, err := schema.NewRecord(projection.SessionStream(id), &schema.SessionCreated{ID: id, Cwd: "/"}, 1, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Append(ctx, []eventlog.Expect{{Stream: created.Stream}}, []eventlog.Record{created}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			start := time.Now()
+			var next atomic.Int64
+			n := int64(b.N)
+			if err := appendWriters(ctx, s, projection.SessionStream("w"), writers, func() bool { return next.Add(1) <= n }); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
+			b.StopTimer()
+			if !kept {
+				return
+			}
+			last, err := s.ReadIndex(ctx, projection.SessionIndex.Name(), func(string, []byte) error { return nil })
+			if err != nil {
+				b.Fatal(err)
+			}
+			if end := uint64(writers + b.N); last != end {
+				b.Fatalf("the index holds events up to %d of %d", last, end)
+			}
+		})
 	}
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "appends/s")
 }
 
 // BenchmarkAppendProcesses has 4 processes, each with a store of its own,
@@ -270,9 +308,10 @@ func BenchmarkAppendProcesses(b *testing.B) {
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "appends/s")
 }
 
-// appendWriters runs writers goroutines appending to s, each one record at
-// a time to a stream of its own named prefix and its number, while more
-// says to go on. It returns the first error.
+// appendWriters runs writers goroutines appending to s, each one ~200-byte
+// message at a time to a stream of its own named prefix and its number,
+// from the stream's head, while more says to go on. It returns the first
+// error.
 func appendWriters(ctx context.Context, s eventlog.Store, prefix string, writers int, more func() bool) error {
 	var (
 		wg    sync.WaitGroup
@@ -281,17 +320,18 @@ func appendWriters(ctx context.Context, s eventlog.Store, prefix string, writers
 	)
 	for w := range writers {
 		wg.Go(func() {
-			rec := eventlog.Record{Stream: fmt.Sprintf("%s%d", prefix, w), Type: "pgstore.Bench", Version: 1, Time: 1, Payload: benchPayload}
-			var head uint64
-			for more() {
-				evs, err := s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: head}}, []eventlog.Record{rec})
-				if err != nil {
-					errMu.Lock()
-					first = cmp.Or(first, err)
-					errMu.Unlock()
-					return
+			rec := eventlog.Record{Stream: fmt.Sprintf("%s%d", prefix, w), Type: schema.TypeMessageAppended, Version: 1, Time: 2, Payload: benchPayload}
+			head, err := s.Head(ctx, rec.Stream)
+			for err == nil && more() {
+				var evs []eventlog.Event
+				if evs, err = s.Append(ctx, []eventlog.Expect{{Stream: rec.Stream, Seq: head}}, []eventlog.Record{rec}); err == nil {
+					head = evs[0].Seq
 				}
-				head = evs[0].Seq
+			}
+			if err != nil {
+				errMu.Lock()
+				first = cmp.Or(first, err)
+				errMu.Unlock()
 			}
 		})
 	}

@@ -323,3 +323,33 @@ func checkLog(t *testing.T, s *pgstore.Store, want []string) {
 		}
 	}
 }
+
+// TestGroupFoldsIntoIndex commits a group to several streams, some of
+// which have rows already, one twice and one append of which fails, on a
+// store keeping an index: the rows are those of the log folded afresh.
+func TestGroupFoldsIntoIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newDB(t).open(t, pgstore.Options{})
+	if err := s.Index(ctx, tally{}); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "a", 2)
+	appendN(t, s, "b", 1)
+	g := []*pgstore.GroupAppend{
+		group(ctx, []eventlog.Expect{{Stream: "a", Seq: 2}}, rec("a", "a3"), rec("a", "a4")),
+		group(ctx, []eventlog.Expect{{Stream: "c"}, {Stream: "b", Seq: 1}}, rec("c", "c1"), rec("b", "b2")),
+		group(ctx, []eventlog.Expect{{Stream: "b", Seq: 1}}, rec("b", "stale")),
+		group(ctx, []eventlog.Expect{{Stream: "a", Seq: 4}, {Stream: "d"}}, rec("d", "d1"), rec("a", "a5")),
+	}
+	pgstore.CommitGroup(s, g...)
+	for i, a := range g {
+		if (a.Err != nil) != (i == 2) {
+			t.Errorf("append %d: err = %v", i, a.Err)
+		}
+	}
+	checkRows(t, s)
+	if rows, _ := storedRows(t, s); rows["a"] != "5" || rows["b"] != "2" || rows["c"] != "1" || rows["d"] != "1" {
+		t.Errorf("rows = %v, want a 5, b 2, c 1, d 1", rows)
+	}
+}

@@ -194,6 +194,9 @@ func foldIn(ctx context.Context, q conn, b *pgx.Batch, x *indexing, held int64, 
 	r := &rowReader{ctx: ctx, q: q, name: ix.Name()}
 	fold := eventlog.NewFold(r.get)
 	err := r.foldLog(fold, ix, held, int64(prev))
+	if err == nil {
+		err = r.prefetch(ix, evs)
+	}
 	for i := 0; err == nil && i < len(evs); i++ {
 		err = r.apply(fold, ix, evs[i])
 	}
@@ -234,14 +237,54 @@ func queueRows(b *pgx.Batch, name string, fold *eventlog.Fold, last int64) {
 
 // rowReader reads an index's rows in a transaction, for a Fold.
 type rowReader struct {
-	ctx  context.Context
-	q    conn // in the write's transaction
-	name string
-	err  error // the database's first error; the transaction is then aborted
+	ctx     context.Context
+	q       conn // in the write's transaction
+	name    string
+	fetched map[string][]byte // rows read ahead, nil for a key without one
+	err     error             // the database's first error; the transaction is then aborted
+}
+
+// prefetch reads in one query the rows that folding evs with ix would
+// otherwise read one query at a time, as a group of appends to many
+// sessions does. It learns their keys from a trial fold of evs over no
+// rows, whose outcome it drops; a key the real fold asks for that the trial
+// did not is still read on its own.
+func (r *rowReader) prefetch(ix eventlog.Indexer, evs []eventlog.Event) error {
+	var keys [][]byte
+	trial := eventlog.NewFold(func(key string) ([]byte, error) {
+		keys = append(keys, []byte(key)) // once: the trial remembers it
+		return nil, nil
+	})
+	for _, ev := range evs {
+		_ = trial.Apply(ix, ev)
+	}
+	if len(keys) < 2 { // one query either way
+		return nil
+	}
+	rows, err := r.q.Query(r.ctx, "SELECT key, value FROM reprise_index_rows WHERE name = $1 AND key = ANY($2)", r.name, keys)
+	if err != nil {
+		return err
+	}
+	r.fetched = make(map[string][]byte, len(keys))
+	for _, key := range keys {
+		r.fetched[string(key)] = nil
+	}
+	var key, value []byte
+	_, err = pgx.ForEachRow(rows, []any{&key, &value}, func() error {
+		if value == nil {
+			value = []byte{} // a row, though empty
+		}
+		r.fetched[string(key)] = value
+		return nil
+	})
+	return err
 }
 
 // get is the Fold's read of the row of key.
 func (r *rowReader) get(key string) ([]byte, error) {
+	if value, ok := r.fetched[key]; ok {
+		return value, nil
+	}
 	var value []byte
 	err := r.q.QueryRow(r.ctx, "SELECT value FROM reprise_index_rows WHERE name = $1 AND key = $2", r.name, []byte(key)).Scan(&value)
 	switch {
