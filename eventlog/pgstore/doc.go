@@ -44,28 +44,53 @@
 //
 // # Appends
 //
-// An Append is one transaction at READ COMMITTED. Its first statement,
+// An append is one transaction at READ COMMITTED. Its first statement,
 // UPDATE reprise_position SET last = last + n RETURNING last, takes the row
-// lock of the position counter, which every append takes, so appends to
-// the store run one at a time, each holding the lock until it commits or
-// rolls back. Positions are therefore gapless, since a rolled-back append
-// rolls back its counter update, and they follow commit order: an append
-// can only take its positions after the previous holder's commit is
-// visible, so a reader that has seen position N never later finds a new
-// event below N. Identity columns and sequences give neither guarantee:
-// their values are taken before commit and are lost on rollback.
+// lock of the position counter, which every append takes, and holds it
+// until the transaction commits or rolls back. Positions are therefore
+// gapless, since a rolled-back append rolls back its counter update, and
+// they follow commit order: a transaction can only take its positions
+// after the previous holder's commit is visible, so a reader that has seen
+// position N never later finds a new event below N. Identity columns and
+// sequences give neither guarantee: their values are taken before commit
+// and are lost on rollback.
 //
-// Under the counter lock the append reads the heads of the expected
-// streams, with a snapshot taken after the lock was granted, and returns an
-// *eventlog.ConflictError for the first that moved. It then writes the
-// events and the new heads; each head write is itself conditional (UPDATE
-// ... WHERE head = expected, or INSERT ... ON CONFLICT DO NOTHING for a new
-// stream) and must change one row. Of two hosts appending at the same
-// expected sequence, one commits and the other gets the conflict. A
-// serialization failure or a deadlock, which databases running every
+// Under the counter lock the transaction reads the heads of the expected
+// streams, with a snapshot taken after the lock was granted, and locks
+// their rows (SELECT ... FOR UPDATE) until it ends; an append whose
+// expectations do not hold gets an *eventlog.ConflictError. It then writes
+// the events and the new heads, an insert for a new stream failing if
+// another transaction created it meanwhile, so of two hosts appending at
+// the same expected sequence, one commits and the other gets the conflict.
+// A serialization failure or a deadlock, which databases running every
 // transaction SERIALIZABLE report, is retried a few times; one that
 // persists, or a unique violation, is reported as the conflict on the
-// stream whose head moved.
+// stream whose head moved. The transaction takes two round trips: the
+// BEGIN, the counter's update and the reads of the heads in one, the
+// writes and the COMMIT in the other.
+//
+// # Group commit
+//
+// Appends that arrive while a process's append transaction is in flight
+// wait for it, then the oldest of them commits all that waited, up to
+// 65,536 records, in one transaction: under concurrency, appends share the
+// counter's lock, the round trips and the commit's flush, without any
+// delay being added when there is none. Within a group each append stays
+// atomic and conditional: its expectations are checked against the heads
+// as the appends before it in the group left them, and one that does not
+// hold, or whose context ended before the group's transaction got the
+// counter, fails alone, writes nothing and gives its positions back. The
+// group's transaction ends early only when the contexts of all its
+// appends have ended. If the transaction itself fails, each append of the
+// group is tried again in a transaction of its own, so that no append
+// fails for another's sake; except when the connection failed, which
+// fails them all. The index's rows are folded append by append, each after
+// the ones before it in the group, and only for appends that succeed.
+//
+// Groups form in each process; the processes sharing a store still take
+// the counter's lock one transaction at a time, so a process commits one
+// group while another's waits, and a group is as large as the appends
+// that queued up meanwhile.
 //
 // # Indexes
 //
@@ -80,7 +105,8 @@
 // An append (and a Load, and a Purge's records) of a store that keeps an
 // index reads the rows' last position in its first round trip, under the
 // counter's lock, then folds its events into the rows, read in the
-// transaction as they are needed, and writes the rows it changed with one
+// transaction (those a trial fold of the events over no rows names in one
+// query, any other as the fold needs it), and writes the rows it changed with one
 // upsert (unnest of keys and values) and one delete, whatever the number
 // of events, along with its events. At READ COMMITTED each statement
 // sees what the previous holder of the counter committed, so two
@@ -108,17 +134,20 @@
 //
 // # Caveats
 //
-// Appends are serialized store-wide, like bbolt's single writer: their
-// throughput is bounded by one commit's latency. Reads run in parallel with
-// appends and with each other.
+// Append transactions are serialized store-wide, like bbolt's single
+// writer: one commit at a time, each holding the counter's lock for its
+// second round trip and its flush, so the store's append throughput is
+// bounded by the size of the groups that concurrency forms. Reads run in
+// parallel with appends and with each other.
 //
 // A call whose connection fails (the server restarts or is unreachable, the
 // network fails, an administrator ends the session) returns an error
 // matching ErrConnection and makes the store drop its idle connections, so
 // the next call connects afresh; calls are not retried. Such an append was
-// rolled back by the server, except when the connection failed during the
-// commit itself: then the error says the outcome is unknown, and reading
-// the streams tells.
+// rolled back by the server, except when the connection failed (or the
+// append's context ended) during its second round trip, which carries the
+// COMMIT: then the error says the outcome is unknown, and reading the
+// streams tells.
 //
 // A lock whose connection fails is lost without its holder being told, and
 // another host may then take it. The conditional appends still keep the
