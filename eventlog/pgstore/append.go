@@ -17,6 +17,11 @@ import (
 // transaction stays a manageable size; requests beyond it wait for the next.
 const maxGroupRecords = 1 << 16
 
+// errOutcomeUnknown marks the failure of a transaction that may have
+// committed: its connection failed, or its context ended, during the
+// round trip that carried its COMMIT.
+var errOutcomeUnknown = errors.New("commit, whose outcome is unknown (read the streams to learn whether the append was written)")
+
 // conn is what a write needs of the connection or the transaction it runs
 // on.
 type conn interface {
@@ -110,7 +115,7 @@ func (s *Store) lead() {
 // the transaction as a whole fails, each request is tried again in a
 // transaction of its own, so that one request's failure is never
 // another's; unless the connection failed, which would fail them all
-// again, or the outcome of the commit is unknown.
+// again, or the transaction may have committed.
 func (s *Store) commitGroup(group []*appendReq) {
 	s.groups.Add(1)
 	live := make([]*appendReq, 0, len(group))
@@ -132,7 +137,7 @@ func (s *Store) commitGroup(group []*appendReq) {
 	switch {
 	case err == nil:
 		return
-	case isConnError(err):
+	case isConnError(err), errors.Is(err, errOutcomeUnknown):
 		for _, r := range live {
 			r.evs, r.err = nil, s.fail(r.ctx, "append", err)
 		}
@@ -201,9 +206,10 @@ func (s *Store) appendTx(ctx context.Context, group []*appendReq) (err error) {
 	defer func() {
 		// A transaction still open after a failure is rolled back; if
 		// the connection is gone, the server has rolled it back already.
-		// Release closes a connection left in a transaction.
+		// Release closes a connection left in a transaction, as when ctx
+		// has ended.
 		if err != nil && c.Conn().PgConn().TxStatus() != 'I' && !c.Conn().IsClosed() {
-			_, _ = c.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+			_, _ = c.Exec(ctx, "ROLLBACK")
 		}
 		c.Release()
 	}()
@@ -302,7 +308,7 @@ func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, x *inde
 	tag, err := execAll(q.SendBatch(ctx, &w), w.Len())
 	switch {
 	case err != nil && own && (isConnError(err) || ctx.Err() != nil):
-		return fmt.Errorf("commit, whose outcome is unknown (read the streams to learn whether the append was written): %w", err)
+		return fmt.Errorf("%w: %w", errOutcomeUnknown, err)
 	case err != nil:
 		return err
 	case own && tag.String() != "COMMIT":
