@@ -105,8 +105,9 @@
 // An append (and a Load, and a Purge's records) of a store that keeps an
 // index reads the rows' last position in its first round trip, under the
 // counter's lock, then folds its events into the rows, read in the
-// transaction (those a trial fold of the events over no rows names in one
-// query, any other as the fold needs it), and writes the rows it changed with one
+// transaction (for events of several streams, those a trial fold of the
+// events over no rows names in one query; any other as the fold needs it),
+// and writes the rows it changed with one
 // upsert (unnest of keys and values) and one delete, whatever the number
 // of events, along with its events. At READ COMMITTED each statement
 // sees what the previous holder of the counter committed, so two

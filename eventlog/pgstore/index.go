@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -248,8 +249,13 @@ type rowReader struct {
 // otherwise read one query at a time, as a group of appends to many
 // sessions does. It learns their keys from a trial fold of evs over no
 // rows, whose outcome it drops; a key the real fold asks for that the trial
-// did not is still read on its own.
+// did not is still read on its own. Events of one stream, such as a long
+// transcript's, are left to the real fold, as they seldom need more than
+// a row or two.
 func (r *rowReader) prefetch(ix eventlog.Indexer, evs []eventlog.Event) error {
+	if !slices.ContainsFunc(evs, func(ev eventlog.Event) bool { return ev.Stream != evs[0].Stream }) {
+		return nil
+	}
 	var keys [][]byte
 	trial := eventlog.NewFold(func(key string) ([]byte, error) {
 		keys = append(keys, []byte(key)) // once: the trial remembers it
