@@ -81,17 +81,20 @@ func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eve
 
 // lead commits the requests at the head of the queue as one group, then
 // hands the lead to the oldest request still waiting, if any. The caller's
-// own request is the first of the queue.
+// own request is the first of the queue. Requests that queue up while the
+// group's transaction waits for the position counter join the group once
+// it has the counter.
 func (s *Store) lead() {
 	s.groupMu.Lock()
-	n, size := 0, 0
-	for n < len(s.queue) && (n == 0 || size+len(s.queue[n].recs) <= maxGroupRecords) {
-		size += len(s.queue[n].recs)
-		n++
-	}
-	group := s.queue[:n:n]
-	s.queue = s.queue[n:]
+	group := s.take(0)
 	s.groupMu.Unlock()
+	join := func(size int) []*appendReq {
+		s.groupMu.Lock()
+		late := s.take(size)
+		s.groupMu.Unlock()
+		group = append(group, late...)
+		return late
+	}
 
 	defer func() {
 		s.groupMu.Lock()
@@ -106,17 +109,32 @@ func (s *Store) lead() {
 			r.wake <- false
 		}
 	}()
-	s.commitGroup(group)
+	s.commitGroup(group, join)
 }
 
-// commitGroup commits the requests of group in one transaction. A request
-// whose context ended, or whose expectations do not hold against the heads
-// as the requests before it left them, fails alone and writes nothing. If
-// the transaction as a whole fails, each request is tried again in a
-// transaction of its own, so that one request's failure is never
-// another's; unless the connection failed, which would fail them all
-// again, or the transaction may have committed.
-func (s *Store) commitGroup(group []*appendReq) {
+// take removes from the queue, and returns, the requests at its head that
+// a group holding size records can take without exceeding maxGroupRecords;
+// an empty group takes at least one. The caller holds groupMu.
+func (s *Store) take(size int) []*appendReq {
+	n := 0
+	for n < len(s.queue) && (size == 0 || size+len(s.queue[n].recs) <= maxGroupRecords) {
+		size += len(s.queue[n].recs)
+		n++
+	}
+	taken := s.queue[:n:n]
+	s.queue = s.queue[n:]
+	return taken
+}
+
+// commitGroup commits the requests of group in one transaction, with those
+// join returns once the transaction has the position counter (join may be
+// nil). A request whose context ended, or whose expectations do not hold
+// against the heads as the requests before it left them, fails alone and
+// writes nothing. If the transaction as a whole fails, each request is
+// tried again in a transaction of its own, so that one request's failure
+// is never another's; unless the connection failed, which would fail them
+// all again, or the transaction may have committed.
+func (s *Store) commitGroup(group []*appendReq, join func(size int) []*appendReq) {
 	s.groups.Add(1)
 	live := make([]*appendReq, 0, len(group))
 	for _, r := range group {
@@ -124,81 +142,110 @@ func (s *Store) commitGroup(group []*appendReq) {
 			live = append(live, r)
 		}
 	}
-	switch len(live) {
-	case 0:
-		return
-	case 1:
-		s.appendAlone(live[0])
+	if len(live) == 0 {
 		return
 	}
-	ctx, stop := groupContext(live)
-	err := s.appendTx(ctx, live)
-	stop()
+	ctx := newGroupContext(live[0].ctx)
+	for _, r := range live {
+		ctx.add(r)
+	}
+	if take := join; take != nil {
+		join = func(size int) []*appendReq {
+			late := take(size)
+			for _, r := range late {
+				ctx.add(r)
+			}
+			live = append(live, late...)
+			return late
+		}
+	}
+	err := s.appendTx(ctx, live, join)
+	ctx.stop()
 	switch {
 	case err == nil:
-		return
+	case len(live) == 1:
+		if s.failed(live[0], err, 1) {
+			s.appendAlone(live[0], 2)
+		}
 	case isConnError(err), errors.Is(err, errOutcomeUnknown):
 		for _, r := range live {
 			r.evs, r.err = nil, s.fail(r.ctx, "append", err)
 		}
-		return
-	}
-	for _, r := range live {
-		s.appendAlone(r)
+	default:
+		for _, r := range live {
+			s.appendAlone(r, 1)
+		}
 	}
 }
 
-// appendAlone commits r in a transaction of its own, running it again when
-// the database reports a serialization failure or a deadlock.
-func (s *Store) appendAlone(r *appendReq) {
-	for attempt := 1; ; attempt++ {
-		err := s.appendTx(r.ctx, []*appendReq{r})
-		code := sqlState(err)
-		switch {
-		case err == nil:
-			return
-		case errors.Is(err, eventlog.ErrCorrupt):
-			r.evs, r.err = nil, err
-			return
-		case (code == codeSerializationFailure || code == codeDeadlockDetected) && attempt < maxAttempts && r.ctx.Err() == nil:
-			continue
-		case code == codeSerializationFailure || code == codeDeadlockDetected || code == codeUniqueViolation:
-			r.evs, r.err = nil, s.conflict(r.ctx, r.expect, err)
+// appendAlone commits r in a transaction of its own, from the given
+// attempt on, running it again when the database reports a serialization
+// failure or a deadlock.
+func (s *Store) appendAlone(r *appendReq, attempt int) {
+	for ; ; attempt++ {
+		err := s.appendTx(r.ctx, []*appendReq{r}, nil)
+		if err == nil || !s.failed(r, err, attempt) {
 			return
 		}
-		r.evs, r.err = nil, s.fail(r.ctx, "append", err)
-		return
 	}
 }
 
-// groupContext returns the context of a group's transaction: it ends once
-// the contexts of all of group's requests have ended, and carries the
-// values of the first's. stop releases it.
-func groupContext(group []*appendReq) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(group[0].ctx))
-	var left atomic.Int64
-	left.Store(int64(len(group)))
-	stops := make([]func() bool, len(group))
-	for i, r := range group {
-		stops[i] = context.AfterFunc(r.ctx, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
+// failed sets the outcome of r, whose transaction failed with err at the
+// given attempt, or reports that the transaction should run again.
+func (s *Store) failed(r *appendReq, err error, attempt int) (again bool) {
+	code := sqlState(err)
+	r.evs = nil
+	switch {
+	case errors.Is(err, eventlog.ErrCorrupt):
+		r.err = err
+	case (code == codeSerializationFailure || code == codeDeadlockDetected) && attempt < maxAttempts && r.ctx.Err() == nil:
+		return true
+	case code == codeSerializationFailure || code == codeDeadlockDetected || code == codeUniqueViolation:
+		r.err = s.conflict(r.ctx, r.expect, err)
+	default:
+		r.err = s.fail(r.ctx, "append", err)
 	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
+	return false
+}
+
+// groupContext is the context of a group's transaction: it ends once
+// the contexts of all the group's requests have ended, and carries the
+// values of the first's.
+type groupContext struct {
+	context.Context
+	cancel context.CancelFunc
+	left   atomic.Int64 // the requests whose contexts have not ended
+	stops  []func() bool
+}
+
+func newGroupContext(first context.Context) *groupContext {
+	g := &groupContext{}
+	g.Context, g.cancel = context.WithCancel(context.WithoutCancel(first))
+	return g
+}
+
+// add makes g last for r's context too.
+func (g *groupContext) add(r *appendReq) {
+	g.left.Add(1)
+	g.stops = append(g.stops, context.AfterFunc(r.ctx, func() {
+		if g.left.Add(-1) == 0 {
+			g.cancel()
 		}
-		cancel()
-	}
+	}))
 }
 
-// appendTx runs one append transaction for the requests of group on a
-// connection of the pool, its BEGIN sent with its first statements and its
-// COMMIT with its writes. It sets each request's events or its conflict
-// once the transaction has committed.
-func (s *Store) appendTx(ctx context.Context, group []*appendReq) (err error) {
+// stop releases g.
+func (g *groupContext) stop() {
+	for _, stop := range g.stops {
+		stop()
+	}
+	g.cancel()
+}
+
+// appendTx runs one append transaction for the requests of group, and
+// those join returns, on a connection of the pool, its BEGIN sent with its
+// first statements and its COMMIT with its writes (see appendIn).
+func (s *Store) appendTx(ctx context.Context, group []*appendReq, join func(size int) []*appendReq) (err error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -214,10 +261,7 @@ func (s *Store) appendTx(ctx context.Context, group []*appendReq) (err error) {
 		c.Release()
 	}()
 	x := s.indexing()
-	if err := appendIn(ctx, c, true, group, x); err != nil {
-		for _, r := range group {
-			r.evs, r.err = nil, nil
-		}
+	if err := appendIn(ctx, c, true, group, join, x); err != nil {
 		return err
 	}
 	s.indexed(x)
@@ -228,24 +272,15 @@ func (s *Store) appendTx(ctx context.Context, group []*appendReq) (err error) {
 // expectations hold against the heads as the requests before it leave
 // them gets its events in r.evs; each other gets its conflict in r.err, as
 // does, with its context's error, each whose context ended while the
-// transaction waited for the position counter. It folds
-// the events written into the rows of x's index (nil for none). With own
-// set, q is a bare connection: appendIn begins the transaction in the
-// round trip that takes the position counter's lock, and commits it in the
-// one that writes.
-func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, x *indexing) error {
-	var names []string
+// transaction waited for the position counter. Once it has the counter,
+// the requests join returns (join may be nil) take part too, after group's:
+// those that queued up meanwhile. It folds the events written into the rows
+// of x's index (nil for none). With own set, q is a bare connection:
+// appendIn begins the transaction in the round trip that takes the
+// position counter's lock, and commits it in the one that writes.
+func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, join func(size int) []*appendReq, x *indexing) error {
 	seen := make(map[string]bool)
-	total := 0
-	for _, r := range group {
-		for _, e := range r.expect {
-			if !seen[e.Stream] {
-				seen[e.Stream] = true
-				names = append(names, e.Stream)
-			}
-		}
-		total += len(r.recs)
-	}
+	names, total := streamsOf(group, seen, nil)
 	// The counter's UPDATE waits for the transaction holding the counter
 	// to end; the SELECTs after it then run with snapshots taken after
 	// that transaction committed, and lock the heads they read until this
@@ -265,6 +300,23 @@ func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, x *inde
 		return err
 	}
 	prev := uint64(last) - uint64(total) // the last position before the transaction's
+	if join != nil {
+		if late := join(total); len(late) > 0 {
+			group = append(group[:len(group):len(group)], late...)
+			var more []string
+			more, _ = streamsOf(late, seen, nil)
+			names = append(names, more...)
+			if len(more) > 0 {
+				rows, err := q.Query(ctx, "SELECT stream, head FROM reprise_streams WHERE stream = ANY($1) FOR UPDATE", more)
+				if err != nil {
+					return err
+				}
+				if err := scanHeads(rows, heads); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	read := make(map[string]uint64, len(heads))
 	for name, head := range heads {
 		read[name] = head
@@ -289,8 +341,8 @@ func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, x *inde
 	}
 
 	var w pgx.Batch
-	if len(evs) < total {
-		w.Queue("UPDATE reprise_position SET last = $1", int64(prev)+int64(len(evs)))
+	if end := prev + uint64(len(evs)); end != uint64(last) { // positions given back, or taken by late requests
+		w.Queue("UPDATE reprise_position SET last = $1", int64(end))
 	}
 	queueHeads(&w, names, read, heads)
 	if len(evs) > 0 {
@@ -366,6 +418,34 @@ func queueEvents(b *pgx.Batch, cols columns) {
 		cols.positions, cols.streams, cols.seqs, cols.types, cols.versions, cols.times, cols.restoreIDs, cols.payloads)
 }
 
+// streamsOf adds to names, and to seen, the streams group expects that
+// seen does not hold yet, and counts group's records.
+func streamsOf(group []*appendReq, seen map[string]bool, names []string) (_ []string, records int) {
+	for _, r := range group {
+		for _, e := range r.expect {
+			if !seen[e.Stream] {
+				seen[e.Stream] = true
+				names = append(names, e.Stream)
+			}
+		}
+		records += len(r.recs)
+	}
+	return names, records
+}
+
+// scanHeads reads rows of stream names and heads into heads.
+func scanHeads(rows pgx.Rows, heads map[string]uint64) error {
+	var (
+		name string
+		head int64
+	)
+	_, err := pgx.ForEachRow(rows, []any{&name, &head}, func() error {
+		heads[name] = uint64(head)
+		return nil
+	})
+	return err
+}
+
 // headWrites are the streams whose heads one statement writes, and their
 // new heads.
 type headWrites struct {
@@ -398,15 +478,7 @@ func readCounterAndHeads(br pgx.BatchResults, own, indexed bool) (last int64, he
 		return 0, nil, 0, err
 	}
 	heads = make(map[string]uint64)
-	var (
-		name string
-		head int64
-	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &head}, func() error {
-		heads[name] = uint64(head)
-		return nil
-	})
-	if err != nil || !indexed {
+	if err := scanHeads(rows, heads); err != nil || !indexed {
 		return last, heads, -1, err
 	}
 	if err := br.QueryRow().Scan(&held); errors.Is(err, pgx.ErrNoRows) {

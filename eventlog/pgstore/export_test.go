@@ -24,7 +24,7 @@ func CommitGroup(s *Store, appends ...*GroupAppend) {
 	for i, a := range appends {
 		group[i] = &appendReq{ctx: a.Ctx, expect: a.Expect, recs: a.Recs}
 	}
-	s.commitGroup(group)
+	s.commitGroup(group, nil)
 	for i, r := range group {
 		appends[i].Events, appends[i].Err = r.evs, r.err
 	}
@@ -32,3 +32,10 @@ func CommitGroup(s *Store, appends ...*GroupAppend) {
 
 // Groups returns how many group commits s has attempted.
 func Groups(s *Store) int64 { return s.groups.Load() }
+
+// Queued returns how many appends wait in s's queue for a group commit.
+func Queued(s *Store) int {
+	s.groupMu.Lock()
+	defer s.groupMu.Unlock()
+	return len(s.queue)
+}

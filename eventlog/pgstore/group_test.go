@@ -353,3 +353,53 @@ func TestGroupFoldsIntoIndex(t *testing.T) {
 		t.Errorf("rows = %v, want a 5, b 2, c 1, d 1", rows)
 	}
 }
+
+// TestAppendsQueuedMeanwhileJoinTheGroup holds the counter while one
+// append waits for it and two more queue up behind it: once the counter is
+// free, the three commit in one transaction, the later two checked after
+// the first, so that the one expecting what the first changed conflicts.
+func TestAppendsQueuedMeanwhileJoinTheGroup(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newDB(t)
+	s := db.open(t, pgstore.Options{})
+	if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "z"}}, []eventlog.Record{rec("z", "z1")}); err != nil {
+		t.Fatal(err)
+	}
+	release := db.holdCounter(t)
+	appends := []struct {
+		expect []eventlog.Expect
+		recs   []eventlog.Record
+	}{
+		{[]eventlog.Expect{{Stream: "a"}}, []eventlog.Record{rec("a", "a1")}},
+		{[]eventlog.Expect{{Stream: "a"}}, []eventlog.Record{rec("a", "lost")}},
+		{[]eventlog.Expect{{Stream: "z", Seq: 1}, {Stream: "c"}}, []eventlog.Record{rec("z", "z2"), rec("c", "c1")}},
+	}
+	errs := make([]error, len(appends))
+	before := pgstore.Groups(s)
+	var wg sync.WaitGroup
+	for i, a := range appends {
+		wg.Go(func() { _, errs[i] = s.Append(ctx, a.expect, a.recs) })
+		if i == 0 {
+			db.waitForLockWait(t)
+		} else {
+			waitFor(t, "the append to queue up", func() bool { return pgstore.Queued(s) == i })
+		}
+	}
+	release()
+	wg.Wait()
+	var conflict *eventlog.ConflictError
+	if errs[0] != nil || errs[2] != nil {
+		t.Errorf("appends = %v; want the first and the third to succeed", errs)
+	}
+	if !errors.As(errs[1], &conflict) || conflict.Stream != "a" || conflict.Actual != 1 {
+		t.Errorf("second append to a at 0: err = %v, want a conflict on a (0, found 1)", errs[1])
+	}
+	if n := pgstore.Groups(s) - before; n != 1 {
+		t.Errorf("the three appends took %d group commits, want 1", n)
+	}
+	checkLog(t, s, []string{"z1", "a1", "z2", "c1"})
+	if h := head(t, s, "c"); h != 1 {
+		t.Errorf("Head(c) = %d, want 1", h)
+	}
+}

@@ -43,7 +43,7 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		x = s.indexing()
 		r := &appendReq{ctx: ctx, expect: p.Expect, recs: p.Records}
-		if err := appendIn(ctx, tx, false, []*appendReq{r}, x); err != nil {
+		if err := appendIn(ctx, tx, false, []*appendReq{r}, nil, x); err != nil {
 			return err
 		}
 		if evs = r.evs; r.err != nil {

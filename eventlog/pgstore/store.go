@@ -202,15 +202,7 @@ func readHeads(ctx context.Context, q querier, names []string) (map[string]uint6
 		return nil, err
 	}
 	heads := make(map[string]uint64)
-	var (
-		name string
-		head int64
-	)
-	_, err = pgx.ForEachRow(rows, []any{&name, &head}, func() error {
-		heads[name] = uint64(head)
-		return nil
-	})
-	return heads, err
+	return heads, scanHeads(rows, heads)
 }
 
 // Head implements eventlog.Store.
