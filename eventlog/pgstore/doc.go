@@ -67,7 +67,8 @@
 // persists, or a unique violation, is reported as the conflict on the
 // stream whose head moved. The transaction takes two round trips: the
 // BEGIN, the counter's update and the reads of the heads in one, the
-// writes and the COMMIT in the other.
+// writes and the COMMIT in the other (with one more query for appends
+// joining a group, below).
 //
 // # Group commit
 //
@@ -88,9 +89,11 @@
 // the ones before it in the group, and only for appends that succeed.
 //
 // Groups form in each process; the processes sharing a store still take
-// the counter's lock one transaction at a time, so a process commits one
-// group while another's waits, and a group is as large as the appends
-// that queued up meanwhile.
+// the counter's lock one transaction at a time. So that a group waiting for
+// another process's commit does not leave the appends that queue up
+// meanwhile to the next group, those join it once it has the counter, up
+// to the same bound, the heads of their streams read in one more query;
+// the counter is then set to the last position written.
 //
 // # Indexes
 //
