@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -284,8 +285,8 @@ func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, join fu
 	// The counter's UPDATE waits for the transaction holding the counter
 	// to end; the SELECTs after it then run with snapshots taken after
 	// that transaction committed, and lock the heads they read until this
-	// one ends. The UPDATE takes positions for every request; those of
-	// the requests that fail are given back.
+	// one ends. The UPDATE takes positions for group's records; the writes
+	// set the counter right when requests fail or join.
 	var b pgx.Batch
 	if own {
 		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
@@ -302,9 +303,8 @@ func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, join fu
 	prev := uint64(last) - uint64(total) // the last position before the transaction's
 	if join != nil {
 		if late := join(total); len(late) > 0 {
-			group = append(group[:len(group):len(group)], late...)
-			var more []string
-			more, _ = streamsOf(late, seen, nil)
+			group = slices.Concat(group, late)
+			more, _ := streamsOf(late, seen, nil)
 			names = append(names, more...)
 			if len(more) > 0 {
 				rows, err := q.Query(ctx, "SELECT stream, head FROM reprise_streams WHERE stream = ANY($1) FOR UPDATE", more)
