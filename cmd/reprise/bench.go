@@ -48,13 +48,22 @@ large stores of target 7 (100,000 sessions and 10 million events; with
 are kept in --cache-dir between runs (by default reprise/bench in the user's
 cache directory); the store itself is left alone.
 
+With --postgres URL, or $REPRISE_BENCH_POSTGRES, it also measures
+target 6 on that PostgreSQL server, in a schema of its own that it creates
+and drops: one append against a bare one-row INSERT + COMMIT into a scratch
+table in that schema, and the appends a second of 64 sessions at once,
+from 64 goroutines of one process and from 4 processes of 16 goroutines,
+the processes being bench's own executable run again. The rates' bound
+is informational.
+
 It prints a table of figure, floor or peer, reprise, ratio, target and
 result, and exits with 1 if any target that is not informational is missed. --quick runs fewer rounds and the
 smaller scale store, in under a minute. When standard output and standard
 error are both a terminal, a progress bar shows how far the run got.`,
 		Example: `  reprise bench
   reprise bench --quick --json
-  reprise bench --only append,save`,
+  reprise bench --only append,save
+  reprise bench --quick --postgres 'postgres://localhost/test?sslmode=disable'`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -63,7 +72,8 @@ error are both a terminal, a progress bar shows how far the run got.`,
 	cmd.Flags().BoolVar(&o.quick, "quick", false, "fewer rounds and a smaller scale store, to finish in under a minute")
 	cmd.Flags().BoolVar(&o.markdown, "markdown", false, "print the table in Markdown")
 	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", "", "`DIR` that keeps the large stores of target 7 between runs (default $XDG_CACHE_HOME/reprise/bench, ~/.cache/reprise/bench when XDG_CACHE_HOME is unset)")
-	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, save-100k, rebuild, restore-func, restore-command, scale)")
+	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, save-100k, rebuild, restore-func, restore-command, scale, pg-append, pg-concurrent)")
+	cmd.Flags().StringVar(&o.postgres, "postgres", "", "also measure target 6 on the PostgreSQL server at `URL` (default $"+benchPostgresEnv+")")
 	return cmd
 }
 
@@ -73,7 +83,12 @@ type benchOptions struct {
 	markdown bool     // --markdown
 	cacheDir string   // --cache-dir
 	only     []string // --only, nil for every bench
+	postgres string   // --postgres, else $REPRISE_BENCH_POSTGRES
 }
+
+// benchPostgresEnv names the variable that gives bench a PostgreSQL server
+// when --postgres does not.
+const benchPostgresEnv = "REPRISE_BENCH_POSTGRES"
 
 // runBench checks o, then runs the benches next to the store and prints
 // their results.
@@ -81,13 +96,20 @@ func runBench(ctx context.Context, a *app, o benchOptions, stdout, stderr io.Wri
 	if a.json && o.markdown {
 		return usagef("--json and --markdown do not go together")
 	}
-	known := map[string]bool{}
+	if o.postgres == "" {
+		o.postgres = os.Getenv(benchPostgresEnv)
+	}
+	known := map[string]bench.Bench{}
 	for _, b := range bench.Benches() {
-		known[b.Name] = true
+		known[b.Name] = b
 	}
 	for _, name := range o.only {
-		if !known[name] {
+		b, ok := known[name]
+		switch {
+		case !ok:
 			return usagef("no bench named %q", name)
+		case b.Postgres && o.postgres == "":
+			return usagef("bench %s needs a PostgreSQL server: give --postgres or set $%s", name, benchPostgresEnv)
 		}
 	}
 	if o.cacheDir == "" {
@@ -101,7 +123,7 @@ func runBench(ctx context.Context, a *app, o benchOptions, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	return benchNextTo(ctx, a, store, bench.Options{CacheDir: o.cacheDir, Quick: o.quick, Only: o.only}, o.markdown, stdout, stderr)
+	return benchNextTo(ctx, a, store, bench.Options{CacheDir: o.cacheDir, Quick: o.quick, Only: o.only, Postgres: o.postgres}, o.markdown, stdout, stderr)
 }
 
 // benchReport is what bench --json prints.

@@ -42,6 +42,9 @@ func TestBenchQuickJSON(t *testing.T) {
 	}
 	var want []string
 	for _, b := range bench.Benches() {
+		if b.Postgres {
+			continue // given no server, bench leaves them out
+		}
 		for _, row := range b.Rows {
 			want = append(want, row.Name)
 		}

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/bench"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -43,6 +44,7 @@ func usagef(format string, args ...any) error {
 
 func main() {
 	hookexec.MaybeSupervise() // when started as a hook's supervisor, it never returns
+	bench.MaybeServeWriter()  // nor when started as a writer of bench's PostgreSQL figures
 	// Warnings logged below the Engine, such as that of a store opened
 	// while accepting a damaged meta page, are the command's warnings.
 	slog.SetDefault(warnLogger(os.Stderr))

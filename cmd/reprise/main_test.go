@@ -18,6 +18,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/bench"
 	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/internal/testkit"
 )
@@ -39,6 +40,7 @@ var testEnv []string
 
 func TestMain(m *testing.M) {
 	hookexec.MaybeSupervise() // the in-process commands run their hooks under this binary
+	bench.MaybeServeWriter()  // and bench's PostgreSQL writers
 	if path := os.Getenv(holdEnv); path != "" {
 		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != "", os.Getenv(holdServeEnv) != ""))
 	}
@@ -186,7 +188,7 @@ func newCLI(t *testing.T) *cli {
 	dir := t.TempDir()
 	c := &cli{t: t, dir: dir, home: testkit.Home(t), store: filepath.Join(dir, "state", "reprise.db")}
 	t.Setenv(storeEnv, c.store)
-	for _, name := range []string{holdEnv, holdReadOnlyEnv, holdServeEnv, lockTimeoutEnv, hookEnvEnv} {
+	for _, name := range []string{holdEnv, holdReadOnlyEnv, holdServeEnv, lockTimeoutEnv, hookEnvEnv, benchPostgresEnv} {
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}

@@ -20,7 +20,7 @@ func WriteTable(w io.Writer, results []Result, markdown bool) error {
 		rows = append(rows, []string{
 			fmt.Sprint(r.Target), r.Figure, r.Row.Floor,
 			FormatValue(r.Floor, r.Unit), FormatValue(r.Reprise, r.Unit),
-			fmt.Sprintf("%.2f", r.Ratio), bound(r.Row), verdict(r),
+			fmt.Sprintf("%.2f", r.Ratio), bound(r), verdict(r),
 		})
 		if r.Note != "" {
 			notes = append(notes, fmt.Sprintf("%s: %s", r.Name, r.Note))
@@ -58,8 +58,10 @@ func WriteTable(w io.Writer, results []Result, markdown bool) error {
 	return nil
 }
 
-func bound(r Row) string {
+func bound(r Result) string {
 	switch {
+	case r.AtLeast != 0:
+		return ">= " + FormatValue(r.AtLeast, r.Unit)
 	case r.Limit == 0:
 		return "-"
 	case r.Min:
@@ -70,7 +72,7 @@ func bound(r Row) string {
 
 func verdict(r Result) string {
 	switch {
-	case r.Limit == 0:
+	case r.Limit == 0 && r.AtLeast == 0:
 		return "-"
 	case r.Informational && r.Pass:
 		return "met (informational)"
