@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/reprise-dev/reprise/internal/bench"
 )
 
@@ -101,6 +103,7 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "extra"},
 		{"bench", "--only", "nothing"},
 		{"bench", "--json", "--markdown"},
+		{"bench", "--only", "pg-append"}, // no server given
 	} {
 		c.fails(exitUsage, args...)
 	}
@@ -219,5 +222,105 @@ func TestBinaryBenchProgressOnlyOnATerminal(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(file); !strings.Contains(string(data), "durable message append") || strings.Contains(string(data), "\r") {
 		t.Errorf("bench's table in a file: %q", data)
+	}
+}
+
+// With a PostgreSQL server, bench adds the rows of target 6, measured in
+// schemas of their own that it drops; their numbers depend on the server
+// and its load, so only their shape and consistency are checked.
+func TestBenchPostgresRows(t *testing.T) {
+	base := os.Getenv("REPRISE_TEST_POSTGRES")
+	if base == "" {
+		t.Skip("REPRISE_TEST_POSTGRES is not set: set it to a PostgreSQL URL, such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable, to run the PostgreSQL tests")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("REPRISE_TEST_POSTGRES is set, but the server cannot be reached: %v", err)
+	}
+	defer conn.Close(ctx)
+	schemas := func() map[string]bool {
+		t.Helper()
+		rows, err := conn.Query(ctx, "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'reprise_bench_%'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		set := map[string]bool{}
+		for _, n := range names {
+			set[n] = true
+		}
+		return set
+	}
+	before := schemas()
+
+	c := newCLI(t)
+	requireBench(t, c)
+	r := c.run("bench", "--quick", "--json", "--only", "pg-append,pg-concurrent", "--postgres", base)
+	if r.code != exitOK && !strings.Contains(r.stderr, "missed their target") {
+		t.Fatalf("bench --postgres: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	var report benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+		t.Fatalf("bench --json printed no report: %v\n%s", err, r.stdout)
+	}
+	want := []string{"pg-append", "pg-concurrent", "pg-processes"}
+	if len(report.Results) != len(want) {
+		t.Fatalf("report has %d figures, want %v: %+v", len(report.Results), want, report.Results)
+	}
+	for i, res := range report.Results {
+		if res.Name != want[i] || res.Target != 6 {
+			t.Errorf("figure %d is %q of target %d, want %q of target 6", i, res.Name, res.Target, want[i])
+		}
+		for what, v := range map[string]float64{"floor": res.Floor, "reprise": res.Reprise, "ratio": res.Ratio} {
+			if !(v > 0) || math.IsInf(v, 0) {
+				t.Errorf("%s: %s is %v", res.Name, what, v)
+			}
+		}
+		if len(res.Ratios) != report.Rounds {
+			t.Errorf("%s: %d rounds' ratios, want %d", res.Name, len(res.Ratios), report.Rounds)
+		}
+		if !strings.HasPrefix(res.Note, "payloads of ") {
+			t.Errorf("%s: note %q", res.Name, res.Note)
+		}
+		var met bool
+		switch res.Name {
+		case "pg-append":
+			// One append is held to its floor, a ratio, as the bbolt
+			// figures are.
+			if res.Unit != "ms/append" || res.Limit != 1.5 || res.Min || res.Informational {
+				t.Errorf("%s: unit %s, bound %v (min %v), informational %v; want ms/append, at most 1.5, not informational",
+					res.Name, res.Unit, res.Limit, res.Min, res.Informational)
+			}
+			met = res.Ratio <= 1.5
+		default:
+			// The rates are held to 10k appends/s, informationally.
+			if res.Unit != "appends/s" || res.AtLeast != 10_000 || !res.Informational {
+				t.Errorf("%s: unit %s, rate bound %v, informational %v; want appends/s, 10000, informational",
+					res.Name, res.Unit, res.AtLeast, res.Informational)
+			}
+			met = res.Reprise >= 10_000
+		}
+		if res.Pass != met {
+			t.Errorf("%s: ratio %v, value %v says pass %v, want %v", res.Name, res.Ratio, res.Reprise, res.Pass, met)
+		}
+	}
+	if report.Pass != report.Results[0].Pass {
+		t.Errorf("report pass %v, with the one non-informational figure passing %v", report.Pass, report.Results[0].Pass)
+	}
+	for name := range schemas() {
+		if !before[name] {
+			t.Errorf("bench left the schema %s behind", name)
+		}
+	}
+
+	// The server may come from the environment instead.
+	t.Setenv(benchPostgresEnv, base)
+	r = c.run("bench", "--quick", "--only", "pg-append", "--cache-dir", filepath.Join(c.dir, "cache"))
+	if (r.code != exitOK && !strings.Contains(r.stderr, "missed their target")) || !strings.Contains(r.stdout, "durable message append on PostgreSQL") {
+		t.Errorf("bench with $%s: exit %d\nstdout: %s\nstderr: %s", benchPostgresEnv, r.code, r.stdout, r.stderr)
 	}
 }

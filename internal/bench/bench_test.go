@@ -101,6 +101,34 @@ func TestInformationalTargets(t *testing.T) {
 	}
 }
 
+// A row with a bound on its rate is judged on reprise's value, not on
+// the ratio to its floor.
+func TestRateBound(t *testing.T) {
+	row := Row{Target: 6, Name: "pg-concurrent", Figure: "64 sessions", Floor: "P1 serially", Unit: Rate, What: "append",
+		AtLeast: 10_000, Informational: true}
+	for _, tc := range []struct {
+		ratio, value float64
+		want         bool
+		verdict      string
+	}{
+		{ratio: 0.5, value: 12_000, want: true, verdict: "met (informational)"},
+		{ratio: 9, value: 8_000, want: false, verdict: "missed (informational)"},
+	} {
+		res := Result{Row: row, Unit: "appends/s", Floor: tc.value / tc.ratio, Reprise: tc.value, Ratio: tc.ratio}
+		res.Pass = row.met(tc.ratio, tc.value)
+		if res.Pass != tc.want {
+			t.Errorf("ratio %v, value %v: pass %v, want %v", tc.ratio, tc.value, res.Pass, tc.want)
+		}
+		var buf bytes.Buffer
+		if err := WriteTable(&buf, []Result{res}, false); err != nil {
+			t.Fatal(err)
+		}
+		if out := buf.String(); !strings.Contains(out, ">= 10k appends/s") || !strings.Contains(out, tc.verdict) {
+			t.Errorf("table shows neither the rate bound nor %q:\n%s", tc.verdict, out)
+		}
+	}
+}
+
 func TestScaleIDsAreValidAndDistinct(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range 100_000 {
