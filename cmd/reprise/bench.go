@@ -49,7 +49,7 @@ are kept in --cache-dir between runs (by default reprise/bench in the user's
 cache directory); the store itself is left alone.
 
 With --postgres URL, or $REPRISE_BENCH_POSTGRES, it also measures
-target 6 on that PostgreSQL server, in a schema of its own that it creates
+target 8 on that PostgreSQL server, in a schema of its own that it creates
 and drops: one append against a bare one-row INSERT + COMMIT into a scratch
 table in that schema, and the appends a second of 64 sessions at once,
 from 64 goroutines of one process and from 4 processes of 16 goroutines,
@@ -73,7 +73,7 @@ error are both a terminal, a progress bar shows how far the run got.`,
 	cmd.Flags().BoolVar(&o.markdown, "markdown", false, "print the table in Markdown")
 	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", "", "`DIR` that keeps the large stores of target 7 between runs (default $XDG_CACHE_HOME/reprise/bench, ~/.cache/reprise/bench when XDG_CACHE_HOME is unset)")
 	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, save-100k, rebuild, restore-func, restore-command, scale, pg-append, pg-concurrent)")
-	cmd.Flags().StringVar(&o.postgres, "postgres", "", "also measure target 6 on the PostgreSQL server at `URL` (default $"+benchPostgresEnv+")")
+	cmd.Flags().StringVar(&o.postgres, "postgres", "", "also measure target 8 on the PostgreSQL server at `URL` (default $"+benchPostgresEnv+")")
 	return cmd
 }
 

@@ -225,7 +225,7 @@ func TestBinaryBenchProgressOnlyOnATerminal(t *testing.T) {
 	}
 }
 
-// With a PostgreSQL server, bench adds the rows of target 6, measured in
+// With a PostgreSQL server, bench adds the rows of target 8, measured in
 // schemas of their own that it drops; their numbers depend on the server
 // and its load, so only their shape and consistency are checked.
 func TestBenchPostgresRows(t *testing.T) {
@@ -272,8 +272,8 @@ func TestBenchPostgresRows(t *testing.T) {
 		t.Fatalf("report has %d figures, want %v: %+v", len(report.Results), want, report.Results)
 	}
 	for i, res := range report.Results {
-		if res.Name != want[i] || res.Target != 6 {
-			t.Errorf("figure %d is %q of target %d, want %q of target 6", i, res.Name, res.Target, want[i])
+		if res.Name != want[i] || res.Target != 8 {
+			t.Errorf("figure %d is %q of target %d, want %q of target 8", i, res.Name, res.Target, want[i])
 		}
 		for what, v := range map[string]float64{"floor": res.Floor, "reprise": res.Reprise, "ratio": res.Ratio} {
 			if !(v > 0) || math.IsInf(v, 0) {

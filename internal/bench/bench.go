@@ -33,7 +33,7 @@ type Options struct {
 	// under a minute.
 	Quick bool
 	// Postgres, when set, is the URL of a PostgreSQL server (a postgres://
-	// URL or a key=value connection string) for the benches of target 6,
+	// URL or a key=value connection string) for the benches of target 8,
 	// which run only then, each in a schema of its own that it creates
 	// and drops.
 	Postgres string

@@ -26,22 +26,22 @@ import (
 	"github.com/reprise-dev/reprise/projection"
 )
 
-// pgRate is target 6's bound on the PostgreSQL rates, in appends a second.
+// pgRate is target 8's bound on the PostgreSQL rates, in appends a second.
 const pgRate = 10_000
 
-// pgAppendBench is target 6's single append: one Engine.Append on a
+// pgAppendBench is target 8's single append: one Engine.Append on a
 // PostgreSQL store against P1, a bare one-row INSERT + COMMIT into a
 // scratch table in the same schema, on the same server.
 var pgAppendBench = Bench{
 	Name:     "pg-append",
 	Postgres: true,
-	Rows: []Row{{Target: 6, Name: "pg-append", Figure: "durable message append on PostgreSQL (Engine.Append)",
+	Rows: []Row{{Target: 8, Name: "pg-append", Figure: "durable message append on PostgreSQL (Engine.Append)",
 		Floor: "P1: bare INSERT of 1 row + COMMIT, same schema", Unit: PerOp, What: "append", Limit: 1.5}},
 	Reps: 400, QuickReps: 60,
 	Open: openPGAppend,
 }
 
-// pgConcurrentBench is target 6's throughput: 64 sessions appending at
+// pgConcurrentBench is target 8's throughput: 64 sessions appending at
 // once from 64 goroutines of one process, and from 4 processes of 16
 // goroutines each. Their bound is a rate, which depends on the server and
 // its disk more than any ratio does, so it is informational; the ratio is
@@ -50,9 +50,9 @@ var pgConcurrentBench = Bench{
 	Name:     "pg-concurrent",
 	Postgres: true,
 	Rows: []Row{
-		{Target: 6, Name: "pg-concurrent", Figure: "64 sessions appending at once on PostgreSQL, 64 goroutines",
+		{Target: 8, Name: "pg-concurrent", Figure: "64 sessions appending at once on PostgreSQL, 64 goroutines",
 			Floor: "P1 used serially", Unit: Rate, What: "append", AtLeast: pgRate, Informational: true},
-		{Target: 6, Name: "pg-processes", Figure: "64 sessions appending at once on PostgreSQL, 4 processes x 16 goroutines",
+		{Target: 8, Name: "pg-processes", Figure: "64 sessions appending at once on PostgreSQL, 4 processes x 16 goroutines",
 			Floor: "P1 used serially", Unit: Rate, What: "append", AtLeast: pgRate, Informational: true},
 	},
 	Reps: 10, QuickReps: 3,
