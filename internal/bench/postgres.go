@@ -428,10 +428,14 @@ func startWriter(ctx context.Context, self, storeURL, dir string) (*writerProces
 	if err := w.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start a writer process: %w", err)
 	}
-	if line, err := w.line(); err != nil || line != "ready" {
+	line, err := w.line()
+	if err == nil && line != "ready" {
+		err = fmt.Errorf("said %q, want ready", line)
+	}
+	if err != nil {
 		w.stdin.Close()
 		_ = w.cmd.Wait()
-		return nil, w.failed(fmt.Errorf("said %q, want ready: %w", line, err))
+		return nil, w.failed(err)
 	}
 	return w, nil
 }
