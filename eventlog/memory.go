@@ -231,6 +231,19 @@ func (m *MemoryStore) last() uint64 {
 	return m.events[len(m.events)-1].Position
 }
 
+// LastPosition implements Positioner.
+func (m *MemoryStore) LastPosition(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	return m.last(), nil
+}
+
 // ReadStream implements Store.
 func (m *MemoryStore) ReadStream(ctx context.Context, stream string, from uint64, fn func(Event) error) error {
 	if err := ctx.Err(); err != nil {

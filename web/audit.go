@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/jsonview"
 )
 
@@ -37,7 +38,7 @@ const DefaultAuditWait = 150 * time.Millisecond
 // waits for the check.
 func (h *handler) audit(r *http.Request) (*view, error) {
 	ctx := r.Context()
-	head, err := LastPosition(ctx, h.e.Store())
+	head, err := eventlog.LastPosition(ctx, h.e.Store())
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func NewAudits(run func(ctx context.Context) (*reprise.AuditReport, uint64, erro
 // engineAudits returns the Audits of e's store.
 func engineAudits(e *reprise.Engine) *Audits {
 	return NewAudits(func(ctx context.Context) (*reprise.AuditReport, uint64, error) {
-		head, err := LastPosition(ctx, e.Store())
+		head, err := eventlog.LastPosition(ctx, e.Store())
 		if err != nil {
 			return nil, 0, err
 		}

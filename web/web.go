@@ -98,7 +98,7 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 		follow = h.poll
 	}
 	h.mux.Handle("GET /live", Live(follow, func(ctx context.Context) (uint64, error) {
-		return LastPosition(ctx, e.Store())
+		return eventlog.LastPosition(ctx, e.Store())
 	}, h.log))
 	routes := []struct {
 		pattern string
@@ -158,7 +158,7 @@ func (h *handler) serve(build func(*http.Request) (*view, error), api bool) http
 		var head uint64
 		if !asJSON {
 			var err error
-			if head, err = LastPosition(r.Context(), h.e.Store()); err != nil {
+			if head, err = eventlog.LastPosition(r.Context(), h.e.Store()); err != nil {
 				h.fail(w, r, asJSON, err)
 				return
 			}
@@ -271,52 +271,3 @@ const maxLimit = 1000
 
 // errEnough stops a read once a page is full.
 var errEnough = errors.New("page full")
-
-// LastPosition returns the position of the store's last event, 0 for an
-// empty store. It searches for it with reads that stop at their first
-// event, so that it costs a few dozen seeks, not a read of the log.
-func LastPosition(ctx context.Context, s eventlog.Store) (uint64, error) {
-	has := func(from uint64) (bool, uint64, error) {
-		var found bool
-		var pos uint64
-		err := s.ReadAll(ctx, from, func(ev eventlog.Event) error {
-			found, pos = true, ev.Position
-			return errEnough
-		})
-		if err != nil && !errors.Is(err, errEnough) {
-			return false, 0, err
-		}
-		return found, pos, nil
-	}
-	found, lo, err := has(1)
-	if err != nil || !found {
-		return 0, err
-	}
-	// lo holds an event and nothing lies at or beyond hi: double hi until
-	// that holds, then halve the distance.
-	hi := lo + 1
-	for {
-		ok, pos, err := has(hi)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			break
-		}
-		step := hi - lo
-		lo, hi = pos, pos+2*step
-	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		ok, pos, err := has(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = pos
-		} else {
-			hi = mid
-		}
-	}
-	return lo, nil
-}

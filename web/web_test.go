@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/schema"
@@ -641,7 +642,7 @@ func TestAuditPageAnswersWhileTheCheckRuns(t *testing.T) {
 	audits := web.NewAudits(func(ctx context.Context) (*reprise.AuditReport, uint64, error) {
 		runs.Add(1)
 		<-release
-		head, err := web.LastPosition(ctx, s.Engine.Store())
+		head, err := eventlog.LastPosition(ctx, s.Engine.Store())
 		if err != nil {
 			return nil, 0, err
 		}

@@ -160,7 +160,7 @@ func newStoreView(a *app, stderr io.Writer) *storeView {
 			return nil, 0, err
 		}
 		defer closeEngine(e, &err)
-		head, err := web.LastPosition(ctx, e.Store())
+		head, err := eventlog.LastPosition(ctx, e.Store())
 		if err != nil {
 			return nil, 0, err
 		}
@@ -182,7 +182,7 @@ func (v *storeView) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return 0, err
 			}
 			defer closeEngine(e, &err)
-			return web.LastPosition(ctx, e.Store())
+			return eventlog.LastPosition(ctx, e.Store())
 		}, nil).ServeHTTP(w, r)
 		return
 	}

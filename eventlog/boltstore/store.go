@@ -669,6 +669,23 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 	return head, err
 }
 
+// LastPosition implements eventlog.Positioner.
+func (s *Store) LastPosition(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var last uint64
+	err := s.view(func(tx *bolt.Tx, _ *guard) error {
+		b, err := s.buckets(tx)
+		if err != nil {
+			return err
+		}
+		last = lastPosition(b)
+		return nil
+	})
+	return last, err
+}
+
 // ReadStream implements eventlog.Store. Each event's Payload points into the
 // memory-mapped file and is valid only until fn returns.
 func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn func(eventlog.Event) error) error {

@@ -229,9 +229,18 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 	return uint64(head), nil
 }
 
-// ReadStream implements eventlog.Store. The events come from one query, so
-// they are those of one snapshot. Each event's Payload is valid only until
-// fn returns.
+// readChunk is how many events one query of a read fetches: a reader that
+// stops early (a page of a conversation, a search for the last position)
+// has fetched at most one chunk more than it used, instead of the whole
+// rest of the log, which the driver reads to the end before it closes a
+// query.
+const readChunk = 1024
+
+// ReadStream implements eventlog.Store. The events are read in chunks of
+// readChunk, each its own query: a long read sees the events committed
+// when each chunk is read, so it may also pass events appended while it
+// runs, always after the ones before them. Each event's Payload is valid
+// only until fn returns.
 func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn func(eventlog.Event) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -245,54 +254,68 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 	}
 	defer end()
 	from = max(from, 1)
-	if from > math.MaxInt64 {
-		return nil
-	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, position, type, version, time_ns, restore_id, payload
-		FROM reprise_events WHERE stream = $1 AND seq >= $2 ORDER BY seq`, stream, int64(from))
-	if err != nil {
-		return s.fail(ctx, "read "+stream, err)
-	}
-	defer rows.Close()
-	var (
-		row     eventRow
-		lastPos uint64
-	)
-	row.stream = stream
-	for want := from; rows.Next(); want++ {
-		if err := checkCtx(ctx, want-from); err != nil {
+	var lastPos uint64
+	want := from
+	for {
+		if want > math.MaxInt64 {
+			return nil
+		}
+		n, err := s.readStreamChunk(ctx, stream, from, &want, &lastPos, fn)
+		if err != nil || n < readChunk {
 			return err
 		}
+	}
+}
+
+// readStreamChunk reads up to readChunk events of stream from seq *want on,
+// checking them against the sequence and position before, and returns how
+// many it read.
+func (s *Store) readStreamChunk(ctx context.Context, stream string, from uint64, want, lastPos *uint64, fn func(eventlog.Event) error) (int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, position, type, version, time_ns, restore_id, payload
+		FROM reprise_events WHERE stream = $1 AND seq >= $2 ORDER BY seq LIMIT $3`, stream, int64(*want), readChunk)
+	if err != nil {
+		return 0, s.fail(ctx, "read "+stream, err)
+	}
+	defer rows.Close()
+	var row eventRow
+	row.stream = stream
+	n := 0
+	for ; rows.Next(); *want++ {
+		n++
+		if err := checkCtx(ctx, *want-from); err != nil {
+			return n, err
+		}
 		if err := rows.Scan(&row.seq, &row.position, &row.typ, &row.version, &row.time, &row.restoreID, &row.payload); err != nil {
-			return s.fail(ctx, "read "+stream, err)
+			return n, s.fail(ctx, "read "+stream, err)
 		}
 		ev, err := row.event()
 		if err != nil {
-			return err
+			return n, err
 		}
-		if ev.Seq != want {
-			if end, err := s.gapEnd(ctx, stream, want); err != nil || end+1 != ev.Seq {
-				return errors.Join(eventlog.Corruptf(stream, want, "event is missing; the next one stored is %d", ev.Seq), err)
+		if ev.Seq != *want {
+			if end, err := s.gapEnd(ctx, stream, *want); err != nil || end+1 != ev.Seq {
+				return n, errors.Join(eventlog.Corruptf(stream, *want, "event is missing; the next one stored is %d", ev.Seq), err)
 			}
-			want = ev.Seq // a purge removed the events before it
+			*want = ev.Seq // a purge removed the events before it
 		}
-		if ev.Position <= lastPos {
-			return eventlog.Corruptf(stream, want, "position %d does not follow the previous event's %d", ev.Position, lastPos)
+		if ev.Position <= *lastPos {
+			return n, eventlog.Corruptf(stream, *want, "position %d does not follow the previous event's %d", ev.Position, *lastPos)
 		}
-		lastPos = ev.Position
+		*lastPos = ev.Position
 		if err := fn(ev); err != nil {
-			return err
+			return n, err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return s.fail(ctx, "read "+stream, err)
+		return n, s.fail(ctx, "read "+stream, err)
 	}
-	return nil
+	return n, nil
 }
 
-// ReadAll implements eventlog.Store. The events come from one query, so
-// they are those of one snapshot, and positions have no gaps. Each event's
-// Payload is valid only until fn returns.
+// ReadAll implements eventlog.Store. The events are read in chunks, as
+// ReadStream reads them; positions are given in commit order, so a later
+// chunk never finds an event below one an earlier chunk passed. Each
+// event's Payload is valid only until fn returns.
 func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -303,44 +326,75 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 	}
 	defer end()
 	from = max(from, 1)
-	if from > math.MaxInt64 {
-		return nil
+	want := from
+	for {
+		if want > math.MaxInt64 {
+			return nil
+		}
+		n, err := s.readAllChunk(ctx, from, &want, fn)
+		if err != nil || n < readChunk {
+			return err
+		}
 	}
+}
+
+// readAllChunk reads up to readChunk events from position *want on and
+// returns how many it read.
+func (s *Store) readAllChunk(ctx context.Context, from uint64, want *uint64, fn func(eventlog.Event) error) (int, error) {
 	rows, err := s.pool.Query(ctx, `SELECT position, stream, seq, type, version, time_ns, restore_id, payload
-		FROM reprise_events WHERE position >= $1 ORDER BY position`, int64(from))
+		FROM reprise_events WHERE position >= $1 ORDER BY position LIMIT $2`, int64(*want), readChunk)
 	if err != nil {
-		return s.fail(ctx, "read all", err)
+		return 0, s.fail(ctx, "read all", err)
 	}
 	defer rows.Close()
 	var row eventRow
-	for want := from; rows.Next(); want++ {
-		if err := checkCtx(ctx, want-from); err != nil {
-			return err
+	n := 0
+	for ; rows.Next(); *want++ {
+		n++
+		if err := checkCtx(ctx, *want-from); err != nil {
+			return n, err
 		}
 		if err := rows.Scan(&row.position, &row.stream, &row.seq, &row.typ, &row.version, &row.time, &row.restoreID, &row.payload); err != nil {
-			return s.fail(ctx, "read all", err)
+			return n, s.fail(ctx, "read all", err)
 		}
 		ev, err := row.event()
 		if err != nil {
-			return err
+			return n, err
 		}
-		if ev.Position != want {
-			if end, err := s.gapEnd(ctx, "", want); err == nil && end+1 == ev.Position {
-				want = ev.Position // a purge removed the positions before it
+		if ev.Position != *want {
+			if end, err := s.gapEnd(ctx, "", *want); err == nil && end+1 == ev.Position {
+				*want = ev.Position // a purge removed the positions before it
 			}
 		}
-		if ev.Position != want {
-			return fmt.Errorf("%w: position %d is missing; the next one stored is %d (%s#%d)",
-				eventlog.ErrCorrupt, want, ev.Position, ev.Stream, ev.Seq)
+		if ev.Position != *want {
+			return n, fmt.Errorf("%w: position %d is missing; the next one stored is %d (%s#%d)",
+				eventlog.ErrCorrupt, *want, ev.Position, ev.Stream, ev.Seq)
 		}
 		if err := fn(ev); err != nil {
-			return err
+			return n, err
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return s.fail(ctx, "read all", err)
+		return n, s.fail(ctx, "read all", err)
 	}
-	return nil
+	return n, nil
+}
+
+// LastPosition implements eventlog.Positioner.
+func (s *Store) LastPosition(ctx context.Context) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	end, err := s.begin()
+	if err != nil {
+		return 0, err
+	}
+	defer end()
+	var last int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(position), 0) FROM reprise_events`).Scan(&last); err != nil {
+		return 0, s.fail(ctx, "last position", err)
+	}
+	return uint64(last), nil
 }
 
 // eventRow is one row of reprise_events as scanned.

@@ -401,3 +401,65 @@ func TestCancelWhileWaitingToAppend(t *testing.T) {
 		t.Fatalf("the next append = %v, %v; want position 1", evs, err)
 	}
 }
+
+// Reads fetch the log in chunks: a read longer than a chunk comes back
+// whole and in order from any starting point, across a purge's gap at a
+// chunk's edge, and a read that stops at its first event leaves the
+// rest of a long log unread (the connection goes back to the pool at once
+// and the next query on it runs).
+func TestReadsCrossChunks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newDB(t).open(t, pgstore.Options{})
+	const n = 2500
+	recs := make([]eventlog.Record, n)
+	for i := range recs {
+		recs[i] = rec("a", fmt.Sprint(i+1))
+	}
+	if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "a"}}, recs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "b"}}, []eventlog.Record{rec("b", "x")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Purge(ctx, eventlog.Purge{
+		Expect:  []eventlog.Expect{{Stream: "a", Seq: n}, {Stream: "log"}},
+		Remove:  []eventlog.SeqRange{{Stream: "a", First: 1020, Last: 1030}},
+		Records: []eventlog.Record{rec("log", "purged")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []uint64{1, 1000, 1024, 1025, 2049} {
+		want := uint64(0)
+		for seq := from; seq <= n; seq++ {
+			if seq < 1020 || seq > 1030 {
+				want++
+			}
+		}
+		var got, last uint64
+		err := s.ReadStream(ctx, "a", from, func(ev eventlog.Event) error {
+			if ev.Seq <= last || string(ev.Payload) != fmt.Sprint(ev.Seq) {
+				return fmt.Errorf("event %d (%q) after %d", ev.Seq, ev.Payload, last)
+			}
+			got, last = got+1, ev.Seq
+			return nil
+		})
+		if err != nil || got != want {
+			t.Fatalf("ReadStream from %d: %d events, %v; want %d", from, got, err, want)
+		}
+	}
+	if all := readAll(t, s, 1); len(all) != n-11+2 || all[len(all)-1].Stream != "log" {
+		t.Fatalf("ReadAll: %d events, want %d", len(all), n-11+2)
+	}
+	stop := errors.New("stop")
+	for range 20 {
+		err := s.ReadAll(ctx, 1, func(eventlog.Event) error { return stop })
+		if !errors.Is(err, stop) {
+			t.Fatalf("ReadAll stopped by its callback: %v", err)
+		}
+	}
+	if last, err := s.LastPosition(ctx); err != nil || last != n+2 {
+		t.Fatalf("LastPosition = %d, %v; want %d", last, err, n+2)
+	}
+}

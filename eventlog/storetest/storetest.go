@@ -81,6 +81,7 @@ func Run(t *testing.T, open func(t *testing.T) eventlog.Store) {
 		{"InvalidPurgeChangesNothing", purger(testInvalidPurge)},
 		{"PurgeConflictChangesNothing", purger(testPurgeConflict)},
 		{"PurgeTwice", purger(testPurgeTwice)},
+		{"LastPosition", testLastPosition},
 		{"IndexKeptByAppends", indexed(testIndexKeptByAppends)},
 		{"IndexRebuiltUnderAnotherName", indexed(testIndexRebuiltUnderAnotherName)},
 		{"IndexFoldFailure", indexed(testIndexFoldFailure)},
@@ -846,5 +847,37 @@ func testLoadRefuses(t *testing.T, s eventlog.Store) {
 	}
 	if err := l.Load(ctx, []eventlog.Event{{Stream: "t", Seq: 1, Position: 3}}); !errors.Is(err, eventlog.ErrInvalidLoad) {
 		t.Errorf("Load of an event without a type: err = %v, want ErrInvalidLoad", err)
+	}
+}
+
+// testLastPosition checks a Positioner's answer against the last event
+// a read finds: empty, after appends, after a purge.
+func testLastPosition(t *testing.T, s eventlog.Store) {
+	ctx := context.Background()
+	p, ok := s.(eventlog.Positioner)
+	if !ok {
+		t.Skip("the store does not implement eventlog.Positioner")
+	}
+	check := func(want uint64) {
+		t.Helper()
+		if got, err := p.LastPosition(ctx); err != nil || got != want {
+			t.Fatalf("LastPosition = %d, %v; want %d", got, err, want)
+		}
+	}
+	check(0)
+	mustAppend(t, s, []eventlog.Expect{{Stream: "a"}}, rec("a", "1"), rec("a", "2"))
+	check(2)
+	mustAppend(t, s, []eventlog.Expect{{Stream: "b"}}, rec("b", "1"))
+	check(3)
+	if pu, ok := s.(eventlog.Purger); ok {
+		_, err := pu.Purge(ctx, eventlog.Purge{
+			Expect:  []eventlog.Expect{{Stream: "a", Seq: 2}, {Stream: "log"}},
+			Remove:  []eventlog.SeqRange{{Stream: "a", First: 1, Last: 1}},
+			Records: []eventlog.Record{rec("log", "purged")},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(4)
 	}
 }
