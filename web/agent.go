@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
@@ -145,6 +146,9 @@ func (h *handler) agents(r *http.Request) (*view, error) {
 // agent shows one agent's runs as a timeline.
 func (h *handler) agent(r *http.Request) (*view, error) {
 	ctx, id := r.Context(), r.PathValue("id")
+	if reprise.ValidateID(id) != nil {
+		return nil, notFound("no agent %s", clip(id))
+	}
 	stream := projection.AgentStream(id)
 	head, err := h.e.Store().Head(ctx, stream)
 	if err != nil {

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // shortTime formats UTC unix nanoseconds for people: UTC, to the second,
@@ -29,3 +31,17 @@ func duration(ns int64) string {
 
 // itoa formats i in decimal.
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// clip shortens what a request named, for an answer that echoes it: a
+// name no store holds can be of any length.
+func clip(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return strconv.Quote(s)
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes)", len(s))
+}

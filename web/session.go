@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
@@ -116,6 +117,9 @@ type compactionJSON struct {
 // of its stream, on.
 func (h *handler) session(r *http.Request) (*view, error) {
 	ctx, id := r.Context(), r.PathValue("id")
+	if reprise.ValidateID(id) != nil {
+		return nil, notFound("no session %s", clip(id))
+	}
 	limit, err := queryLimit(r, messagesPerPage)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -20,7 +21,7 @@ func RequireToken(token string, next http.Handler) http.Handler {
 		return token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && same(auth) {
+		if scheme, auth, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") && same(auth) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -40,4 +41,35 @@ func RequireToken(token string, next http.Handler) http.Handler {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="reprise"`)
 		http.Error(w, "this view needs its token: give ?token=TOKEN once, or an Authorization: Bearer header", http.StatusUnauthorized)
 	})
+}
+
+// RequireLoopbackHost serves next only to requests whose Host names this
+// machine by a loopback name or address: localhost, 127.0.0.1, [::1]. A
+// handler that listens on loopback without a token needs it: a page of
+// another site that the browser's DNS makes point at 127.0.0.1 (DNS
+// rebinding) would otherwise read the view as its own origin. Any other
+// Host is refused with 421 Misdirected Request.
+func RequireLoopbackHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !IsLoopback(host) {
+			http.Error(w, "this view answers only to a loopback address, such as 127.0.0.1 or localhost", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// IsLoopback reports whether host, a name or an address without a port,
+// names this machine only.
+func IsLoopback(host string) bool {
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

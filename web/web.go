@@ -89,7 +89,16 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 	if err != nil {
 		panic(err) // the embedded tree always has the directory
 	}
-	h.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	h.mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
+		// The files only: no listing, and the view's own page for a
+		// file that is not there.
+		if _, err := fs.Stat(static, r.PathValue("file")); err != nil {
+			h.fail(w, r, false, notFound("no file %s", clip(r.PathValue("file"))))
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, h.opts.Prefix+"/sessions", http.StatusFound)
 	})

@@ -484,6 +484,11 @@ func TestErrors(t *testing.T) {
 		{"/events?stream=%01", 400, "bad stream"},
 		{"/agents/ci?cursor=9", 400, "bad cursor"},
 		{"/nowhere", 404, "no page at"},
+		// Names no store can hold are unknown, not a failure of the store,
+		// and are not echoed whole.
+		{"/sessions/a%00b", 404, "no session"},
+		{"/agents/a%00b", 404, "no agent"},
+		{"/sessions/" + strings.Repeat("a", 20000), 404, "(20000 bytes)"},
 	}
 	for _, c := range cases {
 		status, ctype, body := s.get(t, c.path, "")
@@ -498,6 +503,17 @@ func TestErrors(t *testing.T) {
 		}
 		if err := json.Unmarshal([]byte(body), &e); err != nil || status != c.status || ctype != "application/json" || e.Status != c.status || !strings.Contains(e.Error, c.says) {
 			t.Errorf("GET %s = %d %s %s, want %d JSON saying %q", apiPath, status, ctype, body, c.status, c.says)
+		}
+	}
+	// The static files are served, never listed; a missing one is the
+	// view's own 404 page.
+	if status, _, body := s.get(t, "/static/style.css", ""); status != 200 || !strings.Contains(body, "{") {
+		t.Errorf("GET /static/style.css = %d", status)
+	}
+	for _, path := range []string{"/static/", "/static/nope.js"} {
+		status, ctype, body := s.get(t, path, "")
+		if status != 404 || !strings.HasPrefix(ctype, "text/html") || strings.Contains(body, "live.js\">") || !strings.Contains(body, "reprise") {
+			t.Errorf("GET %s = %d %s:\n%s", path, status, ctype, body)
 		}
 	}
 	if err := s.Engine.DeleteSession(context.Background(), s.Demo.Fork.To); err != nil {

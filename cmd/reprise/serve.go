@@ -71,6 +71,9 @@ which then keeps it in a cookie. It runs until interrupted (Ctrl-C).`,
 	return cmd
 }
 
+// minTokenLen is the shortest token serve takes.
+const minTokenLen = 16
+
 // runServe serves the web view of the store until ctx ends.
 func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Writer) error {
 	token := o.token
@@ -81,7 +84,7 @@ func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Wri
 	if err != nil {
 		return usagef("--addr must be HOST:PORT, such as %s: %v", defaultServeAddr, err)
 	}
-	if !loopback(host) && token == "" {
+	if !web.IsLoopback(host) && token == "" {
 		return usagef("--addr %s is reachable from other machines, and the view shows every conversation in the store: "+
 			"give --token or set %s, or listen on a loopback address such as %s", o.addr, serveTokenEnv, defaultServeAddr)
 	}
@@ -101,11 +104,17 @@ func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Wri
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", o.addr, err)
 	}
+	if token != "" && len(token) < minTokenLen {
+		return usagef("the token is %d characters; give one of at least %d that nobody could guess, such as the output of: openssl rand -hex 16",
+			len(token), minTokenLen)
+	}
 	var h http.Handler = newStoreView(a, stderr)
 	if token != "" {
 		h = web.RequireToken(token, h)
+	} else {
+		h = web.RequireLoopbackHost(h)
 	}
-	url := "http://" + ln.Addr().String() + "/"
+	url := serveURL(ln.Addr())
 	if a.json {
 		err = printJSON(stdout, serveJSON{URL: url, Store: redact(path), Token: token != ""})
 	} else {
@@ -129,15 +138,6 @@ func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Wri
 		return err
 	}
 	return nil
-}
-
-// loopback reports whether host names this machine only.
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // storeView serves the web view, reading the store afresh for each
@@ -193,4 +193,18 @@ func (v *storeView) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer e.Close()
 	web.New(e, web.Options{FinishCommand: a.finishCommand, RunningIn: a.heldBy, Audits: v.audits}).ServeHTTP(w, r)
+}
+
+// serveURL is the address a browser on this machine opens to reach addr:
+// one that listens on every address of the machine is reached at
+// 127.0.0.1.
+func serveURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String() + "/"
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/"
 }

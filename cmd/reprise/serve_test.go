@@ -75,6 +75,10 @@ func (s *serving) get(t *testing.T, path string, header ...string) (int, string)
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1] // the client sends this, not a Host header
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)
@@ -214,7 +218,11 @@ func TestServeNeedsATokenOffLoopback(t *testing.T) {
 		t.Errorf("refusal does not name --token: %s", r.stderr)
 	}
 	c.fails(exitUsage, "serve", "--addr", "nonsense")
-	t.Setenv(serveTokenEnv, "s3cret")
+	if r := c.fails(exitUsage, "serve", "--addr", "0.0.0.0:0", "--token", "short"); !strings.Contains(r.stderr, "at least 16") {
+		t.Errorf("a short token: %s", r.stderr)
+	}
+	const token = "c3f1a9e07b5d4c2e"
+	t.Setenv(serveTokenEnv, token)
 	s := startServe(t, "--json", "serve", "--addr", "127.0.0.1:0")
 	if got := field(t, s.stdout.String(), "token"); got != "true" {
 		t.Errorf("serve --json says token %s: %s", got, s.stdout)
@@ -222,8 +230,10 @@ func TestServeNeedsATokenOffLoopback(t *testing.T) {
 	if status, _ := s.get(t, "/api/sessions"); status != http.StatusUnauthorized {
 		t.Errorf("a request without the token got %d", status)
 	}
-	if status, _ := s.get(t, "/api/sessions", "Authorization", "Bearer s3cret"); status != http.StatusOK {
-		t.Errorf("a request with the token got %d", status)
+	for _, auth := range []string{"Bearer " + token, "bearer " + token} {
+		if status, _ := s.get(t, "/api/sessions", "Authorization", auth); status != http.StatusOK {
+			t.Errorf("a request with %q got %d", auth, status)
+		}
 	}
 }
 
@@ -240,5 +250,32 @@ func TestDemoServe(t *testing.T) {
 	status, page := s.get(t, "/agents/demo-host")
 	if status != 200 || !strings.Contains(page, `<span class="hook ok">ok</span> project-context`) {
 		t.Errorf("/agents/demo-host = %d:\n%s", status, page)
+	}
+}
+
+// Without a token, serve answers only requests addressed to a loopback
+// name: a page whose DNS name the browser resolves to 127.0.0.1 (DNS
+// rebinding) cannot read the view.
+func TestServeRefusesOtherHostsOnLoopback(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "the secret plan")
+	s := startServe(t, "serve", "--addr", "127.0.0.1:0")
+	for host, want := range map[string]int{
+		"":                       http.StatusOK, // the listening address itself
+		"localhost":              http.StatusOK,
+		"localhost.:7777":        http.StatusOK,
+		"[::1]:7777":             http.StatusOK,
+		"evil.example.com:7777":  http.StatusMisdirectedRequest,
+		"127.0.0.1.evil.example": http.StatusMisdirectedRequest,
+		"reprise.example.com":    http.StatusMisdirectedRequest,
+	} {
+		var hdr []string
+		if host != "" {
+			hdr = []string{"Host", host}
+		}
+		status, body := s.get(t, "/api/sessions", hdr...)
+		if status != want || (want != http.StatusOK && strings.Contains(body, "secret")) {
+			t.Errorf("Host %q: %d %s; want %d", host, status, body, want)
+		}
 	}
 }
