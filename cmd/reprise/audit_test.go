@@ -254,6 +254,10 @@ func TestWriteToADamagedMetaPageIsRefused(t *testing.T) {
 		t.Fatalf("the refused commands changed the store (%v)", err)
 	}
 	auditStore(t, c, c.store, reprise.ViolationDamagedMeta, "", 0)
+	// A reader is told that what it reads may lack the last append.
+	if r := c.run("sessions"); r.code != exitOK || !strings.Contains(r.stderr, "reprise: warning: the store's newest meta page may be damaged") {
+		t.Fatalf("sessions on the damaged store: exit %d, stderr %q", r.code, r.stderr)
+	}
 	rescued := filepath.Join(c.dir, "rescued.db")
 	c.ok("backup", rescued)
 	if out := c.ok("--store", rescued, "log", "a"); !strings.Contains(out, "hello") || strings.Contains(out, "lost") {

@@ -213,7 +213,8 @@
 // transactions bbolt writes when it creates a file: the damaged page then
 // held at most the store's first commit, which only creates the buckets,
 // as a crash during a store's first Open leaves it, and Open creates them
-// again. Read-only opens are not checked, so the store can still be
+// again. Read-only opens are not refused, only warned of (to
+// Options.Logger: what they read may lack that commit), so the store can still be
 // audited, and copied into a new store (eventlog.Copy), which holds what
 // the file still reads. Options.AcceptDamagedMeta, or
 // REPRISE_ACCEPT_DAMAGED_META=1 in the environment (for programs that open

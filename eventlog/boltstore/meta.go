@@ -165,6 +165,32 @@ func checkFallback(path string, opts Options) error {
 	return nil
 }
 
+// warnFallback logs a warning when bbolt opened the file at path, read
+// only, at the older of its meta pages because the newer may be damaged:
+// what the reader sees may lack the last acknowledged commit. A file
+// whose pages cannot be read says nothing here; the open reports it.
+func warnFallback(path string, opts Options) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	pages, err := readMetaPages(f)
+	if err != nil {
+		return
+	}
+	damaged, used, ok := fallback(pages)
+	if !ok {
+		return
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn("the store's newest meta page may be damaged: it reads as of an earlier transaction, and the commit after it may be lost; run reprise audit",
+		"path", path, "page", damaged.Page, "damage", damaged.Damage, "txid", used.Txid, "lost_txid", used.Txid+1)
+}
+
 // fallback returns the damaged meta page and the valid one that bbolt
 // opens the file at instead, when one of the two may have held a commit
 // after the other's. bbolt writes transaction t to page t%2, so the

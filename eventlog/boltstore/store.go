@@ -172,6 +172,9 @@ func Open(path string, opts Options) (*Store, error) {
 			_ = db.Close()
 			return nil, err
 		}
+	} else {
+		// A reader is shown the older state: it says so, once.
+		warnFallback(path, opts)
 	}
 	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db, log: opts.Logger}
 	if err := s.initLayout(); err != nil {
