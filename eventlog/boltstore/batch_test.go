@@ -400,3 +400,56 @@ func mustOpenF(f *testing.F) *Store {
 	}
 	return s
 }
+
+// A large append is stored mostly in big batches, yet the appends after it,
+// to its stream and to the stream before it, rewrite leaves of small
+// batches only: bbolt leaves the big ones in leaves of their own, whether
+// the append makes an odd or even number of them.
+func TestAppendsAfterALargeAppendStayCheap(t *testing.T) {
+	for _, large := range []int{10_000, 10_850, 11_700, 12_550} {
+		t.Run(fmt.Sprint(large), func(t *testing.T) { testAppendsAfterALargeAppend(t, large) })
+	}
+}
+
+func testAppendsAfterALargeAppend(t *testing.T, large int) {
+	ctx := context.Background()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{NoSync: true})
+	defer s.Close()
+	heads := map[string]uint64{}
+	appendTo := func(stream string, n int) {
+		t.Helper()
+		recs := make([]eventlog.Record, n)
+		for i := range recs {
+			recs[i] = record(stream, fmt.Sprintf("%s %d %s", stream, heads[stream]+uint64(i)+1, strings.Repeat("x", 300)))
+		}
+		evs, err := s.Append(ctx, []eventlog.Expect{{Stream: stream, Seq: heads[stream]}}, recs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heads[stream] = evs[len(evs)-1].Seq
+	}
+	appendTo("a", 1)
+	appendTo("s", large)
+	if vals := storedValues(t, s, "s"); len(vals) > large/200 {
+		t.Fatalf("%d events of 300 bytes are stored in %d values", large, len(vals))
+	}
+	for _, stream := range []string{"s", "a"} {
+		for i := range 10 {
+			before := pageAlloc(s)
+			appendTo(stream, 1)
+			if bytes := pageAlloc(s) - before; bytes > 32<<10 {
+				t.Errorf("append %d to %s after the large one allocates %d bytes of pages", i+1, stream, bytes)
+			}
+		}
+	}
+	if got := readStream(t, s, "s"); len(got) != int(heads["s"]) {
+		t.Errorf("ReadStream returned %d events, want %d", len(got), heads["s"])
+	}
+}
+
+// pageAlloc returns the bytes of pages the store's transactions have
+// allocated.
+func pageAlloc(s *Store) int64 {
+	stats := s.db.Stats().TxStats
+	return stats.GetPageAlloc()
+}
