@@ -44,9 +44,10 @@
 // a conversation is one sequential cursor scan, and a stream's head is the
 // last event of the value under its last key, found with one cursor seek.
 //
-// A batch holds the events one append writes to one stream, up to 3,900
-// bytes of envelopes (an append of more writes several), stored under the
-// key of the first. Its value begins with 0xc1, the one msgpack code never
+// A batch holds consecutive events one append writes to one stream,
+// stored under the key of the first: an append's first batch and its last
+// four hold up to 3,900 bytes of envelopes each, those between up to 256
+// KiB. Its value begins with 0xc1, the one msgpack code never
 // used, where an envelope begins with an array header (0x99); then come
 // the number of events (4 bytes, big-endian, at least 2) and each envelope
 // after its length (a uvarint):
@@ -60,10 +61,18 @@
 // from a seq seeks the last key at or before it and walks the lengths to
 // it. Every envelope keeps its stream, seq and position and its checksum,
 // and each is checked as one stored alone is, so damage is reported at the
-// event it struck. Batches are small because bbolt keeps at least two keys
-// in a leaf and rewrites a leaf whole, values and all, when a commit adds a
-// key to it: two batches and their keys fill two pages, and the leaf each
-// append to a stream rewrites stays two pages.
+// event it struck. bbolt rewrites a leaf whole, values and all, when a
+// commit adds a key to it, and splits a leaf only when it holds more than
+// four keys, cutting pages of at least two keys from its front. Small
+// batches at both ends of an append therefore leave its big batches in
+// leaves of big batches (the first of them with the small first batch),
+// which no later append touches: the last leaf of a stream, which its
+// next append rewrites, holds three or four small batches, and the leaf
+// before the append's first key, which appends to the stream before it
+// rewrite, holds no big batch. Two small batches and their keys fill two
+// pages. The big batches spare a large append most of its keys, puts and
+// writes: a save of 100,000 messages of 314 bytes wrote 10,000 keys of
+// small batches, and writes about 125.
 //
 // A run is a stretch of
 // consecutive positions that one append gave to consecutive events of one
