@@ -39,8 +39,8 @@ const (
 // later appends to this stream or to the stream before it rewrite holds
 // small batches only, three or four of them, as it did when every batch
 // was small. Under 4,000 bytes, two small batches and their keys fill two
-// pages. The big batches cut the keys, puts and writes of a large append
-// (a save of 100,000 messages wrote 10,000 keys in 4,500 writes).
+// pages. The big batches cut the keys, puts and writes of a large append:
+// see the package documentation.
 const (
 	batchLimit    = 3900
 	bigBatchLimit = 256 << 10

@@ -71,8 +71,8 @@
 // before the append's first key, which appends to the stream before it
 // rewrite, holds no big batch. Two small batches and their keys fill two
 // pages. The big batches spare a large append most of its keys, puts and
-// writes: a save of 100,000 messages of 314 bytes wrote 10,000 keys of
-// small batches, and writes about 125.
+// writes: an append of 100,000 envelopes of 315 bytes wrote 8,334 keys of
+// small batches in 4,209 writes, and writes 128 keys in 71.
 //
 // A run is a stretch of
 // consecutive positions that one append gave to consecutive events of one
