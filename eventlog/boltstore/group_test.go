@@ -13,7 +13,7 @@ import (
 
 // request returns an Append request for commitGroup.
 func request(ctx context.Context, expect []eventlog.Expect, recs ...eventlog.Record) *appendReq {
-	return &appendReq{ctx: ctx, expect: expect, recs: recs, wake: make(chan bool, 1)}
+	return &appendReq{ctx: ctx, expect: expect, recs: recs}
 }
 
 func TestGroupFailuresStayAlone(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/internal/group"
 )
 
 // DefaultTimeout is how long Open waits for the file lock when
@@ -108,12 +109,8 @@ type Store struct {
 	mu sync.RWMutex // held shared by every call and exclusively by Close
 	db *bolt.DB     // nil once closed
 
-	// groupMu guards the appends waiting to be committed and whether one
-	// of them is leading a group commit.
-	groupMu sync.Mutex
-	queue   []*appendReq
-	leading bool
-	commits atomic.Int64 // group commits attempted, for tests
+	queue   *group.Queue[*appendReq] // the appends waiting to be committed
+	commits atomic.Int64             // group commits attempted, for tests
 
 	// ixMu is held by Index, and by every write around its transaction,
 	// so that no write commits between Index bringing the rows up to date
@@ -176,7 +173,8 @@ func Open(path string, opts Options) (*Store, error) {
 		// A reader is shown the older state: it says so, once.
 		warnFallback(path, opts)
 	}
-	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db, log: opts.Logger}
+	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db, log: opts.Logger,
+		queue: group.New(func(r *appendReq) int { return len(r.recs) }, maxGroupRecords)}
 	if err := s.initLayout(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -396,9 +394,6 @@ type appendReq struct {
 
 	evs []eventlog.Event
 	err error
-	// wake receives false once evs and err are final, or true when the
-	// request is to lead the next group commit itself.
-	wake chan bool
 }
 
 // Append implements eventlog.Store. Appends that arrive while another is
@@ -412,50 +407,9 @@ func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eve
 	if err := eventlog.CheckAppend(expect, recs); err != nil {
 		return nil, err
 	}
-	r := &appendReq{ctx: ctx, expect: expect, recs: recs, wake: make(chan bool, 1)}
-	s.groupMu.Lock()
-	s.queue = append(s.queue, r)
-	if s.leading {
-		s.groupMu.Unlock()
-		if lead := <-r.wake; !lead {
-			return r.evs, r.err
-		}
-	} else {
-		s.leading = true
-		s.groupMu.Unlock()
-	}
-	s.lead()
+	r := &appendReq{ctx: ctx, expect: expect, recs: recs}
+	s.queue.Do(r, func(group []*appendReq, _ func(int) []*appendReq) { s.commitGroup(group) })
 	return r.evs, r.err
-}
-
-// lead commits the requests at the head of the queue as one group, then
-// hands the lead to the oldest request still waiting, if any. The caller's
-// own request is the first of the queue.
-func (s *Store) lead() {
-	s.groupMu.Lock()
-	n, size := 0, 0
-	for n < len(s.queue) && (n == 0 || size+len(s.queue[n].recs) <= maxGroupRecords) {
-		size += len(s.queue[n].recs)
-		n++
-	}
-	group := s.queue[:n:n]
-	s.queue = s.queue[n:]
-	s.groupMu.Unlock()
-
-	defer func() {
-		s.groupMu.Lock()
-		if len(s.queue) > 0 {
-			s.queue[0].wake <- true
-		} else {
-			s.leading = false
-			s.queue = nil
-		}
-		s.groupMu.Unlock()
-		for _, r := range group[1:] {
-			r.wake <- false
-		}
-	}()
-	s.commitGroup(group)
 }
 
 // commitGroup writes the requests of group in one transaction. A request

@@ -40,9 +40,6 @@ type appendReq struct {
 
 	evs []eventlog.Event
 	err error
-	// wake receives false once evs and err are final, or true when the
-	// request is to lead the next group commit itself.
-	wake chan bool
 }
 
 // Append implements eventlog.Store. Appends that arrive while another
@@ -64,67 +61,9 @@ func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eve
 	if s.readOnly {
 		return nil, eventlog.ErrReadOnly
 	}
-	r := &appendReq{ctx: ctx, expect: expect, recs: recs, wake: make(chan bool, 1)}
-	s.groupMu.Lock()
-	s.queue = append(s.queue, r)
-	if s.leading {
-		s.groupMu.Unlock()
-		if lead := <-r.wake; !lead {
-			return r.evs, r.err
-		}
-	} else {
-		s.leading = true
-		s.groupMu.Unlock()
-	}
-	s.lead()
+	r := &appendReq{ctx: ctx, expect: expect, recs: recs}
+	s.queue.Do(r, s.commitGroup)
 	return r.evs, r.err
-}
-
-// lead commits the requests at the head of the queue as one group, then
-// hands the lead to the oldest request still waiting, if any. The caller's
-// own request is the first of the queue. Requests that queue up while the
-// group's transaction waits for the position counter join the group once
-// it has the counter.
-func (s *Store) lead() {
-	s.groupMu.Lock()
-	group := s.take(0)
-	s.groupMu.Unlock()
-	join := func(size int) []*appendReq {
-		s.groupMu.Lock()
-		late := s.take(size)
-		s.groupMu.Unlock()
-		group = append(group, late...)
-		return late
-	}
-
-	defer func() {
-		s.groupMu.Lock()
-		if len(s.queue) > 0 {
-			s.queue[0].wake <- true
-		} else {
-			s.leading = false
-			s.queue = nil
-		}
-		s.groupMu.Unlock()
-		for _, r := range group[1:] {
-			r.wake <- false
-		}
-	}()
-	s.commitGroup(group, join)
-}
-
-// take removes from the queue, and returns, the requests at its head that
-// a group holding size records can take without exceeding maxGroupRecords;
-// an empty group takes at least one. The caller holds groupMu.
-func (s *Store) take(size int) []*appendReq {
-	n := 0
-	for n < len(s.queue) && (size == 0 || size+len(s.queue[n].recs) <= maxGroupRecords) {
-		size += len(s.queue[n].recs)
-		n++
-	}
-	taken := s.queue[:n:n]
-	s.queue = s.queue[n:]
-	return taken
 }
 
 // commitGroup commits the requests of group in one transaction, with those

@@ -34,8 +34,4 @@ func CommitGroup(s *Store, appends ...*GroupAppend) {
 func Groups(s *Store) int64 { return s.groups.Load() }
 
 // Queued returns how many appends wait in s's queue for a group commit.
-func Queued(s *Store) int {
-	s.groupMu.Lock()
-	defer s.groupMu.Unlock()
-	return len(s.queue)
-}
+func Queued(s *Store) int { return s.queue.Waiting() }

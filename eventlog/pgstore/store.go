@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/internal/group"
 )
 
 // DefaultMaxLocks is how many stream locks a store holds at once when
@@ -61,12 +62,8 @@ type Store struct {
 
 	kept atomic.Pointer[keptIndex] // the index writes fold their events into; nil for none
 
-	// groupMu guards the appends waiting to be committed and whether one
-	// of them is leading a group commit.
-	groupMu sync.Mutex
-	queue   []*appendReq
-	leading bool
-	groups  atomic.Int64 // group commits attempted, for tests
+	queue  *group.Queue[*appendReq] // the appends waiting to be committed
+	groups atomic.Int64             // group commits attempted, for tests
 }
 
 var (
@@ -106,7 +103,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
-	s := &Store{pool: pool, locks: locks, readOnly: opts.ReadOnly, held: make(map[*lock]struct{})}
+	s := &Store{pool: pool, locks: locks, readOnly: opts.ReadOnly, held: make(map[*lock]struct{}),
+		queue: group.New(func(r *appendReq) int { return len(r.recs) }, maxGroupRecords)}
 	if err := s.init(ctx); err != nil {
 		pool.Close()
 		locks.Close()
