@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -133,23 +134,31 @@ func message(i int) reprise.Message {
 	return reprise.Text(role, benchText)
 }
 
-// storedSize returns the size of the envelope the store holds for the last
-// event of session id: the value size the floors write.
-func storedSize(ctx context.Context, s eventlog.Store, id string) (int, error) {
+// lastEvent returns the last event of session id: a stored message, whose
+// size the floors' values take.
+func lastEvent(ctx context.Context, s eventlog.Store, id string) (eventlog.Event, error) {
 	stream := projection.SessionStream(id)
 	head, err := s.Head(ctx, stream)
 	if err != nil {
-		return 0, err
+		return eventlog.Event{}, err
 	}
-	size := 0
+	var last eventlog.Event
 	err = s.ReadStream(ctx, stream, head, func(ev eventlog.Event) error {
-		size = boltstore.EnvelopeSize(ev)
+		last = ev
+		last.Payload = bytes.Clone(ev.Payload)
 		return nil
 	})
-	if err == nil && size == 0 {
+	if err == nil && len(last.Payload) == 0 {
 		err = errors.New("no stored message")
 	}
-	return size, err
+	return last, err
+}
+
+// storedSize returns the size of the envelope the store holds for the last
+// event of session id: the value size the floors write.
+func storedSize(ctx context.Context, s eventlog.Store, id string) (int, error) {
+	ev, err := lastEvent(ctx, s, id)
+	return boltstore.EnvelopeSize(ev), err
 }
 
 // timed runs f and returns how long it took.

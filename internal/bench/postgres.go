@@ -21,9 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reprise-dev/reprise"
-	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
-	"github.com/reprise-dev/reprise/projection"
 )
 
 // pgRate is target 8's bound on the PostgreSQL rates, in appends a second.
@@ -102,11 +100,11 @@ func openPGDurable(ctx context.Context, env *Env, name string, sessions int) (_ 
 	if d.ids, err = createSessions(ctx, d.e, dir, sessions); err != nil {
 		return nil, err
 	}
-	size, err := payloadSize(ctx, store, d.ids[0])
+	last, err := lastEvent(ctx, store, d.ids[0])
 	if err != nil {
 		return nil, err
 	}
-	d.value = make([]byte, size)
+	d.value = make([]byte, len(last.Payload))
 	if d.floor, err = pgxpool.New(ctx, d.schema.url); err != nil {
 		return nil, fmt.Errorf("floor pool: %w", err)
 	}
@@ -133,25 +131,6 @@ func createSessions(ctx context.Context, e *reprise.Engine, cwd string, n int) (
 		ids = append(ids, id)
 	}
 	return ids, nil
-}
-
-// payloadSize returns the payload size of the last event of session id:
-// the size of the floor's rows.
-func payloadSize(ctx context.Context, s eventlog.Store, id string) (int, error) {
-	stream := projection.SessionStream(id)
-	head, err := s.Head(ctx, stream)
-	if err != nil {
-		return 0, err
-	}
-	size := 0
-	err = s.ReadStream(ctx, stream, head, func(ev eventlog.Event) error {
-		size = len(ev.Payload)
-		return nil
-	})
-	if err == nil && size == 0 {
-		err = errors.New("no stored message")
-	}
-	return size, err
 }
 
 // insert is P1: one row of the floor's payload inserted and committed in
