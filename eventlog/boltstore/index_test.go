@@ -6,41 +6,15 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/storetest"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
-
-// tally is the tests' Indexer: per stream, the number of its events and
-// the payload of the last one. A payload "poison" fails the fold.
-type tally struct{}
-
-func (tally) Name() string { return "boltstore.tally/1" }
-
-func (tally) Apply(rows eventlog.Rows, ev eventlog.Event) error {
-	if string(ev.Payload) == "poison" {
-		return errors.New("poisoned")
-	}
-	row, err := rows.Get(ev.Stream)
-	if err != nil {
-		return err
-	}
-	n := 0
-	if row != nil {
-		count, _, _ := strings.Cut(string(row), " ")
-		if n, err = strconv.Atoi(count); err != nil {
-			return err
-		}
-	}
-	rows.Put(ev.Stream, fmt.Appendf(nil, "%d %s", n+1, ev.Payload))
-	return nil
-}
 
 // heldRows returns the rows of ix that s holds and their last position.
 func heldRows(t *testing.T, s *Store, ix eventlog.Indexer) (map[string]string, uint64) {
@@ -106,18 +80,18 @@ func TestIndexSurvivesReopenAndCompaction(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "events.db")
 	s := mustOpen(t, path, Options{})
-	mustIndex(t, s, tally{})
+	mustIndex(t, s, storetest.Counts)
 	fill(t, s, 3, 40)
-	want, wantLast := heldRows(t, s, tally{})
+	want, wantLast := heldRows(t, s, storetest.Counts)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	ro := mustOpen(t, path, Options{ReadOnly: true})
-	if rows, last := heldRows(t, ro, tally{}); !maps.Equal(rows, want) || last != wantLast {
+	if rows, last := heldRows(t, ro, storetest.Counts); !maps.Equal(rows, want) || last != wantLast {
 		t.Fatalf("read-only reopen: rows %v up to %d; before closing %v up to %d", rows, last, want, wantLast)
 	}
-	if err := ro.Index(ctx, tally{}); !errors.Is(err, eventlog.ErrReadOnly) {
+	if err := ro.Index(ctx, storetest.Counts); !errors.Is(err, eventlog.ErrReadOnly) {
 		t.Fatalf("Index on a read-only store: %v, want ErrReadOnly", err)
 	}
 	ro.Close()
@@ -125,7 +99,7 @@ func TestIndexSurvivesReopenAndCompaction(t *testing.T) {
 	s = mustOpen(t, path, Options{})
 	defer s.Close()
 	before := txID(t, s)
-	mustIndex(t, s, tally{})
+	mustIndex(t, s, storetest.Counts)
 	if after := txID(t, s); after != before {
 		t.Fatalf("Index over rows already up to date committed %d transactions", after-before)
 	}
@@ -137,14 +111,14 @@ func TestIndexSurvivesReopenAndCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	want["log"] = "1 purged"
-	if rows, last := heldRows(t, s, tally{}); !maps.Equal(rows, want) || last != lastOf(t, s) {
+	if rows, last := heldRows(t, s, storetest.Counts); !maps.Equal(rows, want) || last != lastOf(t, s) {
 		t.Fatalf("after a purge and its compaction: rows %v up to %d, want %v up to %d", rows, last, want, lastOf(t, s))
 	}
 	// Still kept after the compaction swapped the file.
 	if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "log", Seq: 1}}, []eventlog.Record{record("log", "after")}); err != nil {
 		t.Fatal(err)
 	}
-	if rows, last := heldRows(t, s, tally{}); rows["log"] != "2 after" || last != lastOf(t, s) {
+	if rows, last := heldRows(t, s, storetest.Counts); rows["log"] != "2 after" || last != lastOf(t, s) {
 		t.Fatalf("an append after the compaction: rows %v up to %d", rows, last)
 	}
 }
@@ -234,13 +208,13 @@ func TestGroupFoldsOnlyWhatCommits(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
 	defer s.Close()
-	mustIndex(t, s, tally{})
+	mustIndex(t, s, storetest.Counts)
 	s.commitGroup([]*appendReq{
 		request(ctx, []eventlog.Expect{{Stream: "a"}}, record("a", "a1")),
 		request(ctx, []eventlog.Expect{{Stream: "a"}}, record("a", "lost")), // conflicts
 		request(ctx, []eventlog.Expect{{Stream: "b"}}, record("b", "b1")),
 	})
-	if rows, last := heldRows(t, s, tally{}); !maps.Equal(rows, map[string]string{"a": "1 a1", "b": "1 b1"}) || last != 2 {
+	if rows, last := heldRows(t, s, storetest.Counts); !maps.Equal(rows, map[string]string{"a": "1 a1", "b": "1 b1"}) || last != 2 {
 		t.Fatalf("after a group with a conflict the rows = %v up to %d", rows, last)
 	}
 	group := []*appendReq{
@@ -254,13 +228,13 @@ func TestGroupFoldsOnlyWhatCommits(t *testing.T) {
 			t.Fatalf("request %d: a failed fold failed the append: %v", i, r.err)
 		}
 	}
-	if rows, last := heldRows(t, s, tally{}); !maps.Equal(rows, map[string]string{"a": "2 a2", "b": "1 b1"}) || last != 3 {
+	if rows, last := heldRows(t, s, storetest.Counts); !maps.Equal(rows, map[string]string{"a": "2 a2", "b": "1 b1"}) || last != 3 {
 		t.Fatalf("after a group with a failed fold the rows = %v up to %d", rows, last)
 	}
 	if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "c", Seq: 1}}, []eventlog.Record{record("c", "c2")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, last := heldRows(t, s, tally{}); last != 3 {
+	if _, last := heldRows(t, s, storetest.Counts); last != 3 {
 		t.Fatalf("an append after a failed fold moved the rows to %d", last)
 	}
 }

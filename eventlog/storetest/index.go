@@ -25,8 +25,8 @@ func indexed(fn func(*testing.T, eventlog.Indexed, eventlog.Store)) func(*testin
 }
 
 // counter is the suite's Indexer: per stream, the number of its events and
-// the payload of the last one; a payload "drop" removes the stream's row,
-// and one "poison" fails the fold.
+// the payload of the last one ("2 last"); a payload "drop" removes the
+// stream's row, and one "poison" fails the fold.
 type counter struct{ name string }
 
 func (c counter) Name() string { return c.name }
@@ -55,6 +55,13 @@ func (c counter) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 }
 
 var counts = counter{name: "storetest.counts/1"}
+
+// Counts is the Indexer the suite checks stores with, for a backend's own
+// tests of what the suite cannot reach (reopening, compaction): per
+// stream, the number of its events and the payload of the last one, as
+// "2 last"; a payload "drop" removes the stream's row, and one "poison"
+// fails the fold.
+var Counts eventlog.Indexer = counts
 
 // foldAll is what counts makes of the whole log of s.
 func foldAll(t *testing.T, s eventlog.Store) map[string]string {
