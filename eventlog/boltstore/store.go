@@ -994,8 +994,8 @@ func checkCtx(ctx context.Context, n uint64) error {
 // says how many it holds. The stream's keys end before
 // stream + 0x01, as stream names hold no control characters.
 func readHead(c *bolt.Cursor, stream string) (uint64, error) {
-	k, v := c.Seek(append([]byte(stream), 1))
-	if k == nil {
+	var k, v []byte
+	if k, _ = c.Seek(append([]byte(stream), 1)); k == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()
