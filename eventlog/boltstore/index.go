@@ -182,7 +182,7 @@ func (s *Store) kept(k *keeper) {
 	if k.failed == nil || s.ix == nil {
 		return
 	}
-	s.logger().Warn("boltstore: the index is no longer kept; readers fold the events after it",
+	s.log.Warn("boltstore: the index is no longer kept; readers fold the events after it",
 		"path", s.path, "index", s.ix.Name(), "error", k.failed)
 	s.ix = nil
 }

@@ -140,27 +140,14 @@ func isZero(b []byte) bool {
 // opened it at the older of them because the newer may be damaged, unless
 // opts or the environment accept that; then it logs a warning.
 func checkFallback(path string, opts Options) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("boltstore: check meta pages: %w", err)
-	}
-	defer f.Close()
-	pages, err := readMetaPages(f)
-	if err != nil {
+	damaged, used, ok, err := fileFallback(path)
+	if err != nil || !ok {
 		return err
-	}
-	damaged, used, ok := fallback(pages)
-	if !ok {
-		return nil
 	}
 	if accept, _ := strconv.ParseBool(os.Getenv(AcceptDamagedMetaEnv)); !accept && !opts.AcceptDamagedMeta {
 		return &DamagedMetaError{Path: path, Damaged: damaged, Used: used}
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log.Warn("opening a store whose newest meta page may be damaged, as asked: its next commit overwrites the page, and the commit it may have held is lost",
+	opts.logger().Warn("opening a store whose newest meta page may be damaged, as asked: its next commit overwrites the page, and the commit it may have held is lost",
 		"path", path, "page", damaged.Page, "damage", damaged.Damage, "txid", used.Txid, "lost_txid", used.Txid+1)
 	return nil
 }
@@ -170,25 +157,36 @@ func checkFallback(path string, opts Options) error {
 // what the reader sees may lack the last acknowledged commit. A file
 // whose pages cannot be read says nothing here; the open reports it.
 func warnFallback(path string, opts Options) {
+	damaged, used, ok, err := fileFallback(path)
+	if err != nil || !ok {
+		return
+	}
+	opts.logger().Warn("the store's newest meta page may be damaged: it reads as of an earlier transaction, and the commit after it may be lost; run reprise audit",
+		"path", path, "page", damaged.Page, "damage", damaged.Damage, "txid", used.Txid, "lost_txid", used.Txid+1)
+}
+
+// fileFallback reads the meta pages of the file at path and tells, as
+// fallback does, whether bbolt opens it at the older of them.
+func fileFallback(path string) (damaged, used MetaPage, ok bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return
+		return damaged, used, false, fmt.Errorf("boltstore: check meta pages: %w", err)
 	}
 	defer f.Close()
 	pages, err := readMetaPages(f)
 	if err != nil {
-		return
+		return damaged, used, false, err
 	}
-	damaged, used, ok := fallback(pages)
-	if !ok {
-		return
+	damaged, used, ok = fallback(pages)
+	return damaged, used, ok, nil
+}
+
+// logger returns the logger of the options, slog's default when none.
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	log.Warn("the store's newest meta page may be damaged: it reads as of an earlier transaction, and the commit after it may be lost; run reprise audit",
-		"path", path, "page", damaged.Page, "damage", damaged.Damage, "txid", used.Txid, "lost_txid", used.Txid+1)
+	return o.Logger
 }
 
 // fallback returns the damaged meta page and the valid one that bbolt

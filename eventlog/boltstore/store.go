@@ -117,7 +117,7 @@ type Store struct {
 	// and ix being set.
 	ixMu sync.Mutex
 	ix   eventlog.Indexer // the index the store keeps; nil for none
-	log  *slog.Logger     // nil for slog.Default()
+	log  *slog.Logger     // Options.Logger, or slog.Default()
 }
 
 var _ eventlog.Store = (*Store)(nil)
@@ -173,7 +173,7 @@ func Open(path string, opts Options) (*Store, error) {
 		// A reader is shown the older state: it says so, once.
 		warnFallback(path, opts)
 	}
-	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db, log: opts.Logger,
+	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db, log: opts.logger(),
 		queue: group.New(func(r *appendReq) int { return len(r.recs) }, maxGroupRecords)}
 	if err := s.initLayout(); err != nil {
 		_ = db.Close()
@@ -885,14 +885,6 @@ func (s *Store) Close() error {
 		return fmt.Errorf("boltstore: close %s: %w", s.path, err)
 	}
 	return nil
-}
-
-// logger returns the logger of the store's warnings.
-func (s *Store) logger() *slog.Logger {
-	if s.log == nil {
-		return slog.Default()
-	}
-	return s.log
 }
 
 // view runs fn in a read transaction under a guard.
