@@ -12,20 +12,23 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// Event names a hook event, as Claude Code's settings files spell it.
-type Event string
+// Event names a hook event, as Claude Code's settings files spell it. It
+// is the schema's word, so that the stepper, which decides which hooks
+// run, needs nothing of this package.
+type Event = schema.HookEvent
 
 // The hook events reprise runs.
 const (
-	SessionStart     Event = "SessionStart"
-	SessionEnd       Event = "SessionEnd"
-	Stop             Event = "Stop"             // the agent finished a turn
-	UserPromptSubmit Event = "UserPromptSubmit" // the user submitted a prompt
-	PreCompact       Event = "PreCompact"       // a compaction is about to start
+	SessionStart     = schema.HookSessionStart
+	SessionEnd       = schema.HookSessionEnd
+	Stop             = schema.HookStop             // the agent finished a turn
+	UserPromptSubmit = schema.HookUserPromptSubmit // the user submitted a prompt
+	PreCompact       = schema.HookPreCompact       // a compaction is about to start
 )
 
-// Events are the hook events reprise runs, in lifecycle order.
-var Events = []Event{SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd}
+// Events are the hook events reprise runs, in lifecycle order. The slice
+// is shared: read it, never change it.
+var Events = schema.HookEvents
 
 // Default timeouts for hooks that set none of their own.
 const (

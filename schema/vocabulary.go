@@ -31,3 +31,20 @@ const (
 	ReasonPromptInputExit Reason = "prompt_input_exit"
 	ReasonOther           Reason = "other"
 )
+
+// HookEvent names a hook event, as Claude Code's settings files spell it.
+// The stepper decides which event's hooks run; package hookexec runs them.
+type HookEvent string
+
+// The hook events reprise runs.
+const (
+	HookSessionStart     HookEvent = "SessionStart"
+	HookSessionEnd       HookEvent = "SessionEnd"
+	HookStop             HookEvent = "Stop"             // the agent finished a turn
+	HookUserPromptSubmit HookEvent = "UserPromptSubmit" // the user submitted a prompt
+	HookPreCompact       HookEvent = "PreCompact"       // a compaction is about to start
+)
+
+// HookEvents are the hook events reprise runs, in lifecycle order. The
+// slice is shared: read it, never change it.
+var HookEvents = []HookEvent{HookSessionStart, HookUserPromptSubmit, HookStop, HookPreCompact, HookSessionEnd}
