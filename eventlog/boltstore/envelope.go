@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/internal/msgp"
-	"github.com/reprise-dev/reprise/schema"
 )
 
 // envelopeFormat is the version of the envelope layout itself, distinct from
@@ -302,20 +303,35 @@ func (d *decoder) bytes() ([]byte, error) {
 	return d.next(n)
 }
 
-// knownTypes maps the name of every type in the schema to its eventlog.Type, so that
-// decoding an envelope of a known type allocates no string for it.
-var knownTypes = sync.OnceValue(func() map[string]eventlog.Type {
-	types := schema.Types()
-	m := make(map[string]eventlog.Type, len(types))
-	for _, t := range types {
-		m[string(t)] = t
-	}
-	return m
-})
+// typeNames interns the type names of decoded envelopes, so that decoding
+// an envelope of a type seen before allocates no string for it. A log
+// holds a few dozen types; past maxTypeNames, say in a store written by
+// hosts with types of their own, a name is allocated each time. The table
+// is copied on write, so reads take no lock.
+var typeNames struct {
+	mu    sync.Mutex
+	table atomic.Pointer[map[string]eventlog.Type]
+}
+
+const maxTypeNames = 256
 
 func internType(name []byte) eventlog.Type {
-	if t, ok := knownTypes()[string(name)]; ok {
+	if m := typeNames.table.Load(); m != nil {
+		if t, ok := (*m)[string(name)]; ok {
+			return t
+		}
+	}
+	t := eventlog.Type(name)
+	typeNames.mu.Lock()
+	defer typeNames.mu.Unlock()
+	next := map[string]eventlog.Type{}
+	if old := typeNames.table.Load(); old != nil {
+		next = maps.Clone(*old)
+	}
+	if len(next) >= maxTypeNames {
 		return t
 	}
-	return eventlog.Type(name)
+	next[string(t)] = t
+	typeNames.table.Store(&next)
+	return t
 }

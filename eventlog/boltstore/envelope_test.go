@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -132,4 +133,27 @@ func toInt(v any) int64 {
 		return int64(n.Uint())
 	}
 	return math.MinInt64
+}
+
+// TestInternTypeAllocatesOnlyTheFirstTime checks that a type name decoded
+// once is served from the intern table afterwards, and that the table
+// stops growing at its bound.
+func TestInternTypeAllocatesOnlyTheFirstTime(t *testing.T) {
+	name := []byte("InternProbeType")
+	first := internType(name)
+	if first != "InternProbeType" {
+		t.Fatalf("internType = %q", first)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = internType(name) }); allocs != 0 {
+		t.Errorf("interning a known name allocates %.0f times", allocs)
+	}
+	for i := range 2 * maxTypeNames {
+		internType([]byte(fmt.Sprintf("Bulk%d", i)))
+	}
+	if n := len(*typeNames.table.Load()); n > maxTypeNames {
+		t.Errorf("the table holds %d names, over its bound of %d", n, maxTypeNames)
+	}
+	if got := internType([]byte("Bulk9999")); got != "Bulk9999" {
+		t.Errorf("a name past the bound decodes as %q", got)
+	}
 }
