@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
@@ -109,32 +108,16 @@ func Audit(ctx context.Context, store eventlog.Store) (*AuditReport, error) {
 	if err := a.positions(streams); err != nil {
 		return nil, err
 	}
-	if bs, ok := store.(*boltstore.Store); ok {
-		if err := a.metaPages(bs); err != nil {
+	if mc, ok := store.(eventlog.MetaChecker); ok {
+		damaged, err := mc.DamagedMeta(a.ctx)
+		if err != nil {
 			return nil, err
+		}
+		for _, d := range damaged {
+			a.add("", 0, ViolationDamagedMeta, "%s", d)
 		}
 	}
 	return a.rep, nil
-}
-
-// metaPages reports a damaged meta page of a bbolt file. bbolt then opens
-// the file at the transaction of the other page, silently: if the damaged
-// page held the newest transaction, its appends are gone, and nothing in
-// the log can tell.
-func (a *auditor) metaPages(bs *boltstore.Store) error {
-	pages, err := bs.CheckMeta(a.ctx)
-	if err != nil {
-		return err
-	}
-	for i, p := range pages {
-		if p.Damage == "" {
-			continue
-		}
-		used := pages[1-i]
-		a.add("", 0, ViolationDamagedMeta, "meta page %d of the file is damaged (%s): the store opens at transaction %d, from meta page %d; if the damaged page held the newest transaction, %d, what it appended is lost",
-			p.Page, p.Damage, used.Txid, used.Page, used.Txid+1)
-	}
-	return nil
 }
 
 type auditor struct {

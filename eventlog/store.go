@@ -81,6 +81,16 @@ type Store interface {
 	Close() error
 }
 
+// MetaChecker is an optional interface of a store whose file keeps its
+// commit records outside what the log checksums, as a bbolt file keeps
+// two meta pages: a damaged one makes the file open at an older commit
+// without a word, and nothing in the log can tell. DamagedMeta reads them
+// from the file and returns, for each damaged one, a sentence saying what
+// may be lost; none when all are sound.
+type MetaChecker interface {
+	DamagedMeta(ctx context.Context) ([]string, error)
+}
+
 // StreamLocker is implemented by stores that several processes share at
 // once (a database, unlike a bbolt file, which one process owns). The Engine
 // holds an agent's lock for the whole of a restore, so another process

@@ -72,6 +72,28 @@ func (s *Store) CheckMeta(ctx context.Context) ([2]MetaPage, error) {
 	return readMetaPages(f)
 }
 
+var _ eventlog.MetaChecker = (*Store)(nil)
+
+// DamagedMeta reports each damaged meta page of the file, with the
+// transaction the store opens at instead and the one that may be lost. It
+// implements eventlog.MetaChecker.
+func (s *Store) DamagedMeta(ctx context.Context) ([]string, error) {
+	pages, err := s.CheckMeta(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, p := range pages {
+		if p.Damage == "" {
+			continue
+		}
+		used := pages[1-i]
+		out = append(out, fmt.Sprintf("meta page %d of the file is damaged (%s): the store opens at transaction %d, from meta page %d; if the damaged page held the newest transaction, %d, what it appended is lost",
+			p.Page, p.Damage, used.Txid, used.Page, used.Txid+1))
+	}
+	return out, nil
+}
+
 // readMetaPages reads both meta pages of a bbolt file. Page 1 lies one
 // page size after page 0; when page 0 is damaged the size is not known, so
 // page 1 is looked for at every size bbolt can use, as bbolt does.
