@@ -11,8 +11,9 @@ var (
 	// stream cannot be read. A restore that returns it changed nothing.
 	ErrSessionNotFound = lifecycle.ErrSessionNotFound
 
-	// ErrSessionExists is returned by CreateSession for an id already taken.
-	ErrSessionExists = errors.New("reprise: session already exists")
+	// ErrSessionExists is returned by CreateSession, New and Fork for an id
+	// already taken.
+	ErrSessionExists = lifecycle.ErrSessionExists
 
 	// ErrSessionDeleted is returned when a call would use a deleted session:
 	// read, append to, buffer, save, restore, start, fork or delete it, or
@@ -70,3 +71,8 @@ var (
 	// current session yet; use Start for its first one.
 	ErrNoCurrentSession = lifecycle.ErrNoCurrentSession
 )
+
+// CurrentDeleted is the error of an action on agent whose current session,
+// session, was deleted: it matches ErrSessionDeleted, and says that the way
+// on is to start another session.
+func CurrentDeleted(agent, session string) error { return lifecycle.CurrentDeleted(agent, session) }

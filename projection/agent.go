@@ -119,6 +119,10 @@ func NewAgent(id string) *Agent { return &Agent{ID: id, State: fsm.Idle} }
 // Apply folds the next event of the agent's stream into a. A step the
 // lifecycle table does not allow from the current state, or a step of a
 // different restore than the one in flight, is an error and leaves a
+// InFlight reports whether the agent's log ends inside a step: a restore,
+// prompt, stop or compaction that the next action on the agent finishes.
+func (a *Agent) InFlight() bool { return fsm.InFlight(a.State) }
+
 // unchanged.
 func (a *Agent) Apply(ev eventlog.Event) error {
 	if err := checkNext(ev, AgentStream(a.ID), a.Head); err != nil {

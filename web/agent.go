@@ -13,7 +13,6 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
@@ -277,7 +276,7 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 	}
 	for i := range runs {
 		r := &runs[i]
-		r.InProgress = fsm.InFlight(a.State) && r.ID == inFlight
+		r.InProgress = a.InFlight() && r.ID == inFlight
 		spread(r)
 	}
 	return a, runs, nil

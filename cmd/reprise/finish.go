@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
-	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/jsonview"
 )
 
@@ -67,7 +66,7 @@ func runFinish(ctx context.Context, a *app, o finishOptions, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	out := finishJSON{Agent: o.agent, Finished: fsm.InFlight(before.State), State: string(before.State)}
+	out := finishJSON{Agent: o.agent, Finished: before.InFlight(), State: string(before.State)}
 	var what string
 	var finished *reprise.Restore
 	switch {

@@ -13,7 +13,6 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/jsonview"
-	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -76,7 +75,7 @@ func loadAgent(ctx context.Context, e *reprise.Engine, f restoreOptions, project
 		var err error
 		if dir, _, err = projectDir(ctx, e, projectOf); err != nil {
 			if current && errors.Is(err, reprise.ErrSessionDeleted) {
-				return nil, lifecycle.CurrentDeleted(f.agent, projectOf)
+				return nil, reprise.CurrentDeleted(f.agent, projectOf)
 			}
 			return nil, err
 		}
