@@ -1,7 +1,6 @@
 package reprise
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -151,12 +150,12 @@ func (a *Agent) sync(ctx context.Context) error {
 
 // do takes the agent for act, or fails if another action is running, in
 // this process or, on a shared store, in another; it rolls forward a step
-// left in flight, runs prepare (which names act's session, creating it if
-// need be), then performs act. It returns the restore act completed, nil
-// when it changed nothing, and what a Stop decided.
-func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context) (string, error)) (r *Restore, out outcomes, err error) {
+// left in flight, runs prepare (which names the session act creates, and
+// writes nothing), then performs act. It returns the restore act
+// completed, nil when it changed nothing, and what the action decided.
+func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context, *lifecycle.Action) error) (r *Restore, out lifecycle.Report, err error) {
 	if !a.mu.TryLock() {
-		return nil, outcomes{}, fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
+		return nil, lifecycle.Report{}, fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
 	}
 	defer a.mu.Unlock()
 	if obs := a.e.observer; obs != nil {
@@ -170,31 +169,31 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 	}
 	release, err := a.lockStream(ctx)
 	if err != nil {
-		return nil, outcomes{}, err
+		return nil, lifecycle.Report{}, err
 	}
 	defer release()
 	if err := a.sync(ctx); err != nil {
-		return nil, outcomes{}, err
+		return nil, lifecycle.Report{}, err
 	}
 	if prepare != nil {
-		// The stepper refuses to leave a deleted session; refuse before
-		// prepare creates the next one, so that nothing is left behind.
+		// The stepper refuses to leave a deleted session; say so before
+		// prepare reads it.
 		if err := a.currentDeleted(ctx); err != nil {
-			return nil, outcomes{}, err
+			return nil, lifecycle.Report{}, err
 		}
-		if act.To, err = prepare(ctx); err != nil {
-			return nil, outcomes{}, err
+		if err = prepare(ctx, &act); err != nil {
+			return nil, lifecycle.Report{}, err
 		}
 	}
 	// Another process may have deleted a session this Engine has cached:
 	// the stepper must see the tombstone before it begins.
 	if err := a.e.seeTombstones(ctx, a.view.Current, act.To); err != nil {
-		return nil, outcomes{}, err
+		return nil, lifecycle.Report{}, err
 	}
 	before := len(a.view.History)
 	out, err = a.step(ctx, act)
-	if err == nil && out.blocked != "" {
-		err = fmt.Errorf("%w: %s", ErrCompactionBlocked, out.blocked)
+	if err == nil && out.Blocked != "" {
+		err = fmt.Errorf("%w: %s", ErrCompactionBlocked, out.Blocked)
 		if cause := ctx.Err(); cause != nil {
 			err = fmt.Errorf("%w: %w", err, cause)
 		}
@@ -206,99 +205,88 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 	return &done, out, err
 }
 
-// outcomes is what an action decided besides its restore.
-type outcomes struct {
-	stopped  *lifecycle.StopResult
-	prompted *lifecycle.PromptResult
-	blocked  string // why a PreCompact hook stopped a compaction
-}
-
-// step is the shell around lifecycle.Step: it asks the stepper what to do,
-// appends the records it decided, performs the effect it asked for, and
-// feeds the outcome back, until the action is finished. Hooks get ctx; once
-// a step is in flight, appends no longer stop when ctx is cancelled, so a
-// step that has begun always ends recorded. a.mu must be held.
+// step is the shell around lifecycle.Step: a lifecycle.Driver decides
+// each step, and step appends the records it decided, performs the effect
+// it asked for and feeds the outcome back, until the action is finished.
+// Hooks get ctx; once a step is in flight, appends no longer stop when ctx
+// is cancelled, so a step that has begun always ends recorded. a.mu must
+// be held.
 //
 // When ctx is done the loop stops at the next step boundary: the outcome
 // of hooks that were running is still recorded (under recordTimeout), but
 // no new step starts, and a step left in flight makes the error
 // ErrInterrupted.
-func (a *Agent) step(ctx context.Context, act lifecycle.Action) (outcomes, error) {
+func (a *Agent) step(ctx context.Context, act lifecycle.Action) (lifecycle.Report, error) {
 	wctx := context.WithoutCancel(ctx)
-	var (
-		outcome lifecycle.Outcome
-		result  outcomes
-		tries   int
-	)
-	for {
-		if err := ctx.Err(); err != nil && !ranHooks(outcome) {
-			return result, a.interrupted(err)
+	d := lifecycle.NewDriver(a.view, act, a.e.newID, a.e.stopCap)
+	var matched []hookexec.Hook // what the last MatchHooks found, for the RunHooks that follows
+	for !d.Done() {
+		if err := ctx.Err(); err != nil && !d.RecordsHooks() {
+			return d.Report(), a.interrupted(err)
 		}
-		actx, cancel := ctx, context.CancelFunc(func() {})
-		switch {
-		case ctx.Err() != nil:
-			actx, cancel = context.WithTimeout(wctx, recordTimeout)
-		case fsm.InFlight(a.view.State):
-			actx = wctx
-		}
-		if a.onCurrent() {
-			// Another process may have deleted the session after this
-			// action checked it and before its intent was recorded: the
-			// stepper must see the tombstone to end the step without
-			// writing to the session.
-			if err := a.e.seeTombstones(actx, a.view.Current); err != nil {
-				cancel()
-				return result, err
-			}
-		}
-		views, err := a.views(actx, act)
+		ready, err := a.decide(ctx, wctx, d, act)
 		if err != nil {
-			cancel()
-			return result, err
-		}
-		given := outcome
-		if failed, ok := outcome.(lifecycle.AppendFailed); ok {
-			given = failed.Outcome
-		}
-		ready, err := lifecycle.Step(lifecycle.Input{Agent: a.view, Action: act, Sessions: views.sessions,
-			Outcome: outcome, Now: a.e.stamp(), NewID: a.e.newID, StopCap: a.e.stopCap})
-		if why := views.unreadable[act.To]; why != nil && errors.Is(err, ErrSessionNotFound) {
-			// The target exists but cannot be read: say why.
-			err = fmt.Errorf("%w: %w", ErrSessionNotFound, why)
-		}
-		if err == nil && ready.Warning != "" {
-			a.e.log.Warn(ready.Warning, "agent", a.id, "state", a.view.State)
-		}
-		if err == nil && len(ready.Records) > 0 {
-			err = a.append(actx, ready, views)
-		}
-		views.unlock()
-		cancel()
-		outcome = nil
-		var failed *appendError
-		switch {
-		case errors.As(err, &failed):
-			tries++
-			outcome = lifecycle.AppendFailed{Err: failed.err, Tries: tries, Outcome: given}
-			continue
-		case err != nil:
-			return result, err
-		}
-		tries = 0
-		result.stopped = cmp.Or(ready.Stopped, result.stopped)
-		result.prompted = cmp.Or(ready.Prompted, result.prompted)
-		result.blocked = cmp.Or(ready.Blocked, result.blocked)
-		if ready.Deleted != "" && act.Kind != lifecycle.Continue {
-			return result, lifecycle.CurrentDeleted(a.id, ready.Deleted)
+			return d.Report(), err
 		}
 		if ready.Effect == nil {
-			if !fsm.InFlight(a.view.State) {
-				return result, nil
-			}
 			continue
 		}
-		outcome = a.perform(ctx, wctx, ready.Effect)
+		if eff, ok := ready.Effect.(lifecycle.MatchHooks); ok {
+			matched = a.e.HooksFor(wctx, eff.Event, eff.Value, eff.Session)
+			d.Performed(lifecycle.HooksMatched{Hooks: hookexec.Names(matched)})
+			continue
+		}
+		d.Performed(a.perform(ctx, wctx, ready.Effect, matched))
 	}
+	return d.Report(), nil
+}
+
+// decide asks d for the next step of act, with the sessions it may use
+// read and locked, and appends its records. A failed append on a session's
+// stream is given to d, which decides what follows; any other failure is
+// the action's.
+func (a *Agent) decide(ctx, wctx context.Context, d *lifecycle.Driver, act lifecycle.Action) (lifecycle.Ready, error) {
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	switch {
+	case ctx.Err() != nil:
+		actx, cancel = context.WithTimeout(wctx, recordTimeout)
+	case fsm.InFlight(a.view.State):
+		actx = wctx
+	}
+	defer cancel()
+	if a.onCurrent() {
+		// Another process may have deleted the session after this action
+		// checked it and before its intent was recorded: the stepper must
+		// see the tombstone to end the step without writing to the session.
+		if err := a.e.seeTombstones(actx, a.view.Current); err != nil {
+			return lifecycle.Ready{}, err
+		}
+	}
+	views, err := a.views(actx, act)
+	if err != nil {
+		return lifecycle.Ready{}, err
+	}
+	defer views.unlock()
+	ready, err := d.Ready(views.sessions, a.e.stamp())
+	if why := views.unreadable[act.To]; why != nil && errors.Is(err, ErrSessionNotFound) {
+		// The target exists but cannot be read: say why.
+		err = fmt.Errorf("%w: %w", ErrSessionNotFound, why)
+	}
+	if err != nil {
+		return lifecycle.Ready{}, err
+	}
+	if ready.Report.Warning != "" {
+		a.e.log.Warn(ready.Report.Warning, "agent", a.id, "state", a.view.State)
+	}
+	if len(ready.Records) > 0 {
+		err = a.append(actx, d, ready, views)
+	}
+	var failed *appendError
+	if errors.As(err, &failed) {
+		d.AppendFailed(failed.err)
+		return lifecycle.Ready{}, nil
+	}
+	return ready, err
 }
 
 // onCurrent reports whether the agent's step in flight is a Prompt, Stop
@@ -401,25 +389,12 @@ func (e *appendError) Error() string { return e.err.Error() }
 // append writes ready's records and folds them into the agent and the
 // sessions. A moved agent stream means another process won the agent:
 // ErrRestoreInProgress. The sessions of views must be locked.
-func (a *Agent) append(ctx context.Context, ready lifecycle.Ready, views *sessionViews) error {
-	// The lifecycle table must accept each step from the state the log
-	// yields before anything is written: a step it refuses would make the
-	// agent unreadable.
-	state := a.view.State
-	for i, rec := range ready.Records {
+func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, ready lifecycle.Ready, views *sessionViews) error {
+	for _, rec := range ready.Records {
 		if s := views.byID[projection.SessionID(rec.Stream)]; s != nil && s.conv.Deleted {
 			// Nothing follows a tombstone, whatever a stale step decided.
 			return deletedError(s.conv.ID)
 		}
-		if rec.Stream != a.stream {
-			continue
-		}
-		step, _ := fsm.EventOf(ready.Payloads[i])
-		next, err := fsm.Apply(state, step)
-		if err != nil {
-			return fmt.Errorf("agent %s: %w", a.id, err)
-		}
-		state = next
 	}
 	evs, err := a.e.appendTimed(ctx, ready.Expect, ready.Records)
 	var conflict *eventlog.ConflictError
@@ -437,17 +412,10 @@ func (a *Agent) append(ctx context.Context, ready lifecycle.Ready, views *sessio
 		return &appendError{err: err}
 	}
 	for i, ev := range evs {
-		p := ready.Payloads[i]
-		if ev.Stream == a.stream {
-			if a.e.observer != nil {
-				a.e.observer.Step(ctx, ev)
+		if s := views.byID[projection.SessionID(ev.Stream)]; s != nil && ev.Stream != a.stream {
+			if err := s.fold(ev, ready.Payloads[i]); err != nil {
+				return err
 			}
-			err = a.view.ApplyDecoded(ev, p)
-		} else if s := views.byID[projection.SessionID(ev.Stream)]; s != nil {
-			err = s.fold(ev, p)
-		}
-		if err != nil {
-			return err
 		}
 	}
 	for _, saved := range ready.Saves {
@@ -464,19 +432,30 @@ func (a *Agent) append(ctx context.Context, ready lifecycle.Ready, views *sessio
 			a.e.keepTranscript(s, false)
 		}
 	}
+	if err := d.Appended(ready, evs); err != nil {
+		return err
+	}
+	if a.e.observer != nil {
+		for _, ev := range evs {
+			if ev.Stream == a.stream {
+				a.e.observer.Step(ctx, ev)
+			}
+		}
+	}
 	return nil
 }
 
 // perform carries out effect and returns its outcome for the stepper.
-func (a *Agent) perform(ctx, wctx context.Context, effect lifecycle.Effect) lifecycle.Outcome {
+func (a *Agent) perform(ctx, wctx context.Context, effect lifecycle.Effect, matched []hookexec.Hook) lifecycle.Outcome {
 	switch eff := effect.(type) {
-	case lifecycle.MatchHooks:
-		return lifecycle.HooksMatched{Hooks: a.e.HooksFor(wctx, eff.Event, eff.Value, eff.Session)}
 	case lifecycle.DropSessionHooks:
 		a.e.scoped.Drop(eff.Session)
 		return nil
 	case lifecycle.RunHooks:
-		ran := a.runHooks(ctx, wctx, eff)
+		if !slices.Equal(hookexec.Names(matched), eff.Hooks) {
+			panic(fmt.Sprintf("reprise: RunHooks of %q follows a MatchHooks that found %q", eff.Hooks, hookexec.Names(matched)))
+		}
+		ran := a.runHooks(ctx, wctx, eff, matched)
 		for _, o := range ran.Outcomes {
 			if o.Status != schema.HookOK {
 				a.e.log.Warn("hook did not succeed", "agent", a.id, "event", eff.Event,
@@ -491,19 +470,19 @@ func (a *Agent) perform(ctx, wctx context.Context, effect lifecycle.Effect) life
 // runHooks runs eff's hooks through the Engine's runner, with the session's
 // transcript brought up to date and, for SessionStart command hooks, an
 // empty CLAUDE_ENV_FILE whose content is returned.
-func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks) lifecycle.HooksRan {
+func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks, hooks []hookexec.Hook) lifecycle.HooksRan {
 	e := a.e
 	id := eff.Session
 	env := hookexec.CommandEnv{Now: e.now, Spill: func(text string) (string, error) { return e.spill(id, text) }}
 	if obs := e.observer; obs != nil {
 		var end func([]schema.HookOutcome)
-		ctx, env.Extra, end = obs.Hooks(ctx, eff.Event, id, hookValue(eff), eff.Hooks)
+		ctx, env.Extra, end = obs.Hooks(ctx, eff.Event, id, hookValue(eff), hooks)
 		var ran lifecycle.HooksRan
 		defer func() { end(ran.Outcomes) }()
-		ran = a.runHooksIn(ctx, wctx, eff, env)
+		ran = a.runHooksIn(ctx, wctx, eff, hooks, env)
 		return ran
 	}
-	return a.runHooksIn(ctx, wctx, eff, env)
+	return a.runHooksIn(ctx, wctx, eff, hooks, env)
 }
 
 // gate is the answer of hooks that may block what follows them: when the
@@ -530,7 +509,7 @@ func hookValue(eff lifecycle.RunHooks) string {
 }
 
 // runHooksIn is runHooks with its command environment set.
-func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, env hookexec.CommandEnv) lifecycle.HooksRan {
+func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, hooks []hookexec.Hook, env hookexec.CommandEnv) lifecycle.HooksRan {
 	e := a.e
 	id := eff.Session
 	var msgs []Message
@@ -539,7 +518,7 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 		s.mu.Lock()
 		env.ProjectDir = s.conv.Cwd
 		msgs = s.conv.Messages[:len(s.conv.Messages):len(s.conv.Messages)] // appends never touch these
-		if len(eff.Hooks) > 0 {
+		if len(hooks) > 0 {
 			_, err = e.syncTranscript(s)
 		}
 		s.mu.Unlock()
@@ -554,27 +533,27 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 	now := e.now().UnixMilli()
 	switch eff.Event {
 	case hookexec.SessionEnd:
-		outcomes := e.runner.SessionEnd(ctx, eff.Hooks, hookexec.SessionEndInput{
+		outcomes := e.runner.SessionEnd(ctx, hooks, hookexec.SessionEndInput{
 			SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: env.ProjectDir,
 			Reason: eff.Reason, FinalMessage: eff.FinalMessage, Error: eff.Error, Messages: msgs}, env)
-		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes)}
+		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes)}
 	case hookexec.Stop:
-		outcomes, blocked, reason := e.runner.Stop(ctx, eff.Hooks, hookexec.StopInput{
+		outcomes, blocked, reason := e.runner.Stop(ctx, hooks, hookexec.StopInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, StopHookActive: eff.StopActive,
 			StopReason: eff.StopReason, Messages: msgs}, env)
-		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Blocked: blocked, Reason: reason}
+		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason}
 	case hookexec.UserPromptSubmit:
-		outcomes, blocked, reason, text := e.runner.Prompt(ctx, eff.Hooks, hookexec.PromptInput{
+		outcomes, blocked, reason, text := e.runner.Prompt(ctx, hooks, hookexec.PromptInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Prompt: eff.Prompt, PromptID: eff.PromptID,
 			Messages: msgs}, env)
 		blocked, reason = gate(ctx, blocked, reason)
-		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Blocked: blocked, Reason: reason, Context: text}
+		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason, Context: text}
 	case hookexec.PreCompact:
-		outcomes, blocked, reason := e.runner.PreCompact(ctx, eff.Hooks, hookexec.PreCompactInput{
+		outcomes, blocked, reason := e.runner.PreCompact(ctx, hooks, hookexec.PreCompactInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Trigger: eff.Trigger,
 			CustomInstructions: eff.Instructions, Messages: msgs}, env)
 		blocked, reason = gate(ctx, blocked, reason)
-		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Blocked: blocked, Reason: reason}
+		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason}
 	}
 	run := ""
 	if r := a.view.Restore; r != nil { // always, while SessionStart hooks run; a.mu is held
@@ -583,17 +562,17 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, en
 		run = e.newID()
 	}
 	envName := envFileName(id, run)
-	if slices.ContainsFunc(eff.Hooks, hookexec.Hook.IsCommand) {
+	if slices.ContainsFunc(hooks, hookexec.Hook.IsCommand) {
 		if err := e.files.Replace(envName, func(io.Writer) error { return nil }); err != nil {
 			e.log.Warn("no CLAUDE_ENV_FILE for hooks", "session", id, "error", err)
 		} else {
 			env.EnvFile = e.files.Path(envName)
 		}
 	}
-	outcomes, text := e.runner.SessionStart(ctx, eff.Hooks, hookexec.SessionStartInput{
+	outcomes, text := e.runner.SessionStart(ctx, hooks, hookexec.SessionStartInput{
 		SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: env.ProjectDir, Source: eff.Source,
 		InitialPrompt: eff.InitialPrompt, Messages: msgs}, env)
-	ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, eff.Hooks, outcomes), Context: text, EnvFile: env.EnvFile}
+	ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Context: text, EnvFile: env.EnvFile}
 	if env.EnvFile != "" {
 		written, err := e.files.Read(envName)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
@@ -22,12 +21,21 @@ var ErrBadReason = lifecycle.ErrBadReason
 // New makes a fresh, empty session with id (a new UUID when empty) and
 // working directory cwd current and runs its SessionStart hooks with source
 // "new". A current session is first left the way Clear leaves it: saved,
-// and ended with reason "clear". The fresh session is created before the
-// first step is recorded, so a refused New (ErrRestoreInProgress) leaves an
-// empty session behind.
+// and ended with reason "clear". The fresh session is written in the same
+// append as the action's first step, so a New that is refused leaves
+// nothing behind. It returns ErrSessionExists for an id already taken and
+// ErrSessionDeleted for a deleted one.
 func (a *Agent) New(ctx context.Context, id, cwd string, opts ...ActionOption) (*Restore, error) {
-	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.New}, opts), func(ctx context.Context) (string, error) {
-		return a.e.CreateSession(ctx, id, cwd)
+	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.New}, opts), func(ctx context.Context, act *lifecycle.Action) error {
+		cwd, err := a.e.resolveCwd(cwd)
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			id = a.e.newID()
+		}
+		act.To, act.Create = id, &lifecycle.Creation{Cwd: cwd}
+		return ValidateID(id)
 	})
 	return r, err
 }
@@ -36,15 +44,13 @@ func (a *Agent) New(ctx context.Context, id, cwd string, opts ...ActionOption) (
 // empty session in the same working directory current, with SessionStart
 // source "clear", as Claude Code's /clear does.
 func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
-	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Clear}, func(ctx context.Context) (string, error) {
-		if a.view.Current == "" {
-			return "", fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
-		}
+	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Clear}, func(ctx context.Context, act *lifecycle.Action) error {
 		cwd := ""
 		if info, err := a.e.Session(ctx, a.view.Current); err == nil {
-			cwd = info.Cwd
+			cwd = info.Cwd // the cleared session's, as it is
 		}
-		return a.e.createSession(ctx, "", cwd) // the cleared session's, as it is
+		act.To, act.Create = a.e.newID(), &lifecycle.Creation{Cwd: cwd}
+		return nil
 	})
 	return r, err
 }
@@ -57,17 +63,20 @@ func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
 // with reason "resume". Copies drop imported transcript lines, so the
 // fork's transcript names the fork, not the parent.
 func (a *Agent) Fork(ctx context.Context, parent, upTo string) (*Restore, error) {
-	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Fork}, func(ctx context.Context) (string, error) {
-		return a.e.fork(ctx, parent, upTo)
+	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Fork}, func(ctx context.Context, act *lifecycle.Action) (err error) {
+		act.To = a.e.newID()
+		act.Create, err = a.e.fork(ctx, parent, upTo)
+		return err
 	})
 	return r, err
 }
 
-// fork writes the forked session in one atomic append and returns its id.
-func (e *Engine) fork(ctx context.Context, parent, upTo string) (string, error) {
+// fork returns the session that forks parent at message upTo: its
+// directory, parent and fork point, and a copy of the messages up to it.
+func (e *Engine) fork(ctx context.Context, parent, upTo string) (*lifecycle.Creation, error) {
 	s, err := e.session(ctx, parent)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	s.mu.Lock()
 	msgs := s.conv.Messages
@@ -76,7 +85,7 @@ func (e *Engine) fork(ctx context.Context, parent, upTo string) (string, error) 
 		i := slices.IndexFunc(msgs, func(m Message) bool { return m.UUID == upTo })
 		if i < 0 {
 			s.mu.Unlock()
-			return "", fmt.Errorf("%w: %s in %s", ErrMessageNotFound, upTo, parent)
+			return nil, fmt.Errorf("%w: %s in %s", ErrMessageNotFound, upTo, parent)
 		}
 		msgs = msgs[:i+1]
 	} else if len(msgs) > 0 {
@@ -84,25 +93,10 @@ func (e *Engine) fork(ctx context.Context, parent, upTo string) (string, error) 
 	}
 	copied := projection.CloneMessages(msgs)
 	s.mu.Unlock()
-
-	id := e.newID()
-	stream := projection.SessionStream(id)
-	now := e.stamp()
-	payloads := []schema.Payload{&schema.SessionCreated{ID: id, Cwd: cwd, Parent: parent, ForkPoint: upTo}}
-	for _, m := range copied {
-		m.Record = nil
-		payloads = append(payloads, &schema.MessageAppended{Message: m})
+	for i := range copied {
+		copied[i].Record = nil // imported lines name the parent
 	}
-	recs := make([]eventlog.Record, len(payloads))
-	for i, p := range payloads {
-		if recs[i], err = schema.NewRecord(stream, p, now, ""); err != nil {
-			return "", err
-		}
-	}
-	if _, err := e.appendTimed(ctx, []eventlog.Expect{{Stream: stream}}, recs); err != nil {
-		return "", fmt.Errorf("fork %s: %w", parent, err)
-	}
-	return id, nil
+	return &lifecycle.Creation{Cwd: cwd, Parent: parent, ForkPoint: upTo, Messages: copied}, nil
 }
 
 // CompactSummaryPrefix opens the summary message of a compacted session, as
@@ -151,7 +145,7 @@ func (a *Agent) Prompt(ctx context.Context, text string) (*PromptResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	pr := out.prompted
+	pr := out.Prompted
 	if pr == nil {
 		return nil, fmt.Errorf("agent %s: the prompt was not decided", a.id)
 	}
@@ -216,7 +210,7 @@ type StopResult struct {
 // WithStopReason tells the hooks why the turn ended.
 func (a *Agent) Stop(ctx context.Context, opts ...ActionOption) (*StopResult, error) {
 	_, out, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Stop}, opts), nil)
-	st := out.stopped
+	st := out.Stopped
 	if err != nil || st == nil {
 		return nil, err
 	}

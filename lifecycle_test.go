@@ -361,3 +361,75 @@ func TestStopHookBlocksWithExitCode2(t *testing.T) {
 		t.Fatalf("stop = %+v, %v", res, err)
 	}
 }
+
+// TestRefusedCreationsLeaveNothingBehind checks that New, Clear and Fork
+// write their session in the append of their first step: when another
+// Engine on the store moves the agent between the action's read of it and
+// that append, the action fails with ErrRestoreInProgress and the log
+// holds no session it would have made; a New with a taken id fails with
+// ErrSessionExists and writes nothing.
+func TestRefusedCreationsLeaveNothingBehind(t *testing.T) {
+	ctx := context.Background()
+	store := eventlog.NewMemoryStore()
+	racing := &racingStore{Store: store}
+	mine := reprise.New(racing, reprise.Options{Files: reprise.NewMemoryFiles()})
+	other := reprise.New(store, reprise.Options{Files: reprise.NewMemoryFiles()})
+	a, err := mine.CreateSession(ctx, "a", dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testkit.Agent(t, mine, "ide").Start(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	agent := testkit.Agent(t, mine, "ide")
+	actions := map[string]func() (*reprise.Restore, error){
+		"new":   func() (*reprise.Restore, error) { return agent.New(ctx, "fresh", dir(t)) },
+		"clear": func() (*reprise.Restore, error) { return agent.Clear(ctx) },
+		"fork":  func() (*reprise.Restore, error) { return agent.Fork(ctx, a, "") },
+	}
+	for name, act := range actions {
+		t.Run(name, func(t *testing.T) {
+			var before []eventlog.Event
+			racing.before = func() {
+				// The other Engine moves the agent after mine read it.
+				if _, err := testkit.Agent(t, other, "ide").Compact(ctx, "summary before "+name); err != nil {
+					t.Error(err)
+				}
+				before = testkit.Events(t, store)
+			}
+			_, err := act()
+			if !errors.Is(err, reprise.ErrRestoreInProgress) {
+				t.Fatalf("%s on a moved agent: %v; want ErrRestoreInProgress", name, err)
+			}
+			if after := testkit.Events(t, store); len(after) != len(before) {
+				t.Fatalf("%s on a moved agent appended %d events: %v", name, len(after)-len(before), after[len(before):])
+			}
+		})
+	}
+	_, err = testkit.Agent(t, mine, "ide").New(ctx, a, dir(t))
+	if !errors.Is(err, reprise.ErrSessionExists) {
+		t.Fatalf("New with a taken id: %v; want ErrSessionExists", err)
+	}
+	sessions, err := mine.Sessions(ctx)
+	if err != nil || len(sessions) != 1 {
+		t.Fatalf("sessions after the refusals: %v, %v; want a alone", sessions, err)
+	}
+}
+
+// racingStore runs before, once, ahead of the next append to an agent's
+// stream: another writer that wins the race for the agent.
+type racingStore struct {
+	eventlog.Store
+	before func()
+}
+
+func (r *racingStore) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
+	for _, rec := range recs {
+		if before := r.before; before != nil && strings.HasPrefix(rec.Stream, "agent/") {
+			r.before = nil
+			before()
+			break
+		}
+	}
+	return r.Store.Append(ctx, expect, recs)
+}

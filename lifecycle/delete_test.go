@@ -95,8 +95,8 @@ func TestInjectIntoASessionDeletedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ready.Records) != 1 || ready.Records[0].Stream != projection.AgentStream("ide") || ready.Warning == "" {
-		t.Fatalf("Step = %d records (%v), warning %q; want ContextInjected alone, with a warning", len(ready.Records), ready.Records, ready.Warning)
+	if len(ready.Records) != 1 || ready.Records[0].Stream != projection.AgentStream("ide") || ready.Report.Warning == "" {
+		t.Fatalf("Step = %d records (%v), warning %q; want ContextInjected alone, with a warning", len(ready.Records), ready.Records, ready.Report.Warning)
 	}
 	if done, ok := ready.Payloads[0].(*schema.ContextInjected); !ok || done.MessageUUID != "" {
 		t.Errorf("Step recorded %#v; want ContextInjected with no message", ready.Payloads[0])
@@ -153,9 +153,9 @@ func TestStepInFlightOnASessionDeletedMeanwhile(t *testing.T) {
 				if len(ready.Records) != 1 || ready.Records[0].Stream != projection.AgentStream("ide") {
 					t.Fatalf("Step = %d records (%v); want one, on the agent's stream", len(ready.Records), ready.Records)
 				}
-				if ready.Deleted != "a" || ready.Effect != nil || ready.Prompted != nil || ready.Stopped != nil || ready.Blocked != "" {
+				if ready.Report.Deleted != "a" || ready.Effect != nil || ready.Report.Prompted != nil || ready.Report.Stopped != nil || ready.Report.Blocked != "" {
 					t.Errorf("Step = deleted %q, effect %v, prompted %v, stopped %v, blocked %q; want deleted a and nothing else",
-						ready.Deleted, ready.Effect, ready.Prompted, ready.Stopped, ready.Blocked)
+						ready.Report.Deleted, ready.Effect, ready.Report.Prompted, ready.Report.Stopped, ready.Report.Blocked)
 				}
 				var deleted, interrupted bool
 				switch p := ready.Payloads[0].(type) {

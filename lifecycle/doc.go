@@ -10,20 +10,28 @@
 // forward of a step a dead process left in flight, where an intent with no
 // outcome is closed as interrupted and its hooks never run again. A Prompt,
 // Stop or Compact in flight on a session another process deleted ends on
-// the agent's stream alone, marked deleted (Ready.Deleted names the
+// the agent's stream alone, marked deleted (Report.Deleted names the
 // session), since nothing may follow a tombstone.
 //
 // # Usage
 //
-// The caller (the Engine) loops:
+// A shell (the Engine, the scenario harness, ExampleDriver) carries an
+// action through a Driver, which holds the Input between steps and folds
+// what was appended, as raft's RawNode holds its node:
 //
-//	for {
-//		ready, err := lifecycle.Step(in)
-//		// append ready.Records, conditional on ready.Expect, and fold
-//		// them into in.Agent and the sessions
-//		// if ready.Effect is nil and the agent has no step in flight: done
-//		// else perform ready.Effect and set in.Outcome to what it gave
+//	d := lifecycle.NewDriver(agent, action, newID, stopCap)
+//	for !d.Done() {
+//		ready, err := d.Ready(sessions, now)
+//		// append ready.Records, conditional on ready.Expect, then
+//		// d.Appended(ready, events), or d.AppendFailed(err)
+//		// perform ready.Effect, if any, and d.Performed(its outcome)
 //	}
+//
+// What a step writes is Ready's records; what it tells the host is its
+// Report (a warning, and what a Stop, Prompt or Compact decided), which the
+// Driver gathers for the whole action. New, Clear and Fork create their
+// session in the action's first append (Action.Create), so a refused
+// action leaves nothing behind.
 //
 // # Caveats
 //

@@ -7,6 +7,10 @@ var (
 	// events cannot be read.
 	ErrSessionNotFound = errors.New("reprise: session not found")
 
+	// ErrSessionExists is returned when New, Clear or Fork would create a
+	// session whose id is taken.
+	ErrSessionExists = errors.New("reprise: session already exists")
+
 	// ErrNoCurrentSession is returned by actions that leave or use the
 	// current session (Restore, Clear, Compact, End, Stop) on an agent that
 	// has none.

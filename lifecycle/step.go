@@ -7,7 +7,6 @@ import (
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
-	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -60,6 +59,19 @@ type Action struct {
 	Prompt string
 	// Stop: why the turn ended, as the host says.
 	StopReason string
+	// New, Clear, Fork: the session To to create, in the action's first
+	// append; nil when To exists already.
+	Create *Creation
+}
+
+// Creation is a session an action creates: its working directory and, for
+// a fork, the session and message it was forked from and the copied
+// conversation, whose messages the session starts with.
+type Creation struct {
+	Cwd       string
+	Parent    string
+	ForkPoint string
+	Messages  []schema.Message
 }
 
 // Session is what the stepper needs to know of one conversation: what the
@@ -106,6 +118,13 @@ type Ready struct {
 	Payloads []schema.Payload // Records' payloads, decoded, in the same order
 	Saves    []Saved          // pending messages that Records flush
 	Effect   Effect
+	Report   Report
+}
+
+// Report is what a step tells the host besides what it writes: a problem
+// it went on from, and what the action decided, on the step that decides
+// it. A Driver gathers the reports of an action's steps.
+type Report struct {
 	// Warning is a problem the step recorded and went on from; the shell
 	// logs it.
 	Warning string
@@ -157,16 +176,17 @@ type Effect interface{ effect() }
 // MatchHooks asks which hooks of Event would run for Value (a source or a
 // reason) on Session. The outcome is HooksMatched.
 type MatchHooks struct {
-	Event   hookexec.Event
+	Event   schema.HookEvent
 	Value   string
 	Session string
 }
 
-// RunHooks asks for Hooks to be run on Session. The outcome is HooksRan.
+// RunHooks asks for the hooks that the last MatchHooks found, named by
+// Hooks, to be run on Session. The outcome is HooksRan.
 type RunHooks struct {
-	Event         hookexec.Event
+	Event         schema.HookEvent
 	Session       string
-	Hooks         []hookexec.Hook
+	Hooks         []string
 	Source        schema.Source // SessionStart
 	InitialPrompt string        // SessionStart
 	Reason        schema.Reason // SessionEnd
@@ -191,8 +211,10 @@ func (DropSessionHooks) effect() {}
 // Outcome is what the shell saw: of an Effect, or of a failed append.
 type Outcome interface{ outcome() }
 
-// HooksMatched answers MatchHooks.
-type HooksMatched struct{ Hooks []hookexec.Hook }
+// HooksMatched answers MatchHooks: the names of the hooks that would run,
+// in order. The shell keeps the hooks themselves, to run them when the
+// RunHooks that follows asks.
+type HooksMatched struct{ Hooks []string }
 
 // HooksRan answers RunHooks: the outcomes in the hooks' order, the joined
 // additional context and what they wrote to CLAUDE_ENV_FILE
@@ -230,6 +252,11 @@ const MaxInjectTries = 8
 func Step(in Input) (Ready, error) {
 	a := in.Agent
 	if failed, ok := in.Outcome.(AppendFailed); ok {
+		var conflict *eventlog.ConflictError
+		if in.Action.Create != nil && !fsm.InFlight(a.State) &&
+			errors.As(failed.Err, &conflict) && conflict.Stream == projection.SessionStream(in.Action.To) {
+			return Ready{}, fmt.Errorf("%w: %s", ErrSessionExists, in.Action.To)
+		}
 		if !retries(in, failed) {
 			return Ready{}, failed.Err
 		}
@@ -242,43 +269,34 @@ func Step(in Input) (Ready, error) {
 		return begin(in)
 	case fsm.Saved:
 		r := a.Restore
-		return hookIntent(in, func() string { return r.ID }, MatchHooks{Event: hookexec.SessionEnd, Value: string(r.EndReason), Session: r.From},
+		return hookIntent(in, func() string { return r.ID }, MatchHooks{Event: schema.HookSessionEnd, Value: string(r.EndReason), Session: r.From},
 			func(names []string) schema.Payload {
 				return &schema.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: names}
-			}, RunHooks{Event: hookexec.SessionEnd, Session: r.From, Reason: r.EndReason, FinalMessage: r.EndMessage, Error: r.EndError})
+			}, RunHooks{Event: schema.HookSessionEnd, Session: r.From, Reason: r.EndReason, FinalMessage: r.EndMessage, Error: r.EndError})
 	case fsm.Ending:
 		r := a.Restore
-		ran, ok := in.Outcome.(HooksRan)
-		if !ok {
-			ready := agentStep(in, r.ID, &schema.SessionEndHookRan{Session: r.From, Reason: r.EndReason,
-				Outcomes: interrupted(r.EndHooks), Interrupted: true})
-			ready.Effect = DropSessionHooks{Session: r.From} // it has ended all the same
-			return ready, nil
-		}
-		ready := agentStep(in, r.ID, &schema.SessionEndHookRan{Session: r.From, Reason: r.EndReason, Outcomes: ran.Outcomes})
-		ready.Effect = DropSessionHooks{Session: r.From}
+		ran, cut := hooksRan(in, r.EndHooks)
+		ready := agentStep(in, r.ID, &schema.SessionEndHookRan{Session: r.From, Reason: r.EndReason,
+			Outcomes: ran.Outcomes, Interrupted: cut})
+		ready.Effect = DropSessionHooks{Session: r.From} // it has ended, whatever its hooks did
 		return ready, nil
 	case fsm.Ended:
 		r := a.Restore
 		if r.To == "" {
 			return agentStep(in, r.ID, &schema.SessionClosed{Session: r.From}), nil
 		}
-		return load(in, r.ID, r.To, r.Source, r.From, r.InitialPrompt)
+		return load(in, Ready{}, r.ID, r.To, r.Source, r.From, r.InitialPrompt)
 	case fsm.Loaded:
 		r := a.Restore
-		return hookIntent(in, func() string { return r.ID }, MatchHooks{Event: hookexec.SessionStart, Value: string(r.Source), Session: r.To},
+		return hookIntent(in, func() string { return r.ID }, MatchHooks{Event: schema.HookSessionStart, Value: string(r.Source), Session: r.To},
 			func(names []string) schema.Payload {
 				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: names}
-			}, RunHooks{Event: hookexec.SessionStart, Session: r.To, Source: r.Source, InitialPrompt: r.InitialPrompt})
+			}, RunHooks{Event: schema.HookSessionStart, Session: r.To, Source: r.Source, InitialPrompt: r.InitialPrompt})
 	case fsm.Starting:
 		r := a.Restore
-		ran, ok := in.Outcome.(HooksRan)
-		if !ok {
-			return agentStep(in, r.ID, &schema.SessionStartHookRan{Session: r.To, Source: r.Source,
-				Outcomes: interrupted(r.StartHooks), Interrupted: true}), nil
-		}
-		return agentStep(in, r.ID, &schema.SessionStartHookRan{Session: r.To, Source: r.Source,
-			Outcomes: ran.Outcomes, Context: ran.Context, Env: ran.Env, EnvFile: ran.EnvFile}), nil
+		ran, cut := hooksRan(in, r.StartHooks)
+		return agentStep(in, r.ID, &schema.SessionStartHookRan{Session: r.To, Source: r.Source, Outcomes: ran.Outcomes,
+			Interrupted: cut, Context: ran.Context, Env: ran.Env, EnvFile: ran.EnvFile}), nil
 	case fsm.Started:
 		return inject(in)
 	case fsm.Stopping:
@@ -369,7 +387,7 @@ func begin(in Input) (Ready, error) {
 		if err := importing(in, act.To); err != nil {
 			return Ready{}, err
 		}
-		return load(in, in.NewID(), act.To, schema.SourceStartup, current, act.Prompt)
+		return load(in, Ready{}, in.NewID(), act.To, schema.SourceStartup, current, act.Prompt)
 	case Restore:
 		if act.To == "" || act.To == current {
 			return Ready{}, nil
@@ -383,21 +401,29 @@ func begin(in Input) (Ready, error) {
 		if err := importing(in, act.To); err != nil {
 			return Ready{}, err
 		}
-		return leave(in, &schema.SaveAttempted{From: current, To: act.To})
+		return leave(in, Ready{}, &schema.SaveAttempted{From: current, To: act.To})
 	case New, Fork:
 		source, reason := schema.SourceNew, schema.ReasonClear
 		if act.Kind == Fork {
 			source, reason = schema.SourceFork, schema.ReasonResume
 		}
-		if current == "" {
-			return load(in, in.NewID(), act.To, source, "", act.Prompt)
+		created, err := create(in)
+		if err != nil {
+			return Ready{}, err
 		}
-		return leave(in, &schema.SaveAttempted{From: current, To: act.To, Reason: reason, Source: source, Prompt: act.Prompt})
+		if current == "" {
+			return load(in, created, in.NewID(), act.To, source, "", act.Prompt)
+		}
+		return leave(in, created, &schema.SaveAttempted{From: current, To: act.To, Reason: reason, Source: source, Prompt: act.Prompt})
 	case Clear:
 		if current == "" {
 			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
 		}
-		return leave(in, &schema.SaveAttempted{From: current, To: act.To, Reason: schema.ReasonClear, Source: schema.SourceClear})
+		created, err := create(in)
+		if err != nil {
+			return Ready{}, err
+		}
+		return leave(in, created, &schema.SaveAttempted{From: current, To: act.To, Reason: schema.ReasonClear, Source: schema.SourceClear})
 	case End:
 		if !slices.Contains(EndReasons, act.Reason) {
 			return Ready{}, fmt.Errorf("%w: %q", ErrBadReason, act.Reason)
@@ -405,7 +431,7 @@ func begin(in Input) (Ready, error) {
 		if current == "" {
 			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
 		}
-		return leave(in, &schema.SaveAttempted{From: current, Reason: act.Reason, FinalMessage: act.FinalMessage, EndError: act.Error})
+		return leave(in, Ready{}, &schema.SaveAttempted{From: current, Reason: act.Reason, FinalMessage: act.FinalMessage, EndError: act.Error})
 	case Compact:
 		if current == "" {
 			return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
@@ -431,9 +457,10 @@ var EndReasons = []schema.Reason{schema.ReasonComplete, schema.ReasonError, sche
 	schema.ReasonClear, schema.ReasonResume}
 
 // leave is step 1 of leaving the current session: its pending messages and
-// SaveAttempted in one atomic append. If that append failed, SaveAttempted
-// records why, alone, and the messages stay pending.
-func leave(in Input, attempt *schema.SaveAttempted) (Ready, error) {
+// SaveAttempted in one atomic append, after created, the session the
+// action creates, if any. If that append failed, SaveAttempted records
+// why, with created but without the messages, which stay pending.
+func leave(in Input, created Ready, attempt *schema.SaveAttempted) (Ready, error) {
 	rid := in.NewID()
 	from := in.Sessions[attempt.From]
 	if attempt.FinalMessage == "" && from != nil {
@@ -445,13 +472,13 @@ func leave(in Input, attempt *schema.SaveAttempted) (Ready, error) {
 			why = failed.Err.Error()
 		}
 		attempt.Error = why
-		ready := agentStep(in, rid, attempt)
-		ready.Warning = "save before restore failed; messages stay pending: " + why
+		ready := withAgentStep(in, created, rid, attempt)
+		ready.Report.Warning = "save before restore failed; messages stay pending: " + why
 		return ready, nil
 	}
-	ready := Ready{}
+	ready := created
 	if len(from.Pending) > 0 {
-		ready = messages(in.Now, from, nil)
+		ready = join(ready, messages(in.Now, from, nil))
 		attempt.Saved = len(from.Pending)
 	}
 	return withAgentStep(in, ready, rid, attempt), nil
@@ -469,13 +496,51 @@ func lastAssistant(s *Session) string {
 }
 
 // load records that session id became current through source; prompt is
-// the first prompt the host gave, for SessionStart hooks.
-func load(in Input, rid, id string, source schema.Source, from, prompt string) (Ready, error) {
-	s := in.Sessions[id]
-	if s == nil {
+// the first prompt the host gave, for SessionStart hooks. When the action
+// creates id, created writes it, in the same append.
+func load(in Input, created Ready, rid, id string, source schema.Source, from, prompt string) (Ready, error) {
+	loaded := &schema.SessionLoaded{Session: id, Source: source, From: from, Prompt: prompt}
+	if c := in.Action.Create; c != nil && len(created.Records) > 0 {
+		loaded.Messages, loaded.Head = len(c.Messages), uint64(len(created.Records))
+	} else if s := in.Sessions[id]; s != nil {
+		loaded.Messages, loaded.Head = s.Messages, s.Head
+	} else {
 		return Ready{}, fmt.Errorf("load %s for restore %s: %w: %s", id, rid, ErrSessionNotFound, id)
 	}
-	return agentStep(in, rid, &schema.SessionLoaded{Session: id, Source: source, From: from, Messages: s.Messages, Head: s.Head, Prompt: prompt}), nil
+	return withAgentStep(in, created, rid, loaded), nil
+}
+
+// create is the Ready that writes the session the action creates, if any:
+// its SessionCreated and a fork's copied messages, on a stream that must
+// be empty. An id that is taken, even by a deleted session, is refused.
+func create(in Input) (Ready, error) {
+	act := in.Action
+	c := act.Create
+	if c == nil {
+		if in.Sessions[act.To] == nil {
+			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, act.To)
+		}
+		return Ready{}, nil
+	}
+	if in.Sessions[act.To] != nil {
+		return Ready{}, fmt.Errorf("%w: %s", ErrSessionExists, act.To)
+	}
+	stream := projection.SessionStream(act.To)
+	ready := Ready{Expect: []eventlog.Expect{{Stream: stream}}}
+	ready = add(ready, stream, &schema.SessionCreated{ID: act.To, Cwd: c.Cwd, Parent: c.Parent, ForkPoint: c.ForkPoint}, in.Now, "")
+	for _, m := range c.Messages {
+		ready = add(ready, stream, &schema.MessageAppended{Message: m}, in.Now, "")
+	}
+	return ready, nil
+}
+
+// join is a Ready that appends a's records, then b's, in one append.
+func join(a, b Ready) Ready {
+	a.Expect = append(a.Expect, b.Expect...)
+	a.Records = append(a.Records, b.Records...)
+	a.Payloads = append(a.Payloads, b.Payloads...)
+	a.Saves = append(a.Saves, b.Saves...)
+	return a
 }
 
 // hookIntent is a hook phase's first half: which hooks would run, then the
@@ -486,7 +551,7 @@ func hookIntent(in Input, rid func() string, match MatchHooks, intent func([]str
 	if !ok {
 		return Ready{Effect: match}, nil
 	}
-	ready := agentStep(in, rid(), intent(hookexec.Names(matched.Hooks)))
+	ready := agentStep(in, rid(), intent(matched.Hooks))
 	run.Hooks = matched.Hooks
 	ready.Effect = run
 	return ready, nil
@@ -510,18 +575,18 @@ func inject(in Input) (Ready, error) {
 		// Another process deleted it while its hooks ran: nothing is
 		// written after a tombstone, and the restore ends.
 		ready := agentStep(in, r.ID, done)
-		ready.Warning = "session " + r.To + " was deleted during the restore; its context was not injected"
+		ready.Report.Warning = "session " + r.To + " was deleted during the restore; its context was not injected"
 		return ready, nil
 	}
 	msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
-		Content: []schema.Block{{Type: "text", Text: Reminder(hookexec.SessionStart, r.Context)}}}
+		Content: []schema.Block{{Type: "text", Text: Reminder(schema.HookSessionStart, r.Context)}}}
 	done.MessageUUID = msg.UUID
 	return withAgentStep(in, messages(in.Now, s, &msg), r.ID, done), nil
 }
 
 // Reminder wraps the context hooks of event gave the way the model expects
 // to see it.
-func Reminder(event hookexec.Event, context string) string {
+func Reminder(event schema.HookEvent, context string) string {
 	return "<system-reminder>\n" + string(event) + " hook additional context: " + context + "\n</system-reminder>"
 }
 
@@ -540,13 +605,13 @@ func compact(in Input, id string) (Ready, error) {
 	matched, ok := in.Outcome.(HooksMatched)
 	switch {
 	case !ok:
-		return Ready{Effect: MatchHooks{Event: hookexec.PreCompact, Value: trigger, Session: id}}, nil
+		return Ready{Effect: MatchHooks{Event: schema.HookPreCompact, Value: trigger, Session: id}}, nil
 	case len(matched.Hooks) == 0:
 		return compaction(in, id, in.NewID(), act.Summary)
 	}
 	ready := agentStep(in, in.NewID(), &schema.PreCompactHookStarted{Session: id, Trigger: trigger,
-		Instructions: act.Instructions, Summary: act.Summary, Hooks: hookexec.Names(matched.Hooks)})
-	ready.Effect = RunHooks{Event: hookexec.PreCompact, Session: id, Hooks: matched.Hooks, Trigger: trigger, Instructions: act.Instructions}
+		Instructions: act.Instructions, Summary: act.Summary, Hooks: matched.Hooks})
+	ready.Effect = RunHooks{Event: schema.HookPreCompact, Session: id, Hooks: matched.Hooks, Trigger: trigger, Instructions: act.Instructions}
 	return ready, nil
 }
 
@@ -555,21 +620,15 @@ func compact(in Input, id string) (Ready, error) {
 // compaction follows.
 func preCompacted(in Input) (Ready, error) {
 	r := in.Agent.Restore
-	ran, ok := in.Outcome.(HooksRan)
+	ran, cut := hooksRan(in, r.PreCompactHooks)
 	if gone(in, r.To) {
-		step := &schema.PreCompactHookRan{Session: r.To, Outcomes: ran.Outcomes, Blocked: true,
-			Reason: "session " + r.To + " was deleted", Deleted: true}
-		if !ok {
-			step.Outcomes, step.Interrupted = interrupted(r.PreCompactHooks), true
-		}
-		return deletedStep(in, r.ID, r.To, step), nil
+		return deletedStep(in, r.ID, r.To, &schema.PreCompactHookRan{Session: r.To, Outcomes: ran.Outcomes, Interrupted: cut,
+			Blocked: true, Reason: "session " + r.To + " was deleted", Deleted: true}), nil
 	}
-	if !ok {
-		return agentStep(in, r.ID, &schema.PreCompactHookRan{Session: r.To, Outcomes: interrupted(r.PreCompactHooks), Interrupted: true}), nil
-	}
-	ready := agentStep(in, r.ID, &schema.PreCompactHookRan{Session: r.To, Outcomes: ran.Outcomes, Blocked: ran.Blocked, Reason: ran.Reason})
+	ready := agentStep(in, r.ID, &schema.PreCompactHookRan{Session: r.To, Outcomes: ran.Outcomes, Interrupted: cut,
+		Blocked: ran.Blocked, Reason: ran.Reason})
 	if ran.Blocked {
-		ready.Blocked = ran.Reason
+		ready.Report.Blocked = ran.Reason
 	}
 	return ready, nil
 }
@@ -612,15 +671,15 @@ func compaction(in Input, id, rid, summaryText string) (Ready, error) {
 func prompt(in Input, id string) (Ready, error) {
 	matched, ok := in.Outcome.(HooksMatched)
 	if !ok {
-		return Ready{Effect: MatchHooks{Event: hookexec.UserPromptSubmit, Session: id}}, nil
+		return Ready{Effect: MatchHooks{Event: schema.HookUserPromptSubmit, Session: id}}, nil
 	}
 	if len(matched.Hooks) == 0 {
 		return keepPrompt(in, id, in.Action.Prompt, "", nil, nil)
 	}
 	promptID := in.NewID()
 	ready := agentStep(in, in.NewID(), &schema.PromptHookStarted{Session: id, Prompt: in.Action.Prompt,
-		PromptID: promptID, Hooks: hookexec.Names(matched.Hooks)})
-	ready.Effect = RunHooks{Event: hookexec.UserPromptSubmit, Session: id, Hooks: matched.Hooks,
+		PromptID: promptID, Hooks: matched.Hooks})
+	ready.Effect = RunHooks{Event: schema.HookUserPromptSubmit, Session: id, Hooks: matched.Hooks,
 		Prompt: in.Action.Prompt, PromptID: promptID}
 	return ready, nil
 }
@@ -631,20 +690,17 @@ func prompt(in Input, id string) (Ready, error) {
 // learns it from the log and may submit again.
 func prompted(in Input) (Ready, error) {
 	pr := in.Agent.Prompt
-	ran, ok := in.Outcome.(HooksRan)
+	ran, cut := hooksRan(in, pr.Hooks)
 	if gone(in, pr.Session) {
-		step := &schema.PromptHookRan{Session: pr.Session, Outcomes: ran.Outcomes, Deleted: true}
-		if !ok {
-			step.Outcomes, step.Interrupted = interrupted(pr.Hooks), true
-		}
-		return deletedStep(in, pr.ID, pr.Session, step), nil
+		return deletedStep(in, pr.ID, pr.Session, &schema.PromptHookRan{Session: pr.Session, Outcomes: ran.Outcomes,
+			Interrupted: cut, Deleted: true}), nil
 	}
 	switch {
-	case !ok:
-		return agentStep(in, pr.ID, &schema.PromptHookRan{Session: pr.Session, Outcomes: interrupted(pr.Hooks), Interrupted: true}), nil
+	case cut:
+		return agentStep(in, pr.ID, &schema.PromptHookRan{Session: pr.Session, Outcomes: ran.Outcomes, Interrupted: true}), nil
 	case ran.Blocked:
 		ready := agentStep(in, pr.ID, &schema.PromptHookRan{Session: pr.Session, Outcomes: ran.Outcomes, Blocked: true, Reason: ran.Reason})
-		ready.Prompted = &PromptResult{Session: pr.Session, Blocked: true, Reason: ran.Reason, Outcomes: ran.Outcomes}
+		ready.Report.Prompted = &PromptResult{Session: pr.Session, Blocked: true, Reason: ran.Reason, Outcomes: ran.Outcomes}
 		return ready, nil
 	}
 	step := &schema.PromptHookRan{Session: pr.Session, Outcomes: ran.Outcomes, Context: ran.Context}
@@ -665,7 +721,7 @@ func keepPrompt(in Input, id, text, context string, outcomes []schema.HookOutcom
 	ready := messages(in.Now, s, &msg)
 	if context != "" {
 		meta := schema.Message{UUID: in.NewID(), ParentUUID: msg.UUID, Role: "user", IsMeta: true, Timestamp: in.Now,
-			Content: []schema.Block{{Type: "text", Text: Reminder(hookexec.UserPromptSubmit, context)}}}
+			Content: []schema.Block{{Type: "text", Text: Reminder(schema.HookUserPromptSubmit, context)}}}
 		ready = add(ready, projection.SessionStream(id), &schema.MessageAppended{Message: meta}, in.Now, "")
 		result.ContextUUID = meta.UUID
 	}
@@ -673,7 +729,7 @@ func keepPrompt(in Input, id, text, context string, outcomes []schema.HookOutcom
 		step.MessageUUID, step.ContextUUID = result.MessageUUID, result.ContextUUID
 		ready = withAgentStep(in, ready, in.Agent.Prompt.ID, step)
 	}
-	ready.Prompted = result
+	ready.Report.Prompted = result
 	return ready, nil
 }
 
@@ -683,14 +739,14 @@ func stop(in Input, id string) (Ready, error) {
 	a := in.Agent
 	if a.StopBlocks >= in.StopCap {
 		ready := agentStep(in, in.NewID(), &schema.StopHookStarted{Session: id, Active: true, Capped: true, StopReason: in.Action.StopReason})
-		ready.Warning = fmt.Sprintf("stop hook cap reached: %d consecutive stops were blocked", a.StopBlocks)
+		ready.Report.Warning = fmt.Sprintf("stop hook cap reached: %d consecutive stops were blocked", a.StopBlocks)
 		return ready, nil
 	}
 	active := a.StopBlocks > 0
-	return hookIntent(in, in.NewID, MatchHooks{Event: hookexec.Stop, Session: id},
+	return hookIntent(in, in.NewID, MatchHooks{Event: schema.HookStop, Session: id},
 		func(names []string) schema.Payload {
 			return &schema.StopHookStarted{Session: id, Active: active, Hooks: names, StopReason: in.Action.StopReason}
-		}, RunHooks{Event: hookexec.Stop, Session: id, StopActive: active, StopReason: in.Action.StopReason})
+		}, RunHooks{Event: schema.HookStop, Session: id, StopActive: active, StopReason: in.Action.StopReason})
 }
 
 // stopped records the end of a Stop: its outcomes, with the reason of a
@@ -698,29 +754,25 @@ func stop(in Input, id string) (Ready, error) {
 // rolling forward, that its hooks were interrupted.
 func stopped(in Input) (Ready, error) {
 	st := in.Agent.Stop
-	ran, ok := in.Outcome.(HooksRan)
+	ran, cut := hooksRan(in, st.Hooks)
 	if gone(in, st.Session) {
-		step := &schema.StopHookRan{Session: st.Session, Outcomes: ran.Outcomes, Deleted: true}
-		if !ok {
-			step.Outcomes, step.Interrupted = interrupted(st.Hooks), !st.Capped
-		}
-		return deletedStep(in, st.ID, st.Session, step), nil
+		return deletedStep(in, st.ID, st.Session, &schema.StopHookRan{Session: st.Session, Outcomes: ran.Outcomes,
+			Interrupted: cut && !st.Capped, Deleted: true}), nil
 	}
 	switch {
-	case !ok && in.Action.Kind == Stop && st.Capped:
+	case cut && in.Action.Kind == Stop && st.Capped:
 		why := fmt.Sprintf("%d consecutive stops were blocked; the hooks are not asked again until a stop is not blocked", in.Agent.StopBlocks)
 		ready := agentStep(in, st.ID, &schema.StopHookRan{Session: st.Session, Capped: why})
-		ready.Stopped = &StopResult{Session: st.Session, Capped: true, Reason: why}
+		ready.Report.Stopped = &StopResult{Session: st.Session, Capped: true, Reason: why}
 		return ready, nil
-	case !ok:
-		return agentStep(in, st.ID, &schema.StopHookRan{Session: st.Session,
-			Outcomes: interrupted(st.Hooks), Interrupted: true}), nil
+	case cut:
+		return agentStep(in, st.ID, &schema.StopHookRan{Session: st.Session, Outcomes: ran.Outcomes, Interrupted: true}), nil
 	}
 	ranStep := &schema.StopHookRan{Session: st.Session, Outcomes: ran.Outcomes, Blocked: ran.Blocked, Reason: ran.Reason}
 	result := &StopResult{Session: st.Session, Blocked: ran.Blocked, Reason: ran.Reason, Outcomes: ran.Outcomes}
 	if !ran.Blocked {
 		ready := agentStep(in, st.ID, ranStep)
-		ready.Stopped = result
+		ready.Report.Stopped = result
 		return ready, nil
 	}
 	s := in.Sessions[st.Session]
@@ -731,7 +783,7 @@ func stopped(in Input) (Ready, error) {
 		Content: []schema.Block{{Type: "text", Text: "Stop hook feedback:\n" + ran.Reason}}}
 	ranStep.MessageUUID, result.MessageUUID = msg.UUID, msg.UUID
 	ready := withAgentStep(in, messages(in.Now, s, &msg), st.ID, ranStep)
-	ready.Stopped = result
+	ready.Report.Stopped = result
 	return ready, nil
 }
 
@@ -813,20 +865,24 @@ func gone(in Input, id string) bool {
 // agent's stream alone: nothing is written after a tombstone.
 func deletedStep(in Input, rid, id string, p schema.Payload) Ready {
 	ready := agentStep(in, rid, p)
-	ready.Deleted = id
-	ready.Warning = "session " + id + " was deleted while a step on it was in flight; the step ended without writing to it"
+	ready.Report.Deleted = id
+	ready.Report.Warning = "session " + id + " was deleted while a step on it was in flight; the step ended without writing to it"
 	return ready
 }
 
-// interrupted is the outcome of hooks whose intent was recorded by a
-// process that died before recording what they did.
-func interrupted(names []string) []schema.HookOutcome {
-	if len(names) == 0 {
-		return nil
+// hooksRan is what the hooks an intent named did: the outcome the shell
+// fed back, or, when there is none because the process that ran them
+// died, each hook marked interrupted, and cut true. Every step that closes
+// an intent records it, so that hooks never run twice.
+func hooksRan(in Input, names []string) (ran HooksRan, cut bool) {
+	if ran, ok := in.Outcome.(HooksRan); ok {
+		return ran, false
 	}
-	out := make([]schema.HookOutcome, len(names))
-	for i, n := range names {
-		out[i] = schema.HookOutcome{Name: n, Status: schema.HookInterrupted}
+	if len(names) > 0 {
+		ran.Outcomes = make([]schema.HookOutcome, len(names))
+		for i, n := range names {
+			ran.Outcomes[i] = schema.HookOutcome{Name: n, Status: schema.HookInterrupted}
+		}
 	}
-	return out
+	return ran, true
 }

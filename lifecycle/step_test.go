@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// walk drives act on agent to its end with made-up outcomes, calling check
-// before each Step with the Input it is about to use.
+// walk drives act on agent to its end through a Driver, with made-up
+// outcomes, calling check before each step with the Input it steps from.
+// The sessions' streams are not written: their heads only count.
 func walk(t *testing.T, agent *projection.Agent, sessions map[string]*lifecycle.Session, act lifecycle.Action, check func(lifecycle.Input)) {
 	t.Helper()
 	ids := 0
@@ -22,34 +22,31 @@ func walk(t *testing.T, agent *projection.Agent, sessions map[string]*lifecycle.
 	for id, s := range sessions {
 		heads[projection.SessionStream(id)] = s.Head
 	}
-	in := lifecycle.Input{Agent: agent, Action: act, Sessions: sessions, Now: 7, StopCap: 8,
-		NewID: func() string { ids++; return "id" + strconv.Itoa(ids) }}
+	d := lifecycle.NewDriver(agent, act, func() string { ids++; return "id" + strconv.Itoa(ids) }, 8)
 	for range 50 {
-		check(in)
-		ready, err := lifecycle.Step(in)
+		if d.Done() {
+			return
+		}
+		check(d.Input(sessions, 7))
+		ready, err := d.Ready(sessions, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, rec := range ready.Records {
-			heads[rec.Stream]++
-			if rec.Stream != projection.AgentStream(agent.ID) {
-				continue
+		if len(ready.Records) > 0 {
+			evs := make([]eventlog.Event, len(ready.Records))
+			for i, rec := range ready.Records {
+				heads[rec.Stream]++
+				evs[i] = eventlog.Event{Stream: rec.Stream, Seq: heads[rec.Stream], Type: rec.Type, RestoreID: rec.RestoreID}
 			}
-			ev := eventlog.Event{Stream: rec.Stream, Seq: heads[rec.Stream], Type: rec.Type, RestoreID: rec.RestoreID}
-			if err := agent.ApplyDecoded(ev, ready.Payloads[i]); err != nil {
+			if err := d.Appended(ready, evs); err != nil {
 				t.Fatal(err)
 			}
 		}
-		in.Outcome = nil
 		switch ready.Effect.(type) {
-		case nil:
-			if agent.State == "active" || agent.State == "idle" {
-				return
-			}
 		case lifecycle.MatchHooks:
-			in.Outcome = lifecycle.HooksMatched{Hooks: []hookexec.Hook{{Name: "h"}}}
+			d.Performed(lifecycle.HooksMatched{Hooks: []string{"h"}})
 		case lifecycle.RunHooks:
-			in.Outcome = lifecycle.HooksRan{Outcomes: []schema.HookOutcome{{Name: "h", Status: schema.HookOK}}, Context: "c"}
+			d.Performed(lifecycle.HooksRan{Outcomes: []schema.HookOutcome{{Name: "h", Status: schema.HookOK}}, Context: "c"})
 		}
 	}
 	t.Fatal("the action did not end in 50 steps")
@@ -132,7 +129,7 @@ func TestStopBlockIsTriedAgainAfterAConflict(t *testing.T) {
 	ids := 0
 	in := lifecycle.Input{Agent: agent, Action: lifecycle.Action{Kind: lifecycle.Stop}, Sessions: sessions, Now: 1, StopCap: 8,
 		NewID: func() string { ids++; return "s" + strconv.Itoa(ids) }}
-	in.Outcome = lifecycle.HooksMatched{Hooks: []hookexec.Hook{{Name: "checker"}}}
+	in.Outcome = lifecycle.HooksMatched{Hooks: []string{"checker"}}
 	ready, err := lifecycle.Step(in)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +145,7 @@ func TestStopBlockIsTriedAgainAfterAConflict(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a conflict on the session ended the Stop: %v", err)
 	}
-	if ready.Stopped == nil || !ready.Stopped.Blocked || len(ready.Records) != 2 {
-		t.Fatalf("after the conflict: %d records, result %+v; want the feedback message and the blocked outcome", len(ready.Records), ready.Stopped)
+	if ready.Report.Stopped == nil || !ready.Report.Stopped.Blocked || len(ready.Records) != 2 {
+		t.Fatalf("after the conflict: %d records, result %+v; want the feedback message and the blocked outcome", len(ready.Records), ready.Report.Stopped)
 	}
 }
