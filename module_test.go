@@ -37,6 +37,42 @@ func TestFileStoreLinksNoDatabaseDriver(t *testing.T) {
 	}
 }
 
+// TestCoreDependsOnNoIO checks that the functional core and the store
+// contract link nothing that runs processes, handles signals, opens
+// network connections or touches a backend: dependencies point from the
+// Engine and the backends to the core, never back.
+func TestCoreDependsOnNoIO(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	core := []string{"./schema", "./fsm", "./lifecycle", "./projection", "./eventlog"}
+	denied := func(dep string) bool {
+		switch {
+		case dep == "os/exec", dep == "os/signal", dep == "net", strings.HasPrefix(dep, "net/"):
+			return true
+		case strings.HasPrefix(dep, "go.etcd.io/bbolt"), strings.Contains(dep, "jackc/pgx"):
+			return true
+		}
+		return strings.HasSuffix(dep, "/reprise/hookexec")
+	}
+	for _, pkg := range core {
+		out, err := exec.Command(gobin, "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		deps := strings.Fields(string(out))
+		if !contains(deps, "github.com/reprise-dev/reprise/"+strings.TrimPrefix(pkg, "./")) {
+			t.Fatalf("go list -deps %s did not list the package itself: %q", pkg, deps)
+		}
+		for _, d := range deps {
+			if denied(d) {
+				t.Errorf("%s depends on %s", pkg, d)
+			}
+		}
+	}
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
