@@ -1,0 +1,149 @@
+package scenario
+
+import (
+	"cmp"
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/reprise-dev/reprise"
+)
+
+// agentOf opens the agent named by d's first argument, rolling forward a
+// step left in flight; a failure there is the harness's.
+func (w *World) agentOf(ctx context.Context, t *testing.T, d *datadriven.TestData) *reprise.Agent {
+	t.Helper()
+	a, err := w.e.Agent(ctx, w.arg(t, d, 0))
+	if err != nil {
+		t.Fatalf("%s: agent %s: %v", w.where, w.arg(t, d, 0), err)
+	}
+	return a
+}
+
+// agent opens an agent, rolling forward what a dead process left in
+// flight, and prints its current session.
+//
+//	agent ide
+func (w *World) agent(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	a, err := w.e.Agent(ctx, w.arg(t, d, 0))
+	if err != nil {
+		return nil, err
+	}
+	return []string{"current=" + a.Current()}, nil
+}
+
+// start is the startup restore of a session, with the host's first prompt
+// for SessionStart hooks.
+//
+//	start ide a prompt=(fix the flaky test)
+func (w *World) start(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return restored(w.agentOf(ctx, t, d).Start(ctx, w.arg(t, d, 1), reprise.WithInitialPrompt(opt(d, "prompt"))))
+}
+
+// restore is the runtime restore from the agent's current session.
+//
+//	restore ide b
+func (w *World) restore(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return restored(w.agentOf(ctx, t, d).Restore(ctx, w.arg(t, d, 1)))
+}
+
+// newSession makes a fresh session with the given id current.
+//
+//	new ide n1 cwd=/src/other prompt=(write the release notes)
+func (w *World) newSession(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return restored(w.agentOf(ctx, t, d).New(ctx, w.arg(t, d, 1), cmp.Or(opt(d, "cwd"), w.cwd()),
+		reprise.WithInitialPrompt(opt(d, "prompt"))))
+}
+
+// clear ends the current session and makes a fresh one current.
+//
+//	clear ide
+func (w *World) clear(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return restored(w.agentOf(ctx, t, d).Clear(ctx))
+}
+
+// fork makes a copy of a session, up to a message, current.
+//
+//	fork ide a upto=u3
+func (w *World) fork(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return restored(w.agentOf(ctx, t, d).Fork(ctx, w.arg(t, d, 1), opt(d, "upto")))
+}
+
+// compact compacts the current session; the input is the summary.
+//
+//	compact ide trigger=auto instructions=(keep the decisions)
+//	we discussed a question
+func (w *World) compact(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return restored(w.agentOf(ctx, t, d).Compact(ctx, w.text(t, d),
+		reprise.WithTrigger(opt(d, "trigger")), reprise.WithInstructions(opt(d, "instructions"))))
+}
+
+// end ends the current session for a reason.
+//
+//	end ide user_exit final=bye
+func (w *World) end(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return restored(w.agentOf(ctx, t, d).End(ctx, reprise.Reason(w.arg(t, d, 1)),
+		reprise.EndOptions{FinalMessage: opt(d, "final"), Error: opt(d, "error")}))
+}
+
+// stop runs the Stop hooks at the end of a turn and prints what they
+// decided.
+//
+//	stop ide reason=end_turn
+func (w *World) stop(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	res, err := w.agentOf(ctx, t, d).Stop(ctx, reprise.WithStopReason(opt(d, "reason")))
+	if err != nil {
+		return nil, err
+	}
+	return printf("blocked=%v capped=%v reason=%q", res.Blocked, res.Capped, res.Reason), nil
+}
+
+// prompt submits the input as the user's prompt and prints what the
+// UserPromptSubmit hooks decided.
+//
+//	prompt ide
+//	why does the test flake?
+func (w *World) prompt(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	res, err := w.agentOf(ctx, t, d).Prompt(ctx, w.text(t, d))
+	if err != nil {
+		return nil, err
+	}
+	return printf("blocked=%v reason=%q context=%q", res.Blocked, res.Reason, res.Context), nil
+}
+
+// restored prints what the hooks of the agent's last restore returned for
+// the host.
+//
+//	restored ide
+func (w *World) restored(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	h := w.agentOf(ctx, t, d).History()
+	if len(h) == 0 {
+		return []string{"(no restore)"}, nil
+	}
+	r := h[len(h)-1]
+	return printf("config=%s suppress=%v prompt=%q", r.ModifiedConfig, r.SuppressOutput, r.InitialPrompt), nil
+}
+
+// reopen closes the Engine, if it did not crash, and opens a new one over
+// the same store and files, as a new process would; stopcap sets its cap
+// of consecutive blocked stops.
+//
+//	reopen stopcap=2
+func (w *World) reopen(_ context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	if w.e != nil {
+		if err := w.e.Close(); err != nil {
+			return nil, err
+		}
+	}
+	if limit := opt(d, "stopcap"); limit != "" {
+		n, err := strconv.Atoi(limit)
+		if err != nil {
+			t.Fatalf("%s: stopcap: %v", w.where, err)
+		}
+		w.stopCap = n
+	}
+	w.open()
+	return nil, nil
+}

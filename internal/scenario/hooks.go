@@ -1,0 +1,226 @@
+package scenario
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// hook registers a hook of an event; the input is its command, which is
+// also its name. The scripted runner plays status (ok by default) and the
+// rest; the real runner runs the command, which must do the same. With
+// scoped=SESSION it is a session-scoped hook, with id, error and once as
+// Claude Code's options, and prints its id.
+//
+//	hook SessionStart matcher=startup|resume context=(on branch main)
+//	echo 'on branch main'
+//
+// Options: matcher, status (ok, failed, timeout, ...), context, block
+// (the reason a Stop, UserPromptSubmit or PreCompact hook blocks with),
+// summary, cleanup (";"-separated), config (JSON), suppress=true,
+// timeout (a duration), scoped, id, error, once=true.
+func (w *World) hook(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	line := w.text(t, d)
+	m, err := hookexec.ParseMatcher(opt(d, "matcher"))
+	if err != nil {
+		return nil, err
+	}
+	h := hookexec.Hook{Event: hookexec.Event(w.arg(t, d, 0)), Name: line, Source: "scenario", Matcher: m,
+		Body: hookexec.Command{Line: line}}
+	if timeout := opt(d, "timeout"); timeout != "" {
+		if h.Timeout, err = time.ParseDuration(timeout); err != nil {
+			t.Fatalf("%s: timeout: %v", w.where, err)
+		}
+	}
+	w.scripts[line] = hookScript{status: cmp.Or(opt(d, "status"), schema.HookOK), context: opt(d, "context"),
+		block: opt(d, "block"), summary: opt(d, "summary"), cleanup: opt(d, "cleanup"), config: opt(d, "config"),
+		suppress: opt(d, "suppress") == "true"}
+	if id := opt(d, "scoped"); id != "" {
+		hid, err := w.e.AddSessionHookWith(id, h, hookexec.ScopedOptions{ID: opt(d, "id"), ErrorMessage: opt(d, "error"),
+			Once: opt(d, "once") == "true", OnSuccess: func(o schema.HookOutcome) {
+				w.journal.add("  on success " + o.Name)
+			}})
+		return []string{"hook " + hid}, err
+	}
+	return nil, w.hooks.Add(h)
+}
+
+// unhook removes a session-scoped hook by its id and prints whether it was
+// there.
+//
+//	unhook b my-hook
+func (w *World) unhook(_ context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return printf("removed %v", w.e.RemoveSessionHook(w.arg(t, d, 0), w.arg(t, d, 1))), nil
+}
+
+// scopedHooks lists a session's scoped hooks, of one event or of all.
+//
+//	hooks b event=SessionStart
+func (w *World) scopedHooks(_ context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	var out []string
+	for _, sh := range w.e.SessionHooks(w.arg(t, d, 0), hookexec.Event(opt(d, "event"))) {
+		out = append(out, fmt.Sprintf("%s %s %s once=%v", sh.ID, sh.Hook.Event, sh.Hook.Name, sh.Options.Once))
+	}
+	return out, nil
+}
+
+// hookScript is what the scripted runner makes a hook do.
+type hookScript struct {
+	status   string
+	context  string // SessionStart: the context it returns
+	block    string // Stop: the reason it blocks with
+	summary  string // SessionEnd
+	cleanup  string // SessionEnd, ";"-separated
+	config   string // SessionStart: modifiedConfig, as JSON
+	suppress bool   // SessionEnd: suppressOutput
+}
+
+// scriptedRunner is the in-memory twin of hookexec.Exec: it plays each
+// hook's scripted outcome, keeping Exec's contract (one outcome per hook in
+// the hooks' order, context joined from the hooks that succeeded, a Stop
+// blocked when any hook blocked).
+type scriptedRunner struct{ scripts map[string]hookScript }
+
+func (s scriptedRunner) outcomes(ctx context.Context, hooks []hookexec.Hook) ([]schema.HookOutcome, []string) {
+	if len(hooks) == 0 {
+		return nil, nil
+	}
+	out := make([]schema.HookOutcome, len(hooks))
+	texts := make([]string, len(hooks))
+	for i, h := range hooks {
+		sc := s.scripts[h.Name]
+		o := schema.HookOutcome{Name: h.Name, Source: h.Source, Status: cmp.Or(sc.status, schema.HookOK)}
+		if err := ctx.Err(); err != nil { // cut short, as Exec cuts a hook short
+			o.Status, o.Error = schema.HookCancelled, err.Error()
+			out[i] = o
+			continue
+		}
+		if o.Status == schema.HookOK {
+			texts[i] = sc.context
+			o.Summary = sc.summary
+			o.Config = []byte(sc.config)
+			o.Suppress = sc.suppress
+			if sc.cleanup != "" {
+				o.Cleanup = strings.Split(sc.cleanup, ";")
+			}
+			if sc.block != "" {
+				o.Decision, o.Reason, texts[i] = "block", sc.block, sc.block
+			}
+		} else {
+			o.Error = "scripted " + o.Status
+		}
+		o.ContextLen = len(texts[i])
+		out[i] = o
+	}
+	return out, texts
+}
+
+func joinTexts(texts []string) string {
+	var kept []string
+	for _, t := range texts {
+		if t != "" {
+			kept = append(kept, t)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+func (s scriptedRunner) SessionStart(ctx context.Context, hooks []hookexec.Hook, _ hookexec.SessionStartInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, string) {
+	out, texts := s.outcomes(ctx, hooks)
+	return out, joinTexts(texts)
+}
+
+func (s scriptedRunner) SessionEnd(ctx context.Context, hooks []hookexec.Hook, _ hookexec.SessionEndInput, _ hookexec.CommandEnv) []schema.HookOutcome {
+	out, _ := s.outcomes(ctx, hooks)
+	return out
+}
+
+func (s scriptedRunner) Prompt(ctx context.Context, hooks []hookexec.Hook, _ hookexec.PromptInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
+	out, texts := s.outcomes(ctx, hooks)
+	reasons := make([]string, len(texts))
+	blocked := false
+	for i, o := range out {
+		if o.Decision == "block" {
+			blocked, reasons[i], texts[i] = true, texts[i], ""
+		}
+	}
+	return out, blocked, joinTexts(reasons), joinTexts(texts)
+}
+
+func (s scriptedRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, _ hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+	return s.Stop(ctx, hooks, hookexec.StopInput{}, env)
+}
+
+func (s scriptedRunner) Stop(ctx context.Context, hooks []hookexec.Hook, _ hookexec.StopInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+	out, texts := s.outcomes(ctx, hooks)
+	blocked := false
+	for i, o := range out {
+		if o.Decision == "block" {
+			blocked = true
+		} else {
+			texts[i] = ""
+		}
+	}
+	return out, blocked, joinTexts(texts)
+}
+
+// recordingRunner notes every run, in the form scenarios print, before
+// passing it on: the proof that a hook ran, and ran once.
+type recordingRunner struct {
+	inner   hookexec.Runner
+	journal *journal
+}
+
+func (r *recordingRunner) note(event hookexec.Event, session, value string, hooks []hookexec.Hook) {
+	names := strings.Join(hookexec.Names(hooks), ",")
+	if names == "" {
+		names = "none" // as the intent line says it
+	}
+	r.journal.add(fmt.Sprintf("  run %s session=%s %s hooks=%s", event, session, value, names))
+}
+
+func (r *recordingRunner) SessionStart(ctx context.Context, hooks []hookexec.Hook, in hookexec.SessionStartInput, env hookexec.CommandEnv) ([]schema.HookOutcome, string) {
+	value := "source=" + string(in.Source)
+	if in.InitialPrompt != "" {
+		value += fmt.Sprintf(" initialPrompt=%q", in.InitialPrompt)
+	}
+	r.note(hookexec.SessionStart, in.SessionID, value, hooks)
+	return r.inner.SessionStart(ctx, hooks, in, env)
+}
+
+func (r *recordingRunner) SessionEnd(ctx context.Context, hooks []hookexec.Hook, in hookexec.SessionEndInput, env hookexec.CommandEnv) []schema.HookOutcome {
+	value := "reason=" + string(in.Reason)
+	if in.FinalMessage != "" {
+		value += fmt.Sprintf(" finalMessage=%q", in.FinalMessage)
+	}
+	r.note(hookexec.SessionEnd, in.SessionID, value, hooks)
+	return r.inner.SessionEnd(ctx, hooks, in, env)
+}
+
+func (r *recordingRunner) Prompt(ctx context.Context, hooks []hookexec.Hook, in hookexec.PromptInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
+	r.note(hookexec.UserPromptSubmit, in.SessionID, fmt.Sprintf("prompt=%q", in.Prompt), hooks)
+	return r.inner.Prompt(ctx, hooks, in, env)
+}
+
+func (r *recordingRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, in hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+	r.note(hookexec.PreCompact, in.SessionID, fmt.Sprintf("trigger=%s instructions=%q", in.Trigger, in.CustomInstructions), hooks)
+	return r.inner.PreCompact(ctx, hooks, in, env)
+}
+
+func (r *recordingRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in hookexec.StopInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+	value := "active=" + strconv.FormatBool(in.StopHookActive)
+	if in.StopReason != "" {
+		value += " stopReason=" + in.StopReason
+	}
+	r.note(hookexec.Stop, in.SessionID, value, hooks)
+	return r.inner.Stop(ctx, hooks, in, env)
+}
