@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -102,6 +103,11 @@ func (a *app) newAuditJSON(rep *reprise.AuditReport, ok bool) auditJSON {
 // summary, for people; failed is the verdict.
 func (a *app) printAudit(w io.Writer, rep *reprise.AuditReport, failed bool) {
 	for _, v := range rep.Violations {
+		if v.Kind == reprise.ViolationUnfinishedImport {
+			id := strings.TrimPrefix(v.Stream, "session/")
+			fmt.Fprintf(w, "%s; run: reprise import --resume --id %s FILE, or reprise rm %s\n", v, id, id)
+			continue
+		}
 		fmt.Fprintln(w, v)
 	}
 	for _, p := range rep.InProgress {
