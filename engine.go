@@ -524,7 +524,7 @@ func (e *Engine) prepare(ctx context.Context, id string, m Message) (*session, M
 	unfinished := s.conv.Importing
 	s.mu.Unlock()
 	if unfinished {
-		return nil, m, fmt.Errorf("%w: session %s; resume its import (reprise import --resume), or delete it", ErrImportUnfinished, id)
+		return nil, m, fmt.Errorf("%w: session %s; resume its import, or delete it", ErrImportUnfinished, id)
 	}
 	if m.UUID == "" {
 		m.UUID = e.newID()

@@ -344,7 +344,7 @@ func deleted(in Input, id string) error {
 // whose import did not finish.
 func importing(in Input, id string) error {
 	if s := in.Sessions[id]; s != nil && s.Importing {
-		return fmt.Errorf("%w: session %s; resume its import (reprise import --resume), or delete it", ErrImportUnfinished, id)
+		return fmt.Errorf("%w: session %s; resume its import, or delete it", ErrImportUnfinished, id)
 	}
 	return nil
 }
