@@ -106,7 +106,7 @@ func (a *Agent) lockStream(ctx context.Context) (release func(), err error) {
 	}
 	release, err = locker.TryLock(ctx, a.stream)
 	if errors.Is(err, eventlog.ErrBusy) {
-		return nil, fmt.Errorf("%w: agent %s: %w", ErrRestoreInProgress, a.id, err)
+		return nil, fmt.Errorf("%w: agent %s: %w", ErrAgentBusy, a.id, err)
 	}
 	return release, err
 }
@@ -155,7 +155,7 @@ func (a *Agent) sync(ctx context.Context) error {
 // completed, nil when it changed nothing, and what the action decided.
 func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context, *lifecycle.Action) error) (r *Restore, out lifecycle.Report, err error) {
 	if !a.mu.TryLock() {
-		return nil, lifecycle.Report{}, fmt.Errorf("%w: agent %s", ErrRestoreInProgress, a.id)
+		return nil, lifecycle.Report{}, fmt.Errorf("%w: agent %s", ErrAgentBusy, a.id)
 	}
 	defer a.mu.Unlock()
 	if obs := a.e.observer; obs != nil {
@@ -388,7 +388,7 @@ func (e *appendError) Error() string { return e.err.Error() }
 
 // append writes ready's records and folds them into the agent and the
 // sessions. A moved agent stream means another process won the agent:
-// ErrRestoreInProgress. The sessions of views must be locked.
+// ErrAgentBusy. The sessions of views must be locked.
 func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, ready lifecycle.Ready, views *sessionViews) error {
 	for _, rec := range ready.Records {
 		if s := views.byID[projection.SessionID(rec.Stream)]; s != nil && s.conv.Deleted {
@@ -400,7 +400,7 @@ func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, ready lifecycle
 	var conflict *eventlog.ConflictError
 	switch {
 	case errors.As(err, &conflict) && conflict.Stream == a.stream:
-		return fmt.Errorf("%w: agent %s moved: %w", ErrRestoreInProgress, a.id, err)
+		return fmt.Errorf("%w: agent %s moved: %w", ErrAgentBusy, a.id, err)
 	case err != nil:
 		if errors.As(err, &conflict) {
 			if s := views.byID[projection.SessionID(conflict.Stream)]; s != nil {

@@ -39,7 +39,7 @@
 // long as it is open. A bbolt store belongs to one process at a time: a
 // second process gets eventlog.ErrLocked, unless it reads through the
 // socket an Engine opened with Options.ServeReads serves. Restores of one agent never
-// overlap; a second caller gets ErrRestoreInProgress. Hooks run in the
+// overlap; a second caller gets ErrAgentBusy. Hooks run in the
 // session's working directory; one that does not exist makes command hooks
 // fail, and the failure is recorded like any other. A function hook that
 // ignores its context keeps its goroutine after its timeout.

@@ -418,15 +418,15 @@ func TestStartupThenThreeRestoresRunEachHookOncePerRestore(t *testing.T) {
 }
 
 // Two Restore calls on one agent at once: one runs, the other is refused
-// with ErrRestoreInProgress, and SessionStart runs once.
+// with ErrAgentBusy, and SessionStart runs once.
 func TestConcurrentRestoresOfOneAgentRunOnce(t *testing.T) {
 	ctx := context.Background()
 	e, _ := testkit.NewEngine(t, reprise.Options{})
 	var c calls
 	recordingHooks(t, e.Hooks(), &c, "")
 	a, finish := restoreHeldInSessionEnd(t, e)
-	if _, err := a.Restore(ctx, "b"); !errors.Is(err, reprise.ErrRestoreInProgress) {
-		t.Fatalf("second Restore: err = %v, want ErrRestoreInProgress", err)
+	if _, err := a.Restore(ctx, "b"); !errors.Is(err, reprise.ErrAgentBusy) {
+		t.Fatalf("second Restore: err = %v, want ErrAgentBusy", err)
 	}
 	if err := finish(); err != nil {
 		t.Fatal(err)
@@ -533,8 +533,8 @@ func TestTwoEnginesOnOneStoreDoNotTakeOverALiveRestore(t *testing.T) {
 	defer first.Close()
 	second := reprise.New(store, reprise.Options{})
 	_, finish := restoreHeldInSessionEnd(t, first)
-	if _, err := second.Agent(ctx, "ide"); !errors.Is(err, reprise.ErrRestoreInProgress) {
-		t.Fatalf("second Engine opening the agent mid-restore: err = %v, want ErrRestoreInProgress", err)
+	if _, err := second.Agent(ctx, "ide"); !errors.Is(err, reprise.ErrAgentBusy) {
+		t.Fatalf("second Engine opening the agent mid-restore: err = %v, want ErrAgentBusy", err)
 	}
 	if err := finish(); err != nil {
 		t.Fatalf("the first Engine's restore: %v", err)

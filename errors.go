@@ -40,10 +40,16 @@ var (
 	// "user" nor "assistant".
 	ErrInvalidMessage = errors.New("reprise: invalid message")
 
-	// ErrRestoreInProgress is returned when another restore of the same
-	// agent is running, in this process or in another one on the same
-	// store. Nothing was done for the caller.
-	ErrRestoreInProgress = errors.New("reprise: a restore of this agent is already in progress")
+	// ErrAgentBusy is returned when the agent is busy with another action
+	// (a restore, prompt, stop, compaction), in this process or in another
+	// one on the same store. Nothing was done for the caller.
+	ErrAgentBusy = errors.New("reprise: the agent is busy with another action")
+
+	// ErrRestoreInProgress is ErrAgentBusy under its former name.
+	//
+	// Deprecated: use ErrAgentBusy, which names what it is: any action,
+	// not only a restore, finds the agent busy.
+	ErrRestoreInProgress = ErrAgentBusy
 
 	// ErrDatabaseURL is returned by Open for a database URL: the root
 	// package opens only bbolt files, and a database store is opened by its

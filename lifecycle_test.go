@@ -365,7 +365,7 @@ func TestStopHookBlocksWithExitCode2(t *testing.T) {
 // TestRefusedCreationsLeaveNothingBehind checks that New, Clear and Fork
 // write their session in the append of their first step: when another
 // Engine on the store moves the agent between the action's read of it and
-// that append, the action fails with ErrRestoreInProgress and the log
+// that append, the action fails with ErrAgentBusy and the log
 // holds no session it would have made; a New with a taken id fails with
 // ErrSessionExists and writes nothing.
 func TestRefusedCreationsLeaveNothingBehind(t *testing.T) {
@@ -398,8 +398,8 @@ func TestRefusedCreationsLeaveNothingBehind(t *testing.T) {
 				before = testkit.Events(t, store)
 			}
 			_, err := act()
-			if !errors.Is(err, reprise.ErrRestoreInProgress) {
-				t.Fatalf("%s on a moved agent: %v; want ErrRestoreInProgress", name, err)
+			if !errors.Is(err, reprise.ErrAgentBusy) {
+				t.Fatalf("%s on a moved agent: %v; want ErrAgentBusy", name, err)
 			}
 			if after := testkit.Events(t, store); len(after) != len(before) {
 				t.Fatalf("%s on a moved agent appended %d events: %v", name, len(after)-len(before), after[len(before):])

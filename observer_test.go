@@ -105,7 +105,7 @@ func TestObserverIsToldEverything(t *testing.T) {
 
 // TestObserverDoesNotMakeASecondActionWait checks that with an Observer a
 // second action on a busy agent still fails at once with
-// ErrRestoreInProgress, instead of waiting and running afterwards.
+// ErrAgentBusy, instead of waiting and running afterwards.
 func TestObserverDoesNotMakeASecondActionWait(t *testing.T) {
 	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{Files: reprise.NewMemoryFiles(), Observer: &recorder{}})
 	defer e.Close()
@@ -127,8 +127,8 @@ func TestObserverDoesNotMakeASecondActionWait(t *testing.T) {
 	go func() { _, err := a.Stop(t.Context()); second <- err }()
 	select {
 	case err := <-second:
-		if !errors.Is(err, reprise.ErrRestoreInProgress) {
-			t.Errorf("second Stop: %v, want ErrRestoreInProgress", err)
+		if !errors.Is(err, reprise.ErrAgentBusy) {
+			t.Errorf("second Stop: %v, want ErrAgentBusy", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("the second Stop waited for the first")

@@ -308,7 +308,7 @@ func errorType(err error) string {
 		name string
 	}{
 		{reprise.ErrSessionNotFound, "session_not_found"},
-		{reprise.ErrRestoreInProgress, "restore_in_progress"},
+		{reprise.ErrAgentBusy, "restore_in_progress"},
 		{reprise.ErrCompactionBlocked, "compaction_blocked"},
 		{reprise.ErrNoCurrentSession, "no_current_session"},
 		{reprise.ErrNoDirectory, "no_directory"},

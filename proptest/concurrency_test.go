@@ -312,7 +312,7 @@ func twoAgentsIntoOne(t *testing.T, engines, i int) {
 // and a startup at once, from one Engine and from two Engines sharing a
 // store. The hooks of whichever call wins hold it until every other call
 // has returned, so exactly one call completes its restore, running its
-// hooks once, and every other one is refused with ErrRestoreInProgress
+// hooks once, and every other one is refused with ErrAgentBusy
 // having run nothing. The log audits clean.
 func TestConcurrentRestoresOfOneAgent(t *testing.T) {
 	t.Parallel()
@@ -425,7 +425,7 @@ func oneAgentManyRestores(t *testing.T, engines, i int) {
 			if started != 1 {
 				t.Fatalf("iteration %d: the restore to %s ran SessionStart %d times", i, target, started)
 			}
-		case errors.Is(res.err, reprise.ErrRestoreInProgress) && res.r == nil && res.took < holdTimeout:
+		case errors.Is(res.err, reprise.ErrAgentBusy) && res.r == nil && res.took < holdTimeout:
 			if started != 0 {
 				t.Fatalf("iteration %d: the refused restore to %s ran SessionStart %d times", i, target, started)
 			}

@@ -96,8 +96,8 @@ func TestTwoProcessesRestoreOneAgent(t *testing.T) {
 		}()
 	}
 	first := <-answers
-	if !strings.HasPrefix(first, "busy:") || !strings.Contains(first, reprise.ErrRestoreInProgress.Error()) {
-		t.Fatalf("first answer %q, want busy: %v", first, reprise.ErrRestoreInProgress)
+	if !strings.HasPrefix(first, "busy:") || !strings.Contains(first, reprise.ErrAgentBusy.Error()) {
+		t.Fatalf("first answer %q, want busy: %v", first, reprise.ErrAgentBusy)
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func TestKilledMidRestoreIsRolledForward(t *testing.T) {
 	waitFor(t, "the dead host's lock to be released", func() bool {
 		var err error
 		a, err = e.Agent(context.Background(), agentID)
-		if errors.Is(err, reprise.ErrRestoreInProgress) {
+		if errors.Is(err, reprise.ErrAgentBusy) {
 			return false
 		}
 		if err != nil {

@@ -109,7 +109,7 @@ func helperRestore() error {
 		r, err = a.Restore(ctx, toID)
 	}
 	switch {
-	case errors.Is(err, reprise.ErrRestoreInProgress):
+	case errors.Is(err, reprise.ErrAgentBusy):
 		fmt.Println("busy:", err)
 	case err != nil:
 		return err
