@@ -6,13 +6,11 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"path/filepath"
-	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/lifecycle"
@@ -117,7 +115,7 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 	counter := &countingReader{r: r}
 	scan := bufio.NewScanner(counter)
 	scan.Buffer(make([]byte, 0, 64<<10), MaxTranscriptLine)
-	scan.Split(splitLines)
+	scan.Split(projection.SplitTranscriptLines)
 	line := 0
 	for scan.Scan() {
 		line++
@@ -162,18 +160,6 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 		opts.Progress(counter.n)
 	}
 	return rep, nil
-}
-
-// splitLines splits at newlines and, unlike bufio.ScanLines, keeps a
-// carriage return, so that a record is kept byte for byte.
-func splitLines(data []byte, atEOF bool) (int, []byte, error) {
-	if i := bytes.IndexByte(data, '\n'); i >= 0 {
-		return i + 1, data[:i], nil
-	}
-	if atEOF && len(data) > 0 {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
 }
 
 type countingReader struct {
@@ -260,46 +246,29 @@ func (imp *importer) resumePoint(ctx context.Context) error {
 	return nil
 }
 
-// transcriptLine is the part of a transcript record Import looks at.
-type transcriptLine struct {
-	Type       string  `json:"type"`
-	UUID       string  `json:"uuid"`
-	ParentUUID *string `json:"parentUuid"`
-	IsMeta     bool    `json:"isMeta"`
-	Cwd        string  `json:"cwd"`
-	Timestamp  string  `json:"timestamp"`
-	Message    *struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"message"`
-}
-
 func (imp *importer) add(ctx context.Context, n int, raw []byte) error {
-	if len(raw) == 0 || isBlank(raw) {
+	line := projection.ParseTranscriptLine(raw)
+	if line.Blank {
 		return nil
 	}
-	if reason := notAnObject(raw); reason != "" {
+	if line.Invalid != "" {
 		if imp.opts.Strict {
-			return imp.partial(fmt.Errorf("%w %d: %s", ErrBadTranscript, n, reason))
+			return imp.partial(fmt.Errorf("%w %d: %s", ErrBadTranscript, n, line.Invalid))
 		}
 		imp.rep.SkippedTotal++
 		if len(imp.rep.Skipped) < maxSkippedReported {
-			imp.rep.Skipped = append(imp.rep.Skipped, SkippedLine{Line: n, Err: reason})
+			imp.rep.Skipped = append(imp.rep.Skipped, SkippedLine{Line: n, Err: line.Invalid})
 		}
 		return nil
 	}
-	// A record whose fields have unexpected types is still kept, verbatim,
-	// as a record rather than a message.
-	var rec transcriptLine
-	isMessage := json.Unmarshal(raw, &rec) == nil
-	if (isMessage && rec.Type != "") || (!isMessage && hasType(raw)) {
+	if line.Typed {
 		imp.typed++
 	}
 	if imp.cwd == "" {
-		imp.cwd = rec.Cwd
+		imp.cwd = line.Cwd
 	}
-	m, ok := importedMessage(rec, raw)
-	if ok = ok && isMessage; ok {
+	m, ok := line.Message, line.IsMessage
+	if ok {
 		imp.rep.Messages++
 	} else {
 		imp.rep.Records++
@@ -322,89 +291,6 @@ func (imp *importer) add(ctx context.Context, n int, raw []byte) error {
 	imp.batch = append(imp.batch, p)
 	imp.size += len(record)
 	return nil
-}
-
-// notAnObject says why raw is not a JSON object, or returns "".
-func notAnObject(raw []byte) string {
-	trimmed := bytes.TrimSpace(raw)
-	if !json.Valid(trimmed) {
-		return "not valid JSON"
-	}
-	if trimmed[0] != '{' {
-		return "a JSON value that is not an object"
-	}
-	return ""
-}
-
-// hasType reports whether the JSON object raw has a non-empty string
-// "type", as every Claude Code transcript record does.
-func hasType(raw []byte) bool {
-	var rec struct {
-		Type string `json:"type"`
-	}
-	return json.Unmarshal(raw, &rec) == nil && rec.Type != ""
-}
-
-func isBlank(b []byte) bool {
-	for _, c := range b {
-		if c != ' ' && c != '\t' && c != '\r' {
-			return false
-		}
-	}
-	return true
-}
-
-// importedMessage turns a user or assistant record into a message; ok is
-// false for any other record.
-func importedMessage(rec transcriptLine, raw []byte) (Message, bool) {
-	if (rec.Type != "user" && rec.Type != "assistant") || rec.Message == nil || rec.Message.Role != rec.Type {
-		return Message{}, false
-	}
-	blocks, ok := importedContent(rec.Message.Content)
-	if !ok {
-		return Message{}, false
-	}
-	m := Message{UUID: rec.UUID, Role: rec.Type, IsMeta: rec.IsMeta, Content: blocks, Record: raw}
-	if rec.ParentUUID != nil {
-		m.ParentUUID = *rec.ParentUUID
-	}
-	if t, err := time.Parse(time.RFC3339Nano, rec.Timestamp); err == nil {
-		m.Timestamp = t.UnixNano()
-	}
-	return m, true
-}
-
-// importedContent reads message content: a string is one text block; an
-// array keeps text blocks as text and every other block's JSON verbatim.
-// Text keeps its bytes, valid UTF-8 or not.
-func importedContent(content json.RawMessage) ([]Block, bool) {
-	if text, ok := projection.UnquoteJSON(content); ok {
-		return []Block{{Type: "text", Text: text}}, true
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(content, &items) != nil {
-		return nil, false
-	}
-	blocks := make([]Block, 0, len(items))
-	for _, item := range items {
-		var b struct {
-			Type string          `json:"type"`
-			Text json.RawMessage `json:"text"`
-		}
-		if json.Unmarshal(item, &b) != nil {
-			return nil, false
-		}
-		if b.Type == "text" {
-			text, ok := projection.UnquoteJSON(b.Text)
-			if !ok && b.Text != nil && string(b.Text) != "null" {
-				return nil, false
-			}
-			blocks = append(blocks, Block{Type: "text", Text: text})
-			continue
-		}
-		blocks = append(blocks, Block{Type: b.Type, Raw: append([]byte(nil), item...)})
-	}
-	return blocks, true
 }
 
 func (imp *importer) full() bool {
