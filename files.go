@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Files is the Engine's file seam: the files it keeps beside the log, each
@@ -53,7 +52,10 @@ var (
 	// ErrNotPrivate is returned by DirFiles when its directory, or a file
 	// it would replace, is not the user's own: a symbolic link, not a
 	// directory or regular file, owned by another user, or a directory
-	// that group or others may write. Nothing is written then.
+	// that group or others may write. Nothing is written then. On a system
+	// that is not a Unix, such as Windows, owners and modes do not say
+	// whether a directory is private: DirFiles makes none, and refuses
+	// one that exists, with this error.
 	ErrNotPrivate = errors.New("reprise: not a private file")
 
 	// ErrFileName is returned by Files for a name that is not one plain
@@ -111,7 +113,7 @@ func (d *dirFiles) Path(name string) string {
 }
 
 // directory returns the directory, making it when create is set. A
-// directory that is a symbolic link or not a directory is refused.
+// directory that is not private (checkPrivate) is refused.
 func (d *dirFiles) directory(create bool) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -122,6 +124,9 @@ func (d *dirFiles) directory(create bool) (string, error) {
 		if !create {
 			return "", nil
 		}
+		if err := checkFilesPlatform(os.TempDir()); err != nil {
+			return "", err
+		}
 		dir, err := os.MkdirTemp("", "reprise-")
 		if err != nil {
 			return "", fmt.Errorf("reprise: temporary directory: %w", err)
@@ -131,6 +136,9 @@ func (d *dirFiles) directory(create bool) (string, error) {
 	}
 	info, err := os.Lstat(d.dir)
 	if errors.Is(err, fs.ErrNotExist) && create {
+		if err := checkFilesPlatform(d.dir); err != nil {
+			return d.dir, err
+		}
 		if err := os.MkdirAll(d.dir, 0o700); err != nil {
 			return "", fmt.Errorf("reprise: %w", err)
 		}
@@ -139,65 +147,11 @@ func (d *dirFiles) directory(create bool) (string, error) {
 	if err != nil {
 		return d.dir, fmt.Errorf("reprise: %w", err)
 	}
-	if err := checkPrivateDir(d.dir, info); err != nil {
-		return d.dir, err
-	}
-	if err := checkAncestors(d.dir); err != nil {
+	if err := checkPrivate(d.dir, info); err != nil {
 		return d.dir, err
 	}
 	d.checked = true
 	return d.dir, nil
-}
-
-// checkPrivateDir refuses a directory that another user could have
-// planted files in: a symbolic link, one owned by someone else, or one that
-// group or others may write. info is the directory's Lstat.
-func checkPrivateDir(dir string, info fs.FileInfo) error {
-	switch {
-	case !info.IsDir():
-		return fmt.Errorf("%w: %s is not a directory (a symbolic link is not followed)", ErrNotPrivate, dir)
-	case !ownedByUser(info):
-		return fmt.Errorf("%w: %s belongs to another user", ErrNotPrivate, dir)
-	case info.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("%w: %s may be written by other users (mode %04o); run chmod go-w on it", ErrNotPrivate, dir, info.Mode().Perm())
-	}
-	return nil
-}
-
-// checkAncestors refuses a directory whose parents another user could
-// rename it out of, or swap for a directory of theirs: each directory above
-// it, symbolic links resolved, must belong to the user or to root, and one
-// that others may write (such as /tmp) must be sticky, so that only an
-// entry's owner can rename it.
-func checkAncestors(dir string) error {
-	parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
-	if err != nil {
-		return fmt.Errorf("reprise: %w", err)
-	}
-	for p := parent; ; p = filepath.Dir(p) {
-		info, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("reprise: %w", err)
-		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		switch {
-		case !ok:
-		case int(st.Uid) != os.Getuid() && st.Uid != 0:
-			return fmt.Errorf("%w: %s, above %s, belongs to another user, who could replace it", ErrNotPrivate, p, dir)
-		case info.Mode().Perm()&0o022 != 0 && info.Mode()&fs.ModeSticky == 0:
-			return fmt.Errorf("%w: %s, above %s, may be written by other users (mode %04o) and is not sticky, so they could replace it",
-				ErrNotPrivate, p, dir, info.Mode().Perm())
-		}
-		if p == filepath.Dir(p) {
-			return nil
-		}
-	}
-}
-
-// ownedByUser reports whether info is of a file the running user owns.
-func ownedByUser(info fs.FileInfo) bool {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Getuid()
 }
 
 func (d *dirFiles) Replace(name string, write func(io.Writer) error) error {
@@ -275,7 +229,7 @@ func checkReplaceable(path string) error {
 // writeFile opens path with flags, never through a symbolic link nor
 // waiting on a FIFO, and writes it through write, buffered.
 func writeFile(path string, flags int, write func(io.Writer) error) error {
-	f, err := os.OpenFile(path, flags|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	f, err := os.OpenFile(path, flags|safeOpenFlags, 0o600)
 	if err != nil {
 		return fmt.Errorf("reprise: %w", err)
 	}
@@ -306,7 +260,7 @@ func (d *dirFiles) Read(name string) ([]byte, error) {
 		return nil, fmt.Errorf("reprise: %s: %w", name, fs.ErrNotExist)
 	}
 	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|safeOpenFlags, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reprise: %w", err)
 	}

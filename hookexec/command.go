@@ -155,9 +155,14 @@ func (r *commandRun) stoppedBy(ctx context.Context) bool {
 }
 
 // execute starts h in its own process group and waits for it. When ctx is
-// done the group is killed with SIGKILL.
+// done the group is killed with SIGKILL. On a system without process
+// groups it starts nothing and fails with ErrUnsupportedPlatform.
 func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *commandRun {
 	r := &commandRun{stdout: capture{limit: MaxCapture}, stderr: capture{limit: MaxCapture}}
+	if err := commandPlatform(); err != nil {
+		r.err = err
+		return r
+	}
 	body, _ := h.Body.(Command)
 	shell, err := shellPath(body.Shell)
 	if err != nil {
@@ -185,19 +190,9 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 	cmd.Env = commandEnviron(h, env)
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	inOwnGroup(cmd, r)
 	supervised(cmd, env.supervisor)
 	cmd.WaitDelay = outputWaitDelay
-	cmd.Cancel = func() error {
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone
-		}
-		if err == nil {
-			r.killed.Store(true)
-		}
-		return err
-	}
 	if err := cmd.Start(); err != nil {
 		r.err = fmt.Errorf("start %s: %w", cmd.Path, err) // the shell, or its supervisor
 		return r

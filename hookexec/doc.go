@@ -68,6 +68,10 @@
 // Command hooks inherit the whole environment of the process, as Claude
 // Code's do, unless Exec.InheritEnv lists the only variables to pass.
 //
+// Command hooks need a Unix system's process groups (Linux and macOS are
+// supported). Elsewhere, such as on Windows, each command hook fails with
+// ErrUnsupportedPlatform without running; Go function hooks run everywhere.
+//
 // Session-hook options live in process only: OnSuccess runs in Settle, not
 // in the log, so a run cut short by a crash never calls it, and a Once
 // hook matched by two concurrent runs may run twice, but only the first

@@ -22,3 +22,11 @@ var (
 // ErrHookIDInUse is returned by Scoped.AddWith when the id asked for names
 // another hook of the same session.
 var ErrHookIDInUse = errors.New("hookexec: session hook id in use")
+
+// ErrUnsupportedPlatform is returned when a command hook is run on a
+// system that is not a Unix, such as Windows, and is then the error of the
+// hook's failed outcome. A command hook runs in a process group of its own,
+// so that a timeout or a cancel kills everything it started, and only Unix
+// systems (Linux and macOS are supported) have them. Go function hooks run
+// everywhere.
+var ErrUnsupportedPlatform = errors.New("hookexec: command hooks are not supported on this platform")

@@ -102,9 +102,9 @@ func want(t *testing.T, what string, kvs map[attribute.Key]attribute.Value, want
 	for _, w := range want {
 		got, ok := kvs[w.Key]
 		if !ok {
-			t.Errorf("%s: no attribute %s (want %s)", what, w.Key, w.Value.Emit())
+			t.Errorf("%s: no attribute %s (want %s)", what, w.Key, w.Value.String())
 		} else if got != w.Value {
-			t.Errorf("%s: %s = %s, want %s", what, w.Key, got.Emit(), w.Value.Emit())
+			t.Errorf("%s: %s = %s, want %s", what, w.Key, got.String(), w.Value.String())
 		}
 	}
 }
@@ -238,7 +238,7 @@ func TestEngineIsTraced(t *testing.T) {
 		t.Errorf("a hook's span is called %q", failed[0].Name())
 	}
 	if d, ok := attrs(failed[0])[rotel.HookDurationKey]; !ok || d.AsFloat64() <= 0 {
-		t.Errorf("failing hook's duration %v", d.Emit())
+		t.Errorf("failing hook's duration %v", d.String())
 	}
 	if got := failed[0].EndTime().Sub(failed[0].StartTime()); got <= 0 || failed[0].StartTime().Before(ends[0].StartTime()) {
 		t.Errorf("failing hook's span runs from %v for %v, its run from %v", failed[0].StartTime(), got, ends[0].StartTime())
@@ -475,7 +475,7 @@ func TestHookOutcomesAreVisible(t *testing.T) {
 		}
 	}
 	if v := attrs(spans[1])[rotel.HookExitCodeKey]; v.AsInt64() != 2 {
-		t.Errorf("failed hook's exit code %v", v.Emit())
+		t.Errorf("failed hook's exit code %v", v.String())
 	}
 
 	got := tel.metrics(t)[rotel.HookOutcomesMetric].(metricdata.Sum[int64])

@@ -165,7 +165,6 @@ func (r *raceSetup) runs(t *testing.T) map[string]int {
 // rendezvous lets n hooks wait for each other, so that they overlap, but
 // never for longer than a second.
 type rendezvous struct {
-	once    sync.Once
 	mu      sync.Mutex
 	arrived int
 	all     chan struct{}

@@ -43,7 +43,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	resp, err := client.Messages.New(ctx, anthropic.MessageNewParams{
-		Model:     anthropic.ModelClaudeSonnet4_5,
+		Model:     anthropic.ModelClaudeSonnet5_5,
 		MaxTokens: 1024,
 		Messages:  msgs,
 	})

@@ -138,6 +138,7 @@ func FromCompletion(resp *openai.ChatCompletion) (schema.Message, []Loss, error)
 	}
 	info := ResponseInfo{
 		Type: ResponseBlockType, ID: resp.ID, Model: resp.Model, Created: resp.Created,
+		//lint:ignore SA1019 the API still sends system_fingerprint, and the block keeps the response as it came
 		FinishReason: ch.FinishReason, SystemFingerprint: resp.SystemFingerprint,
 		ServiceTier: string(resp.ServiceTier),
 	}

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -97,39 +96,4 @@ func TestImportLargeTranscriptBoundedMemory(t *testing.T) {
 	if peak >= limit {
 		t.Fatalf("peak RSS %d MB, want under %d MB", peak>>20, limit>>20)
 	}
-}
-
-// writeTranscript writes a Claude Code transcript of at least size bytes,
-// alternating user and assistant messages of about 1 KB, and returns its
-// number of lines and its size.
-func writeTranscript(t *testing.T, path string, size int64) (int, int64) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	text := strings.Repeat("The ledger races under load; add a lock. ", 25)
-	var n int
-	var written int64
-	for parent := "null"; written < size; n++ {
-		var k int
-		if n%2 == 0 {
-			k, err = fmt.Fprintf(w, `{"parentUuid":%s,"isSidechain":false,"userType":"external","cwd":"/src/app","sessionId":"big","type":"user","message":{"role":"user","content":"%d %s"},"uuid":"m%d","timestamp":"2026-11-20T10:00:00.000Z"}`+"\n", parent, n, text, n)
-		} else {
-			k, err = fmt.Fprintf(w, `{"parentUuid":%s,"isSidechain":false,"userType":"external","cwd":"/src/app","sessionId":"big","type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"%d %s"}]},"uuid":"m%d","timestamp":"2026-11-20T10:00:01.000Z"}`+"\n", parent, n, text, n)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		written += int64(k)
-		parent = fmt.Sprintf(`"m%d"`, n)
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return n, written
 }

@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&cfg.store, "store", "", "the bbolt `PATH` of the session store (default $"+storeEnv+", else $XDG_STATE_HOME/reprise/reprise.db, else ~/.local/state/reprise/reprise.db)")
 	fs.StringVar(&cfg.session, "session", "", "resume the session with this `ID` instead of starting a new one")
 	fs.StringVar(&cfg.agent, "agent", "example-agent", "the reprise agent `NAME` whose lifecycle the log records")
-	fs.StringVar(&cfg.model, "model", string(anthropic.ModelClaudeSonnet4_5), "the `MODEL` to ask")
+	fs.StringVar(&cfg.model, "model", string(anthropic.ModelClaudeSonnet5_5), "the `MODEL` to ask")
 	fs.Int64Var(&cfg.maxTokens, "max-tokens", 4096, "the most tokens (`N`) an answer may have")
 	fs.StringVar(&cfg.system, "system", "", "a system prompt `TEXT`")
 	fs.StringVar(&cfg.baseURL, "base-url", "", "the Messages API's base `URL` (default $ANTHROPIC_BASE_URL, else Anthropic's)")

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -19,7 +18,7 @@ import (
 func Alive(pid int) bool {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return syscall.Kill(pid, 0) == nil
+		return exists(pid)
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
@@ -54,7 +53,7 @@ func AssertGone(tb testing.TB, pids map[string]int) {
 		for Alive(pid) {
 			if time.Now().After(deadline) {
 				for _, p := range pids {
-					_ = syscall.Kill(p, syscall.SIGKILL)
+					kill(p)
 				}
 				tb.Fatalf("the %s (pid %d) still runs", name, pid)
 			}
