@@ -302,16 +302,6 @@ func (a *Agent) onCurrent() bool {
 // how the hooks ended.
 const recordTimeout = 5 * time.Second
 
-// ranHooks reports whether outcome is what hooks did, which the next step
-// records whatever happens.
-func ranHooks(outcome lifecycle.Outcome) bool {
-	if failed, ok := outcome.(lifecycle.AppendFailed); ok {
-		outcome = failed.Outcome
-	}
-	_, ok := outcome.(lifecycle.HooksRan)
-	return ok
-}
-
 // interrupted is the error of an action stopped because its context ended
 // with cause: ErrInterrupted when it left a step in flight, cause alone
 // when it had not begun.
