@@ -18,7 +18,9 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// MaxTranscriptLine bounds one line of an imported transcript.
+// MaxTranscriptLine bounds one line of an imported transcript: a longer
+// line is read past without being held, and skipped like a line that is
+// not a JSON object (in strict mode, refused).
 const MaxTranscriptLine = 64 << 20
 
 // importBatch bounds how much of a transcript one append writes.
@@ -73,7 +75,7 @@ type ImportReport struct {
 	Session  string
 	Messages int           // user and assistant records, now messages
 	Records  int           // other records, kept verbatim
-	Skipped  []SkippedLine // lines that are not JSON objects (the first 1000)
+	Skipped  []SkippedLine // lines that are not JSON objects, or too long (the first 1000)
 	// SkippedTotal counts every skipped line, beyond those listed.
 	SkippedTotal int
 	Bytes        int64
@@ -113,13 +115,23 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 		return rep, err
 	}
 	counter := &countingReader{r: r}
-	scan := bufio.NewScanner(counter)
-	scan.Buffer(make([]byte, 0, 64<<10), MaxTranscriptLine)
-	scan.Split(projection.SplitTranscriptLines)
+	lines := &lineReader{r: bufio.NewReaderSize(counter, 64<<10), max: MaxTranscriptLine}
 	line := 0
-	for scan.Scan() {
+	for {
+		raw, tooLong, err := lines.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return rep, imp.partial(err)
+		}
 		line++
-		if err := imp.add(ctx, line, scan.Bytes()); err != nil {
+		if tooLong {
+			err = imp.skipLine(line, fmt.Sprintf("longer than %d bytes", MaxTranscriptLine))
+		} else {
+			err = imp.add(ctx, line, raw)
+		}
+		if err != nil {
 			return rep, err
 		}
 		if imp.full() {
@@ -134,12 +146,6 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 				opts.Progress(counter.n)
 			}
 		}
-	}
-	if err := scan.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			err = fmt.Errorf("%w: line %d is longer than %d bytes", ErrBadTranscript, line+1, MaxTranscriptLine)
-		}
-		return rep, imp.partial(err)
 	}
 	if imp.head == 0 && imp.typed == 0 {
 		if line == 0 {
@@ -160,6 +166,41 @@ func (e *Engine) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 		opts.Progress(counter.n)
 	}
 	return rep, nil
+}
+
+// lineReader reads a transcript's lines as an import keeps them: each
+// without its newline but with a carriage return, byte for byte. A line
+// longer than max is read past, not held: next reports it as too long.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+// next returns the next line, which is valid until the next call, or
+// io.EOF after the last.
+func (l *lineReader) next() (line []byte, tooLong bool, err error) {
+	l.buf = l.buf[:0]
+	read := 0
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		read += len(chunk)
+		if n := len(l.buf) + len(bytes.TrimSuffix(chunk, []byte{'\n'})); !tooLong && n > l.max {
+			tooLong, l.buf = true, l.buf[:0]
+		}
+		if !tooLong {
+			l.buf = append(l.buf, chunk...)
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && read == 0:
+			return nil, false, io.EOF
+		case err != nil && !errors.Is(err, io.EOF):
+			return nil, false, err
+		}
+		return bytes.TrimSuffix(l.buf, []byte{'\n'}), tooLong, nil
+	}
 }
 
 type countingReader struct {
@@ -252,14 +293,7 @@ func (imp *importer) add(ctx context.Context, n int, raw []byte) error {
 		return nil
 	}
 	if line.Invalid != "" {
-		if imp.opts.Strict {
-			return imp.partial(fmt.Errorf("%w %d: %s", ErrBadTranscript, n, line.Invalid))
-		}
-		imp.rep.SkippedTotal++
-		if len(imp.rep.Skipped) < maxSkippedReported {
-			imp.rep.Skipped = append(imp.rep.Skipped, SkippedLine{Line: n, Err: line.Invalid})
-		}
-		return nil
+		return imp.skipLine(n, line.Invalid)
 	}
 	if line.Typed {
 		imp.typed++
@@ -290,6 +324,19 @@ func (imp *importer) add(ctx context.Context, n int, raw []byte) error {
 	}
 	imp.batch = append(imp.batch, p)
 	imp.size += len(record)
+	return nil
+}
+
+// skipLine skips line n, which cannot be used for why, or in strict mode
+// refuses it.
+func (imp *importer) skipLine(n int, why string) error {
+	if imp.opts.Strict {
+		return imp.partial(fmt.Errorf("%w %d: %s", ErrBadTranscript, n, why))
+	}
+	imp.rep.SkippedTotal++
+	if len(imp.rep.Skipped) < maxSkippedReported {
+		imp.rep.Skipped = append(imp.rep.Skipped, SkippedLine{Line: n, Err: why})
+	}
 	return nil
 }
 

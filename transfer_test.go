@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -124,6 +126,61 @@ func TestImportReportsMalformedLines(t *testing.T) {
 	if !errors.Is(err, reprise.ErrBadTranscript) || !strings.Contains(err.Error(), "line 2") && !strings.Contains(err.Error(), " 2:") {
 		t.Fatalf("strict import: err = %v", err)
 	}
+}
+
+// TestImportSkipsALineOverTheLimit checks that a line longer than
+// MaxTranscriptLine, in the middle of a transcript after a batch was
+// written, is read past and reported as skipped, so that the import
+// finishes, and that the lines on either side of it are kept; a strict
+// import refuses it by its number.
+func TestImportSkipsALineOverTheLimit(t *testing.T) {
+	record := func(i int) string {
+		return fmt.Sprintf(`{"type":"user","uuid":"u%d","message":{"role":"user","content":"line %d"}}`+"\n", i, i)
+	}
+	var before strings.Builder
+	for i := range 1500 { // more than a batch, so that the long line comes after an append
+		before.WriteString(record(i))
+	}
+	long := io.MultiReader(strings.NewReader(`{"type":"user","pad":"`), &repeated{b: 'x', n: reprise.MaxTranscriptLine})
+	input := func() io.Reader {
+		return io.MultiReader(strings.NewReader(before.String()), long, strings.NewReader("\"}\n"+record(2000)))
+	}
+	e, _ := testkit.NewEngine(t, reprise.Options{})
+	rep, err := e.Import(context.Background(), input(), reprise.ImportOptions{ID: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []reprise.SkippedLine{{Line: 1501, Err: fmt.Sprintf("longer than %d bytes", reprise.MaxTranscriptLine)}}
+	if rep.Messages != 1501 || !reflect.DeepEqual(rep.Skipped, want) {
+		t.Fatalf("report: %d messages, skipped %+v; want 1501 and %+v", rep.Messages, rep.Skipped, want)
+	}
+	sessions, err := e.Sessions(context.Background())
+	if err != nil || len(sessions) != 1 || sessions[0].Importing {
+		t.Fatalf("sessions after the import: %+v, %v; want it finished", sessions, err)
+	}
+	long = io.MultiReader(strings.NewReader(`{"type":"user","pad":"`), &repeated{b: 'x', n: reprise.MaxTranscriptLine})
+	_, err = e.Import(context.Background(), input(), reprise.ImportOptions{ID: "strict", Strict: true})
+	if !errors.Is(err, reprise.ErrBadTranscript) || !strings.Contains(err.Error(), " 1501: longer than") {
+		t.Fatalf("strict import: %v; want line 1501 refused", err)
+	}
+}
+
+// repeated reads n copies of b, without holding them.
+type repeated struct {
+	b byte
+	n int
+}
+
+func (r *repeated) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), r.n)
+	for i := range n {
+		p[i] = r.b
+	}
+	r.n -= n
+	return n, nil
 }
 
 func TestImportOfInputWithoutATranscriptRecordRecordsNothing(t *testing.T) {

@@ -51,19 +51,6 @@ func ParseTranscriptLine(raw []byte) ParsedLine {
 	return line
 }
 
-// SplitTranscriptLines is a bufio.SplitFunc that splits at newlines and,
-// unlike bufio.ScanLines, keeps a carriage return, so that a record is
-// kept byte for byte.
-func SplitTranscriptLines(data []byte, atEOF bool) (int, []byte, error) {
-	if i := bytes.IndexByte(data, '\n'); i >= 0 {
-		return i + 1, data[:i], nil
-	}
-	if atEOF && len(data) > 0 {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
-}
-
 // transcriptInput is the part of a transcript record an import looks at.
 type transcriptInput struct {
 	Type       string  `json:"type"`
