@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/reprise-dev/reprise/internal/private"
 )
 
 // Files is the Engine's file seam: the files it keeps beside the log, each
@@ -142,7 +144,10 @@ func (d *dirFiles) directory(create bool) (string, error) {
 	if err := checkPrivateDir(d.dir, info); err != nil {
 		return d.dir, err
 	}
-	if err := checkAncestors(d.dir); err != nil {
+	if err := private.CheckAncestors(d.dir, ErrNotPrivate); err != nil {
+		if !errors.Is(err, ErrNotPrivate) {
+			err = fmt.Errorf("reprise: %w", err)
+		}
 		return d.dir, err
 	}
 	d.checked = true
@@ -156,48 +161,12 @@ func checkPrivateDir(dir string, info fs.FileInfo) error {
 	switch {
 	case !info.IsDir():
 		return fmt.Errorf("%w: %s is not a directory (a symbolic link is not followed)", ErrNotPrivate, dir)
-	case !ownedByUser(info):
+	case !private.OwnedByUser(info):
 		return fmt.Errorf("%w: %s belongs to another user", ErrNotPrivate, dir)
 	case info.Mode().Perm()&0o022 != 0:
 		return fmt.Errorf("%w: %s may be written by other users (mode %04o); run chmod go-w on it", ErrNotPrivate, dir, info.Mode().Perm())
 	}
 	return nil
-}
-
-// checkAncestors refuses a directory whose parents another user could
-// rename it out of, or swap for a directory of theirs: each directory above
-// it, symbolic links resolved, must belong to the user or to root, and one
-// that others may write (such as /tmp) must be sticky, so that only an
-// entry's owner can rename it.
-func checkAncestors(dir string) error {
-	parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
-	if err != nil {
-		return fmt.Errorf("reprise: %w", err)
-	}
-	for p := parent; ; p = filepath.Dir(p) {
-		info, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("reprise: %w", err)
-		}
-		st, ok := info.Sys().(*syscall.Stat_t)
-		switch {
-		case !ok:
-		case int(st.Uid) != os.Getuid() && st.Uid != 0:
-			return fmt.Errorf("%w: %s, above %s, belongs to another user, who could replace it", ErrNotPrivate, p, dir)
-		case info.Mode().Perm()&0o022 != 0 && info.Mode()&fs.ModeSticky == 0:
-			return fmt.Errorf("%w: %s, above %s, may be written by other users (mode %04o) and is not sticky, so they could replace it",
-				ErrNotPrivate, p, dir, info.Mode().Perm())
-		}
-		if p == filepath.Dir(p) {
-			return nil
-		}
-	}
-}
-
-// ownedByUser reports whether info is of a file the running user owns.
-func ownedByUser(info fs.FileInfo) bool {
-	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Getuid()
 }
 
 func (d *dirFiles) Replace(name string, write func(io.Writer) error) error {
@@ -266,7 +235,7 @@ func checkReplaceable(path string) error {
 		return fmt.Errorf("reprise: %w", err)
 	case !info.Mode().IsRegular():
 		return fmt.Errorf("%w: %s is not a regular file (%s); remove it", ErrNotPrivate, path, info.Mode().Type())
-	case !ownedByUser(info):
+	case !private.OwnedByUser(info):
 		return fmt.Errorf("%w: %s belongs to another user", ErrNotPrivate, path)
 	}
 	return nil
@@ -279,7 +248,7 @@ func writeFile(path string, flags int, write func(io.Writer) error) error {
 	if err != nil {
 		return fmt.Errorf("reprise: %w", err)
 	}
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || !ownedByUser(info) {
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || !private.OwnedByUser(info) {
 		f.Close()
 		return fmt.Errorf("%w: %s is not a regular file of the user's", ErrNotPrivate, path)
 	}
