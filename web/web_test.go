@@ -586,6 +586,56 @@ func TestRequireToken(t *testing.T) {
 	}
 }
 
+// The browser login (?token=) works for a token of any characters, since
+// the cookie carries it encoded, and sends the browser on only to a path
+// of this site: a request for //host/?token=... is not sent off to host.
+func TestRequireTokenLoginStaysOnTheSite(t *testing.T) {
+	s := fixture.New(t)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, token := range []string{"s3cret", `a;b"c\d é,e f`} {
+		srv := httptest.NewServer(web.RequireToken(token, web.New(s.Engine, web.Options{})))
+		for path, want := range map[string]string{
+			"/sessions":            "/sessions",
+			"//evil.example/x":     "/evil.example/x",
+			"/\\evil.example/x":    "/evil.example/x",
+			"/%2F%2Fevil.example/": "/evil.example/",
+		} {
+			req, _ := http.NewRequest("GET", srv.URL+path+"?token="+url.QueryEscape(token), nil)
+			res, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want || len(res.Cookies()) != 1 {
+				t.Errorf("token %q, %s?token= answered %d, Location %q; want 303 to %s with a cookie", token, path, res.StatusCode, res.Header.Get("Location"), want)
+				continue
+			}
+			req, _ = http.NewRequest("GET", srv.URL+"/api/sessions", nil)
+			req.AddCookie(res.Cookies()[0])
+			res, err = noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("token %q: the cookie of the login got %d", token, res.StatusCode)
+			}
+		}
+		srv.Close()
+	}
+}
+
+func TestValidToken(t *testing.T) {
+	for token, want := range map[string]bool{
+		"c3f1a9e07b5d4c2e": true, "A-b.c_d~e0": true, "": false,
+		"a;b": false, `a"b`: false, `a\b`: false, "é": false, "a b": false, "a+b": false, "a%20": false, "a/b": false,
+	} {
+		if got := web.ValidToken(token); got != want {
+			t.Errorf("ValidToken(%q) = %v, want %v", token, got, want)
+		}
+	}
+}
+
 func TestLiveSendsEachAppend(t *testing.T) {
 	s := serve(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
