@@ -184,6 +184,24 @@ func TestRmOlderThan(t *testing.T) {
 		}
 	}
 	c.ok("rm", "--older-than", "1h30m", "--dry-run")
+
+	// An age too long for a duration is a usage error, deleting nothing,
+	// instead of wrapping around to a short one (135586085299701d was
+	// about a second, 7900000d about 352 days).
+	for _, age := range []string{"135586085299701d", "7900000d", "106752d", "2562048h", "9223372036854775807d"} {
+		for _, dry := range [][]string{nil, {"--dry-run"}} {
+			if r := c.fails(exitUsage, append([]string{"rm", "--older-than", age}, dry...)...); !strings.Contains(r.stderr, "too long") {
+				t.Errorf("rm --older-than %s %v: %s", age, dry, r.stderr)
+			}
+		}
+	}
+	c.okJSON(&sessions, "sessions")
+	if len(sessions) != 2 {
+		t.Errorf("after ages too long, sessions = %+v; want reloaded and fresh", sessions)
+	}
+	if out := c.ok("rm", "--older-than", "106751d", "--dry-run"); out != "nothing to delete\n" {
+		t.Errorf("rm --older-than 106751d --dry-run, the longest age, printed %q", out)
+	}
 }
 
 // TestRmAndVacuumOnPostgres runs rm and vacuum on a PostgreSQL store.
