@@ -8,12 +8,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/internal/private"
 )
 
 // copyJSON is what backup and copy print with --json.
@@ -94,6 +97,7 @@ func runBackup(ctx context.Context, a *app, file string, force bool, stdout, std
 		return err
 	}
 	defer closeEngine(e, &err)
+	removeKilledBackups(file)
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
 	if err != nil {
 		return fmt.Errorf("cannot write the backup: %w", err)
@@ -120,6 +124,37 @@ func runBackup(ctx context.Context, a *app, file string, force bool, stdout, std
 		return fmt.Errorf("cannot write the backup: %w", err)
 	}
 	return printCopied(a, stdout, file, n)
+}
+
+// removeKilledBackups removes the temporary copies that backups to file
+// killed before their rename left beside it (.FILE.NNN): full copies of
+// the store, which may hold what rm and vacuum have removed since. A copy
+// is removed only if it is a regular file of the user's that no process
+// has locked: a backup running now holds its copy's lock.
+func removeKilledBackups(file string) {
+	dir, base := filepath.Dir(file), filepath.Base(file)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		rest, ok := strings.CutPrefix(name, "."+base+".")
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			continue
+		}
+		info, err := f.Stat()
+		if err == nil && info.Mode().IsRegular() && private.OwnedByUser(info) &&
+			syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.Remove(path)
+		}
+		f.Close()
+	}
 }
 
 // runCopy copies the store into the empty store at to.
