@@ -747,3 +747,48 @@ func TestAuditPageAnswersWhileTheCheckRuns(t *testing.T) {
 		t.Fatalf("%d checks ran for four requests on an unchanged log, want 1", n)
 	}
 }
+
+// The live endpoint refuses a position it cannot follow, the largest
+// (whose next would wrap around to the whole log), and answers only GET:
+// a POST used to stream as well.
+func TestLiveRefusesTheLargestPositionAndOtherMethods(t *testing.T) {
+	var followed []uint64
+	live := web.Live(func(_ context.Context, from uint64, _ func(eventlog.Event) error) error {
+		followed = append(followed, from)
+		return nil
+	}, func(context.Context) (uint64, error) { return 7, nil }, nil)
+	for _, c := range []struct {
+		method, target, lastEventID string
+		status                      int
+	}{
+		{"GET", "/live?after=18446744073709551615", "", http.StatusBadRequest},
+		{"GET", "/live", "18446744073709551615", http.StatusBadRequest},
+		{"GET", "/live?after=18446744073709551616", "", http.StatusBadRequest},
+		{"POST", "/live", "", http.StatusMethodNotAllowed},
+		{"PUT", "/live?after=3", "", http.StatusMethodNotAllowed},
+		{"GET", "/live?after=18446744073709551614", "", http.StatusOK},
+		{"GET", "/live", "", http.StatusOK},
+	} {
+		followed = nil
+		req := httptest.NewRequest(c.method, c.target, nil)
+		if c.lastEventID != "" {
+			req.Header.Set("Last-Event-ID", c.lastEventID)
+		}
+		rec := httptest.NewRecorder()
+		live.ServeHTTP(rec, req)
+		if rec.Code != c.status {
+			t.Errorf("%s %s (Last-Event-ID %q) = %d; want %d", c.method, c.target, c.lastEventID, rec.Code, c.status)
+		}
+		if c.status != http.StatusOK && len(followed) != 0 {
+			t.Errorf("%s %s followed the log from %v", c.method, c.target, followed)
+		}
+		if c.status == http.StatusMethodNotAllowed && rec.Header().Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s %s: Allow %q", c.method, c.target, rec.Header().Get("Allow"))
+		}
+	}
+	followed = nil
+	live.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/live", nil))
+	if len(followed) != 1 || followed[0] != 8 {
+		t.Errorf("GET /live followed from %v; want 8, after the last position", followed)
+	}
+}
