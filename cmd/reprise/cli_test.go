@@ -62,6 +62,7 @@ func TestBadUsageExitsWith2(t *testing.T) {
 		{"export"},
 		{"hooks", "--event", "PreToolUse"},
 		{"hooks", "--source", ""},
+		{"hooks", "--session", ""},
 		{"completion", "tcsh"},
 	} {
 		r := c.fails(exitUsage, args...)
