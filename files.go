@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/reprise-dev/reprise/internal/private"
 )
 
 // Files is the Engine's file seam: the files it keeps beside the log, each
@@ -220,7 +222,7 @@ func checkReplaceable(path string) error {
 		return fmt.Errorf("reprise: %w", err)
 	case !info.Mode().IsRegular():
 		return fmt.Errorf("%w: %s is not a regular file (%s); remove it", ErrNotPrivate, path, info.Mode().Type())
-	case !ownedByUser(info):
+	case !private.OwnedByUser(info):
 		return fmt.Errorf("%w: %s belongs to another user", ErrNotPrivate, path)
 	}
 	return nil
@@ -233,7 +235,7 @@ func writeFile(path string, flags int, write func(io.Writer) error) error {
 	if err != nil {
 		return fmt.Errorf("reprise: %w", err)
 	}
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || !ownedByUser(info) {
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || !private.OwnedByUser(info) {
 		f.Close()
 		return fmt.Errorf("%w: %s is not a regular file of the user's", ErrNotPrivate, path)
 	}

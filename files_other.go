@@ -23,8 +23,3 @@ func checkFilesPlatform(dir string) error {
 func checkPrivate(dir string, _ fs.FileInfo) error {
 	return checkFilesPlatform(dir)
 }
-
-// ownedByUser reports false: nothing here tells who owns a file.
-func ownedByUser(fs.FileInfo) bool {
-	return false
-}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -43,6 +44,11 @@ func Live(follow Follow, last func(context.Context) (uint64, error), logger *slo
 
 // live serves the live endpoint for Live.
 func (h *handler) live(w http.ResponseWriter, r *http.Request, follow Follow, last func(context.Context) (uint64, error)) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		h.fail(w, r, false, &httpError{http.StatusMethodNotAllowed, "the live endpoint answers GET only"})
+		return
+	}
 	ctx := r.Context()
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -56,7 +62,9 @@ func (h *handler) live(w http.ResponseWriter, r *http.Request, follow Follow, la
 	var from uint64
 	if after != "" {
 		n, err := strconv.ParseUint(after, 10, 64)
-		if err != nil {
+		if err != nil || n == math.MaxUint64 {
+			// The largest position has no position after it: n+1 would
+			// wrap around to 0, the whole log.
 			h.fail(w, r, false, badRequest("bad position %q", after))
 			return
 		}

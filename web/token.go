@@ -2,8 +2,10 @@ package web
 
 import (
 	"crypto/subtle"
+	"encoding/base64"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -14,33 +16,58 @@ const tokenCookie = "reprise_token"
 // RequireToken serves next only to requests that carry token: in an
 // Authorization: Bearer header, in a token query parameter (the answer
 // then sets a cookie, so that the browser need give it once, and sends
-// the browser on to the same address without it), or in that cookie.
-// Any other request is refused with 401. An empty token refuses all.
+// the browser on to the same path on this site without it), or in that
+// cookie. Any other request is refused with 401. An empty token refuses
+// all. The cookie holds the token base64-encoded, so a token of any bytes
+// survives the login; a token typed into an address bar is best made of
+// the characters ValidToken takes.
 func RequireToken(token string, next http.Handler) http.Handler {
 	same := func(got string) bool {
 		return token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 	}
+	cookie := base64.RawURLEncoding.EncodeToString([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if scheme, auth, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") && same(auth) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if c, err := r.Cookie(tokenCookie); err == nil && same(c.Value) {
+		if c, err := r.Cookie(tokenCookie); err == nil && token != "" && subtle.ConstantTimeCompare([]byte(c.Value), []byte(cookie)) == 1 {
 			next.ServeHTTP(w, r)
 			return
 		}
 		q := r.URL.Query()
 		if q.Has("token") && same(q.Get("token")) {
-			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			q.Del("token")
-			u := *r.URL
-			u.RawQuery = q.Encode()
+			u := url.URL{Path: localPath(r.URL.Path), RawQuery: q.Encode()}
 			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="reprise"`)
 		http.Error(w, "this view needs its token: give ?token=TOKEN once, or an Authorization: Bearer header", http.StatusUnauthorized)
 	})
+}
+
+// localPath returns path as a path on this site: a browser takes one that
+// starts with two slashes, or a slash and a backslash, for another site's
+// address (//host/...), so those are cut to one slash.
+func localPath(path string) string {
+	return "/" + strings.TrimLeft(path, "/\\")
+}
+
+// ValidToken reports whether token is made only of the characters that an
+// address carries as they are (letters, digits, '-', '.', '_', '~'), so
+// that ?token=TOKEN typed or pasted anywhere logs in. reprise serve takes
+// only such tokens.
+func ValidToken(token string) bool {
+	for _, c := range []byte(token) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return token != ""
 }
 
 // RequireLoopbackHost serves next only to requests whose Host names this

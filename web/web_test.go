@@ -586,6 +586,56 @@ func TestRequireToken(t *testing.T) {
 	}
 }
 
+// The browser login (?token=) works for a token of any characters, since
+// the cookie carries it encoded, and sends the browser on only to a path
+// of this site: a request for //host/?token=... is not sent off to host.
+func TestRequireTokenLoginStaysOnTheSite(t *testing.T) {
+	s := fixture.New(t)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, token := range []string{"s3cret", `a;b"c\d é,e f`} {
+		srv := httptest.NewServer(web.RequireToken(token, web.New(s.Engine, web.Options{})))
+		for path, want := range map[string]string{
+			"/sessions":            "/sessions",
+			"//evil.example/x":     "/evil.example/x",
+			"/\\evil.example/x":    "/evil.example/x",
+			"/%2F%2Fevil.example/": "/evil.example/",
+		} {
+			req, _ := http.NewRequest("GET", srv.URL+path+"?token="+url.QueryEscape(token), nil)
+			res, err := noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != want || len(res.Cookies()) != 1 {
+				t.Errorf("token %q, %s?token= answered %d, Location %q; want 303 to %s with a cookie", token, path, res.StatusCode, res.Header.Get("Location"), want)
+				continue
+			}
+			req, _ = http.NewRequest("GET", srv.URL+"/api/sessions", nil)
+			req.AddCookie(res.Cookies()[0])
+			res, err = noRedirect.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				t.Errorf("token %q: the cookie of the login got %d", token, res.StatusCode)
+			}
+		}
+		srv.Close()
+	}
+}
+
+func TestValidToken(t *testing.T) {
+	for token, want := range map[string]bool{
+		"c3f1a9e07b5d4c2e": true, "A-b.c_d~e0": true, "": false,
+		"a;b": false, `a"b`: false, `a\b`: false, "é": false, "a b": false, "a+b": false, "a%20": false, "a/b": false,
+	} {
+		if got := web.ValidToken(token); got != want {
+			t.Errorf("ValidToken(%q) = %v, want %v", token, got, want)
+		}
+	}
+}
+
 func TestLiveSendsEachAppend(t *testing.T) {
 	s := serve(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -695,5 +745,50 @@ func TestAuditPageAnswersWhileTheCheckRuns(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("%d checks ran for four requests on an unchanged log, want 1", n)
+	}
+}
+
+// The live endpoint refuses a position it cannot follow, the largest
+// (whose next would wrap around to the whole log), and answers only GET:
+// a POST used to stream as well.
+func TestLiveRefusesTheLargestPositionAndOtherMethods(t *testing.T) {
+	var followed []uint64
+	live := web.Live(func(_ context.Context, from uint64, _ func(eventlog.Event) error) error {
+		followed = append(followed, from)
+		return nil
+	}, func(context.Context) (uint64, error) { return 7, nil }, nil)
+	for _, c := range []struct {
+		method, target, lastEventID string
+		status                      int
+	}{
+		{"GET", "/live?after=18446744073709551615", "", http.StatusBadRequest},
+		{"GET", "/live", "18446744073709551615", http.StatusBadRequest},
+		{"GET", "/live?after=18446744073709551616", "", http.StatusBadRequest},
+		{"POST", "/live", "", http.StatusMethodNotAllowed},
+		{"PUT", "/live?after=3", "", http.StatusMethodNotAllowed},
+		{"GET", "/live?after=18446744073709551614", "", http.StatusOK},
+		{"GET", "/live", "", http.StatusOK},
+	} {
+		followed = nil
+		req := httptest.NewRequest(c.method, c.target, nil)
+		if c.lastEventID != "" {
+			req.Header.Set("Last-Event-ID", c.lastEventID)
+		}
+		rec := httptest.NewRecorder()
+		live.ServeHTTP(rec, req)
+		if rec.Code != c.status {
+			t.Errorf("%s %s (Last-Event-ID %q) = %d; want %d", c.method, c.target, c.lastEventID, rec.Code, c.status)
+		}
+		if c.status != http.StatusOK && len(followed) != 0 {
+			t.Errorf("%s %s followed the log from %v", c.method, c.target, followed)
+		}
+		if c.status == http.StatusMethodNotAllowed && rec.Header().Get("Allow") != "GET, HEAD" {
+			t.Errorf("%s %s: Allow %q", c.method, c.target, rec.Header().Get("Allow"))
+		}
+	}
+	followed = nil
+	live.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/live", nil))
+	if len(followed) != 1 || followed[0] != 8 {
+		t.Errorf("GET /live followed from %v; want 8, after the last position", followed)
 	}
 }

@@ -62,6 +62,7 @@ func TestBadUsageExitsWith2(t *testing.T) {
 		{"export"},
 		{"hooks", "--event", "PreToolUse"},
 		{"hooks", "--source", ""},
+		{"hooks", "--session", ""},
 		{"completion", "tcsh"},
 	} {
 		r := c.fails(exitUsage, args...)
@@ -471,7 +472,7 @@ func TestBadInputsSayWhatWouldWork(t *testing.T) {
 		{[]string{"import", "nofile.jsonl"}, exitFailure, "open nofile.jsonl: no such file or directory"},
 		{[]string{"import", notJSON}, exitFailure, notJSON + `: not a Claude Code transcript: none of its 1 line(s) is a transcript record (a JSON object with a "type")`},
 		{[]string{"--store", notJSON, "log", "s1"}, exitFailure, notJSON},
-		{[]string{"--store", filepath.Join(c.dir, long), "log", "s1"}, exitFailure, fmt.Sprintf(" (%d bytes): open: stat ", len(filepath.Join(c.dir, long)))},
+		{[]string{"--store", filepath.Join(c.dir, long), "log", "s1"}, exitFailure, fmt.Sprintf(" (%d bytes): open: lstat ", len(filepath.Join(c.dir, long)))},
 		{[]string{"--store", filepath.Join(c.dir, long), "log", "s1"}, exitFailure, " bytes): file name too long"},
 	} {
 		r := c.fails(tc.code, tc.args...)

@@ -94,6 +94,7 @@ func runBackup(ctx context.Context, a *app, file string, force bool, stdout, std
 		return err
 	}
 	defer closeEngine(e, &err)
+	removeKilledBackups(file)
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
 	if err != nil {
 		return fmt.Errorf("cannot write the backup: %w", err)

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/reprise-dev/reprise/eventlog"
@@ -140,6 +143,50 @@ func TestBackupWhileAHostHoldsTheStore(t *testing.T) {
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".backup.db") {
 			t.Errorf("a temporary file is left: %s", e.Name())
+		}
+	}
+}
+
+// A backup killed before its rename leaves a hidden full copy of the store
+// beside its target, which may hold what rm and vacuum remove later: the
+// next backup to that target removes it. A copy that a running backup
+// holds locked, another user's file and a link are left alone.
+func TestBackupRemovesKilledBackupsCopies(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "hello")
+	backup := filepath.Join(c.dir, "backup.db")
+	killed := c.writeFile(".backup.db.123456789", "a killed backup's copy: the secret plan")
+	running := c.writeFile(".backup.db.42", "a running backup's copy")
+	f, err := os.Open(running)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(c.dir, ".backup.db.555")
+	if err := os.Symlink(c.writeFile("mine", "mine"), link); err != nil {
+		t.Fatal(err)
+	}
+	kept := []string{running, link}
+	if os.Getuid() == 0 {
+		theirs := c.writeFile(".backup.db.777", "theirs")
+		if err := os.Chown(theirs, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, theirs)
+	}
+	unrelated := c.writeFile(".backup.db.notes", "not a copy")
+	kept = append(kept, unrelated)
+
+	c.ok("backup", backup)
+	if _, err := os.Lstat(killed); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the killed backup's copy is left: %v", err)
+	}
+	for _, path := range kept {
+		if _, err := os.Lstat(path); err != nil {
+			t.Errorf("%s was removed: %v", path, err)
 		}
 	}
 }

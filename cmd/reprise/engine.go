@@ -90,7 +90,9 @@ func (a *app) lockTimeout() (time.Duration, error) {
 // may share a file. While another process holds it for writing, the
 // command reads through that process's socket (remote.SocketPath) if it
 // serves one, with the same results; otherwise it waits for the file up
-// to the lock timeout, then fails naming the holder.
+// to the lock timeout, then fails naming the holder. A holder that goes
+// away during the command is replaced by the file, or by the next
+// holder's socket, within the lock timeout (heldStore).
 func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engine, error) {
 	path, err := a.storePath()
 	if err != nil {
@@ -118,7 +120,10 @@ func (a *app) openReadOnly(ctx context.Context, stderr io.Writer) (*reprise.Engi
 	})
 	if client != nil {
 		opts.TranscriptDir = reprise.DefaultTranscriptDir(path)
-		return reprise.New(client, opts), nil
+		held := &heldStore{cur: client, reopen: func(ctx context.Context) (eventlog.Store, error) {
+			return a.reopenHeld(ctx, path, wait, stderr)
+		}}
+		return reprise.New(held, opts), nil
 	}
 	return e, openError(path, err)
 }

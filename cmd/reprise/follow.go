@@ -63,8 +63,10 @@ func followOnce(ctx context.Context, a *app, stderr io.Writer, next uint64, fn f
 		return false, err
 	}
 	defer closeEngine(e, &err)
-	if client, ok := e.Store().(*remote.Client); ok {
-		return true, client.WaitAll(ctx, next, followWait, fn)
+	if held, ok := e.Store().(*heldStore); ok {
+		if client := held.client(); client != nil {
+			return true, client.WaitAll(ctx, next, followWait, fn)
+		}
 	}
 	return false, e.Store().ReadAll(ctx, next, fn)
 }

@@ -40,11 +40,12 @@ type hookJSON struct {
 
 // hooksOptions are the options of hooks.
 type hooksOptions struct {
-	hooks    hookOptions
-	event    string // --event, "" for all
-	value    string // --source: the SessionStart source, SessionEnd reason or PreCompact trigger
-	valueSet bool   // --source was given
-	session  string // --session, "" for none
+	hooks      hookOptions
+	event      string // --event, "" for all
+	value      string // --source: the SessionStart source, SessionEnd reason or PreCompact trigger
+	valueSet   bool   // --source was given
+	session    string // --session, "" for none
+	sessionSet bool   // --session was given
 }
 
 // newHooksCmd returns the hooks command: which hooks a restore would run.
@@ -78,6 +79,7 @@ directory; only then is the store read, read-only.
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.valueSet = cmd.Flags().Changed("source")
+			o.sessionSet = cmd.Flags().Changed("session")
 			return runHooks(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -122,6 +124,11 @@ func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Wri
 	}
 	if o.valueSet && o.value == "" {
 		return usagef("--source must not be empty")
+	}
+	if o.sessionSet && o.session == "" {
+		// Not the listing without a session, which would answer for
+		// another project than the one asked about.
+		return usagef("--session must not be empty: give a session's id, or leave --session out for the hooks of no session's project")
 	}
 	if err := o.hooks.check(); err != nil {
 		return err

@@ -50,7 +50,8 @@ func newImportCmd(a *app) *cobra.Command {
 session. User and assistant records become messages; every other record
 (summary, system, progress, attachment, ...) is kept verbatim at its place,
 so that reprise export writes the same bytes back. FILE "-" reads standard
-input.
+input; input that is not a regular file is read to its end before the
+store is taken, so that waiting for it keeps no other writer out.
 
 The file is read as a stream and written in batches, so transcripts of any
 size import in bounded memory; on a terminal a progress bar shows how far it
@@ -109,7 +110,7 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 		}
 	}
 	name := o.file
-	in, size, closeIn, err := openInput(stdin, name)
+	in, size, closeIn, err := openInput(ctx, stdin, name)
 	if err != nil {
 		return err
 	}
@@ -174,8 +175,12 @@ func importInterrupted(ctx context.Context, e *reprise.Engine, id, file string, 
 }
 
 // openInput opens the file an import reads, "-" for stdin, and returns its
-// size when it is a regular file (0 otherwise) and a function closing it.
-func openInput(stdin io.Reader, name string) (io.Reader, int64, func() error, error) {
+// size and a function closing it. A file that is not a regular file (a
+// pipe, a terminal, a FIFO) is read to its end first, into a temporary
+// file that only the user can read and that no directory lists, so that
+// the import does not hold the store, keeping every other writer out,
+// while it waits for its input.
+func openInput(ctx context.Context, stdin io.Reader, name string) (io.Reader, int64, func() error, error) {
 	r, closeFn := stdin, func() error { return nil }
 	if name != "-" {
 		f, err := os.Open(name)
@@ -184,11 +189,58 @@ func openInput(stdin io.Reader, name string) (io.Reader, int64, func() error, er
 		}
 		r, closeFn = f, f.Close
 	}
-	var size int64
-	if f, ok := r.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			size = st.Size()
-		}
+	f, ok := r.(*os.File)
+	if !ok {
+		// A reader given to run in process, not the process's input.
+		return r, 0, closeFn, nil
 	}
-	return r, size, closeFn, nil
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		return r, st.Size(), closeFn, nil
+	}
+	spool, size, err := spoolInput(ctx, r, name)
+	if cerr := closeFn(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return spool, size, spool.Close, nil
+}
+
+// spoolInput copies r to an unlinked temporary file, until r ends or ctx
+// does, and returns the file positioned at its start, with its size.
+func spoolInput(ctx context.Context, r io.Reader, name string) (*os.File, int64, error) {
+	spool, err := os.CreateTemp("", "reprise-import-*.jsonl")
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot read %s: %w", name, err)
+	}
+	if err := os.Remove(spool.Name()); err != nil {
+		spool.Close()
+		return nil, 0, fmt.Errorf("cannot read %s: %w", name, err)
+	}
+	type copied struct {
+		n   int64
+		err error
+	}
+	done := make(chan copied, 1)
+	go func() {
+		n, err := io.Copy(spool, r)
+		done <- copied{n, err}
+	}()
+	var c copied
+	select {
+	case c = <-done:
+	case <-ctx.Done():
+		// The copy may be blocked in a read of r: its next write fails.
+		spool.Close()
+		return nil, 0, userError{fmt.Sprintf("interrupted while reading %s; nothing was imported", name), ctx.Err()}
+	}
+	if c.err == nil {
+		_, c.err = spool.Seek(0, io.SeekStart)
+	}
+	if c.err != nil {
+		spool.Close()
+		return nil, 0, fmt.Errorf("cannot read %s: %w", name, c.err)
+	}
+	return spool, c.n, nil
 }

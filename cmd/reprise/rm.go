@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -237,18 +239,34 @@ func printDeleted(stdout io.Writer, asJSON, dryRun bool, gone []reprise.Inactive
 	return nil
 }
 
+// maxAgeDays is the most days an age may be: a longer one overflows a
+// time.Duration, which would wrap around to a short age.
+const maxAgeDays = int64(math.MaxInt64 / (24 * time.Hour))
+
+// hoursAndMinutes matches the shape of an age in hours and minutes, so
+// that one time.ParseDuration refuses only for its size is called too
+// long.
+var hoursAndMinutes = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?h)?([0-9]+(\.[0-9]+)?m)?$`)
+
 // parseAge reads an age such as 30d, 12h, 90m or 1h30m: a whole number of
-// days, or a duration of hours and minutes. It must be positive.
+// days, or a duration of hours and minutes. It must be positive, and no
+// longer than a duration holds (106751d, about 292 years).
 func parseAge(s string) (time.Duration, error) {
 	var age time.Duration
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil {
+		n, err := strconv.ParseInt(days, 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange), err == nil && n > maxAgeDays:
+			return 0, fmt.Errorf("%q is too long an age; the longest is %dd", s, maxAgeDays)
+		case err != nil:
 			return 0, fmt.Errorf("%q is not a number of days, such as 30d", s)
 		}
 		age = time.Duration(n) * 24 * time.Hour
 	} else {
 		d, err := time.ParseDuration(s)
+		if err != nil && s != "" && hoursAndMinutes.MatchString(s) {
+			return 0, fmt.Errorf("%q is too long an age; the longest is %dd", s, maxAgeDays)
+		}
 		if err != nil || strings.Trim(s, "0123456789.hm+-") != "" {
 			return 0, fmt.Errorf("%q is not an age in days, hours or minutes, such as 30d, 12h, 90m or 1h30m", s)
 		}

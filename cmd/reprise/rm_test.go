@@ -184,6 +184,24 @@ func TestRmOlderThan(t *testing.T) {
 		}
 	}
 	c.ok("rm", "--older-than", "1h30m", "--dry-run")
+
+	// An age too long for a duration is a usage error, deleting nothing,
+	// instead of wrapping around to a short one (135586085299701d was
+	// about a second, 7900000d about 352 days).
+	for _, age := range []string{"135586085299701d", "7900000d", "106752d", "2562048h", "9223372036854775807d"} {
+		for _, dry := range [][]string{nil, {"--dry-run"}} {
+			if r := c.fails(exitUsage, append([]string{"rm", "--older-than", age}, dry...)...); !strings.Contains(r.stderr, "too long") {
+				t.Errorf("rm --older-than %s %v: %s", age, dry, r.stderr)
+			}
+		}
+	}
+	c.okJSON(&sessions, "sessions")
+	if len(sessions) != 2 {
+		t.Errorf("after ages too long, sessions = %+v; want reloaded and fresh", sessions)
+	}
+	if out := c.ok("rm", "--older-than", "106751d", "--dry-run"); out != "nothing to delete\n" {
+		t.Errorf("rm --older-than 106751d --dry-run, the longest age, printed %q", out)
+	}
 }
 
 // TestRmAndVacuumOnPostgres runs rm and vacuum on a PostgreSQL store.
@@ -234,6 +252,19 @@ func bigDeletedStore(t *testing.T, path string, n int) {
 	add(projection.SessionStream("a"), uint64(n+1), &schema.SessionDeleted{ID: "a", Messages: n})
 }
 
+// compactionFiles returns the files a compaction of the store at path
+// makes beside it: .STORE.vacuum-NNN, and STORE.vacuum in older builds.
+func compactionFiles(t *testing.T, path string) []string {
+	t.Helper()
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	hidden, err := filepath.Glob(filepath.Join(dir, "."+base+".vacuum-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := filepath.Glob(path + ".vacuum")
+	return append(hidden, old...)
+}
+
 // TestBinaryVacuumKilled kills reprise vacuum with SIGKILL at different
 // moments of its work. Whatever the moment, the store opens, audits clean
 // and keeps session b whole; the next vacuum finishes the work.
@@ -264,15 +295,15 @@ func TestBinaryVacuumKilled(t *testing.T) {
 		if out := c.ok("replay", "b"); !strings.Contains(out, "keep me") {
 			t.Fatalf("replay b after vacuum was killed %v in:\n%s", delay, out)
 		}
-		if _, err := os.Stat(c.store + ".vacuum"); err == nil {
+		if len(compactionFiles(t, c.store)) > 0 {
 			midCompaction++
 		}
 		c.ok("vacuum")
 		if bytes.Contains(readFile(t, c.store), []byte(cliSecret)) {
 			t.Fatalf("the secret is in the store after a vacuum that followed one killed %v in", delay)
 		}
-		if _, err := os.Stat(c.store + ".vacuum"); !os.IsNotExist(err) {
-			t.Errorf("the compaction file is left beside the store: %v", err)
+		if left := compactionFiles(t, c.store); len(left) > 0 {
+			t.Errorf("the compaction's files are left beside the store: %v", left)
 		}
 		if err := os.Remove(c.store); err != nil {
 			t.Fatal(err)

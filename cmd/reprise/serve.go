@@ -27,22 +27,27 @@ const defaultServeAddr = "127.0.0.1:7777"
 
 // serveOptions are the options of serve.
 type serveOptions struct {
-	addr  string // --addr
-	token string // --token
+	addr    string // --addr
+	addrSet bool   // --addr was given
+	token   string // --token
+	noToken bool   // --no-token
+	socket  string // --socket
 }
 
 // serveJSON is what serve --json prints once it listens.
 type serveJSON struct {
-	URL   string `json:"url"`
-	Store string `json:"store"`
-	Token bool   `json:"token"` // every request must carry the token
+	URL       string `json:"url,omitempty"` // with ?token= when one is needed
+	Socket    string `json:"socket,omitempty"`
+	Store     string `json:"store"`
+	Token     bool   `json:"token"`                // every request must carry the token
+	TokenFile string `json:"token_file,omitempty"` // where the generated token is kept
 }
 
 // newServeCmd returns the serve command: the web view of the store.
 func newServeCmd(a *app) *cobra.Command {
 	o := serveOptions{addr: defaultServeAddr}
 	cmd := &cobra.Command{
-		Use:   "serve [--addr HOST:PORT] [--token TOKEN]",
+		Use:   "serve [--addr HOST:PORT] [--token TOKEN | --no-token] | serve --socket PATH",
 		Short: "Serve a read-only web view of the store",
 		Long: `serve serves the store's sessions, conversations, agents' restores as
 timelines of steps and hooks, the audit and the raw event log, as web
@@ -52,41 +57,90 @@ as the read commands do: through the socket of a process that holds the
 file, else by opening it for that request alone, so that writers are not
 kept out.
 
-It listens on 127.0.0.1:7777 unless --addr says otherwise. The view shows
-every conversation and hook output in the store, so binding to any other
-address than a loopback one needs a token (--token or $REPRISE_SERVE_TOKEN);
-without one it refuses. With a token, every request must carry it: an
+The view shows every conversation and hook output in the store, which
+only you may read, so on TCP every request must carry a token: an
 "Authorization: Bearer TOKEN" header, or ?token=TOKEN once in a browser,
-which then keeps it in a cookie. It runs until interrupted (Ctrl-C).`,
+which then keeps it in a cookie. The token is --token, else
+$REPRISE_SERVE_TOKEN, else one serve makes the first time and keeps in
+STORE.serve-token (mode 0600) beside the store, so that the address
+serve prints, which carries it, keeps working across restarts. A token
+is at least 16 characters, each a letter, a digit or one of - . _ ~.
+--no-token serves without one, on a loopback address only, to every
+user of this machine. --socket PATH serves on a Unix socket instead,
+mode 0600, which only you can connect to, without a token
+(curl --unix-socket PATH http://localhost/).
+
+It listens on 127.0.0.1:7777 unless --addr says otherwise, and runs
+until interrupted (Ctrl-C).`,
 		Example: `  reprise serve
   reprise serve --addr 127.0.0.1:8080
+  reprise serve --socket ~/reprise.sock
   REPRISE_SERVE_TOKEN=$(openssl rand -hex 16) reprise serve --addr 0.0.0.0:7777`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.addrSet = cmd.Flags().Changed("addr")
 			return runServe(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&o.addr, "addr", o.addr, "listen on `HOST:PORT`")
-	cmd.Flags().StringVar(&o.token, "token", "", "require `TOKEN` on every request (default $"+serveTokenEnv+")")
+	cmd.Flags().StringVar(&o.token, "token", "", "require `TOKEN` on every request (default $"+serveTokenEnv+", else the one kept beside the store)")
+	cmd.Flags().BoolVar(&o.noToken, "no-token", false, "serve without a token, to every user of this machine (loopback only)")
+	cmd.Flags().StringVar(&o.socket, "socket", "", "serve on a Unix socket at `PATH`, mode 0600, without a token")
 	return cmd
 }
 
 // minTokenLen is the shortest token serve takes.
 const minTokenLen = 16
 
+// checkServeOptions refuses options that contradict each other, and a
+// token serve would not take.
+func checkServeOptions(o serveOptions) error {
+	switch {
+	case o.socket != "" && (o.addrSet || o.token != "" || o.noToken):
+		return usagef("--socket serves on a Unix socket that only you can reach, without a token: it takes no --addr, --token or --no-token")
+	case o.token != "" && o.noToken:
+		return usagef("give either --token or --no-token")
+	case o.token != "":
+		return checkToken(o.token, "--token")
+	}
+	return nil
+}
+
+// checkToken refuses a token that is short or that a browser's login
+// (?token=TOKEN) would not carry as it is.
+func checkToken(token, from string) error {
+	if len(token) < minTokenLen {
+		return usagef("the token (%s) is %d characters; give one of at least %d that nobody could guess, such as the output of: openssl rand -hex 16",
+			from, len(token), minTokenLen)
+	}
+	if !web.ValidToken(token) {
+		return usagef("the token (%s) may hold only letters, digits and - . _ ~, which an address carries as they are", from)
+	}
+	return nil
+}
+
 // runServe serves the web view of the store until ctx ends.
 func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Writer) error {
+	if err := checkServeOptions(o); err != nil {
+		return err
+	}
 	token := o.token
-	if token == "" {
-		token = os.Getenv(serveTokenEnv)
+	if token == "" && !o.noToken && o.socket == "" {
+		if token = os.Getenv(serveTokenEnv); token != "" {
+			if err := checkToken(token, "$"+serveTokenEnv); err != nil {
+				return err
+			}
+		}
 	}
-	host, _, err := net.SplitHostPort(o.addr)
-	if err != nil {
-		return usagef("--addr must be HOST:PORT, such as %s: %v", defaultServeAddr, err)
-	}
-	if !web.IsLoopback(host) && token == "" {
-		return usagef("--addr %s is reachable from other machines, and the view shows every conversation in the store: "+
-			"give --token or set %s, or listen on a loopback address such as %s", o.addr, serveTokenEnv, defaultServeAddr)
+	if o.socket == "" {
+		host, _, err := net.SplitHostPort(o.addr)
+		if err != nil {
+			return usagef("--addr must be HOST:PORT, such as %s: %v", defaultServeAddr, err)
+		}
+		if o.noToken && !web.IsLoopback(host) {
+			return usagef("--addr %s is reachable from other machines, and the view shows every conversation in the store: "+
+				"serve there with a token (leave out --no-token), or listen on a loopback address such as %s", o.addr, defaultServeAddr)
+		}
 	}
 	path, err := a.storePath()
 	if err != nil {
@@ -100,25 +154,49 @@ func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Wri
 	if err := e.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", o.addr)
-	if err != nil {
-		return fmt.Errorf("cannot listen on %s: %w", o.addr, err)
+	out := serveJSON{Store: redact(path)}
+	if token == "" && !o.noToken && o.socket == "" {
+		out.TokenFile = serveTokenFile(path)
+		if token, err = keptToken(out.TokenFile); err != nil {
+			return err
+		}
 	}
-	if token != "" && len(token) < minTokenLen {
-		return usagef("the token is %d characters; give one of at least %d that nobody could guess, such as the output of: openssl rand -hex 16",
-			len(token), minTokenLen)
-	}
-	var h http.Handler = newStoreView(a, stderr)
-	if token != "" {
-		h = web.RequireToken(token, h)
+	var (
+		ln     net.Listener
+		remove = func() {}
+	)
+	if o.socket != "" {
+		ln, remove, err = listenSocket(o.socket)
+		out.Socket = o.socket
 	} else {
+		ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp", o.addr)
+		if err != nil {
+			err = fmt.Errorf("cannot listen on %s: %w", o.addr, err)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer remove()
+	var h http.Handler = newStoreView(a, stderr)
+	switch {
+	case token != "":
+		h = web.RequireToken(token, h)
+		out.Token = true
+	case o.socket == "":
 		h = web.RequireLoopbackHost(h)
 	}
-	url := serveURL(ln.Addr())
-	if a.json {
-		err = printJSON(stdout, serveJSON{URL: url, Store: redact(path), Token: token != ""})
-	} else {
-		_, err = fmt.Fprintf(stdout, "serving %s at %s (Ctrl-C stops)\n", redact(path), url)
+	if o.socket == "" {
+		out.URL = serveURL(ln.Addr(), token)
+	}
+	switch {
+	case a.json:
+		err = printJSON(stdout, out)
+	case o.socket != "":
+		_, err = fmt.Fprintf(stdout, "serving %s on the socket %s, which only you can reach (Ctrl-C stops): curl --unix-socket %s http://localhost/api/sessions\n",
+			out.Store, o.socket, shellQuote(o.socket))
+	default:
+		_, err = fmt.Fprintf(stdout, "serving %s at %s (Ctrl-C stops)\n", out.Store, out.URL)
 	}
 	if err != nil {
 		ln.Close()
@@ -195,16 +273,22 @@ func (v *storeView) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	web.New(e, web.Options{FinishCommand: a.finishCommand, RunningIn: a.heldBy, Audits: v.audits}).ServeHTTP(w, r)
 }
 
-// serveURL is the address a browser on this machine opens to reach addr:
-// one that listens on every address of the machine is reached at
-// 127.0.0.1.
-func serveURL(addr net.Addr) string {
+// serveURL is the address a browser on this machine opens to reach addr,
+// with ?token= when token is not empty: one that listens on every address
+// of the machine is reached at 127.0.0.1.
+func serveURL(addr net.Addr, token string) string {
 	host, port, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return "http://" + addr.String() + "/"
+	if err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		host = net.JoinHostPort(host, port)
+	} else {
+		host = addr.String()
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
+	url := "http://" + host + "/"
+	if token != "" {
+		url += "?token=" + token // ValidToken: nothing to escape
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/"
+	return url
 }

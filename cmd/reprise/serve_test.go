@@ -4,10 +4,18 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,13 +26,14 @@ import (
 // stop.
 type serving struct {
 	url            string
+	token          string // from the printed URL's ?token=, "" for none
 	stdout, stderr *testkit.SyncBuffer
 	cancel         context.CancelFunc
 	code           chan int
 }
 
-// urlRE finds the address serve prints once it listens.
-var urlRE = regexp.MustCompile(`(http://127\.0\.0\.1:\d+/)`)
+// urlRE finds the address serve prints once it listens, and its token.
+var urlRE = regexp.MustCompile(`(http://127\.0\.0\.1:\d+/)(?:\?token=([A-Za-z0-9._~-]+))?`)
 
 // startServe runs reprise with args in process and waits until it serves.
 func startServe(t *testing.T, args ...string) *serving {
@@ -36,7 +45,7 @@ func startServe(t *testing.T, args ...string) *serving {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if m := urlRE.FindStringSubmatch(s.stdout.String()); m != nil {
-			s.url = m[1]
+			s.url, s.token = m[1], m[2]
 			return s
 		}
 		select {
@@ -67,12 +76,16 @@ func (s *serving) stop(t *testing.T) {
 }
 
 // get requests path with header (name, value pairs) and returns the
-// status and body.
+// status and body. The request carries the printed token, unless header
+// gives an Authorization of its own ("" for none).
 func (s *serving) get(t *testing.T, path string, header ...string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest("GET", s.url+strings.TrimPrefix(path, "/"), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		if header[i] == "Host" {
@@ -107,6 +120,9 @@ func (s *serving) follow(t *testing.T) *liveStream {
 	req, err := http.NewRequestWithContext(ctx, "GET", s.url+"live", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -208,31 +224,231 @@ func TestServeAnswersWhatTheCommandsPrint(t *testing.T) {
 	h.release()
 }
 
-// serve listens on loopback unless given a token; with one, every
-// request must carry it.
-func TestServeNeedsATokenOffLoopback(t *testing.T) {
+// On TCP serve needs a token by default: it makes one the first time,
+// keeps it in a file beside the store that only the user may read, so
+// that the address it prints (which carries it) survives restarts, and
+// refuses every request without it. Another user of the machine, who used
+// to read every conversation with curl, gets 401 and cannot read the file.
+func TestServeNeedsATokenByDefault(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "the secret plan")
+	s := startServe(t, "serve", "--addr", "127.0.0.1:0")
+	if s.token == "" || len(s.token) < minTokenLen {
+		t.Fatalf("serve printed no token in its address: %s", s.stdout)
+	}
+	if status, body := s.get(t, "/api/sessions", "Authorization", ""); status != http.StatusUnauthorized || strings.Contains(body, "secret") {
+		t.Errorf("a request without the token got %d:\n%s", status, body)
+	}
+	if status, body := s.get(t, "/sessions/s"); status != http.StatusOK || !strings.Contains(body, "the secret plan") {
+		t.Errorf("a request with the token got %d", status)
+	}
+	file := c.store + serveTokenSuffix
+	info, err := os.Lstat(file)
+	if err != nil || info.Mode() != 0o600 {
+		t.Fatalf("the token file: %v, %v; want a regular file of mode 0600", info, err)
+	}
+	if data, _ := os.ReadFile(file); strings.TrimSpace(string(data)) != s.token {
+		t.Errorf("the token file holds %q; serve printed %q", data, s.token)
+	}
+	if os.Getuid() == 0 {
+		openToOthers(t, filepath.Dir(file))
+		if curl, err := exec.LookPath("curl"); err == nil {
+			out, _ := asAnotherUser(exec.Command(curl, "-s", "-o", "/dev/null", "-w", "%{http_code}", s.url+"api/sessions")).Output()
+			if string(out) != "401" {
+				t.Errorf("another user's curl got %q; want 401", out)
+			}
+		}
+		if out, err := asAnotherUser(exec.Command("cat", file)).CombinedOutput(); err == nil {
+			t.Errorf("another user read the token file: %s", out)
+		}
+	}
+	s.stop(t)
+
+	// A restart serves the same token, which --json shows in the address.
+	again := startServe(t, "--json", "serve", "--addr", "127.0.0.1:0")
+	if again.token != s.token || field(t, again.stdout.String(), "token") != "true" ||
+		field(t, again.stdout.String(), "token_file") != strconv.Quote(file) {
+		t.Errorf("after a restart serve printed %s; want the token %s, kept in %s", again.stdout, s.token, file)
+	}
+}
+
+// openToOthers lets other users pass through dir and the test's temporary
+// directories above it, so that what keeps them out of a file in it is
+// the file's own mode.
+func openToOthers(t *testing.T, dir string) {
+	t.Helper()
+	for p := dir; strings.HasPrefix(p, os.TempDir()+string(filepath.Separator)); p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// asAnotherUser makes cmd run as user 65534 (nobody); only root can.
+func asAnotherUser(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Dir = "/"
+	return cmd
+}
+
+// A token chosen with --token or $REPRISE_SERVE_TOKEN replaces the kept
+// one; it must be long and made of characters a browser's ?token= login
+// carries as they are. --no-token serves without one, on loopback only.
+func TestServeTokenOptions(t *testing.T) {
 	c := newCLI(t)
 	c.session("s", "hello")
-	r := c.fails(exitUsage, "serve", "--addr", "0.0.0.0:0")
-	if !strings.Contains(r.stderr, "--token") {
-		t.Errorf("refusal does not name --token: %s", r.stderr)
+	for _, args := range [][]string{
+		{"--token", "short"},
+		{"--token", "abcdefghijklmnop;q"},
+		{"--token", `abcdefghijklmnop"q`},
+		{"--token", "abcdefghijklmnopé"},
+		{"--token", "abcdefghijklmnopq", "--no-token"},
+		{"--no-token", "--addr", "0.0.0.0:0"},
+		{"--socket", "x.sock", "--no-token"},
+		{"--socket", "x.sock", "--addr", "127.0.0.1:0"},
+		{"--addr", "nonsense"},
+	} {
+		c.fails(exitUsage, append([]string{"serve"}, args...)...)
 	}
-	c.fails(exitUsage, "serve", "--addr", "nonsense")
-	if r := c.fails(exitUsage, "serve", "--addr", "0.0.0.0:0", "--token", "short"); !strings.Contains(r.stderr, "at least 16") {
-		t.Errorf("a short token: %s", r.stderr)
+	t.Setenv(serveTokenEnv, "with space in it!")
+	if r := c.fails(exitUsage, "serve"); !strings.Contains(r.stderr, serveTokenEnv) {
+		t.Errorf("a bad $%s: %s", serveTokenEnv, r.stderr)
 	}
+
 	const token = "c3f1a9e07b5d4c2e"
 	t.Setenv(serveTokenEnv, token)
 	s := startServe(t, "--json", "serve", "--addr", "127.0.0.1:0")
-	if got := field(t, s.stdout.String(), "token"); got != "true" {
-		t.Errorf("serve --json says token %s: %s", got, s.stdout)
+	if s.token != token || field(t, s.stdout.String(), "token") != "true" {
+		t.Errorf("serve --json with $%s printed %s", serveTokenEnv, s.stdout)
 	}
-	if status, _ := s.get(t, "/api/sessions"); status != http.StatusUnauthorized {
-		t.Errorf("a request without the token got %d", status)
+	for _, auth := range []string{"", "Bearer wrong-token-of-16", "Bearer " + token, "bearer " + token} {
+		want := http.StatusOK
+		if !strings.HasSuffix(auth, token) {
+			want = http.StatusUnauthorized
+		}
+		if status, _ := s.get(t, "/api/sessions", "Authorization", auth); status != want {
+			t.Errorf("a request with %q got %d; want %d", auth, status, want)
+		}
 	}
-	for _, auth := range []string{"Bearer " + token, "bearer " + token} {
-		if status, _ := s.get(t, "/api/sessions", "Authorization", auth); status != http.StatusOK {
-			t.Errorf("a request with %q got %d", auth, status)
+	s.stop(t)
+	if _, err := os.Lstat(c.store + serveTokenSuffix); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a token file was made though a token was given: %v", err)
+	}
+
+	s = startServe(t, "serve", "--addr", "127.0.0.1:0", "--token", "other-token.0123456789")
+	if s.token != "other-token.0123456789" {
+		t.Errorf("--token: serve printed %s", s.stdout)
+	}
+	s.stop(t)
+
+	t.Setenv(serveTokenEnv, "")
+	s = startServe(t, "serve", "--addr", "127.0.0.1:0", "--no-token")
+	if s.token != "" {
+		t.Errorf("--no-token printed a token: %s", s.stdout)
+	}
+	if status, _ := s.get(t, "/api/sessions"); status != http.StatusOK {
+		t.Errorf("--no-token: a request got %d", status)
+	}
+}
+
+// A token file that is not the user's alone is not trusted: another user
+// who could read or write it could read the view or choose its token.
+func TestServeRefusesAKeptTokenOthersCouldTouch(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "hello")
+	file := c.store + serveTokenSuffix
+	for name, plant := range map[string]func(){
+		"a link": func() {
+			if err := os.Symlink(c.writeFile("theirs", "aaaaaaaaaaaaaaaaaaaa\n"), file); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"a file others may read": func() {
+			if err := os.WriteFile(file, []byte("aaaaaaaaaaaaaaaaaaaa\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"no token": func() {
+			if err := os.WriteFile(file, []byte("short\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		plant()
+		if r := c.fails(exitFailure, "serve", "--addr", "127.0.0.1:0"); !strings.Contains(r.stderr, file) {
+			t.Errorf("serve with %s as its token file said %s", name, r.stderr)
+		}
+		if err := os.Remove(file); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// serve --socket serves without a token on a Unix socket that only the
+// user can connect to; it never replaces a file, only a crashed serve's
+// socket, and removes its socket when it stops.
+func TestServeOnASocket(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "the secret plan")
+	path := filepath.Join(c.dir, "view.sock")
+	planted := c.writeFile("view.sock", "mine")
+	if r := c.fails(exitFailure, "serve", "--socket", path); !strings.Contains(r.stderr, "exists") {
+		t.Errorf("serve --socket over a file said %s", r.stderr)
+	}
+	if data, _ := os.ReadFile(planted); string(data) != "mine" {
+		t.Fatal("the file at the socket's path was replaced")
+	}
+	os.Remove(planted)
+	stale, err := net.Listen("unix", path) // a crashed serve's socket: nothing answers on it
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	code := make(chan int, 1)
+	stdout := &testkit.SyncBuffer{}
+	go func() {
+		code <- run(ctx, []string{"serve", "--socket", path}, strings.NewReader(""), stdout, io.Discard)
+	}()
+	defer func() {
+		cancel()
+		if got := <-code; got != exitOK {
+			t.Errorf("serve --socket stopped with exit %d", got)
+		}
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the socket is left after serve stopped: %v", err)
+		}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stdout.String(), "serving"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve --socket never said it serves: %s", stdout)
+		}
+	}
+	info, err := os.Lstat(path)
+	if err != nil || info.Mode().Type() != fs.ModeSocket || info.Mode().Perm() != 0o600 {
+		t.Fatalf("the socket: %v, %v; want a socket of mode 0600", info, err)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}}
+	res, err := client.Get("http://localhost/sessions/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), "the secret plan") {
+		t.Errorf("on the socket, /sessions/s = %d", res.StatusCode)
+	}
+	if os.Getuid() == 0 {
+		openToOthers(t, filepath.Dir(path))
+		if curl, err := exec.LookPath("curl"); err == nil {
+			out, err := asAnotherUser(exec.Command(curl, "-s", "--unix-socket", path, "http://localhost/api/sessions")).Output()
+			if err == nil || strings.Contains(string(out), "secret") {
+				t.Errorf("another user read the view through the socket: %v %s", err, out)
+			}
 		}
 	}
 }
@@ -247,6 +463,9 @@ func TestDemoServe(t *testing.T) {
 		t.Errorf("the demo's last line is %q", last)
 	}
 	s := startServe(t, "demo", "--serve", "--addr", "127.0.0.1:0")
+	if s.token == "" {
+		t.Errorf("demo --serve printed no token in its address: %s", s.stdout)
+	}
 	status, page := s.get(t, "/agents/demo-host")
 	if status != 200 || !strings.Contains(page, `<span class="hook ok">ok</span> project-context`) {
 		t.Errorf("/agents/demo-host = %d:\n%s", status, page)
@@ -259,7 +478,7 @@ func TestDemoServe(t *testing.T) {
 func TestServeRefusesOtherHostsOnLoopback(t *testing.T) {
 	c := newCLI(t)
 	c.session("s", "the secret plan")
-	s := startServe(t, "serve", "--addr", "127.0.0.1:0")
+	s := startServe(t, "serve", "--addr", "127.0.0.1:0", "--no-token")
 	for host, want := range map[string]int{
 		"":                       http.StatusOK, // the listening address itself
 		"localhost":              http.StatusOK,

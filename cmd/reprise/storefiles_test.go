@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
 // transcriptHookSettings writes a settings file whose SessionStart hook
@@ -330,5 +333,56 @@ func TestPlantedTranscriptDirectory(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Fatalf("files written into the planted directory: %v", entries)
+	}
+}
+
+// TestStoreTakenOverInASharedDirectory plays the takeover of a store kept
+// in a shared directory: another user forges a log whose session's
+// project holds their hook, and plants it at the user's store path, as a
+// link or (as root, who can make a file of theirs) as their own file.
+// reprise start must neither open it nor run the hook.
+func TestStoreTakenOverInASharedDirectory(t *testing.T) {
+	c := newCLI(t)
+	shared := c.mkdir("shared")
+	if err := os.Chmod(shared, 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	ran := filepath.Join(c.dir, "hook-ran")
+	c.writeFile("evil/.claude/settings.json", testkit.Settings(t, []string{"touch " + ran}, nil))
+	forged := filepath.Join(shared, "forged.db")
+	c.ok("--store", forged, "new", "--id", "s", "--cwd", filepath.Join(c.dir, "evil"))
+
+	plants := map[string]func(store string){
+		"a link": func(store string) {
+			if err := os.Symlink(forged, store); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	if os.Getuid() == 0 {
+		plants["another user's file"] = func(store string) {
+			if err := os.Rename(forged, store); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(store, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, name := range []string{"a link", "another user's file"} {
+		plant, ok := plants[name]
+		if !ok {
+			continue
+		}
+		store := filepath.Join(shared, "reprise-"+strings.ReplaceAll(name, " ", "-")+".db")
+		plant(store)
+		r := c.fails(exitFailure, "--store", store, "start", "--agent", "ide", "s")
+		if !strings.Contains(r.stderr, store) || !strings.Contains(r.stderr, "not a private file") {
+			t.Errorf("start on %s at the store path said %s; want it refused, naming the path", name, r.stderr)
+		}
+		if _, err := os.Stat(ran); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the forged store's hook ran (%s at the store path)", name)
+		}
+		c.fails(exitFailure, "--store", store, "sessions")
 	}
 }

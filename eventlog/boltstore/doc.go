@@ -115,12 +115,12 @@
 // that the gaps bucket explains and report any other as corruption. Purge
 // then compacts the file (Compact): bbolt keeps freed pages, with their
 // old bytes, for reuse, so the live pages are copied into a new file,
-// STORE.vacuum, which is opened (and so locked) before the old one is
-// closed, synced, and renamed over the store, so the lock is never let
-// go. A process that was waiting for the old file's lock notices the
-// rename when it gets the lock and opens the new file. A crash before the
-// rename leaves the purged store and a stale STORE.vacuum, which the next
-// compaction replaces. Load records the gaps in the events it is given the
+// .STORE.vacuum-NNN, made exclusively under a random name and opened (and
+// so locked) before the old one is closed, synced, and renamed over the
+// store, so the lock is never let go. A process that was waiting for the
+// old file's lock notices the rename when it gets the lock and opens the
+// new file. A crash before the rename leaves the purged store and a stale
+// copy, which the next compaction removes. Load records the gaps in the events it is given the
 // same way, so a copy of a vacuumed store reads as it did, and writes each
 // run of the events it is given in batches, as an append would.
 //
@@ -183,6 +183,14 @@
 // Load (eventlog.Loader) writes events numbered by another store, keeping
 // their sequences and positions; the readers here still expect both to be
 // gapless, so load gapless logs.
+//
+// Open takes only a store that is the user's own and that no other user
+// can swap: the path is opened without following a link, a new file is
+// made exclusively, and a link, another user's file, or a directory above
+// the path that belongs to another user (not root) or that others may
+// write without its sticky bit is refused with ErrNotPrivate. A store in a
+// sticky directory such as /tmp works; one reached through a link does
+// not: give the link's target.
 //
 // A zero-length file is a store that was never initialised: bbolt
 // initialises any empty file it opens, so a read-write Open turns it into an

@@ -10,6 +10,16 @@ import (
 // this build does not read, or (read-only) a file never initialised.
 var ErrFormat = errors.New("boltstore: not a reprise store in a supported layout")
 
+// ErrNotPrivate is returned by Open when the store's file could be another
+// user's to change: the path is a symbolic link (which is not followed) or
+// a file that belongs to another user, or a directory above it belongs to
+// another user than the running one or root, or may be written by others
+// without being sticky (as /tmp is), so that they could rename the store
+// away and put a file of theirs in its place. Nothing is read or written
+// then: a store another user planted could name hooks that run as the
+// user.
+var ErrNotPrivate = errors.New("boltstore: not a private file")
+
 // ErrDamagedMeta is matched by the *DamagedMetaError that Open returns
 // when it is asked to open for writing a file whose newest commit may
 // have been lost to a damaged meta page.

@@ -6,14 +6,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/internal/private"
 )
 
 var _ eventlog.Purger = (*Store)(nil)
@@ -23,8 +24,12 @@ var _ eventlog.Purger = (*Store)(nil)
 // (no stream name is empty).
 var gapsBucket = []byte("gaps")
 
-// vacuumSuffix names the file a purge compacts the store into, beside it,
-// before renaming it over the store.
+// vacuumSuffix ends the name of the file a purge compacts the store into,
+// beside it, before renaming it over the store: "." + the store's name +
+// vacuumSuffix + random digits, made exclusively, so that no other user
+// can predict it or plant a file or link there. Builds before that used
+// STORE.vacuum itself; a compaction removes what a killed one left under
+// either name.
 const vacuumSuffix = ".vacuum"
 
 // Purge implements eventlog.Purger in one write transaction, after which
@@ -34,7 +39,7 @@ const vacuumSuffix = ".vacuum"
 // free pages would otherwise keep, are gone from the file and the lock is
 // never released. A crash before the rename leaves the store as the
 // transaction committed it, purged but not yet compacted, and a stale
-// compaction file that the next purge replaces; Compact does the rest.
+// compaction file that the next compaction removes; Compact does the rest.
 func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -356,12 +361,20 @@ func (s *Store) Compact(ctx context.Context) error {
 	if s.readOnly {
 		return eventlog.ErrReadOnly
 	}
-	tmp := s.path + vacuumSuffix
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	dir, base := filepath.Dir(s.path), filepath.Base(s.path)
+	removeCompactionLeftovers(dir, base)
+	// The new file is made exclusively under a name no one can predict,
+	// and bbolt is handed that very file, never reopening it by name.
+	f, err := os.CreateTemp(dir, "."+base+vacuumSuffix+"-*")
+	if err != nil {
 		return fmt.Errorf("boltstore: compact %s: %w", s.path, err)
 	}
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: s.timeout})
+	tmp := f.Name()
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: s.timeout,
+		OpenFile: func(string, int, os.FileMode) (*os.File, error) { return f, nil }})
 	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(tmp)
 		return fmt.Errorf("boltstore: compact %s: %w", s.path, err)
 	}
 	err = bolt.Compact(dst, s.db, 64<<20)
@@ -385,6 +398,30 @@ func (s *Store) Compact(ctx context.Context) error {
 		return fmt.Errorf("boltstore: compact %s: close the old file: %w", s.path, err)
 	}
 	return nil
+}
+
+// removeCompactionLeftovers removes, from the store's directory dir, the
+// files of compactions killed before their rename: full copies of the
+// store, with the bytes they were to remove. They are the user's regular
+// files named for the store's compactions, STORE.vacuum by older builds;
+// the caller holds the store, so no compaction is writing one. Anything
+// else under those names (another user's file, a link, a directory) is
+// left alone, and is in no compaction's way.
+func removeCompactionLeftovers(dir, base string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		if name != base+vacuumSuffix && !strings.HasPrefix(name, "."+base+vacuumSuffix+"-") {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if info, err := os.Lstat(path); err == nil && info.Mode().IsRegular() && private.OwnedByUser(info) {
+			_ = os.Remove(path)
+		}
+	}
 }
 
 // syncDir makes a rename in dir durable.

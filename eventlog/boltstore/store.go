@@ -21,6 +21,7 @@ import (
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/internal/group"
+	"github.com/reprise-dev/reprise/internal/private"
 )
 
 // DefaultTimeout is how long Open waits for the file lock when
@@ -135,14 +136,24 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	info, err := os.Stat(path)
+	if err := private.CheckAncestors(path, ErrNotPrivate); err != nil {
+		if !errors.Is(err, ErrNotPrivate) {
+			err = fmt.Errorf("boltstore: open %s: %w", path, err)
+		}
+		return nil, err
+	}
+	info, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly:
 		// A new store.
 	case err != nil:
 		return nil, fmt.Errorf("boltstore: open: %w", err)
+	case info.Mode().Type() == fs.ModeSymlink:
+		return nil, fmt.Errorf("%w: %s is a symbolic link, which is not followed; give the path of the file itself", ErrNotPrivate, path)
 	case !info.Mode().IsRegular():
 		return nil, fmt.Errorf("boltstore: open %s: not a regular file", path)
+	case !private.OwnedByUser(info):
+		return nil, fmt.Errorf("%w: %s belongs to another user", ErrNotPrivate, path)
 	case info.Size() == 0 && opts.ReadOnly:
 		return nil, fmt.Errorf("%w: %s is empty; open it for writing once to create the store", ErrFormat, path)
 	case info.Size() > 0 && !opts.ReadOnly:
@@ -206,7 +217,7 @@ func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 		// Keep the file so that its lock can be released if bbolt panics
 		// before it returns a DB.
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
-			f, err := os.OpenFile(name, flag, perm)
+			f, err := openOwnFile(name, flag, perm)
 			file = f
 			return f, err
 		},
@@ -245,6 +256,48 @@ func openBolt(path string, opts Options, readOnly bool) (*bolt.DB, error) {
 	return db, nil
 }
 
+// openOwnFile opens the store's file for bbolt as os.OpenFile would, but
+// never through a symbolic link, creating a new file only exclusively
+// (O_EXCL), and only a regular file of the user's: a link or another
+// user's file planted at the path, or put there between Open's checks and
+// this open, is refused with ErrNotPrivate.
+func openOwnFile(name string, flag int, perm os.FileMode) (*os.File, error) {
+	var (
+		f   *os.File
+		err error
+	)
+	for range 3 {
+		f, err = os.OpenFile(name, flag&^os.O_CREATE|private.NoFollow, perm)
+		if !errors.Is(err, fs.ErrNotExist) || flag&os.O_CREATE == 0 {
+			break
+		}
+		f, err = os.OpenFile(name, flag|os.O_EXCL|private.NoFollow, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+		// Another process made the store meanwhile: open that one.
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%w: %s is a symbolic link, which is not followed; give the path of the file itself", ErrNotPrivate, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	switch {
+	case err != nil:
+		_ = f.Close()
+		return nil, err
+	case !info.Mode().IsRegular():
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrNotPrivate, name)
+	case !private.OwnedByUser(info):
+		_ = f.Close()
+		return nil, fmt.Errorf("%w: %s belongs to another user", ErrNotPrivate, name)
+	}
+	return f, nil
+}
+
 // replaced reports whether path no longer names the file f opened.
 func replaced(path string, f *os.File) bool {
 	opened, err := f.Stat()
@@ -263,6 +316,8 @@ func openError(path string, timeout time.Duration, err error) error {
 	)
 	switch {
 	case errors.Is(err, eventlog.ErrCorrupt):
+		return err
+	case errors.Is(err, ErrNotPrivate):
 		return err
 	case errors.Is(err, berrors.ErrTimeout):
 		pid, command := lockHolder(path)

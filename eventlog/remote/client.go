@@ -33,6 +33,16 @@ var (
 // pingTimeout bounds how long Dial waits for the service to answer.
 const pingTimeout = 5 * time.Second
 
+// FrameTimeout bounds how long a read waits for each part of a response:
+// its header and first frame (plus the wait of a following ReadAll), and
+// then each next frame. A serving process that sends nothing for that long
+// has stalled, and the read fails with ErrStalled. The time the caller's
+// callback takes is not counted.
+const FrameTimeout = 10 * time.Second
+
+// frameTimeout is FrameTimeout; tests shorten it.
+var frameTimeout = FrameTimeout
+
 // Dial connects to the service at socket, the path of a Unix socket, and
 // checks that it answers, waiting up to pingTimeout. It fails with
 // ErrNotOwned for a path that is not a socket of the user's own, and
@@ -50,7 +60,7 @@ func Dial(ctx context.Context, socket string) (*Client, error) {
 	}}}
 	ping, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if err := c.get(ping, "/v1/ping", nil, nil); err != nil {
+	if err := c.get(ping, "/v1/ping", nil, 0, nil); err != nil {
 		c.http.CloseIdleConnections()
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %s did not answer within %v", ErrNotServing, socket, pingTimeout)
@@ -71,7 +81,7 @@ func (c *Client) Append(ctx context.Context, _ []eventlog.Expect, _ []eventlog.R
 // Head implements eventlog.Store.
 func (c *Client) Head(ctx context.Context, stream string) (uint64, error) {
 	var head uint64
-	err := c.get(ctx, "/v1/head", url.Values{"stream": {stream}}, func(fr frame) error {
+	err := c.get(ctx, "/v1/head", url.Values{"stream": {stream}}, 0, func(fr frame) error {
 		if fr.kind != frameHead {
 			return unexpected(fr)
 		}
@@ -84,7 +94,7 @@ func (c *Client) Head(ctx context.Context, stream string) (uint64, error) {
 // ReadStream implements eventlog.Store.
 func (c *Client) ReadStream(ctx context.Context, stream string, from uint64, fn func(eventlog.Event) error) error {
 	q := url.Values{"stream": {stream}, "from": {strconv.FormatUint(from, 10)}}
-	return c.get(ctx, "/v1/events", q, events(fn))
+	return c.get(ctx, "/v1/events", q, 0, events(fn))
 }
 
 // ReadAll implements eventlog.Store. The events are those of one snapshot
@@ -99,15 +109,16 @@ func (c *Client) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Even
 // the last event it saw.
 func (c *Client) WaitAll(ctx context.Context, from uint64, wait time.Duration, fn func(eventlog.Event) error) error {
 	q := url.Values{"from": {strconv.FormatUint(from, 10)}}
+	wait = min(max(wait, 0), MaxWait)
 	if wait > 0 {
-		q.Set("wait", min(wait, MaxWait).String())
+		q.Set("wait", wait.String())
 	}
-	return c.get(ctx, "/v1/events", q, events(fn))
+	return c.get(ctx, "/v1/events", q, wait, events(fn))
 }
 
 // Streams implements eventlog.Store.
 func (c *Client) Streams(ctx context.Context, prefix string, fn func(eventlog.StreamInfo) error) error {
-	return c.get(ctx, "/v1/streams", url.Values{"prefix": {prefix}}, func(fr frame) error {
+	return c.get(ctx, "/v1/streams", url.Values{"prefix": {prefix}}, 0, func(fr frame) error {
 		if fr.kind != frameStream {
 			return unexpected(fr)
 		}
@@ -129,7 +140,7 @@ func (c *Client) Index(context.Context, eventlog.Indexer) error {
 // eventlog.ErrNoIndex.
 func (c *Client) ReadIndex(ctx context.Context, name string, fn func(key string, value []byte) error) (uint64, error) {
 	var last uint64
-	err := c.get(ctx, "/v1/index", url.Values{"name": {name}}, func(fr frame) error {
+	err := c.get(ctx, "/v1/index", url.Values{"name": {name}}, 0, func(fr frame) error {
 		switch fr.kind {
 		case frameRow:
 			return fn(fr.key, fr.value)
@@ -184,20 +195,37 @@ func unexpected(fr frame) error {
 
 // get sends a request for path with query q and passes each frame of the
 // response before its end frame to fn. An error frame is returned as the
-// error; fn's error stops the read and is returned as is.
-func (c *Client) get(ctx context.Context, path string, q url.Values, fn func(frame) error) error {
+// error; fn's error stops the read and is returned as is. The header and
+// first frame must come within frameTimeout plus wait, the time the
+// service may wait for an event, and each next frame within frameTimeout
+// of the last, or the read fails with ErrStalled.
+func (c *Client) get(ctx context.Context, path string, q url.Values, wait time.Duration, fn func(frame) error) error {
 	if c.closed.Load() {
 		return eventlog.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://reprise"+path+"?"+q.Encode(), nil)
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := frameTimeout + wait
+	deadline := time.AfterFunc(timeout, func() { cancel(errStalled) })
+	defer deadline.Stop()
+	stalled := func() error {
+		if !errors.Is(context.Cause(rctx), errStalled) {
+			return nil
+		}
+		return fmt.Errorf("%w: %w: %s sent nothing for %v", ErrDisconnected, ErrStalled, c.socket, timeout)
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://reprise"+path+"?"+q.Encode(), nil)
 	if err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if serr := stalled(); serr != nil {
+			return serr
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -211,6 +239,9 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, fn func(fra
 	frames := newFrameReader(body)
 	for {
 		fr, err := frames.next()
+		if serr := stalled(); serr != nil {
+			return serr
+		}
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -225,9 +256,17 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, fn func(fra
 		case fn == nil:
 			return unexpected(fr)
 		}
+		// The callback's time is the caller's, not the service's.
+		if !deadline.Stop() {
+			if serr := stalled(); serr != nil {
+				return serr
+			}
+		}
 		if err := fn(fr); err != nil {
 			return err
 		}
+		timeout = frameTimeout
+		deadline.Reset(timeout)
 	}
 }
 

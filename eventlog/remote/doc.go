@@ -46,7 +46,11 @@
 // for the first event at or after from when there is none yet: that is how
 // a follower learns of appends without asking again and again. Payload
 // bytes are sent as the store holds them. A response cut before its end
-// frame is ErrDisconnected at the client, never a short read. An error
+// frame is ErrDisconnected at the client, never a short read; one that
+// stops coming (a stalled serving process) is ErrStalled, which matches
+// ErrDisconnected too, once FrameTimeout passes without its header or
+// first frame (plus the wait asked for) or without its next frame, the
+// time the caller's own callback takes aside. An error
 // before the first frame also sets the status code (400 for a bad request,
 // 503 for a closed store, 500 otherwise); an error after it comes as an
 // error frame. Error codes map back to eventlog's sentinel errors.

@@ -15,4 +15,13 @@ var (
 	// ErrDisconnected is returned when the connection to the serving
 	// process broke before a response was complete.
 	ErrDisconnected = errors.New("the connection to the serving process broke")
+
+	// ErrStalled is returned when the serving process sent nothing for
+	// FrameTimeout while a response was due: before its first frame (and
+	// the wait a following read asked for) or between two frames. The
+	// connection is dropped, so the error matches ErrDisconnected too.
+	ErrStalled = errors.New("the serving process stalled")
 )
+
+// errStalled is the cause a read's deadline cancels its request with.
+var errStalled = errors.New("remote: frame deadline passed")

@@ -415,3 +415,81 @@ func TestClientReadsIndexes(t *testing.T) {
 		t.Fatalf("ReadIndex from a server without indexes: %v, want ErrNoIndex", err)
 	}
 }
+
+// A serving process that stalls, before its answer or in the middle of a
+// frame, fails the read with ErrStalled within the frame deadline instead
+// of hanging it; a caller whose own callback is slow is not cut off, and
+// a following read may wait for as long as it asked.
+func TestAStalledServerFailsTheRead(t *testing.T) {
+	defer func(d time.Duration) { frameTimeout = d }(frameTimeout)
+	frameTimeout = 200 * time.Millisecond
+	info := eventlog.StreamInfo{Name: "s", Head: 1}
+	var frames bytes.Buffer
+	w := newFrameWriter(&frames)
+	w.stream(info)
+	w.stream(info)
+	w.end()
+	whole := frames.Bytes()
+	for _, tt := range []struct {
+		name   string
+		answer func(w http.ResponseWriter, r *http.Request)
+		slowFn bool
+		want   error
+	}{
+		{"before its header", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, false, ErrStalled},
+		{"inside a frame", func(w http.ResponseWriter, r *http.Request) {
+			w.Write(whole[:len(whole)/2+3])
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}, false, ErrStalled},
+		{"while the caller is slow", func(w http.ResponseWriter, r *http.Request) { w.Write(whole) }, true, nil},
+	} {
+		path := serveRaw(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", contentType)
+			if r.URL.Path == "/v1/ping" {
+				newFrameWriter(w).end()
+				return
+			}
+			tt.answer(w, r)
+		})
+		client, err := Dial(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			done <- client.Streams(context.Background(), "", func(eventlog.StreamInfo) error {
+				if tt.slowFn {
+					time.Sleep(3 * frameTimeout)
+				}
+				return nil
+			})
+		}()
+		select {
+		case err := <-done:
+			if tt.want == nil && err != nil || tt.want != nil && (!errors.Is(err, tt.want) || !errors.Is(err, ErrDisconnected)) {
+				t.Errorf("%s: Streams = %v; want %v", tt.name, err, tt.want)
+			}
+		case <-time.After(10 * frameTimeout):
+			t.Fatalf("%s: Streams still waits after %v", tt.name, 10*frameTimeout)
+		}
+		client.Close()
+	}
+
+	// A follower's wait is the service's to take, on top of the deadline.
+	path := serveRaw(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		if r.URL.Path != "/v1/ping" {
+			time.Sleep(2 * frameTimeout)
+		}
+		newFrameWriter(w).end()
+	})
+	client, err := Dial(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := client.WaitAll(context.Background(), 1, 4*frameTimeout, func(eventlog.Event) error { return nil }); err != nil {
+		t.Errorf("WaitAll answered within its wait: %v", err)
+	}
+}
