@@ -155,11 +155,35 @@ var addFunctionHooks func(*reprise.Engine) error
 // holds. It holds the store alone until Close, serving its reads to other
 // commands meanwhile.
 func (a *app) openWritable(ctx context.Context, stderr io.Writer) (*reprise.Engine, error) {
+	return a.openWritableWith(ctx, stderr, nil)
+}
+
+// openHooked is openWritable for a command that runs hooks: unless hooks
+// say --no-default-settings, every hook run reads the Claude Code
+// settings of its own session's project (Options.ClaudeSettings), so that
+// a session left for one in another project runs its own project's hooks,
+// in its own directory; the settings and plugins hooks name are added to
+// the Engine's registry.
+func (a *app) openHooked(ctx context.Context, hooks hookOptions, stderr io.Writer) (*reprise.Engine, error) {
+	e, err := a.openWritableWith(ctx, stderr, func(o *reprise.Options) { o.ClaudeSettings = !hooks.noDefault })
+	if err != nil {
+		return nil, err
+	}
+	hooks.loadExplicit(e, stderr)
+	return e, nil
+}
+
+// openWritableWith is openWritable with the Engine's options changed by
+// set, when given.
+func (a *app) openWritableWith(ctx context.Context, stderr io.Writer, set func(*reprise.Options)) (*reprise.Engine, error) {
 	path, err := a.storePath()
 	if err != nil {
 		return nil, err
 	}
 	opts := reprise.Options{Logger: warnLogger(stderr), ServeReads: true, Runner: hookRunnerFromEnv()}
+	if set != nil {
+		set(&opts)
+	}
 	var e *reprise.Engine
 	if pgstore.IsURL(path) {
 		e, err = openDatabase(ctx, path, opts)

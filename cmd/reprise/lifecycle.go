@@ -35,11 +35,12 @@ func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir str
 	return r, explainNoSession(err, f.agent)
 }
 
-// openAgent opens the store for writing and loads the hooks of project
-// directory dir (when empty, the directory of session projectOf, or of the
-// agent's current session when that is empty too). It returns the Engine,
-// which the caller closes, and the agent as the log holds it, before
-// Engine.Agent rolls forward a step in flight.
+// openAgent opens the store for writing, with each session's own
+// project's hooks (openHooked), and checks that the session the command
+// works in can be used: dir's, or when dir is empty session projectOf's,
+// or the agent's current session's when that is empty too. It returns the
+// Engine, which the caller closes, and the agent as the log holds it,
+// before Engine.Agent rolls forward a step in flight.
 func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir string, stderr io.Writer) (e *reprise.Engine, before *projection.Agent, err error) {
 	if f.agent == "" {
 		return nil, nil, usagef("missing --agent")
@@ -50,19 +51,20 @@ func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir st
 	if err := f.hooks.check(); err != nil {
 		return nil, nil, err
 	}
-	e, err = a.openWritable(ctx, stderr)
+	e, err = a.openHooked(ctx, f.hooks, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	if before, err = loadAgent(ctx, e, f, projectOf, dir, stderr); err != nil {
+	if before, err = loadAgent(ctx, e, f, projectOf, dir); err != nil {
 		return nil, nil, errors.Join(err, e.Close())
 	}
 	return e, before, nil
 }
 
-// loadAgent reads the agent from the log of e and loads the hooks into e,
-// as openAgent describes.
-func loadAgent(ctx context.Context, e *reprise.Engine, f restoreOptions, projectOf, dir string, stderr io.Writer) (*projection.Agent, error) {
+// loadAgent reads the agent from the log of e and checks that the session
+// whose directory the command works in, as openAgent describes, can be
+// used.
+func loadAgent(ctx context.Context, e *reprise.Engine, f restoreOptions, projectOf, dir string) (*projection.Agent, error) {
 	before := projection.NewAgent(f.agent)
 	if err := e.Store().ReadStream(ctx, projection.AgentStream(f.agent), 1, before.Apply); err != nil {
 		return nil, err
@@ -72,15 +74,13 @@ func loadAgent(ctx context.Context, e *reprise.Engine, f restoreOptions, project
 		projectOf = before.Current
 	}
 	if dir == "" {
-		var err error
-		if dir, _, err = projectDir(ctx, e, projectOf); err != nil {
+		if _, _, err := projectDir(ctx, e, projectOf); err != nil {
 			if current && errors.Is(err, reprise.ErrSessionDeleted) {
 				return nil, reprise.CurrentDeleted(f.agent, projectOf)
 			}
 			return nil, err
 		}
 	}
-	f.hooks.load(e, dir, stderr)
 	return before, nil
 }
 

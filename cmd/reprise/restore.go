@@ -86,20 +86,33 @@ func (f *hookOptions) check() error {
 
 // load registers in e the hooks of the settings and plugins f names, with
 // projectDir as the project of the default settings, and returns the
-// settings files it read, in order. Configuration errors are printed to
-// stderr as warnings.
+// settings files it read, in order: what `reprise hooks` lists for one
+// project. Configuration errors are printed to stderr as warnings.
 func (f *hookOptions) load(e *reprise.Engine, projectDir string, stderr io.Writer) []string {
 	var paths []string
-	home := ""
 	if !f.noDefault {
-		var err error
-		if home, err = os.UserHomeDir(); err != nil {
+		home, err := os.UserHomeDir()
+		if err != nil {
 			warn(stderr, "no home directory for ~/.claude/settings.json: %v", err)
 		}
 		for _, loc := range hookexec.DefaultSettingsPaths(home, projectDir) {
 			paths = append(paths, loc.Path)
 		}
 	}
+	return f.add(e, projectDir, paths, stderr)
+}
+
+// loadExplicit registers in e the hooks of the settings files and plugin
+// directories f names, for commands whose Engine reads each session's
+// default settings itself.
+func (f *hookOptions) loadExplicit(e *reprise.Engine, stderr io.Writer) {
+	f.add(e, "", nil, stderr)
+}
+
+// add adds to e the hooks of paths, then of the settings files and plugins
+// f names, and of the installed plugins they enable, and returns the
+// settings files in order.
+func (f *hookOptions) add(e *reprise.Engine, projectDir string, paths []string, stderr io.Writer) []string {
 	for _, p := range f.settings {
 		// An absolute path names the file unambiguously as the hooks'
 		// source, in outcomes and in the log.
@@ -109,7 +122,7 @@ func (f *hookOptions) load(e *reprise.Engine, projectDir string, stderr io.Write
 		paths = append(paths, p)
 	}
 	hooks, errs := hookexec.LoadAll(paths, f.plugins)
-	if home != "" {
+	if home, err := os.UserHomeDir(); err == nil && len(paths) > 0 {
 		// The installed plugins the settings enable, as Claude Code loads
 		// them, next to those --plugin-dir names.
 		plugins, perrs := hookexec.LoadEnabledPlugins(home, projectDir, paths)
@@ -174,17 +187,15 @@ func (a *app) restore(ctx context.Context, f restoreOptions, id string, do resto
 	if err := f.hooks.check(); err != nil {
 		return "", nil, err
 	}
-	e, err := a.openWritable(ctx, stderr)
+	e, err := a.openHooked(ctx, f.hooks, stderr)
 	if err != nil {
 		return "", nil, err
 	}
 	defer closeEngine(e, &err)
 	defer func() { err = explainInterrupt(e, f.agent, err) }()
-	dir, _, err := projectDir(ctx, e, id)
-	if err != nil {
+	if _, _, err := projectDir(ctx, e, id); err != nil {
 		return "", nil, err
 	}
-	f.hooks.load(e, dir, stderr)
 	agent, err := e.Agent(ctx, f.agent)
 	if err != nil {
 		return "", nil, err

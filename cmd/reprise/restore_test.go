@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,7 +141,8 @@ func TestStartJSONAndDefaultSettings(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(r.stderr, "reprise: warning: invalid configuration: "+filepath.Join(project, ".claude", "settings.local.json")) {
+	if !strings.Contains(r.stderr, "reprise: warning: settings file skipped") ||
+		!strings.Contains(r.stderr, "invalid configuration: "+filepath.Join(project, ".claude", "settings.local.json")) {
 		t.Errorf("no warning about the broken file: %s", r.stderr)
 	}
 	if !rep.Restored || rep.Source != "startup" || rep.SessionEnd != nil || rep.Context != "from-user\nfrom-project" ||
@@ -208,5 +210,32 @@ func TestHooksListsWhatWouldRun(t *testing.T) {
 	}
 	if r := c.fails(exitUsage, "hooks", "--plugin-dir", filepath.Join(c.dir, "no-plugin")); !strings.Contains(r.stderr, "no-plugin: no such directory") {
 		t.Fatalf("missing plugin: %s", r.stderr)
+	}
+}
+
+// TestResumeAcrossProjectsRunsEachSessionsOwnHooks checks that a resume
+// from a session of one project to a session of another runs, on the
+// session left, its own project's SessionEnd hooks, in its own directory,
+// and on the target its project's SessionStart hooks; neither project's
+// hooks run on the other's session. End and clear do the same.
+func TestResumeAcrossProjectsRunsEachSessionsOwnHooks(t *testing.T) {
+	c := newCLI(t)
+	ran := filepath.Join(c.dir, "ran.log")
+	for _, p := range []string{"alpha", "beta"} {
+		record := fmt.Sprintf("echo %s-$(basename \"$PWD\") >> %s", p, ran)
+		c.writeFile(p+"/.claude/settings.json", testkit.Settings(t, []string{record + " start"}, []string{record + " end"}))
+	}
+	c.ok("new", "--id", "a", "--cwd", filepath.Join(c.dir, "alpha"))
+	c.ok("new", "--id", "b", "--cwd", filepath.Join(c.dir, "beta"))
+	c.ok("start", "--agent", "ide", "a")
+	c.ok("resume", "--agent", "ide", "b")
+	c.ok("end", "--agent", "ide", "--reason", "user_exit")
+	data, err := os.ReadFile(ran)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "alpha-alpha start\nalpha-alpha end\nbeta-beta start\nbeta-beta end\n"
+	if string(data) != want {
+		t.Fatalf("hooks ran:\n%s\nwant:\n%s", data, want)
 	}
 }
