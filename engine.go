@@ -16,6 +16,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/eventlog/remote"
+	"github.com/reprise-dev/reprise/files"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
@@ -253,7 +254,7 @@ func New(store eventlog.Store, opts Options) *Engine {
 	case opts.TranscriptDir != "":
 		e.files = DirFiles(opts.TranscriptDir)
 	default:
-		e.files = tempFiles()
+		e.files = files.Temp()
 	}
 	if e.runner == nil {
 		e.runner = hookexec.Exec{}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package reprise
+package files
 
 import (
 	"fmt"
