@@ -40,7 +40,7 @@ type sessionData struct {
 	Created              string
 	Parent, ForkPoint    string
 	Children             []string
-	Importing            bool
+	Importing            bool // on the first page: its import is unfinished, as the index says
 	Items                []item
 	Next                 string // the cursor of the next page, "" on the last
 	First                bool   // the page starts at the beginning
@@ -174,10 +174,6 @@ func (h *handler) session(r *http.Request) (*view, error) {
 	}
 	err = h.readDecoded(ctx, stream, from, full, func(ev eventlog.Event, p schema.Payload) error {
 		switch p := p.(type) {
-		case *schema.ImportStarted:
-			d.Importing = true
-		case *schema.ImportFinished:
-			d.Importing = false
 		case *schema.MessageAppended:
 			messages++
 			msg, c := cutMessage(p.Message, messageBytes)
@@ -216,7 +212,7 @@ func (h *handler) session(r *http.Request) (*view, error) {
 		return nil, err
 	}
 	if d.First {
-		if d.Children, err = h.children(ctx, id); err != nil {
+		if d.Children, d.Importing, err = h.indexed(ctx, id); err != nil {
 			return nil, err
 		}
 	}
@@ -340,18 +336,22 @@ func injectedBy(r run) *injection {
 	return in
 }
 
-// children returns the sessions forked from session id, in the order they
-// were created, from the session index. A deleted fork has no row.
-func (h *handler) children(ctx context.Context, id string) ([]string, error) {
+// indexed returns what the session index says of session id that its
+// stream says only as a whole: the sessions forked from it, in the order
+// they were created (a deleted fork has no row), and whether its import
+// is unfinished. A page, which reads a slice of the stream, cannot tell.
+func (h *handler) indexed(ctx context.Context, id string) (forks []string, importing bool, err error) {
 	sessions, err := h.e.Sessions(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var forks []string
 	for _, s := range sessions {
-		if s.Parent == id {
+		switch {
+		case s.Parent == id:
 			forks = append(forks, s.ID)
+		case s.ID == id:
+			importing = s.Importing
 		}
 	}
-	return forks, nil
+	return forks, importing, nil
 }
