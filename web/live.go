@@ -46,7 +46,7 @@ func Live(follow Follow, last func(context.Context) (uint64, error), logger *slo
 func (h *handler) live(w http.ResponseWriter, r *http.Request, follow Follow, last func(context.Context) (uint64, error)) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		h.fail(w, r, false, &httpError{http.StatusMethodNotAllowed, "the live endpoint answers GET only"})
+		h.fail(w, r, false, &httpError{status: http.StatusMethodNotAllowed, msg: "the live endpoint answers GET only"})
 		return
 	}
 	ctx := r.Context()

@@ -1,11 +1,15 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
@@ -18,13 +22,25 @@ import (
 // says.
 const messagesPerPage = 200
 
+// pageBytes bounds the content a session page shows besides its count of
+// messages: 200 messages of a few kilobytes, as most are, fit, and the
+// page stays small enough for a browser to lay out at once and for the
+// live script to fetch again on every append.
+const pageBytes = 1 << 20
+
+// messageBytes is the most of one message's content, or of one kept
+// transcript record, that a page shows; the rest is cut, with a link to
+// the whole. It is a thousand lines or so, more than a person reads in
+// place, while the output of a tool is often longer.
+const messageBytes = 64 << 10
+
 // sessionData is what a session page shows.
 type sessionData struct {
 	ID, Cwd, ImportedCwd string
 	Created              string
 	Parent, ForkPoint    string
 	Children             []string
-	Importing            bool
+	Importing            bool // on the first page: its import is unfinished, as the index says
 	Items                []item
 	Next                 string // the cursor of the next page, "" on the last
 	First                bool   // the page starts at the beginning
@@ -37,6 +53,7 @@ type item struct {
 	Message  *messageItem
 	Boundary *schema.CompactBoundary
 	Record   string // a transcript record kept verbatim
+	Cut      *cutItem
 }
 
 // messageItem is a message with what the page says about it.
@@ -94,6 +111,7 @@ type sessionJSON struct {
 	Compactions []compactionJSON  `json:"compactions"`
 	Next        string            `json:"next_cursor,omitempty"`
 	Records     []json.RawMessage `json:"records,omitempty"`
+	Cut         []cutJSON         `json:"cut"`
 }
 
 // injectedJSON names a message that hooks injected, and the run that did.
@@ -131,53 +149,41 @@ func (h *handler) session(r *http.Request) (*view, error) {
 		}
 	}
 	stream := projection.SessionStream(id)
-	last, err := headEvent(ctx, h.e.Store(), stream)
-	switch {
-	case err != nil:
-		return nil, err
-	case last.Seq == 0:
-		return nil, notFound("no session %s", id)
-	case last.Type == schema.TypeSessionDeleted:
-		return nil, notFound("session %s was deleted", id)
-	}
-	first, err := eventAt(ctx, h.e.Store(), stream, 1)
+	created, createdAt, err := h.sessionCreated(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	p, err := schema.Decode(first)
-	if err != nil {
-		return nil, err
-	}
-	created, ok := p.(*schema.SessionCreated)
-	if !ok {
-		return nil, eventlog.Corruptf(stream, 1, "%s before SessionCreated", first.Type)
-	}
-	d := sessionData{ID: id, Cwd: created.Cwd, ImportedCwd: created.ImportedCwd, Created: shortTime(first.Time),
+	d := sessionData{ID: id, Cwd: created.Cwd, ImportedCwd: created.ImportedCwd, Created: shortTime(createdAt),
 		Parent: created.Parent, ForkPoint: created.ForkPoint, First: from == 1}
-	out := sessionJSON{Conversation: jsonview.Conversation{Session: id, Cwd: created.Cwd, Created: jsonview.FormatTime(first.Time),
+	out := sessionJSON{Conversation: jsonview.Conversation{Session: id, Cwd: created.Cwd, Created: jsonview.FormatTime(createdAt),
 		Messages: []jsonview.Message{}}, Parent: created.Parent, ForkPoint: created.ForkPoint,
-		Injected: []injectedJSON{}, Compactions: []compactionJSON{}}
+		Injected: []injectedJSON{}, Compactions: []compactionJSON{}, Cut: []cutJSON{}}
 	var runs map[string]run
-	messages := 0
-	err = h.e.Store().ReadStream(ctx, stream, from, func(ev eventlog.Event) error {
-		p, err := schema.Decode(ev)
-		if err != nil {
-			return err
-		}
-		switch p := p.(type) {
-		case *schema.ImportStarted:
-			d.Importing = true
-		case *schema.ImportFinished:
-			d.Importing = false
-		case *schema.MessageAppended:
-			if messages == limit {
+	messages, shown := 0, 0
+	full := func(ev eventlog.Event) error {
+		switch ev.Type {
+		case schema.TypeMessageAppended, schema.TypeTranscriptRecord:
+			// A page ends at its count of messages, or once what is left
+			// of its bytes may not hold the next item shown whole.
+			if messages == limit || shown > 0 && shown+messageBytes > pageBytes {
 				d.Next = strconv.FormatUint(ev.Seq, 10)
 				return errEnough
 			}
+		}
+		return nil
+	}
+	err = h.readDecoded(ctx, stream, from, full, func(ev eventlog.Event, p schema.Payload) error {
+		switch p := p.(type) {
+		case *schema.MessageAppended:
 			messages++
-			m := jsonview.NewMessage(p.Message)
+			msg, c := cutMessage(p.Message, messageBytes)
+			shown += c.Shown
+			m := jsonview.NewMessage(msg)
+			if c.Total > c.Shown {
+				m.Content[c.Block] = newCutBlockJSON(msg.Content[c.Block])
+			}
 			out.Messages = append(out.Messages, m)
-			it := newMessageItem(p.Message)
+			it := newMessageItem(msg)
 			if p.Message.IsMeta && runs == nil {
 				if runs, err = h.runsByInjected(ctx); err != nil {
 					return err
@@ -188,14 +194,16 @@ func (h *handler) session(r *http.Request) (*view, error) {
 				out.Injected = append(out.Injected, injectedJSON{Message: m.UUID, RestoreID: r.ID,
 					Agent: r.Agent, Event: it.Injected.Event, Hooks: it.Injected.Hooks})
 			}
-			d.Items = append(d.Items, item{Seq: ev.Seq, Message: it})
+			d.Items = append(d.Items, item{Seq: ev.Seq, Message: it, Cut: h.cutOf(&out, id, ev.Seq, m.UUID, c)})
 		case *schema.CompactBoundary:
 			d.Items = append(d.Items, item{Seq: ev.Seq, Boundary: p})
 			out.Compactions = append(out.Compactions, compactionJSON{Boundary: p.UUID, Trigger: p.Trigger, PreMessages: p.PreMessages, Seq: ev.Seq})
 		case *schema.TranscriptRecord:
-			d.Items = append(d.Items, item{Seq: ev.Seq, Record: string(p.Record)})
-			if json.Valid(p.Record) {
-				out.Records = append(out.Records, json.RawMessage(p.Record))
+			record, c := cutText(string(p.Record), messageBytes)
+			shown += c.Shown
+			d.Items = append(d.Items, item{Seq: ev.Seq, Record: strings.Clone(record), Cut: h.cutOf(&out, id, ev.Seq, "", c)})
+			if c.Total == c.Shown && json.Valid(p.Record) {
+				out.Records = append(out.Records, json.RawMessage(bytes.Clone(p.Record)))
 			}
 		}
 		return nil
@@ -204,13 +212,70 @@ func (h *handler) session(r *http.Request) (*view, error) {
 		return nil, err
 	}
 	if d.First {
-		if d.Children, err = h.children(ctx, id); err != nil {
+		if d.Children, d.Importing, err = h.indexed(ctx, id); err != nil {
 			return nil, err
 		}
 	}
 	out.Children = append([]string{}, d.Children...)
 	out.Importing, out.Next = d.Importing, d.Next
 	return &view{Template: "session", Title: "Session " + id, Data: d, API: out}, nil
+}
+
+// sessionCreated returns the event that created session id, and when,
+// or a 404 for a session that does not exist or was deleted.
+func (h *handler) sessionCreated(ctx context.Context, id string) (*schema.SessionCreated, int64, error) {
+	stream := projection.SessionStream(id)
+	last, err := headType(ctx, h.e.Store(), stream)
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case last == "":
+		return nil, 0, notFound("no session %s", id)
+	case last == schema.TypeSessionDeleted:
+		return nil, 0, notFound("session %s was deleted", id)
+	}
+	first, err := eventAt(ctx, h.e.Store(), stream, 1)
+	if err != nil {
+		return nil, 0, err
+	}
+	p, err := schema.Decode(first)
+	if err != nil {
+		return nil, 0, err
+	}
+	created, ok := p.(*schema.SessionCreated)
+	if !ok {
+		return nil, 0, eventlog.Corruptf(stream, 1, "%s before SessionCreated", first.Type)
+	}
+	return created, first.Time, nil
+}
+
+// headType returns the type of the last event of stream, "" when it has
+// none, without copying its payload, which may be a long message.
+func headType(ctx context.Context, store eventlog.Store, stream string) (eventlog.Type, error) {
+	head, err := store.Head(ctx, stream)
+	if err != nil || head == 0 {
+		return "", err
+	}
+	var typ eventlog.Type
+	err = store.ReadStream(ctx, stream, head, func(ev eventlog.Event) error {
+		typ = ev.Type
+		return errEnough
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return "", fmt.Errorf("read %s#%d: %w", stream, head, err)
+	}
+	return typ, nil
+}
+
+// cutOf describes, for the page and in out, the item at seq that c cut,
+// and returns nil for one shown whole.
+func (h *handler) cutOf(out *sessionJSON, id string, seq uint64, uuid string, c cut) *cutItem {
+	if c.Total == c.Shown {
+		return nil
+	}
+	whole := "/sessions/" + url.PathEscape(id) + "/messages/" + strconv.FormatUint(seq, 10)
+	out.Cut = append(out.Cut, cutJSON{Seq: seq, Message: uuid, Bytes: c.Total, Shown: c.Shown, Whole: h.opts.Prefix + "/api" + whole})
+	return &cutItem{Bytes: c.Total, Shown: c.Shown, Whole: h.opts.Prefix + whole}
 }
 
 // newMessageItem describes m for the page.
@@ -271,18 +336,22 @@ func injectedBy(r run) *injection {
 	return in
 }
 
-// children returns the sessions forked from session id, in the order they
-// were created, from the session index. A deleted fork has no row.
-func (h *handler) children(ctx context.Context, id string) ([]string, error) {
+// indexed returns what the session index says of session id that its
+// stream says only as a whole: the sessions forked from it, in the order
+// they were created (a deleted fork has no row), and whether its import
+// is unfinished. A page, which reads a slice of the stream, cannot tell.
+func (h *handler) indexed(ctx context.Context, id string) (forks []string, importing bool, err error) {
 	sessions, err := h.e.Sessions(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var forks []string
 	for _, s := range sessions {
-		if s.Parent == id {
+		switch {
+		case s.Parent == id:
 			forks = append(forks, s.ID)
+		case s.ID == id:
+			importing = s.Importing
 		}
 	}
-	return forks, nil
+	return forks, importing, nil
 }

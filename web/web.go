@@ -57,6 +57,14 @@ type Options struct {
 	// newest events before it shows the previous report; 0 means
 	// DefaultAuditWait.
 	AuditWait time.Duration
+	// Budget bounds the memory that requests take at once to read large
+	// messages; nil means one of DefaultBudget bytes that every handler
+	// of the process without a Budget of its own shares.
+	Budget *Budget
+	// BudgetWait is how long a request waits for its share of the Budget
+	// before it is answered 503, with Retry-After; 0 means
+	// DefaultBudgetWait.
+	BudgetWait time.Duration
 }
 
 // Poll is how often the live endpoint looks for new events in the store
@@ -70,6 +78,10 @@ type handler struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	audits *Audits
+	// budget and budgetWait bound the memory of large messages in
+	// flight: Options.Budget and Options.BudgetWait, or their defaults.
+	budget     *Budget
+	budgetWait time.Duration
 }
 
 // New returns the read-only handler over e. Every route answers HTML, or
@@ -81,6 +93,12 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 	}
 	if h.audits = opts.Audits; h.audits == nil {
 		h.audits = engineAudits(e)
+	}
+	if h.budget = opts.Budget; h.budget == nil {
+		h.budget = sharedBudget
+	}
+	if h.budgetWait = opts.BudgetWait; h.budgetWait <= 0 {
+		h.budgetWait = DefaultBudgetWait
 	}
 	if h.opts.FinishCommand == nil {
 		h.opts.FinishCommand = func(agent string) string { return "reprise finish --agent " + agent }
@@ -124,6 +142,8 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 		h.mux.Handle("GET "+rt.pattern, h.serve(rt.page, false))
 		h.mux.Handle("GET /api"+rt.pattern, h.serve(rt.page, true))
 	}
+	h.mux.Handle("GET /sessions/{id}/messages/{seq}", h.whole(false))
+	h.mux.Handle("GET /api/sessions/{id}/messages/{seq}", h.whole(true))
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, wantsJSON(r, strings.HasPrefix(r.URL.Path, "/api/")), notFound("no page at %s", r.URL.Path))
 	})
@@ -224,18 +244,21 @@ func (h *handler) render(w http.ResponseWriter, status int, tmpl string, p page)
 type httpError struct {
 	status int
 	msg    string
+	// retryAfter, when not 0, is the seconds after which the client may
+	// ask again, for a 503.
+	retryAfter int
 }
 
 func (e *httpError) Error() string { return e.msg }
 
 // notFound is the error of a session, agent or page that does not exist.
 func notFound(format string, args ...any) error {
-	return &httpError{http.StatusNotFound, fmt.Sprintf(format, args...)}
+	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
 }
 
 // badRequest is the error of a query the handler cannot read.
 func badRequest(format string, args ...any) error {
-	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+	return &httpError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
 }
 
 // errorJSON is the body of an API error.
@@ -251,6 +274,9 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, asJSON bool, err 
 	var he *httpError
 	if errors.As(err, &he) {
 		status = he.status
+		if he.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))
+		}
 	} else if r.Context().Err() == nil {
 		h.log.Warn("web: request failed", "path", r.URL.Path, "error", err)
 	}

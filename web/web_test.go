@@ -272,6 +272,46 @@ func TestSessionPagesAreCut(t *testing.T) {
 	contains(t, "first page", body, `rel="next"`)
 }
 
+func TestSessionFirstPageTakesTheImportFromTheIndex(t *testing.T) {
+	s := serve(t)
+	ctx := context.Background()
+	var transcript strings.Builder
+	for i := range 250 { // more than a page holds
+		fmt.Fprintf(&transcript, `{"type":"user","uuid":"u%d","message":{"role":"user","content":"line %d"}}`+"\n", i, i)
+	}
+	if _, err := s.Engine.Import(ctx, strings.NewReader(transcript.String()), reprise.ImportOptions{ID: "whole", Cwd: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	body := s.page(t, "/sessions/whole")
+	contains(t, "first page", body, `rel="next"`)
+	if strings.Contains(body, "unfinished") {
+		t.Error("the first page of a finished import says it is unfinished")
+	}
+	var conv struct {
+		Importing bool `json:"import_unfinished"`
+	}
+	s.api(t, "/sessions/whole", &conv)
+	if conv.Importing {
+		t.Error("the API says a finished import is unfinished")
+	}
+
+	importCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var long strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&long, `{"type":"user","uuid":"u%d","message":{"role":"user","content":"line %d"}}`+"\n", i, i)
+	}
+	if _, err := s.Engine.Import(importCtx, strings.NewReader(long.String()),
+		reprise.ImportOptions{ID: "half", Cwd: t.TempDir(), Progress: func(int64) { stop() }}); err == nil {
+		t.Fatal("a cancelled import finished")
+	}
+	contains(t, "first page of an unfinished import", s.page(t, "/sessions/half"), `<span class="badge warn">unfinished</span>`)
+	s.api(t, "/sessions/half", &conv)
+	if !conv.Importing {
+		t.Error("the API does not say an unfinished import is unfinished")
+	}
+}
+
 func TestAgentPageShowsEveryHookWithItsOutcome(t *testing.T) {
 	s := serve(t)
 	body := s.page(t, "/agents/ci")
