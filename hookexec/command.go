@@ -76,7 +76,7 @@ type commandRun struct {
 // runCommand runs the command hook h with stdin and returns its outcome and
 // the context it contributes. The hook's whole process group is killed when
 // timeout passes or ctx is done.
-func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeout time.Duration) (schema.HookOutcome, string) {
+func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeout time.Duration) (schema.HookOutcome, answer) {
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
 	}
@@ -95,6 +95,10 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 		o.Stderr = excerpt(r.stderr.buf)
 	case r.state == nil:
 		o.Status, o.Error = schema.HookFailed, r.err.Error()
+	case toolEvent(h.Event):
+		a := toolAnswer(&o, h.Event, r, env)
+		o.Duration = now().Sub(began).Nanoseconds()
+		return o, a
 	case mayBlock(h.Event) && exitCode(r.state) == 2:
 		// Exit 2 is how a hook blocks: its stderr is the reason.
 		o.Status, o.ExitCode, o.Decision = schema.HookOK, 2, "block"
@@ -122,7 +126,7 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 	}
 	o.Duration = now().Sub(began).Nanoseconds()
 	o.ContextLen = len(text)
-	return o, text
+	return o, answer{text: text}
 }
 
 // mayBlock reports whether hooks of event can block what follows them.

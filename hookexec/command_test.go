@@ -53,7 +53,7 @@ func testEnv(t *testing.T) CommandEnv {
 func runTestHook(t *testing.T, command string, env CommandEnv) (schema.HookOutcome, string) {
 	t.Helper()
 	h := Hook{Event: SessionStart, Name: "test-hook", Source: "settings", Body: Command{Line: command}}
-	return runCommand(context.Background(), h, nil, env, 10*time.Second)
+	return runText(context.Background(), h, nil, env, 10*time.Second)
 }
 
 func TestCommandContextFromStdout(t *testing.T) {
@@ -134,7 +134,7 @@ func TestCommandThatCannotStartFails(t *testing.T) {
 	}
 
 	h := Hook{Name: "ps", Body: Command{Line: "echo hi", Shell: "powershell"}}
-	o, _ = runCommand(context.Background(), h, nil, testEnv(t), time.Second)
+	o, _ = runText(context.Background(), h, nil, testEnv(t), time.Second)
 	if o.Status != schema.HookFailed || !strings.Contains(o.Error, "unsupported shell") {
 		t.Fatalf("unknown shell: outcome %+v", o)
 	}
@@ -145,7 +145,7 @@ func TestCommandReceivesExactStdin(t *testing.T) {
 	saved := filepath.Join(t.TempDir(), "stdin.json")
 	stdin := []byte(`{"session_id":"abc-123","hook_event_name":"SessionStart","source":"resume"}` + "\n")
 	h := Hook{Name: "stdin", Body: Command{Line: hookCommand(t, "stdin_echo.sh", saved)}}
-	o, text := runCommand(context.Background(), h, stdin, testEnv(t), 10*time.Second)
+	o, text := runText(context.Background(), h, stdin, testEnv(t), 10*time.Second)
 	if o.Status != schema.HookOK || text != "session is abc-123" {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
@@ -162,7 +162,7 @@ func TestCommandIgnoringLargeStdinSucceeds(t *testing.T) {
 	t.Parallel()
 	stdin := bytes.Repeat([]byte("y"), 1<<20)
 	h := Hook{Name: "ignore", Body: Command{Line: hookCommand(t, "ignore_stdin.sh")}}
-	o, text := runCommand(context.Background(), h, stdin, testEnv(t), 10*time.Second)
+	o, text := runText(context.Background(), h, stdin, testEnv(t), 10*time.Second)
 	if o.Status != schema.HookOK || o.Error != "" || text != "did not read stdin" {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
@@ -229,7 +229,7 @@ func TestCommandTimeoutKillsProcessGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	h := Hook{Name: "sleeper", Body: Command{Line: hookCommand(t, "sleeper.sh", pidFile)}}
 	began := time.Now()
-	o, text := runCommand(context.Background(), h, nil, testEnv(t), 300*time.Millisecond)
+	o, text := runText(context.Background(), h, nil, testEnv(t), 300*time.Millisecond)
 	if elapsed := time.Since(began); elapsed > 2*time.Second {
 		t.Fatalf("returned after %s", elapsed)
 	}
@@ -246,7 +246,7 @@ func TestCommandCancelKillsProcessGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	h := Hook{Name: "sleeper", Body: Command{Line: hookCommand(t, "sleeper.sh", pidFile)}}
-	o, text := runCommand(ctx, h, nil, testEnv(t), time.Minute)
+	o, text := runText(ctx, h, nil, testEnv(t), time.Minute)
 	if o.Status != schema.HookCancelled || text != "" || o.Error != context.Canceled.Error() {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
@@ -261,7 +261,7 @@ func TestCommandNotStartedWhenCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	marker := filepath.Join(t.TempDir(), "ran")
-	o, _ := runCommand(ctx, Hook{Name: "late", Body: Command{Line: "touch " + shellQuote(marker)}}, nil, testEnv(t), time.Minute)
+	o, _ := runText(ctx, Hook{Name: "late", Body: Command{Line: "touch " + shellQuote(marker)}}, nil, testEnv(t), time.Minute)
 	if o.Status != schema.HookCancelled {
 		t.Fatalf("outcome %+v", o)
 	}
@@ -282,7 +282,7 @@ func TestCommandDoesNotWaitForBackgroundChild(t *testing.T) {
 	})
 	h := Hook{Name: "daemon", Body: Command{Line: hookCommand(t, "daemon.sh", pidFile)}}
 	began := time.Now()
-	o, text := runCommand(context.Background(), h, nil, testEnv(t), time.Minute)
+	o, text := runText(context.Background(), h, nil, testEnv(t), time.Minute)
 	elapsed := time.Since(began)
 	if o.Status != schema.HookOK || text != "daemon started" {
 		t.Fatalf("outcome %+v, context %q", o, text)
@@ -307,7 +307,7 @@ func TestCommandBoundsCapturedOutput(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	o, text := runCommand(context.Background(), h, nil, env, time.Minute)
+	o, text := runText(context.Background(), h, nil, env, time.Minute)
 	runtime.ReadMemStats(&after)
 	if o.Status != schema.HookOK {
 		t.Fatalf("outcome %+v", o)
@@ -406,7 +406,7 @@ func TestCommandEnvironment(t *testing.T) {
 	env := testEnv(t)
 	env.EnvFile = filepath.Join(t.TempDir(), "session.env")
 	h := Hook{Name: "env", Body: Command{Line: hookCommand(t, "env.sh"), PluginRoot: "/plugins/demo"}}
-	o, text := runCommand(context.Background(), h, nil, env, 10*time.Second)
+	o, text := runText(context.Background(), h, nil, env, 10*time.Second)
 	wd, err := filepath.EvalSymlinks(env.ProjectDir)
 	if err != nil {
 		t.Fatal(err)
@@ -422,7 +422,7 @@ func TestCommandEnvironment(t *testing.T) {
 	// Without an env file or a plugin root, inherited values do not leak.
 	env.EnvFile = ""
 	h.Body = Command{Line: hookCommand(t, "env.sh")}
-	_, text = runCommand(context.Background(), h, nil, env, 10*time.Second)
+	_, text = runText(context.Background(), h, nil, env, 10*time.Second)
 	if !strings.Contains(text, "\nplugin=\nenvfile=\nenvfile_set=\n") {
 		t.Fatalf("context %q", text)
 	}
@@ -479,7 +479,7 @@ func TestExecInheritEnv(t *testing.T) {
 func TestCommandBashShell(t *testing.T) {
 	t.Parallel()
 	h := Hook{Name: "bash", Body: Command{Shell: "bash", Line: `[[ -n $BASH_VERSION ]] && echo "bash $BASH_VERSION"`}}
-	o, text := runCommand(context.Background(), h, nil, testEnv(t), 10*time.Second)
+	o, text := runText(context.Background(), h, nil, testEnv(t), 10*time.Second)
 	if o.Status != schema.HookOK || !strings.HasPrefix(text, "bash ") {
 		t.Fatalf("outcome %+v, context %q", o, text)
 	}
@@ -553,4 +553,11 @@ func FuzzParseOutput(f *testing.F) {
 			t.Fatalf("ParseOutput(%q) grew to %d bytes", stdout, len(got))
 		}
 	})
+}
+
+// runText runs command hook h as runCommand does and returns its outcome
+// and the text it contributes.
+func runText(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeout time.Duration) (schema.HookOutcome, string) {
+	o, a := runCommand(ctx, h, stdin, env, timeout)
+	return o, a.text
 }

@@ -37,7 +37,7 @@ type endStdin struct {
 // in configuration order. Command hooks run with env.
 func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string) {
 	stdin, _ := json.Marshal(startStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionStart, CommandSource(in.Source)}) // strings always marshal
-	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(SessionStartFunc)(ctx, in)
 		a := answer{text: out.AdditionalContext}
 		if err == nil && len(out.ModifiedConfig) > 0 {
@@ -45,7 +45,7 @@ func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, en
 		}
 		return a, err
 	})
-	return outcomes, join(texts)
+	return outcomes, join(texts(answers))
 }
 
 // RunSessionEnd runs hooks in parallel with in and returns their outcomes.
@@ -77,11 +77,11 @@ type stopStdin struct {
 func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
 	stdin, _ := json.Marshal(stopStdin{in.SessionID, in.TranscriptPath, in.Cwd, Stop, in.StopHookActive})
 	env.EnvFile = ""
-	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(StopFunc)(ctx, in)
 		return answer{text: out.Reason, block: out.Decision == "block"}, err
 	})
-	blocked, reason, _ = blocks(outcomes, texts)
+	blocked, reason, _ = blocks(outcomes, texts(answers))
 	return outcomes, blocked, reason
 }
 
@@ -120,14 +120,14 @@ type promptStdin struct {
 func RunPrompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, text string) {
 	stdin, _ := json.Marshal(promptStdin{in.SessionID, in.TranscriptPath, in.Cwd, UserPromptSubmit, in.Prompt, in.PromptID})
 	env.EnvFile = ""
-	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PromptFunc)(ctx, in)
 		if out.Decision == "block" {
 			return answer{text: out.Reason, block: true}, err
 		}
 		return answer{text: out.AdditionalContext}, err
 	})
-	blocked, reason, text = blocks(outcomes, texts)
+	blocked, reason, text = blocks(outcomes, texts(answers))
 	return outcomes, blocked, reason, text
 }
 
@@ -146,17 +146,17 @@ type preCompactStdin struct {
 func RunPreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
 	stdin, _ := json.Marshal(preCompactStdin{in.SessionID, in.TranscriptPath, in.Cwd, PreCompact, in.Trigger, in.CustomInstructions})
 	env.EnvFile = ""
-	outcomes, texts := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PreCompactFunc)(ctx, in)
 		return answer{text: out.Reason, block: out.Decision == "block"}, err
 	})
-	blocked, reason, _ = blocks(outcomes, texts)
+	blocked, reason, _ = blocks(outcomes, texts(answers))
 	return outcomes, blocked, reason
 }
 
 // answer is what a hook body returned that reprise keeps: the text it
 // contributes (context for SessionStart, the reason of a block for Stop),
-// and what SessionEnd hooks report.
+// what SessionEnd hooks report, and what a tool event's hook decided.
 type answer struct {
 	text     string
 	summary  string
@@ -164,6 +164,16 @@ type answer struct {
 	block    bool
 	config   json.RawMessage // a SessionStart hook's modifiedConfig
 	suppress bool            // a SessionEnd hook's suppressOutput
+
+	// Tool events: the decision (allow, deny, ask; block after a tool),
+	// its reason, the context for the model, the replacement input or
+	// result, and what else the hook asked for.
+	decision  string
+	reason    string
+	context   string
+	replace   json.RawMessage
+	interrupt bool   // PermissionRequest: a deny that stops the turn
+	handling  string // PostToolUseFailure function hooks: retry, skip or abort
 }
 
 // call runs one function hook's body.
@@ -186,12 +196,12 @@ func join(texts []string) string {
 // timeout (their process group is killed), so the last of them runs on the
 // caller's goroutine: starting goroutines, and waking the threads that run
 // them, is a measurable part of a restore, and one hook is the usual case.
-func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]schema.HookOutcome, []string) {
+func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]schema.HookOutcome, []answer) {
 	if len(hooks) == 0 {
 		return nil, nil // as a decoded event has it
 	}
 	outcomes := make([]schema.HookOutcome, len(hooks))
-	texts := make([]string, len(hooks))
+	answers := make([]answer, len(hooks))
 	var funcs []*funcRun
 	last := -1 // the last command hook
 	for i, h := range hooks {
@@ -204,18 +214,30 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn 
 	var wg sync.WaitGroup
 	for i, h := range hooks {
 		if h.IsCommand() && i != last {
-			wg.Go(func() { outcomes[i], texts[i] = runCommand(ctx, h, stdin, env, commandTimeout(h)) })
+			wg.Go(func() { outcomes[i], answers[i] = runCommand(ctx, h, stdin, env, commandTimeout(h)) })
 		}
 	}
 	if last >= 0 {
 		h := hooks[last]
-		outcomes[last], texts[last] = runCommand(ctx, h, stdin, env, commandTimeout(h))
+		outcomes[last], answers[last] = runCommand(ctx, h, stdin, env, commandTimeout(h))
 	}
 	for _, f := range funcs {
-		outcomes[f.index], texts[f.index] = f.wait()
+		outcomes[f.index], answers[f.index] = f.wait()
 	}
 	wg.Wait()
-	return outcomes, texts
+	return outcomes, answers
+}
+
+// texts returns the text of each answer, in order.
+func texts(answers []answer) []string {
+	if answers == nil {
+		return nil
+	}
+	out := make([]string, len(answers))
+	for i, a := range answers {
+		out[i] = a.text
+	}
+	return out
 }
 
 // commandTimeout is h's own timeout or the default for its event.
@@ -281,10 +303,10 @@ func startFunc(ctx context.Context, h Hook, fn call, index int, now func() time.
 // time is up, whichever comes first. A hook that answers only once its time
 // is up has timed out, or was cancelled if the caller's context ended, even
 // when wait is called late.
-func (f *funcRun) wait() (schema.HookOutcome, string) {
+func (f *funcRun) wait() (schema.HookOutcome, answer) {
 	defer f.cancel()
 	o := schema.HookOutcome{Name: f.h.Name, Source: f.h.Source}
-	var text string
+	var a answer
 	var r callResult
 	select {
 	case r = <-f.done:
@@ -305,17 +327,20 @@ func (f *funcRun) wait() (schema.HookOutcome, string) {
 	case r.err != nil:
 		o.Status, o.Error = schema.HookFailed, r.err.Error()
 	default:
-		o.Status, text = schema.HookOK, r.answer.text
+		o.Status, a = schema.HookOK, r.answer
 		o.Summary = r.answer.summary
 		if len(r.answer.cleanup) > 0 { // nil for none, as a decoded event has it
 			o.Cleanup = r.answer.cleanup
 		}
-		if r.answer.block {
+		switch {
+		case r.answer.block:
 			o.Decision, o.Reason = "block", r.answer.text
+		case r.answer.decision != "":
+			o.Decision, o.Reason = r.answer.decision, r.answer.reason
 		}
 		o.Config, o.Suppress = r.answer.config, r.answer.suppress
 	}
 	o.Duration = f.now().Sub(f.began).Nanoseconds()
-	o.ContextLen = len(text)
-	return o, text
+	o.ContextLen = len(a.text) + len(a.context)
+	return o, a
 }

@@ -144,7 +144,7 @@ func BenchmarkCommandHook(b *testing.B) {
 			env := CommandEnv{ProjectDir: b.TempDir(), supervisor: c.supervisor}
 			h := Hook{Event: SessionStart, Name: "echo", Body: Command{Line: "echo ok"}}
 			for b.Loop() {
-				if o, text := runCommand(context.Background(), h, nil, env, time.Minute); o.Status != schema.HookOK || text != "ok" {
+				if o, text := runText(context.Background(), h, nil, env, time.Minute); o.Status != schema.HookOK || text != "ok" {
 					b.Fatalf("outcome %+v, context %q", o, text)
 				}
 			}

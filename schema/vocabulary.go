@@ -45,6 +45,15 @@ const (
 	HookPreCompact       HookEvent = "PreCompact"       // a compaction is about to start
 )
 
+// The hook events of a tool call, which package hookexec runs for hosts
+// that call it (RunPreToolUse, RunPermissionRequest, RunPostToolUse).
+const (
+	HookPreToolUse         HookEvent = "PreToolUse"         // before a tool runs: allow, deny or ask
+	HookPermissionRequest  HookEvent = "PermissionRequest"  // when the decision is still to ask the user
+	HookPostToolUse        HookEvent = "PostToolUse"        // after a tool succeeded
+	HookPostToolUseFailure HookEvent = "PostToolUseFailure" // after a tool failed
+)
+
 // HookEvents are the hook events reprise runs, in lifecycle order. The
 // slice is shared: read it, never change it.
 var HookEvents = []HookEvent{HookSessionStart, HookUserPromptSubmit, HookStop, HookPreCompact, HookSessionEnd}
