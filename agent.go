@@ -601,7 +601,9 @@ func (e *Engine) spill(id, text string) (string, error) {
 // Start is the startup restore: it makes session id current and runs the
 // SessionStart hooks with source "startup", without any SessionEnd. Use it
 // when the host process starts, including to resume the session the log
-// already has as current. An empty id is a no-op that returns nil, nil.
+// already has as current. A host that reopens a stored session at its
+// start, as Claude Code's --resume does, passes WithResume, and the hooks
+// get source "resume". An empty id is a no-op that returns nil, nil.
 func (a *Agent) Start(ctx context.Context, id string, opts ...ActionOption) (*Restore, error) {
 	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Start, To: id}, opts), nil)
 	return r, err
@@ -615,6 +617,13 @@ type ActionOption func(*lifecycle.Action)
 // restore finished after a crash passes the same value.
 func WithInitialPrompt(prompt string) ActionOption {
 	return func(a *lifecycle.Action) { a.Prompt = prompt }
+}
+
+// WithResume makes Start a resume at process start: SessionStart hooks get
+// source "resume", as Claude Code's --resume and --continue give them,
+// rather than "startup".
+func WithResume() ActionOption {
+	return func(a *lifecycle.Action) { a.Resume = true }
 }
 
 // WithStopReason tells Stop why the turn ended (e.g. "end_turn"); it is

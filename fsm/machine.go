@@ -74,7 +74,7 @@ var table = []Transition{
 	{SaveAttempted, []State{Active}, Saved},
 	{SessionEndHookStarted, []State{Saved}, Ending},
 	{SessionEndHookRan, []State{Ending}, Ended},
-	{SessionLoadedResume, []State{Ended}, Loaded},
+	{SessionLoadedResume, []State{Idle, Active, Ended}, Loaded}, // from Idle or Active: a resume at process start
 	{SessionLoadedClear, []State{Ended}, Loaded},
 	{SessionLoadedNew, []State{Idle, Ended}, Loaded},
 	{SessionLoadedFork, []State{Idle, Ended}, Loaded},

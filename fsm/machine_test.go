@@ -69,6 +69,9 @@ var legalSteps = []struct {
 	// with a current session.
 	{fsm.Idle, fsm.SessionLoadedStartup, fsm.Loaded},
 	{fsm.Active, fsm.SessionLoadedStartup, fsm.Loaded},
+	// A host reopening a stored session as it starts: source resume.
+	{fsm.Idle, fsm.SessionLoadedResume, fsm.Loaded},
+	{fsm.Active, fsm.SessionLoadedResume, fsm.Loaded},
 	// Leaving the current session: save, SessionEnd intent, SessionEnd.
 	{fsm.Active, fsm.SaveAttempted, fsm.Saved},
 	{fsm.Saved, fsm.SessionEndHookStarted, fsm.Ending},

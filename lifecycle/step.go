@@ -59,6 +59,10 @@ type Action struct {
 	Prompt string
 	// Stop: why the turn ended, as the host says.
 	StopReason string
+	// Start: the host process reopens a stored session, as Claude Code's
+	// --resume and --continue do; SessionStart gets source "resume"
+	// rather than "startup".
+	Resume bool
 	// New, Clear, Fork: the session To to create, in the action's first
 	// append; nil when To exists already.
 	Create *Creation
@@ -387,7 +391,11 @@ func begin(in Input) (Ready, error) {
 		if err := importing(in, act.To); err != nil {
 			return Ready{}, err
 		}
-		return load(in, Ready{}, in.NewID(), act.To, schema.SourceStartup, current, act.Prompt)
+		source := schema.SourceStartup
+		if act.Resume {
+			source = schema.SourceResume
+		}
+		return load(in, Ready{}, in.NewID(), act.To, source, current, act.Prompt)
 	case Restore:
 		if act.To == "" || act.To == current {
 			return Ready{}, nil

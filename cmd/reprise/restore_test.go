@@ -239,3 +239,24 @@ func TestResumeAcrossProjectsRunsEachSessionsOwnHooks(t *testing.T) {
 		t.Fatalf("hooks ran:\n%s\nwant:\n%s", data, want)
 	}
 }
+
+// TestStartResumeGivesSourceResume checks that start --resume, a host
+// reopening a stored session as it starts, runs the SessionStart hooks of
+// source resume and no SessionEnd, where a plain start runs those of
+// source startup.
+func TestStartResumeGivesSourceResume(t *testing.T) {
+	c := newCLI(t)
+	settings := c.writeFile("hooks.json", `{"hooks": {"SessionStart": [
+		{"matcher": "startup", "hooks": [{"type": "command", "command": "echo started"}]},
+		{"matcher": "resume", "hooks": [{"type": "command", "command": "echo resumed"}]}]}}`)
+	c.session("a", "hello")
+	flags := []string{"--settings", settings, "--no-default-settings", "a"}
+	if out := c.ok(append([]string{"start", "--agent", "one"}, flags...)...); out != "started\n" {
+		t.Fatalf("start printed %q", out)
+	}
+	var rep restoreJSON
+	c.okJSON(&rep, append([]string{"start", "--agent", "two", "--resume"}, flags...)...)
+	if rep.Context != "resumed" || rep.Source != "resume" || rep.SessionEnd != nil {
+		t.Fatalf("start --resume = %+v", rep)
+	}
+}

@@ -16,13 +16,14 @@ type startOptions struct {
 	restoreOptions
 	session string // SESSION
 	prompt  string // --prompt, start only: the session's first prompt
+	resume  bool   // --resume, start only: source "resume" instead of "startup"
 }
 
 // newStartCmd returns the start command: the startup restore.
 func newStartCmd(a *app) *cobra.Command {
 	var o startOptions
 	cmd := &cobra.Command{
-		Use:   "start --agent NAME [--prompt TEXT] SESSION",
+		Use:   "start --agent NAME [--prompt TEXT] [--resume] SESSION",
 		Short: "Run the startup restore of a session and print its hook context",
 		Long: `start is the startup restore: the agent NAME makes SESSION its current
 session and runs the SessionStart hooks with source "startup", without any
@@ -30,6 +31,10 @@ SessionEnd hook. Their context is injected into the session as a
 <system-reminder> meta message and printed, so that a host can hand it to
 the model. Nothing is printed when the hooks give no context. Use it when an
 agent host starts, also to resume the session it already had.
+
+--resume says that the host reopens a stored session as it starts, as
+Claude Code's --resume and --continue do: the SessionStart hooks get source
+"resume" instead of "startup". Still no SessionEnd hook runs.
 
 --prompt gives the session's first prompt: it is recorded with the restore
 and Go function hooks receive it as initialPrompt. It is information for
@@ -44,7 +49,8 @@ never stop the restore.
 		Example: `  reprise start --agent ide "$id"
   reprise start --agent ide --settings ./ci-hooks.json --no-default-settings "$id"
   reprise start --agent ide --json "$id" | jq .session_start.hooks
-  reprise start --agent ide --prompt "Fix the flaky refund test" "$id"`,
+  reprise start --agent ide --prompt "Fix the flaky refund test" "$id"
+  reprise start --agent ide --resume "$id"`,
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session = args[0]
@@ -53,13 +59,18 @@ never stop the restore.
 	}
 	o.register(cmd)
 	cmd.Flags().StringVar(&o.prompt, "prompt", "", "the session's first prompt `TEXT`, for SessionStart hooks (initialPrompt)")
+	cmd.Flags().BoolVar(&o.resume, "resume", false, `the host reopens a stored session: SessionStart gets source "resume"`)
 	return cmd
 }
 
 // runStart runs the startup restore of o.session and prints its context.
 func runStart(ctx context.Context, a *app, o startOptions, stdout, stderr io.Writer) error {
 	_, r, err := a.restore(ctx, o.restoreOptions, o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
-		return agent.Start(ctx, id, reprise.WithInitialPrompt(o.prompt))
+		opts := []reprise.ActionOption{reprise.WithInitialPrompt(o.prompt)}
+		if o.resume {
+			opts = append(opts, reprise.WithResume())
+		}
+		return agent.Start(ctx, id, opts...)
 	}, stderr)
 	if err != nil {
 		return err

@@ -32,8 +32,9 @@
 // directory, which is the session's project: its .claude/settings.json and
 // .claude/settings.local.json hooks run, besides those of
 // ~/.claude/settings.json. With --session ID, the agent resumes that
-// session at once (Agent.Start, a startup restore): the next prompt is
-// sent with every earlier turn.
+// session at once (Agent.Start with WithResume: its SessionStart hooks get
+// source "resume", as Claude Code's --resume gives them): the next prompt
+// is sent with every earlier turn.
 //
 // The store is a bbolt file: --store, else $REPRISE_STORE, else
 // $XDG_STATE_HOME/reprise/reprise.db, else
@@ -260,10 +261,10 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 	return h.end(ctx, reprise.ReasonUserExit)
 }
 
-// resume makes session id current with a startup restore: its SessionStart
-// hooks run with source "startup" and their context is injected.
+// resume makes session id current as the process starts: its SessionStart
+// hooks run with source "resume" and their context is injected.
 func (h *host) resume(ctx context.Context, id string) error {
-	r, err := h.agent.Start(ctx, id)
+	r, err := h.agent.Start(ctx, id, reprise.WithResume())
 	if errors.Is(err, reprise.ErrSessionNotFound) {
 		return fmt.Errorf("no session %s in %s", id, h.store)
 	}

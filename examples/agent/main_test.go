@@ -144,6 +144,7 @@ func reminder(event, context string) string {
 // settings, a project with its own settings, and the fake API.
 type env struct {
 	home, project, store, sessionEnd string
+	resumed                          string // touched by a SessionStart hook of source resume
 	api                              *fakeAPI
 }
 
@@ -161,12 +162,14 @@ func setup(t *testing.T) *env {
 		project:    filepath.Join(root, "project"),
 		store:      filepath.Join(root, "state", "sessions.db"),
 		sessionEnd: filepath.Join(root, "session-end.json"),
+		resumed:    filepath.Join(root, "resumed"),
 		api:        newFakeAPI(t),
 	}
 	marker := filepath.Join(root, "stop-blocked-once")
 	writeSettings(t, filepath.Join(ev.home, ".claude", "settings.json"), map[string]any{
 		"SessionStart": []any{map[string]any{"matcher": "startup|resume", "hooks": []any{
-			command("echo '" + startContext + "'")}}},
+			command("echo '" + startContext + "'")}}, map[string]any{"matcher": "resume", "hooks": []any{
+			command("touch '" + ev.resumed + "'")}}},
 		"UserPromptSubmit": []any{map[string]any{"hooks": []any{
 			command("if grep -q forbidden; then echo '" + promptBlock + "' >&2; exit 2; fi; echo '" + promptContext + "'")}}},
 		"SessionEnd": []any{map[string]any{"hooks": []any{
@@ -286,8 +289,12 @@ func TestLoopWithHooksAndResumeInSecondProcess(t *testing.T) {
 		t.Errorf("SessionEnd input: %+v, want session %s, reason prompt_input_exit, cwd %s", end, id, ev.project)
 	}
 	os.Remove(ev.sessionEnd)
+	if _, err := os.Stat(ev.resumed); err == nil {
+		t.Errorf("the first process ran SessionStart hooks of source resume")
+	}
 
-	// The second process: resume the session by id.
+	// The second process: resume the session by id, with source resume as
+	// Claude Code's --resume gives it.
 	child := exec.Command(os.Args[0], ev.args("--session", id)...)
 	child.Dir = ev.project
 	child.Env = append(os.Environ(), childEnv+"=1")
@@ -318,6 +325,9 @@ func TestLoopWithHooksAndResumeInSecondProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(ev.sessionEnd); err != nil {
 		t.Errorf("second process's SessionEnd hook did not run: %v", err)
+	}
+	if _, err := os.Stat(ev.resumed); err != nil {
+		t.Errorf("--session did not run the SessionStart hooks of source resume: %v", err)
 	}
 
 	// The log holds each answer with its usage.

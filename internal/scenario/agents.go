@@ -35,11 +35,17 @@ func (w *World) agent(ctx context.Context, t *testing.T, d *datadriven.TestData)
 }
 
 // start is the startup restore of a session, with the host's first prompt
-// for SessionStart hooks.
+// for SessionStart hooks; resume=true makes it a resume at process start
+// (source resume).
 //
 //	start ide a prompt=(fix the flaky test)
+//	start ide a resume=true
 func (w *World) start(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
-	return restored(w.agentOf(ctx, t, d).Start(ctx, w.arg(t, d, 1), reprise.WithInitialPrompt(opt(d, "prompt"))))
+	opts := []reprise.ActionOption{reprise.WithInitialPrompt(opt(d, "prompt"))}
+	if opt(d, "resume") == "true" {
+		opts = append(opts, reprise.WithResume())
+	}
+	return restored(w.agentOf(ctx, t, d).Start(ctx, w.arg(t, d, 1), opts...))
 }
 
 // restore is the runtime restore from the agent's current session.

@@ -58,7 +58,7 @@
 // Agents:
 //
 //	agent NAME                         open an agent (rolling forward) and print its current session
-//	start NAME ID [prompt=TEXT]        startup restore
+//	start NAME ID [prompt=TEXT] [resume=true]   startup restore; resume=true: at process start, source resume
 //	restore NAME ID                    runtime restore
 //	new NAME ID [cwd=DIR] [prompt=T]   a fresh session
 //	clear NAME                         end the current session and start afresh

@@ -141,7 +141,7 @@ var commands = map[string]command{
 	"unhook":       {(*World).unhook, nil},
 	"hooks":        {(*World).scopedHooks, []string{"event"}},
 	"agent":        {(*World).agent, nil},
-	"start":        {(*World).start, []string{"prompt"}},
+	"start":        {(*World).start, []string{"prompt", "resume"}},
 	"restore":      {(*World).restore, nil},
 	"new":          {(*World).newSession, []string{"cwd", "prompt"}},
 	"clear":        {(*World).clear, nil},
