@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -55,9 +56,11 @@ store is taken, so that waiting for it keeps no other writer out.
 
 The file is read as a stream and written in batches, so transcripts of any
 size import in bounded memory; on a terminal a progress bar shows how far it
-got. Lines that are not JSON objects are skipped and listed on standard
-error with their line numbers (the first 1000 of them); --strict fails at the
-first one instead, leaving the session with the batches written before it.
+got. Lines that are not JSON objects, and lines longer than 64 MiB, are
+skipped and listed on standard error with their line numbers (the first
+1000 of them); --strict fails at the first one instead, leaving the session
+with the batches written before it, which --resume without --strict, or
+rm, then finishes.
 A file without a single transcript record, a JSON object with a "type"
 (an empty file, a README, a binary, a JSON document such as {}), is not a
 transcript: import fails and records nothing.
@@ -142,6 +145,9 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 	if err != nil && ctx.Err() != nil && rep.Session != "" {
 		return importInterrupted(ctx, e, rep.Session, name, err)
 	}
+	if errors.Is(err, reprise.ErrBadTranscript) && rep.Session != "" {
+		return importStopped(ctx, e, rep.Session, name, err)
+	}
 	if errors.Is(err, reprise.ErrImportUnfinished) && !o.resume {
 		return userError{fmt.Sprintf("session %s holds an import that did not finish; finish it with reprise import --resume --id %s %s, "+
 			"or delete it with reprise rm %s", o.id, o.id, shellQuote(name), o.id), err}
@@ -160,6 +166,28 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 	_, err = fmt.Fprintf(stdout, "%s: %d message(s), %d other record(s), %d skipped line(s), %d bytes\n",
 		rep.Session, rep.Messages, rep.Records, len(rep.Skipped), rep.Bytes)
 	return err
+}
+
+// importStopped explains err, a bad line that stopped a strict import of
+// file into session id: which line, and, when earlier batches were
+// written, what stays of the session and what to do with it.
+func importStopped(ctx context.Context, e *reprise.Engine, id, file string, err error) error {
+	info, serr := e.Session(context.WithoutCancel(ctx), id)
+	if serr != nil {
+		return fmt.Errorf("%s: %w; nothing was imported", file, err)
+	}
+	return userError{fmt.Sprintf("%s: %v; session %s holds its first %d message(s); "+
+		"finish it with reprise import --resume --id %s %s (without --strict the line is skipped), or delete it with reprise rm %s",
+		file, badLine(err), id, info.Messages, id, shellQuote(file), id), err}
+}
+
+// badLine is the part of an import's error that names the bad line.
+func badLine(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "bad transcript line"); i >= 0 {
+		return msg[i:]
+	}
+	return msg
 }
 
 // importInterrupted explains err, the end of ctx during an import of file

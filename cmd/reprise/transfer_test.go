@@ -241,3 +241,29 @@ func writeTranscript(t *testing.T, path string, size int64) (int, int64) {
 	}
 	return n, written
 }
+
+// TestStrictImportSaysWhichLineAndHowToGoOn checks what a strict import
+// stopped by a bad line says: the file and the line, and when earlier
+// batches were written, what the session holds and the commands that
+// finish or delete it; a resume without --strict then finishes it.
+func TestStrictImportSaysWhichLineAndHowToGoOn(t *testing.T) {
+	c := newCLI(t)
+	var b strings.Builder
+	for i := range 1500 {
+		fmt.Fprintf(&b, `{"type":"user","uuid":"u%d","message":{"role":"user","content":"m%d"}}`+"\n", i, i)
+	}
+	b.WriteString("garbage\n")
+	path := c.writeFile("t.jsonl", b.String())
+	r := c.fails(exitFailure, "import", "--strict", "--id", "big", path)
+	for _, want := range []string{path + ": bad transcript line 1501: not valid JSON", "session big holds its first 1000 message(s)",
+		"reprise import --resume --id big " + path, "reprise rm big"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("strict import's error lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	c.ok("import", "--resume", "--id", "big", path)
+	small := c.writeFile("small.jsonl", "garbage\n"+`{"type":"summary"}`+"\n")
+	if r := c.fails(exitFailure, "import", "--strict", "--id", "small", small); !strings.Contains(r.stderr, small+": bad transcript line 1: not valid JSON; nothing was imported") {
+		t.Errorf("strict import of a first bad line: %s", r.stderr)
+	}
+}
