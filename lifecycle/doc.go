@@ -15,15 +15,18 @@
 //
 // # Usage
 //
-// A shell (the Engine, the scenario harness, ExampleDriver) carries an
-// action through a Driver, which holds the Input between steps and folds
-// what was appended, as raft's RawNode holds its node:
+// A shell (the Engine, the lifecycle's tests, ExampleDriver) carries an
+// action through a Driver, the one owner of the loop around Step: it holds
+// the Input between steps and folds the agent's appended steps into the
+// agent it was given, which it changes:
 //
 //	d := lifecycle.NewDriver(agent, action, newID, stopCap)
 //	for !d.Done() {
 //		ready, err := d.Ready(sessions, now)
 //		// append ready.Records, conditional on ready.Expect, then
-//		// d.Appended(ready, events), or d.AppendFailed(err)
+//		// d.Appended(ready, events), or d.AppendFailed(err); the shell
+//		// brings the sessions it appended to up to date itself (their
+//		// Head, Messages and Pending), as the Driver knows none of them
 //		// perform ready.Effect, if any, and d.Performed(its outcome)
 //	}
 //

@@ -13,8 +13,9 @@ import (
 // the Input from one step to the next, checks each decided step against
 // the lifecycle table, folds what the shell appended into the agent, keeps
 // the outcome of the shell's effect for the next step and gathers the
-// steps' reports. It does no I/O: the shell reads the sessions, appends
-// and performs effects. A Driver is used by one goroutine.
+// steps' reports. It does no I/O: the shell reads the sessions, appends,
+// keeps the sessions it appended to up to date, and performs effects. A
+// Driver is used by one goroutine.
 //
 // The shell's loop:
 //
@@ -39,9 +40,9 @@ type Driver struct {
 	done    bool
 }
 
-// NewDriver returns a Driver of act on agent, which the Driver folds the
-// agent's appended steps into. Ids come from newID; stopCap bounds
-// consecutive blocked stops.
+// NewDriver returns a Driver of act on agent. The Driver folds the steps
+// appended to the agent's stream into agent, which it changes. Ids come
+// from newID; stopCap bounds consecutive blocked stops.
 func NewDriver(agent *projection.Agent, act Action, newID func() string, stopCap int) *Driver {
 	return &Driver{agent: agent, action: act, newID: newID, stopCap: stopCap}
 }

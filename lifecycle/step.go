@@ -102,8 +102,8 @@ type Session struct {
 
 // Input is everything a Step decides from.
 type Input struct {
-	Agent    *projection.Agent   // the agent as its log folds; only read
-	Action   Action              //
+	Agent    *projection.Agent   // the agent as its log folds; Step only reads it (a Driver folds into it)
+	Action   Action              // what the host asked for
 	Sessions map[string]*Session // the sessions involved, by id; a missing one does not exist
 	Outcome  Outcome             // of the Effect the previous Ready asked for; nil at first
 	Now      int64               // UTC unix nanoseconds, stamped on records and messages

@@ -128,7 +128,7 @@ func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Wri
 	if o.sessionSet && o.session == "" {
 		// Not the listing without a session, which would answer for
 		// another project than the one asked about.
-		return usagef("--session must not be empty: give a session's id, or leave --session out for the hooks of no session's project")
+		return usagef("--session must not be empty: give a session's id, or leave --session out for the hooks of the current directory's project")
 	}
 	if err := o.hooks.check(); err != nil {
 		return err
