@@ -222,7 +222,7 @@ func checkReplaceable(path string) error {
 	case err != nil:
 		return fmt.Errorf("reprise: %w", err)
 	case !info.Mode().IsRegular():
-		return fmt.Errorf("%w: %s is not a regular file (%s); remove it", ErrNotPrivate, path, info.Mode().Type())
+		return fmt.Errorf("%w: %s is not a regular file but %s; remove it", ErrNotPrivate, path, private.Kind(info.Mode()))
 	case !private.OwnedByUser(info):
 		return fmt.Errorf("%w: %s belongs to another user", ErrNotPrivate, path)
 	}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reprise-dev/reprise/internal/private"
 )
 
 // pluginRootVar is replaced by the plugin directory in plugin commands.
@@ -224,7 +226,7 @@ func readConfigFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("hookexec: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s: not a regular file (%s)", ErrBadConfig, path, info.Mode().Type())
+		return nil, fmt.Errorf("%w: %s: not a regular file but %s", ErrBadConfig, path, private.Kind(info.Mode()))
 	}
 	if info.Size() > MaxConfigFileSize {
 		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadConfig, path, MaxConfigFileSize)
