@@ -260,3 +260,17 @@ func TestStartResumeGivesSourceResume(t *testing.T) {
 		t.Fatalf("start --resume = %+v", rep)
 	}
 }
+
+// TestRestoreIsResume checks that restore, the name the product gives the
+// runtime restore, runs resume with its flags.
+func TestRestoreIsResume(t *testing.T) {
+	c := newCLI(t)
+	c.session("a", "hello")
+	c.session("b", "hi")
+	c.ok("start", "--agent", "me", "--no-default-settings", "a")
+	var rep restoreJSON
+	c.okJSON(&rep, "restore", "--agent", "me", "--no-default-settings", "b")
+	if !rep.Restored || rep.From != "a" || rep.To != "b" || rep.Source != "resume" {
+		t.Fatalf("restore --agent me b = %+v", rep)
+	}
+}

@@ -88,8 +88,9 @@ func runStart(ctx context.Context, a *app, o startOptions, stdout, stderr io.Wri
 func newResumeCmd(a *app) *cobra.Command {
 	var o startOptions
 	cmd := &cobra.Command{
-		Use:   "resume --agent NAME SESSION",
-		Short: "Switch an agent to another session: the runtime restore",
+		Use:     "resume --agent NAME SESSION",
+		Aliases: []string{"restore"},
+		Short:   "Switch an agent to another session: the runtime restore",
 		Long: `resume is the runtime restore: the agent NAME leaves its current session
 for SESSION. It saves the current session, runs its SessionEnd hooks (reason
 "resume"), loads SESSION, runs its SessionStart hooks (source "resume") and
