@@ -517,3 +517,17 @@ func TestBinaryJSONErrorOfAnInterruptedCommand(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 }
+
+// TestATextFileIsNotAStore checks that a file that is no store, given as
+// --store, is said to be no reprise store rather than a damaged one, by
+// the commands that read and those that write.
+func TestATextFileIsNotAStore(t *testing.T) {
+	c := newCLI(t)
+	notes := c.writeFile("notes.txt", "remember the milk\n")
+	for _, args := range [][]string{{"sessions"}, {"new"}, {"audit"}} {
+		r := c.fails(exitFailure, append([]string{"--store", notes}, args...)...)
+		if !strings.Contains(r.stderr, notes+" is not a reprise store (not a bbolt file") || strings.Contains(r.stderr, "damaged") {
+			t.Errorf("%s on a text file: %s", args[0], r.stderr)
+		}
+	}
+}

@@ -316,6 +316,11 @@ func openError(path string, err error) error {
 			"Run reprise audit to see the damage, reprise backup FILE to copy what is readable into a new store, "+
 			"or set %s=1 to accept the loss and write on",
 			path, damaged.Damaged.Page, damaged.Damaged.Damage, damaged.Used.Txid, damaged.Used.Txid+1, boltstore.AcceptDamagedMetaEnv), err}
+	case errors.Is(err, boltstore.ErrFormat):
+		detail := strings.TrimPrefix(err.Error(), boltstore.ErrFormat.Error()+": ")
+		detail = strings.TrimPrefix(detail, path+": ")
+		return userError{fmt.Sprintf("%s is not a reprise store (%s); give --store the path of a store, or of a file that does not exist yet to create one",
+			redact(path), detail), err}
 	case errors.Is(err, eventlog.ErrCorrupt):
 		return userError{fmt.Sprintf("the store %s is damaged: %s", redact(path), err.Error()), err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/internal/private"
 )
 
 // bbolt keeps two meta pages, pages 0 and 1 of the file, and writes them in
@@ -123,6 +124,24 @@ func readMetaPages(f io.ReaderAt) ([2]MetaPage, error) {
 	second.Page = 1
 	pages[1] = second
 	return pages, nil
+}
+
+// notBolt reports whether the file at path is no bbolt file at all, as a
+// text file given as the store is: its first page does not start as a
+// meta page does, and no second meta page is found; a bbolt file whose
+// meta pages are damaged still has one of them, or both marks.
+func notBolt(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|private.NoFollow, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	pages, err := readMetaPages(f)
+	if err != nil {
+		return false
+	}
+	return pages[0].Damage == "bad magic" && (pages[1].Damage == "bad magic" || pages[1].Damage == "zeroed" ||
+		pages[1].Damage == "not found at any page size")
 }
 
 // readMeta reads and checks the meta page at off.

@@ -324,6 +324,8 @@ func openError(path string, timeout time.Duration, err error) error {
 		return &eventlog.LockedError{Path: path, Waited: timeout, PID: pid, Command: command}
 	case errors.As(err, &pathErr), errors.As(err, &errno):
 		return fmt.Errorf("boltstore: open %s: %w", path, err)
+	case notBolt(path):
+		return fmt.Errorf("%w: %s: not a bbolt file, as neither of its first pages holds bbolt's magic number", ErrFormat, path)
 	default:
 		// bbolt rejected the file's contents: no valid meta page, a version
 		// it does not know, a file too short for its own page size.

@@ -769,3 +769,51 @@ func rawUpdate(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenSaysAFileThatIsNoBboltFileIsNotAStore checks that a text file or
+// random bytes given as the store are ErrFormat, not a damaged store, for
+// reading and for writing, and are left as they were; a bbolt file whose
+// meta pages are both zeroed is still damaged, not foreign.
+func TestOpenSaysAFileThatIsNoBboltFileIsNotAStore(t *testing.T) {
+	dir := t.TempDir()
+	random := make([]byte, 20000)
+	for i := range random {
+		random[i] = byte(rand.IntN(256))
+	}
+	for name, data := range map[string][]byte{"notes.txt": []byte("hello world\n"), "random.bin": random} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, readOnly := range []bool{true, false} {
+			s, err := Open(path, Options{ReadOnly: readOnly, Timeout: time.Second})
+			if err == nil {
+				s.Close()
+			}
+			if !errors.Is(err, ErrFormat) || errors.Is(err, eventlog.ErrCorrupt) || !strings.Contains(err.Error(), "not a bbolt file") {
+				t.Errorf("Open(%s, read-only %v): %v; want ErrFormat, not a bbolt file", name, readOnly, err)
+			}
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+			t.Errorf("%s was changed", name)
+		}
+	}
+	path := filepath.Join(dir, "zeroed.db")
+	s, err := Open(path, Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, 2*os.Getpagesize())
+	if _, err := f.WriteAt(zeros, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := Open(path, Options{ReadOnly: true, Timeout: time.Second}); errors.Is(err, ErrFormat) || err == nil {
+		t.Errorf("Open of a bbolt file with zeroed meta pages: %v; want it damaged, not foreign", err)
+	}
+}
