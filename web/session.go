@@ -194,14 +194,14 @@ func (h *handler) session(r *http.Request) (*view, error) {
 				out.Injected = append(out.Injected, injectedJSON{Message: m.UUID, RestoreID: r.ID,
 					Agent: r.Agent, Event: it.Injected.Event, Hooks: it.Injected.Hooks})
 			}
-			d.Items = append(d.Items, item{Seq: ev.Seq, Message: it, Cut: h.cutOf(&out, id, ev.Seq, m.UUID, c)})
+			d.Items = append(d.Items, item{Seq: ev.Seq, Message: it, Cut: h.cutOf(&out.Cut, messagePath(id, ev.Seq), cutJSON{Seq: ev.Seq, Message: m.UUID}, c)})
 		case *schema.CompactBoundary:
 			d.Items = append(d.Items, item{Seq: ev.Seq, Boundary: p})
 			out.Compactions = append(out.Compactions, compactionJSON{Boundary: p.UUID, Trigger: p.Trigger, PreMessages: p.PreMessages, Seq: ev.Seq})
 		case *schema.TranscriptRecord:
 			record, c := cutText(string(p.Record), messageBytes)
 			shown += c.Shown
-			d.Items = append(d.Items, item{Seq: ev.Seq, Record: strings.Clone(record), Cut: h.cutOf(&out, id, ev.Seq, "", c)})
+			d.Items = append(d.Items, item{Seq: ev.Seq, Record: strings.Clone(record), Cut: h.cutOf(&out.Cut, messagePath(id, ev.Seq), cutJSON{Seq: ev.Seq}, c)})
 			if c.Total == c.Shown && json.Valid(p.Record) {
 				out.Records = append(out.Records, json.RawMessage(bytes.Clone(p.Record)))
 			}
@@ -267,15 +267,22 @@ func headType(ctx context.Context, store eventlog.Store, stream string) (eventlo
 	return typ, nil
 }
 
-// cutOf describes, for the page and in out, the item at seq that c cut,
-// and returns nil for one shown whole.
-func (h *handler) cutOf(out *sessionJSON, id string, seq uint64, uuid string, c cut) *cutItem {
+// cutOf describes the item that c cut, which whole serves whole: for the
+// page, and in cuts, as at says, for the API's answer. It returns nil for
+// an item shown whole.
+func (h *handler) cutOf(cuts *[]cutJSON, whole string, at cutJSON, c cut) *cutItem {
 	if c.Total == c.Shown {
 		return nil
 	}
-	whole := "/sessions/" + url.PathEscape(id) + "/messages/" + strconv.FormatUint(seq, 10)
-	out.Cut = append(out.Cut, cutJSON{Seq: seq, Message: uuid, Bytes: c.Total, Shown: c.Shown, Whole: h.opts.Prefix + "/api" + whole})
+	at.Bytes, at.Shown, at.Whole = c.Total, c.Shown, h.opts.Prefix+"/api"+whole
+	*cuts = append(*cuts, at)
 	return &cutItem{Bytes: c.Total, Shown: c.Shown, Whole: h.opts.Prefix + whole}
+}
+
+// messagePath is the path that serves the message at seq of session id
+// whole.
+func messagePath(id string, seq uint64) string {
+	return "/sessions/" + url.PathEscape(id) + "/messages/" + strconv.FormatUint(seq, 10)
 }
 
 // newMessageItem describes m for the page.
