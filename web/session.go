@@ -158,8 +158,7 @@ func (h *handler) session(r *http.Request) (*view, error) {
 	out := sessionJSON{Conversation: jsonview.Conversation{Session: id, Cwd: created.Cwd, Created: jsonview.FormatTime(createdAt),
 		Messages: []jsonview.Message{}}, Parent: created.Parent, ForkPoint: created.ForkPoint,
 		Injected: []injectedJSON{}, Compactions: []compactionJSON{}, Cut: []cutJSON{}}
-	var runs map[string]run
-	messages, shown := 0, 0
+	messages, shown, meta := 0, 0, false
 	full := func(ev eventlog.Event) error {
 		switch ev.Type {
 		case schema.TypeMessageAppended, schema.TypeTranscriptRecord:
@@ -183,18 +182,8 @@ func (h *handler) session(r *http.Request) (*view, error) {
 				m.Content[c.Block] = newCutBlockJSON(msg.Content[c.Block])
 			}
 			out.Messages = append(out.Messages, m)
-			it := newMessageItem(msg)
-			if p.Message.IsMeta && runs == nil {
-				if runs, err = h.runsByInjected(ctx); err != nil {
-					return err
-				}
-			}
-			if r, ok := runs[m.UUID]; ok {
-				it.Injected = injectedBy(r)
-				out.Injected = append(out.Injected, injectedJSON{Message: m.UUID, RestoreID: r.ID,
-					Agent: r.Agent, Event: it.Injected.Event, Hooks: it.Injected.Hooks})
-			}
-			d.Items = append(d.Items, item{Seq: ev.Seq, Message: it, Cut: h.cutOf(&out.Cut, messagePath(id, ev.Seq), cutJSON{Seq: ev.Seq, Message: m.UUID}, c)})
+			meta = meta || p.Message.IsMeta
+			d.Items = append(d.Items, item{Seq: ev.Seq, Message: newMessageItem(msg), Cut: h.cutOf(&out.Cut, messagePath(id, ev.Seq), cutJSON{Seq: ev.Seq, Message: m.UUID}, c)})
 		case *schema.CompactBoundary:
 			d.Items = append(d.Items, item{Seq: ev.Seq, Boundary: p})
 			out.Compactions = append(out.Compactions, compactionJSON{Boundary: p.UUID, Trigger: p.Trigger, PreMessages: p.PreMessages, Seq: ev.Seq})
@@ -210,6 +199,24 @@ func (h *handler) session(r *http.Request) (*view, error) {
 	})
 	if err != nil && !errors.Is(err, errEnough) {
 		return nil, err
+	}
+	// Which runs injected the page's context is read once the page holds
+	// no large message, as reading the agents may take the budget too.
+	if meta {
+		runs, err := h.runsByInjected(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range d.Items {
+			if it.Message == nil {
+				continue
+			}
+			if r, ok := runs[it.Message.UUID]; ok {
+				it.Message.Injected = injectedBy(r)
+				out.Injected = append(out.Injected, injectedJSON{Message: r.Injected, RestoreID: r.ID,
+					Agent: r.Agent, Event: it.Message.Injected.Event, Hooks: it.Message.Injected.Hooks})
+			}
+		}
 	}
 	if d.First {
 		if d.Children, d.Importing, err = h.indexed(ctx, id); err != nil {
