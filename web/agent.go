@@ -33,6 +33,8 @@ type run struct {
 	Injected      string // the uuid of the message whose context it injected, if any
 	InProgress    bool   // the log ends inside it
 	Position      uint64
+	Cuts          []*cutItem // its events the page shows cut
+	cuts          []cutJSON  // the same, for the API's answer
 }
 
 // step is one event of a run, a segment of the row as long as the time
@@ -90,6 +92,7 @@ type agentJSON struct {
 	Runs     []runJSON          `json:"runs"`
 	Prev     string             `json:"prev_cursor,omitempty"`
 	Next     string             `json:"next_cursor,omitempty"`
+	Cut      []cutJSON          `json:"cut"`
 }
 
 // runJSON is one row of the timeline.
@@ -172,10 +175,19 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 	}
 	total := len(runs)
 	end := min(start+limit, total)
-	runs = runs[start:end]
-	for i := range runs {
+	// A page ends at its count of runs, or before the run that would take
+	// it over its bytes.
+	shown := 0
+	for i := start; i < end; i++ {
 		h.readSpilled(&runs[i])
+		n := runBytes(runs[i])
+		if i > start && shown+n > pageBytes {
+			end = i
+			break
+		}
+		shown += n
 	}
+	runs = runs[start:end]
 	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs}
 	if start > 0 {
 		d.Prev = strconv.Itoa(max(start-limit, 0))
@@ -184,17 +196,18 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		d.Next = strconv.Itoa(end)
 	}
 	out := agentJSON{Agent: id, State: string(a.State), Current: a.Current, Restores: []jsonview.Restore{}, Runs: []runJSON{},
-		Prev: d.Prev, Next: d.Next}
-	shown := map[string]bool{}
+		Prev: d.Prev, Next: d.Next, Cut: []cutJSON{}}
+	onPage := map[string]bool{}
 	for _, rn := range runs {
-		shown[rn.ID] = true
+		onPage[rn.ID] = true
+		out.Cut = append(out.Cut, rn.cuts...)
 	}
 	for i := range a.History {
-		if shown[a.History[i].ID] {
+		if onPage[a.History[i].ID] {
 			out.Restores = append(out.Restores, jsonview.NewRestore(id, a.History[i].To, &a.History[i]))
 		}
 	}
-	if a.Restore != nil && shown[a.Restore.ID] {
+	if a.Restore != nil && onPage[a.Restore.ID] {
 		out.Restores = append(out.Restores, jsonview.NewRestore(id, a.Restore.To, a.Restore))
 	}
 	for _, rn := range runs {
@@ -237,13 +250,30 @@ func (h *handler) runsByInjected(ctx context.Context) (map[string]run, error) {
 	return out, nil
 }
 
-// agentRuns folds agent id's stream and cuts it into runs.
+// runBytes is what r's texts take of a page: the hooks' input, context
+// and spilled output.
+func runBytes(r run) int {
+	n := 0
+	for _, g := range r.Hooks {
+		n += len(g.Input) + len(g.Context)
+		if len(g.Bars) > 0 && g.Bars[0].Spilled != nil {
+			n += len(g.Bars[0].Spilled.Text)
+		}
+	}
+	return n
+}
+
+// agentRuns folds agent id's stream and cuts it into runs. A large event
+// is read within the budget and folded cut, as the events page shows it,
+// so that neither the runs nor the agent keep more than messageBytes of
+// its texts; the run names it, with the path of the whole.
 func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, []run, error) {
 	a := projection.NewAgent(id)
 	var runs []run
 	at := map[string]int{}
-	err := h.e.Store().ReadStream(ctx, projection.AgentStream(id), 1, func(ev eventlog.Event) error {
-		p, err := schema.Decode(ev)
+	all := func(eventlog.Event) error { return nil }
+	err := h.readDecoded(ctx, projection.AgentStream(id), 1, all, func(ev eventlog.Event, p schema.Payload) error {
+		ev, p, c, err := cutEvent(ev, p, messageBytes)
 		if err != nil {
 			return err
 		}
@@ -260,6 +290,11 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 		r.Ended = ev.Time
 		r.Steps = append(r.Steps, step{Type: ev.Type, Seq: ev.Seq, Position: ev.Position, Time: ev.Time})
 		h.foldRun(r, ev, p)
+		at := cutJSON{Stream: ev.Stream, Seq: ev.Seq, Position: ev.Position}
+		if cut := h.cutOf(&r.cuts, wholeEventPath(ev), at, c); cut != nil {
+			cut.Of = string(ev.Type) + " #" + strconv.FormatUint(ev.Seq, 10)
+			r.Cuts = append(r.Cuts, cut)
+		}
 		return nil
 	})
 	if err != nil {

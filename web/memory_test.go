@@ -118,6 +118,18 @@ func heapNow() uint64 {
 }
 
 func TestConcurrentViewsOfALongMessageStayWithinAFewTimesItsSize(t *testing.T) {
+	concurrentViews(t, "/sessions/long", "/api/sessions/long")
+}
+
+func TestConcurrentViewsOfTheEventsOfALongMessageStayWithinAFewTimesItsSize(t *testing.T) {
+	concurrentViews(t, "/events", "/api/events")
+}
+
+// concurrentViews serves a store whose session "long" holds a message of
+// longMessageSize bytes, asks for the page and its JSON answer 4 times
+// each at once, and fails when the heap peaks over a few times the
+// message.
+func concurrentViews(t *testing.T, page, api string) {
 	if testing.Short() {
 		t.Skip("writes and reads a message of 50 MB")
 	}
@@ -133,9 +145,9 @@ func TestConcurrentViewsOfALongMessageStayWithinAFewTimesItsSize(t *testing.T) {
 	const views = 8
 	paths := make([]string, views)
 	for i := range paths {
-		paths[i] = "/sessions/long"
+		paths[i] = page
 		if i%2 == 1 {
-			paths[i] = "/api/sessions/long"
+			paths[i] = api
 		}
 	}
 	base := heapNow()

@@ -30,16 +30,19 @@ type cut struct {
 type cutItem struct {
 	Bytes, Shown int
 	Whole        string // the path that serves it whole
+	Of           string // what was cut, where the page does not say
 }
 
 // cutJSON names, in the API's answer, an item the page holds cut, and
 // where the whole is.
 type cutJSON struct {
-	Seq     uint64 `json:"seq"`
-	Message string `json:"message,omitempty"` // "" for a transcript record
-	Bytes   int    `json:"bytes"`
-	Shown   int    `json:"shown"`
-	Whole   string `json:"whole"`
+	Stream   string `json:"stream,omitempty"`   // on the events and agent pages
+	Position uint64 `json:"position,omitempty"` // on the events and agent pages
+	Seq      uint64 `json:"seq"`
+	Message  string `json:"message,omitempty"` // "" for a transcript record
+	Bytes    int    `json:"bytes"`
+	Shown    int    `json:"shown"`
+	Whole    string `json:"whole"`
 }
 
 // cutBlockJSON is, in the API's answer, the block a message was cut in:
@@ -115,25 +118,40 @@ func cutMessage(m schema.Message, most int) (schema.Message, cut) {
 // errLarge stops a read before an event that must wait for the budget.
 var errLarge = errors.New("large event")
 
-// readDecoded calls fn with each event of stream from seq from on,
-// decoded, once before has let it through. An event larger than
-// messageBytes is decoded within the handler's budget: the read stops
-// before it, waits for its size outside the store's read, and goes on
-// from it; the bytes go back when fn returns, so fn keeps no part of a
-// large payload.
+// errSkip, returned by readDecoded's before, passes over an event without
+// decoding it.
+var errSkip = errors.New("skip event")
+
+// readDecoded calls fn with each event of stream from seq from on, or,
+// for stream "", of the whole log from position from on, decoded, once
+// before has let it through. An event larger than messageBytes is
+// decoded within the handler's budget: the read stops before it, waits
+// for its size outside the store's read, and goes on from it; the bytes
+// go back when fn returns, so fn keeps no part of a large payload.
 func (h *handler) readDecoded(ctx context.Context, stream string, from uint64,
 	before func(eventlog.Event) error, fn func(eventlog.Event, schema.Payload) error) error {
+	key := func(ev eventlog.Event) uint64 { return ev.Seq }
+	read := func(from uint64, fn func(eventlog.Event) error) error {
+		return h.e.Store().ReadStream(ctx, stream, from, fn)
+	}
+	if stream == "" {
+		key = func(ev eventlog.Event) uint64 { return ev.Position }
+		read = func(from uint64, fn func(eventlog.Event) error) error { return h.e.Store().ReadAll(ctx, from, fn) }
+	}
 	var held uint64 // the large event the budget holds bytes for, 0 for none
 	release := func() {}
 	defer func() { release() }()
 	for {
 		var large, size = uint64(0), 0
-		err := h.e.Store().ReadStream(ctx, stream, from, func(ev eventlog.Event) error {
-			if err := before(ev); err != nil {
+		err := read(from, func(ev eventlog.Event) error {
+			switch err := before(ev); {
+			case errors.Is(err, errSkip):
+				return nil
+			case err != nil:
 				return err
 			}
-			if len(ev.Payload) > messageBytes && ev.Seq != held {
-				large, size = ev.Seq, len(ev.Payload)
+			if len(ev.Payload) > messageBytes && key(ev) != held {
+				large, size = key(ev), len(ev.Payload)
 				return errLarge
 			}
 			p, err := schema.Decode(ev)
@@ -141,11 +159,11 @@ func (h *handler) readDecoded(ctx context.Context, stream string, from uint64,
 				return err
 			}
 			err = fn(ev, p)
-			if ev.Seq == held {
+			if key(ev) == held {
 				release()
 				held = 0
 			}
-			from = ev.Seq + 1
+			from = key(ev) + 1
 			return err
 		})
 		if !errors.Is(err, errLarge) {
@@ -158,6 +176,41 @@ func (h *handler) readDecoded(ctx context.Context, stream string, from uint64,
 		}
 		held, from = large, large
 	}
+}
+
+// decodeOne reads the one event that read passes to its function twice:
+// first for its size, then, within the budget when it is larger than
+// messageBytes, to decode it with decode. It returns the function that
+// gives the budget back once the caller is done with what decode kept,
+// and false when read passes none (none is there, or it was removed
+// between the reads).
+func (h *handler) decodeOne(ctx context.Context, read func(fn func(eventlog.Event) error) error,
+	decode func(eventlog.Event) error) (release func(), found bool, err error) {
+	size := -1
+	if err := read(func(ev eventlog.Event) error { size = len(ev.Payload); return errEnough }); err != nil && !errors.Is(err, errEnough) {
+		return nil, false, err
+	}
+	if size < 0 {
+		return nil, false, nil
+	}
+	release = func() {}
+	if size > messageBytes {
+		if release, err = h.reserve(ctx, size); err != nil {
+			return nil, false, err
+		}
+	}
+	err = read(func(ev eventlog.Event) error {
+		found = true
+		if err := decode(ev); err != nil {
+			return err
+		}
+		return errEnough
+	})
+	if err != nil && !errors.Is(err, errEnough) || !found {
+		release()
+		return nil, false, err
+	}
+	return release, true, nil
 }
 
 // whole serves the message, or the kept transcript record, at a sequence
@@ -223,41 +276,27 @@ func (h *handler) decodeAt(r *http.Request) (schema.Payload, func(), error) {
 		return nil, nil, err
 	}
 	stream := projection.SessionStream(id)
-	size := -1
 	var payload schema.Payload
-	read := func(ev eventlog.Event) error {
-		if ev.Seq != seq || ev.Type != schema.TypeMessageAppended && ev.Type != schema.TypeTranscriptRecord {
-			return errEnough
-		}
-		if size < 0 {
-			size = len(ev.Payload)
-			return errEnough
-		}
-		var err error
-		payload, err = schema.Decode(ev)
-		if err == nil {
-			err = errEnough
+	read := func(fn func(eventlog.Event) error) error {
+		err := h.e.Store().ReadStream(ctx, stream, seq, func(ev eventlog.Event) error {
+			if ev.Seq != seq || ev.Type != schema.TypeMessageAppended && ev.Type != schema.TypeTranscriptRecord {
+				return errEnough
+			}
+			return fn(ev)
+		})
+		if err != nil && !errors.Is(err, errEnough) {
+			return fmt.Errorf("read %s#%d: %w", stream, seq, err)
 		}
 		return err
 	}
-	if err := h.e.Store().ReadStream(ctx, stream, seq, read); err != nil && !errors.Is(err, errEnough) {
-		return nil, nil, fmt.Errorf("read %s#%d: %w", stream, seq, err)
+	release, found, err := h.decodeOne(ctx, read, func(ev eventlog.Event) (err error) {
+		payload, err = schema.Decode(ev)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	if size < 0 {
-		return nil, nil, notFound("no message %d in session %s", seq, id)
-	}
-	release := func() {}
-	if size > messageBytes {
-		if release, err = h.reserve(ctx, size); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := h.e.Store().ReadStream(ctx, stream, seq, read); err != nil && !errors.Is(err, errEnough) {
-		release()
-		return nil, nil, fmt.Errorf("read %s#%d: %w", stream, seq, err)
-	}
-	if payload == nil { // removed between the two reads
-		release()
+	if !found {
 		return nil, nil, notFound("no message %d in session %s", seq, id)
 	}
 	return payload, release, nil

@@ -158,8 +158,7 @@ func (h *handler) session(r *http.Request) (*view, error) {
 	out := sessionJSON{Conversation: jsonview.Conversation{Session: id, Cwd: created.Cwd, Created: jsonview.FormatTime(createdAt),
 		Messages: []jsonview.Message{}}, Parent: created.Parent, ForkPoint: created.ForkPoint,
 		Injected: []injectedJSON{}, Compactions: []compactionJSON{}, Cut: []cutJSON{}}
-	var runs map[string]run
-	messages, shown := 0, 0
+	messages, shown, meta := 0, 0, false
 	full := func(ev eventlog.Event) error {
 		switch ev.Type {
 		case schema.TypeMessageAppended, schema.TypeTranscriptRecord:
@@ -183,25 +182,15 @@ func (h *handler) session(r *http.Request) (*view, error) {
 				m.Content[c.Block] = newCutBlockJSON(msg.Content[c.Block])
 			}
 			out.Messages = append(out.Messages, m)
-			it := newMessageItem(msg)
-			if p.Message.IsMeta && runs == nil {
-				if runs, err = h.runsByInjected(ctx); err != nil {
-					return err
-				}
-			}
-			if r, ok := runs[m.UUID]; ok {
-				it.Injected = injectedBy(r)
-				out.Injected = append(out.Injected, injectedJSON{Message: m.UUID, RestoreID: r.ID,
-					Agent: r.Agent, Event: it.Injected.Event, Hooks: it.Injected.Hooks})
-			}
-			d.Items = append(d.Items, item{Seq: ev.Seq, Message: it, Cut: h.cutOf(&out, id, ev.Seq, m.UUID, c)})
+			meta = meta || p.Message.IsMeta
+			d.Items = append(d.Items, item{Seq: ev.Seq, Message: newMessageItem(msg), Cut: h.cutOf(&out.Cut, messagePath(id, ev.Seq), cutJSON{Seq: ev.Seq, Message: m.UUID}, c)})
 		case *schema.CompactBoundary:
 			d.Items = append(d.Items, item{Seq: ev.Seq, Boundary: p})
 			out.Compactions = append(out.Compactions, compactionJSON{Boundary: p.UUID, Trigger: p.Trigger, PreMessages: p.PreMessages, Seq: ev.Seq})
 		case *schema.TranscriptRecord:
 			record, c := cutText(string(p.Record), messageBytes)
 			shown += c.Shown
-			d.Items = append(d.Items, item{Seq: ev.Seq, Record: strings.Clone(record), Cut: h.cutOf(&out, id, ev.Seq, "", c)})
+			d.Items = append(d.Items, item{Seq: ev.Seq, Record: strings.Clone(record), Cut: h.cutOf(&out.Cut, messagePath(id, ev.Seq), cutJSON{Seq: ev.Seq}, c)})
 			if c.Total == c.Shown && json.Valid(p.Record) {
 				out.Records = append(out.Records, json.RawMessage(bytes.Clone(p.Record)))
 			}
@@ -210,6 +199,24 @@ func (h *handler) session(r *http.Request) (*view, error) {
 	})
 	if err != nil && !errors.Is(err, errEnough) {
 		return nil, err
+	}
+	// Which runs injected the page's context is read once the page holds
+	// no large message, as reading the agents may take the budget too.
+	if meta {
+		runs, err := h.runsByInjected(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range d.Items {
+			if it.Message == nil {
+				continue
+			}
+			if r, ok := runs[it.Message.UUID]; ok {
+				it.Message.Injected = injectedBy(r)
+				out.Injected = append(out.Injected, injectedJSON{Message: r.Injected, RestoreID: r.ID,
+					Agent: r.Agent, Event: it.Message.Injected.Event, Hooks: it.Message.Injected.Hooks})
+			}
+		}
 	}
 	if d.First {
 		if d.Children, d.Importing, err = h.indexed(ctx, id); err != nil {
@@ -267,15 +274,22 @@ func headType(ctx context.Context, store eventlog.Store, stream string) (eventlo
 	return typ, nil
 }
 
-// cutOf describes, for the page and in out, the item at seq that c cut,
-// and returns nil for one shown whole.
-func (h *handler) cutOf(out *sessionJSON, id string, seq uint64, uuid string, c cut) *cutItem {
+// cutOf describes the item that c cut, which whole serves whole: for the
+// page, and in cuts, as at says, for the API's answer. It returns nil for
+// an item shown whole.
+func (h *handler) cutOf(cuts *[]cutJSON, whole string, at cutJSON, c cut) *cutItem {
 	if c.Total == c.Shown {
 		return nil
 	}
-	whole := "/sessions/" + url.PathEscape(id) + "/messages/" + strconv.FormatUint(seq, 10)
-	out.Cut = append(out.Cut, cutJSON{Seq: seq, Message: uuid, Bytes: c.Total, Shown: c.Shown, Whole: h.opts.Prefix + "/api" + whole})
+	at.Bytes, at.Shown, at.Whole = c.Total, c.Shown, h.opts.Prefix+"/api"+whole
+	*cuts = append(*cuts, at)
 	return &cutItem{Bytes: c.Total, Shown: c.Shown, Whole: h.opts.Prefix + whole}
+}
+
+// messagePath is the path that serves the message at seq of session id
+// whole.
+func messagePath(id string, seq uint64) string {
+	return "/sessions/" + url.PathEscape(id) + "/messages/" + strconv.FormatUint(seq, 10)
 }
 
 // newMessageItem describes m for the page.

@@ -144,6 +144,8 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 	}
 	h.mux.Handle("GET /sessions/{id}/messages/{seq}", h.whole(false))
 	h.mux.Handle("GET /api/sessions/{id}/messages/{seq}", h.whole(true))
+	h.mux.Handle("GET /events/{position}", h.wholeEvent())
+	h.mux.Handle("GET /api/events/{position}", h.wholeEvent())
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, wantsJSON(r, strings.HasPrefix(r.URL.Path, "/api/")), notFound("no page at %s", r.URL.Path))
 	})
