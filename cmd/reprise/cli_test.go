@@ -268,7 +268,7 @@ func TestJSONErrors(t *testing.T) {
 		{[]string{"--json", "log"}, exitUsage, "missing SESSION, --agent or --follow"},
 		{[]string{"new", "--id", "-x", "--json"}, exitUsage, `--id: invalid id "-x": it must start with a letter or digit`},
 		{[]string{"--json=true", "end", "--agent", "ide", "--reason", "bogus"}, exitUsage, "--reason must be one of "},
-		{[]string{"--json", "log", "missing"}, exitFailure, "session missing has no events"},
+		{[]string{"--json", "log", "missing"}, exitFailure, "session not found: missing"},
 		{[]string{"--json", "resume", "--agent", "ide", "s"}, exitFailure, "agent ide has no current session; give it one with reprise start --agent ide"},
 	} {
 		r := c.fails(tc.code, tc.args...)
@@ -466,7 +466,7 @@ func TestBadInputsSayWhatWouldWork(t *testing.T) {
 		{[]string{"completion", "tcsh"}, exitUsage, `unknown command "tcsh" for "reprise completion"`},
 		{[]string{"replay", "s1", "--format", long}, exitUsage, `--format must be text, json or claude, not "` + strings.Repeat("x", 31) + "… (2002 bytes)"},
 		{[]string{"fork", "--agent", "on", "--no-default-settings", "s1", "--at", long}, exitFailure, "message not found: " + strings.Repeat("x", 32) + "… (2000 bytes) in s1"},
-		{[]string{"log", "missing"}, exitFailure, "session missing has no events"},
+		{[]string{"log", "missing"}, exitFailure, "session not found: missing"},
 		{[]string{"start", "--agent", "ide", "missing"}, exitFailure, "session not found: missing"},
 		{[]string{"clear", "--agent", "nobody"}, exitFailure, "agent nobody has no current session; give it one with reprise start --agent nobody SESSION"},
 		{[]string{"import", "nofile.jsonl"}, exitFailure, "open nofile.jsonl: no such file or directory"},

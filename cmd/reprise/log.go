@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
@@ -111,6 +112,9 @@ func runLog(ctx context.Context, a *app, o logOptions, stdout, stderr io.Writer)
 	head, err := e.Store().Head(ctx, stream)
 	if err != nil {
 		return err
+	}
+	if head == 0 && what == "session" {
+		return fmt.Errorf("%w: %s", reprise.ErrSessionNotFound, id)
 	}
 	if head == 0 {
 		return fmt.Errorf("%s %s has no events", what, id)

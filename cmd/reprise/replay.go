@@ -89,7 +89,7 @@ func runReplay(ctx context.Context, a *app, o replayOptions, stdout, stderr io.W
 		return err
 	}
 	if conv.Head == 0 {
-		return fmt.Errorf("session %s has no events", id)
+		return fmt.Errorf("%w: %s", reprise.ErrSessionNotFound, id)
 	}
 	if conv.Deleted {
 		return fmt.Errorf("%w: %s", reprise.ErrSessionDeleted, id)
