@@ -327,3 +327,28 @@ func auditWhileWriting(t *testing.T, e *reprise.Engine, prefix string, store eve
 	}
 	return bad
 }
+
+// A damaged event stops the store-wide reading, and the audit reads on
+// stream by stream: what the log holds after it is still checked.
+func TestAuditFindsAFlippedByteAndWhatFollowsIt(t *testing.T) {
+	evs := fullRun(t)
+	cut := cutAfter(t, evs, "resume", schema.TypeSessionEndHookStarted) - 1
+	path := testkit.WriteStore(t, renumber(append(append([]eventlog.Event(nil), evs[:cut]...), evs[cut+1:]...)))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte("buffered")) // only session/a#4 holds it
+	if i < 0 {
+		t.Fatal("the buffered message is not in the file")
+	}
+	data[i] ^= 0x20
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := auditFile(t, path)
+	if got := kinds(rep); !slices.Equal(got, []string{reprise.ViolationUndecodable, reprise.ViolationOutOfOrder}) ||
+		rep.Violations[0].Stream != "session/a" || rep.Violations[1].Stream != "agent/ide" {
+		t.Fatalf("violations %v, want the flipped byte in session/a, then the out-of-order step in agent/ide", rep.Violations)
+	}
+}

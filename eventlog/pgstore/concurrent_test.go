@@ -176,3 +176,36 @@ func TestAuditWhileEnginesAppendFindsNothing(t *testing.T) {
 		t.Fatalf("%d of %d audits found violations; the first: %s", bad, audits, first)
 	}
 }
+
+// TestAuditFindsHeadsThatDisagreeWithTheLog plants damage in the heads
+// table, one head above the stream's last event and one below it: reading
+// one snapshot, the audit still compares the heads with the log, both ways.
+func TestAuditFindsHeadsThatDisagreeWithTheLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newDB(t)
+	dir := t.TempDir()
+	e := newEngine(t, db.open(t, pgstore.Options{}), dir)
+	for _, id := range []string{"a", "b"} {
+		if _, err := e.CreateSession(ctx, id, dir); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Append(ctx, id, reprise.Text("user", "hello")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.exec(t, "UPDATE {schema}.reprise_streams SET head = head + 1 WHERE stream = 'session/a'")
+	db.exec(t, "UPDATE {schema}.reprise_streams SET head = head - 1 WHERE stream = 'session/b'")
+	rep, err := reprise.Audit(ctx, db.open(t, pgstore.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range rep.Violations {
+		got = append(got, fmt.Sprintf("%s %s#%d", v.Kind, v.Stream, v.Seq))
+	}
+	want := []string{"projection-mismatch session/b#2", "projection-mismatch session/a#2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("violations %v, want %v", rep.Violations, want)
+	}
+}
