@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/eventlog/remote"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -219,5 +222,133 @@ func TestAuditReportsANewerEventVersion(t *testing.T) {
 	}
 	if rep.Sessions != 2 {
 		t.Errorf("sessions %d, want 2: the session streams still read", rep.Sessions)
+	}
+}
+
+// An audit reads one snapshot of the log: writers appending meanwhile,
+// to sessions and through restores that inject context into another
+// session, never make it report a violation that is not in the log, on
+// the file or through the socket of the Engine that holds it.
+func TestAuditWhileWritersAppendFindsNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reprise.db")
+	e := testkit.OpenEngine(t, path, reprise.Options{ServeReads: true, Logger: testkit.Discard})
+	var c calls
+	recordingHooks(t, e.Hooks(), &c, "ctx")
+	client, err := remote.Dial(context.Background(), remote.SocketPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for _, tc := range []struct {
+		name  string
+		store eventlog.Store
+	}{
+		{"file", e.Store()},
+		{"socket", client},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if bad := auditWhileWriting(t, e, tc.name, tc.store, 200); len(bad) != 0 {
+				t.Fatalf("%d of 200 audits found violations; the first: %v", len(bad), bad[0])
+			}
+		})
+	}
+}
+
+// auditWhileWriting audits store n times while four writers append
+// through e, each to sessions of its own and restoring an agent of its own
+// between them, and returns the violations of each audit that found any.
+// Each audit lets the writers take turns for a few writes, so that they
+// write while it reads and the log grows with the audits, not faster.
+func auditWhileWriting(t *testing.T, e *reprise.Engine, prefix string, store eventlog.Store, n int) [][]reprise.Violation {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	const turnsPerAudit = 8
+	turns := make(chan struct{}, turnsPerAudit)
+	for w := range 4 {
+		id := fmt.Sprintf("%s-w%d", prefix, w)
+		testkit.Session(t, e, id+"-a", "", "hello")
+		testkit.Session(t, e, id+"-b", "", "hello")
+		a := testkit.Agent(t, e, id)
+		if _, err := a.Start(ctx, id+"-a"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-turns:
+				case <-ctx.Done():
+					return
+				}
+				cur := []string{id + "-a", id + "-b"}[i/8%2]
+				var err error
+				if i%8 == 0 && i > 0 {
+					_, err = a.Restore(ctx, cur)
+				} else {
+					_, err = e.Append(ctx, cur, reprise.Text("user", fmt.Sprintf("message %d", i)))
+				}
+				if err != nil && ctx.Err() == nil {
+					errs <- fmt.Errorf("writer %s: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	var bad [][]reprise.Violation
+	var first, last int
+	for i := range n {
+		for range turnsPerAudit {
+			turns <- struct{}{}
+		}
+		rep, err := reprise.Audit(context.Background(), store)
+		if err != nil {
+			t.Error(err)
+			break
+		}
+		if len(rep.Violations) != 0 {
+			bad = append(bad, rep.Violations)
+		}
+		if i == 0 {
+			first = rep.Events
+		}
+		last = rep.Events
+	}
+	if last <= first {
+		t.Errorf("the audits saw %d events, then %d: nothing was written while they ran", first, last)
+	}
+	stop()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	return bad
+}
+
+// A damaged event stops the store-wide reading, and the audit reads on
+// stream by stream: what the log holds after it is still checked.
+func TestAuditFindsAFlippedByteAndWhatFollowsIt(t *testing.T) {
+	evs := fullRun(t)
+	cut := cutAfter(t, evs, "resume", schema.TypeSessionEndHookStarted) - 1
+	path := testkit.WriteStore(t, renumber(append(append([]eventlog.Event(nil), evs[:cut]...), evs[cut+1:]...)))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(data, []byte("buffered")) // only session/a#4 holds it
+	if i < 0 {
+		t.Fatal("the buffered message is not in the file")
+	}
+	data[i] ^= 0x20
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := auditFile(t, path)
+	if got := kinds(rep); !slices.Equal(got, []string{reprise.ViolationUndecodable, reprise.ViolationOutOfOrder}) ||
+		rep.Violations[0].Stream != "session/a" || rep.Violations[1].Stream != "agent/ide" {
+		t.Fatalf("violations %v, want the flipped byte in session/a, then the out-of-order step in agent/ide", rep.Violations)
 	}
 }

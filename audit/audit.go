@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 
@@ -24,7 +24,7 @@ const (
 	DoubleHookRun    = "double-hook-run"     // a hook step recorded twice for one restore
 	Unresolved       = "unresolved-intent"   // hooks started, no outcome recorded
 	Unfinished       = "unfinished-restore"  // a restore stopped between steps
-	Projection       = "projection-mismatch" // two readings of the log disagree
+	Projection       = "projection-mismatch" // the store's stream heads and its store-wide order disagree
 	MissingInjected  = "missing-injected-message"
 	DamagedMeta      = "damaged-meta-page" // a bbolt file's meta page is bad: its newest transaction may be lost
 	UnfinishedImport = "unfinished-import" // a session holds the first part of a transcript only
@@ -80,34 +80,39 @@ type Report struct {
 	InProgress       []InProgress // not violations; at most one per agent
 }
 
-// Check replays every agent stream through the lifecycle table and every
-// session stream through the conversation projection, compares the
-// per-stream reading of the log with its store-wide order, and reports each
-// violation with its stream and sequence. A step that an agent's log ends
-// inside is reported in InProgress, not as a violation. It reads only; an error means the
-// store could not be read at all.
+// Check reads the log once, in store-wide order, which every store serves
+// as one snapshot, so writers appending meanwhile change nothing it finds.
+// It checks that positions run 1, 2, 3... and that each stream's events
+// come in sequence, replays every agent stream through the lifecycle table
+// and every session stream through the conversation projection, checks
+// that the stream heads the store lists agree with where that order ends
+// each stream, and reports each violation with its stream and sequence. A
+// step that an agent's log ends inside is reported in InProgress, not as a
+// violation. It reads only; an error means the store could not be read at
+// all.
 func Check(ctx context.Context, store eventlog.Store) (*Report, error) {
-	a := &auditor{ctx: ctx, store: store, rep: &Report{}, digests: map[string]uint64{}, meta: map[string]map[string]bool{}}
-	var streams []eventlog.StreamInfo
-	if err := store.Streams(ctx, "", func(s eventlog.StreamInfo) error { streams = append(streams, s); return nil }); err != nil {
+	a := &auditor{ctx: ctx, store: store, rep: &Report{}, streams: map[string]*stream{}}
+	// A stream's head only grows, so the heads listed before the reading
+	// and after it bound where the reading may end each stream.
+	before, err := listStreams(ctx, store)
+	if err != nil {
 		return nil, err
 	}
-	if err := a.readVacuums(); err != nil {
+	refused, err := a.readAll()
+	if err != nil {
 		return nil, err
 	}
-	for _, s := range streams {
-		if strings.HasPrefix(s.Name, "session/") {
-			a.session(s)
+	after, err := listStreams(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	if refused {
+		if err := a.readRest(after); err != nil {
+			return nil, err
 		}
 	}
-	for _, s := range streams {
-		if strings.HasPrefix(s.Name, "agent/") {
-			a.agent(s)
-		}
-	}
-	if err := a.positions(streams); err != nil {
-		return nil, err
-	}
+	a.checkHeads(before, after)
+	a.finish()
 	if mc, ok := store.(eventlog.MetaChecker); ok {
 		damaged, err := mc.DamagedMeta(a.ctx)
 		if err != nil {
@@ -120,49 +125,219 @@ func Check(ctx context.Context, store eventlog.Store) (*Report, error) {
 	return a.rep, nil
 }
 
+// listStreams returns every stream of store, in name order.
+func listStreams(ctx context.Context, store eventlog.Store) ([]eventlog.StreamInfo, error) {
+	var streams []eventlog.StreamInfo
+	err := store.Streams(ctx, "", func(s eventlog.StreamInfo) error { streams = append(streams, s); return nil })
+	return streams, err
+}
+
+// auditor holds what Check keeps while it reads: for each stream, its
+// fold without the text it folded (see stream); the gaps the log explains
+// only at its end; and the report. Of the payloads, only the event being
+// folded is held.
 type auditor struct {
 	ctx     context.Context
 	store   eventlog.Store
 	rep     *Report
-	digests map[string]uint64          // stream -> digest of its events read by stream
-	meta    map[string]map[string]bool // session -> uuids of its meta messages
-	vacuums vacuumed                   // the gaps vacuums explain
+	streams map[string]*stream
+	pos     uint64   // the last position read
+	gaps    []gap    // gaps that only the vacuums the log holds can explain
+	vacuums vacuumed // the gaps the vacuums read so far explain
+}
+
+// stream is what the audit keeps of one stream while it reads.
+type stream struct {
+	name    string
+	last    uint64 // the last sequence read
+	failed  bool   // its fold stopped at a violation
+	refused bool   // the store refused one of its events: the reading of it stopped there
+
+	conv    *projection.Conversation // a session's fold, its messages dropped as they are folded
+	records int                      // the messages and transcript records conv folded
+	meta    map[string]bool          // the uuids of a session's meta messages
+
+	agent    *projection.Agent // an agent's fold, its finished restores dropped as they are counted
+	injected []injection       // the agent's finished restores that injected a message
+}
+
+// injection is a restore that injected a meta message into a session.
+type injection struct {
+	restore, session, uuid string
+}
+
+// gap is a run of positions (stream "") or of a stream's sequences that
+// the reading skipped, located at the event after it.
+type gap struct {
+	stream      string
+	at          event
+	first, last uint64
+	detail      string
+}
+
+// event names an event of the log.
+type event struct {
+	stream string
+	seq    uint64
 }
 
 func (a *auditor) add(stream string, seq uint64, kind, format string, args ...any) {
 	a.rep.Violations = append(a.rep.Violations, Violation{Stream: stream, Seq: seq, Kind: kind, Detail: fmt.Sprintf(format, args...)})
 }
 
-// digest folds one event into a running digest of a stream.
-func digest(d uint64, ev eventlog.Event) uint64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%d|%d|%s|%s|%d|", d, ev.Seq, ev.Type, ev.RestoreID, ev.Time)
-	h.Write(ev.Payload)
-	return h.Sum64()
+// stream returns what the audit keeps of stream name, made on first use.
+func (a *auditor) stream(name string) *stream {
+	st := a.streams[name]
+	if st == nil {
+		st = &stream{name: name}
+		switch {
+		case strings.HasPrefix(name, "session/"):
+			a.rep.Sessions++
+			st.conv = projection.NewConversation(strings.TrimPrefix(name, "session/"))
+		case strings.HasPrefix(name, "agent/"):
+			a.rep.Agents++
+			st.agent = projection.NewAgent(strings.TrimPrefix(name, "agent/"))
+		}
+		a.streams[name] = st
+	}
+	return st
 }
 
-// read folds stream s event by event into apply, keeping its digest. It
-// records a violation and stops at the first event apply or the store
-// refuses.
-func (a *auditor) read(s eventlog.StreamInfo, apply func(eventlog.Event) error) bool {
-	var d, last uint64
-	err := a.store.ReadStream(a.ctx, s.Name, 1, func(ev eventlog.Event) error {
-		if err := apply(ev); err != nil {
-			return err
-		}
-		d, last = digest(d, ev), ev.Seq
+// readAll reads the whole log in store-wide order. When the store refuses
+// an event, it records why and reports refused: the reading stopped there.
+func (a *auditor) readAll() (refused bool, err error) {
+	err = a.store.ReadAll(a.ctx, 1, func(ev eventlog.Event) error {
+		a.position(ev)
+		a.event(ev)
 		return nil
 	})
+	var ee *eventlog.EventError
+	if err == nil || !errors.As(err, &ee) {
+		return false, err
+	}
+	a.classify(ee.Stream, ee.Seq, err)
+	if ee.Stream != "" {
+		a.stream(ee.Stream).refused = true
+	}
+	return true, nil
+}
+
+// readRest reads on, stream by stream, from where the store-wide reading
+// stopped at an event the store refused, up to the heads listed after it,
+// so that one damaged event does not hide what the rest of the log holds.
+// These readings come after the snapshot; the log only grows meanwhile,
+// so they end each stream where a later snapshot would.
+func (a *auditor) readRest(streams []eventlog.StreamInfo) error {
+	errEnd := errors.New("past the listed head")
+	for _, s := range streams {
+		st := a.streams[s.Name]
+		if st != nil && (st.refused || st.last >= s.Head) {
+			continue
+		}
+		st = a.stream(s.Name)
+		err := a.store.ReadStream(a.ctx, s.Name, st.last+1, func(ev eventlog.Event) error {
+			if ev.Seq > s.Head {
+				return errEnd
+			}
+			a.event(ev)
+			return nil
+		})
+		var ee *eventlog.EventError
+		switch {
+		case err == nil, errors.Is(err, errEnd):
+		case errors.As(err, &ee):
+			a.classify(ee.Stream, ee.Seq, err)
+			st.refused = true
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// position checks that ev's position follows the last one read.
+func (a *auditor) position(ev eventlog.Event) {
+	next := a.pos + 1
+	switch {
+	case ev.Position < next:
+		a.add(ev.Stream, ev.Seq, SequenceGap, "position %d where %d was next", ev.Position, next)
+		return
+	case ev.Position > next:
+		a.gaps = append(a.gaps, gap{at: event{ev.Stream, ev.Seq}, first: next, last: ev.Position - 1,
+			detail: fmt.Sprintf("position %d where %d was next", ev.Position, next)})
+	}
+	a.pos = ev.Position
+}
+
+// event checks that ev follows the last event read of its stream and folds
+// it. An event that repeats one already read is reported and not folded
+// again.
+func (a *auditor) event(ev eventlog.Event) {
+	a.rep.Events++
+	st := a.stream(ev.Stream)
+	next := st.last + 1
+	switch {
+	case ev.Seq < next:
+		a.add(ev.Stream, ev.Seq, SequenceGap, "in store order, seq %d follows %d", ev.Seq, st.last)
+		return
+	case ev.Seq > next:
+		a.gaps = append(a.gaps, gap{stream: ev.Stream, at: event{ev.Stream, ev.Seq}, first: next, last: ev.Seq - 1,
+			detail: fmt.Sprintf("in store order, seq %d follows %d", ev.Seq, st.last)})
+	}
+	st.last = ev.Seq
+	if st.failed {
+		return
+	}
+	var err error
+	switch {
+	case st.conv != nil:
+		err = a.session(st, ev)
+	case st.agent != nil:
+		err = a.agent(st, ev)
+	case ev.Stream == schema.VacuumStream:
+		err = a.vacuums.read(ev)
+	}
 	if err != nil {
-		a.classify(s.Name, last+1, err)
-		return false
+		st.failed = true
+		a.classify(ev.Stream, ev.Seq, err)
 	}
-	if last != s.Head {
-		a.add(s.Name, last, Projection, "stream head is %d but its events end at %d", s.Head, last)
-		return false
+}
+
+// checkHeads checks that the reading ended each stream between the heads
+// listed before it and after it: not before a head the store already
+// listed, not past one it listed later, and only streams the store lists.
+// A stream whose reading stopped at an event the store refused is left
+// out: that event is reported already.
+func (a *auditor) checkHeads(before, after []eventlog.StreamInfo) {
+	last := func(name string) (uint64, bool) {
+		st := a.streams[name]
+		if st == nil {
+			return 0, true
+		}
+		return st.last, !st.refused
 	}
-	a.digests[s.Name] = d
-	return true
+	listed := map[string]bool{}
+	for _, s := range after {
+		listed[s.Name] = true
+		if read, ok := last(s.Name); ok && read > s.Head {
+			a.add(s.Name, read, Projection, "the store-wide order holds the stream up to %d but its head is %d", read, s.Head)
+		}
+	}
+	for _, s := range before {
+		read, ok := last(s.Name)
+		switch {
+		case !ok:
+		case !listed[s.Name]:
+			a.add(s.Name, s.Head, Projection, "the store listed the stream, with head %d, then no longer did", s.Head)
+		case read < s.Head:
+			a.add(s.Name, read, Projection, "stream head is %d but the store-wide order ends the stream at %d", s.Head, read)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.streams)) {
+		if read, ok := last(name); ok && !listed[name] {
+			a.add(name, read, Projection, "the store-wide order holds events of a stream the store does not list")
+		}
+	}
 }
 
 // Errors that mark what the agent fold found, for classify.
@@ -196,61 +371,112 @@ func (a *auditor) classify(stream string, seq uint64, err error) {
 	a.add(stream, seq, kind, "%v", err)
 }
 
-func (a *auditor) session(s eventlog.StreamInfo) {
-	a.rep.Sessions++
-	id := strings.TrimPrefix(s.Name, "session/")
-	conv := projection.NewConversation(id)
-	first := true
-	a.read(s, func(ev eventlog.Event) error {
-		if first && ev.Seq != 1 && !a.vacuums.explains(a.vacuums.seqs[s.Name], 1, ev.Seq-1) {
-			return eventlog.Corruptf(ev.Stream, ev.Seq, "sequence gap: expected 1, and no vacuum removed %d to %d", 1, ev.Seq-1)
+// session folds the next event of a session stream. It keeps the uuids of
+// meta messages and a count of what it folded, then drops the messages and
+// records themselves: nothing the audit checks reads them again.
+func (a *auditor) session(st *stream, ev eventlog.Event) error {
+	conv := st.conv
+	err := conv.Apply(ev)
+	for _, m := range conv.Messages {
+		if m.IsMeta {
+			if st.meta == nil {
+				st.meta = map[string]bool{}
+			}
+			st.meta[m.UUID] = true
 		}
-		first = false
-		return conv.Apply(ev)
-	})
-	if conv.Importing && !conv.Deleted {
+	}
+	st.records += len(conv.Messages) + len(conv.Kept)
+	clear(conv.Messages)
+	clear(conv.Kept)
+	conv.Messages, conv.Kept, conv.ViewStart = conv.Messages[:0], conv.Kept[:0], 0
+	return err
+}
+
+// agent folds the next event of an agent stream, naming what a refused
+// step means for the audit. It counts each restore as it finishes, keeps
+// the ones that injected a message, and drops them.
+func (a *auditor) agent(st *stream, ev eventlog.Event) error {
+	view := st.agent
+	what, run := inFlight(view)
+	state := view.State
+	err := view.Apply(ev)
+	repeated := view.Restore != nil && slices.Contains(view.Restore.Steps, ev.Type)
+	for _, r := range view.History {
+		a.count(r)
+		if r.InjectedUUID != "" {
+			st.injected = append(st.injected, injection{restore: r.ID, session: r.To, uuid: r.InjectedUUID})
+		}
+	}
+	clear(view.History)
+	view.History = view.History[:0]
+	switch {
+	case err == nil:
+		return nil
+	case run != "" && ev.RestoreID != run && (errors.Is(err, fsm.ErrIllegalTransition) || errors.Is(err, eventlog.ErrCorrupt)):
+		// Another step began while one was still in flight.
+		cause := errUnfinished
+		if hooksRunning(state) {
+			cause = errUnresolved
+		}
+		return fmt.Errorf("%s %s left in state %s (%w), then %s began %q: %w", what, run, state, cause, ev.Type, ev.RestoreID, err)
+	case errors.Is(err, fsm.ErrIllegalTransition) && repeated && strings.Contains(string(ev.Type), "Hook"):
+		return fmt.Errorf("%w: %s in restore %s: %w", errRepeatedStep, ev.Type, view.Restore.ID, err)
+	}
+	return err
+}
+
+// finish checks, once the whole log is read, what only its end tells: the
+// gaps its vacuums explain, the imports left unfinished, the steps agents'
+// logs end inside, and the messages restores injected.
+func (a *auditor) finish() {
+	a.checkGaps()
+	for _, name := range slices.Sorted(maps.Keys(a.streams)) {
+		st := a.streams[name]
+		switch {
+		case st.conv != nil:
+			a.finishSession(st)
+		case st.agent != nil:
+			a.finishAgent(st)
+		}
+	}
+}
+
+// checkGaps reports the gaps that no vacuum of the log explains. A gap in
+// a stream that its fold reported already is not reported twice.
+func (a *auditor) checkGaps() {
+	folded := map[event]bool{}
+	for _, v := range a.rep.Violations {
+		if v.Kind == SequenceGap {
+			folded[event{v.Stream, v.Seq}] = true
+		}
+	}
+	for _, g := range a.gaps {
+		ranges := a.vacuums.positions
+		if g.stream != "" {
+			ranges = a.vacuums.seqs[g.stream]
+		}
+		if !a.vacuums.explains(ranges, g.first, g.last) && (g.stream == "" || !folded[g.at]) {
+			a.add(g.at.stream, g.at.seq, SequenceGap, "%s", g.detail)
+		}
+	}
+}
+
+func (a *auditor) finishSession(st *stream) {
+	if conv := st.conv; conv.Importing && !conv.Deleted {
 		// Unlike a restore, nothing rolls an import forward: the session
 		// stays partial until someone resumes it, so it is reported as a
 		// violation even while an import may still be running.
-		a.add(s.Name, conv.Head, UnfinishedImport, "the import into session %s started and did not finish: the session holds its first %d records; resuming the import from the same transcript finishes it",
-			id, len(conv.Messages)+len(conv.Kept))
+		a.add(st.name, conv.Head, UnfinishedImport, "the import into session %s started and did not finish: the session holds its first %d records; resuming the import from the same transcript finishes it",
+			conv.ID, st.records)
 	}
-	meta := map[string]bool{}
-	for _, m := range conv.Messages {
-		if m.IsMeta {
-			meta[m.UUID] = true
-		}
-	}
-	a.meta[id] = meta
 }
 
-func (a *auditor) agent(s eventlog.StreamInfo) {
-	a.rep.Agents++
-	id := strings.TrimPrefix(s.Name, "agent/")
-	view := projection.NewAgent(id)
-	apply := func(ev eventlog.Event) error {
-		what, run := inFlight(view)
-		state := view.State
-		err := view.Apply(ev)
-		repeated := view.Restore != nil && slices.Contains(view.Restore.Steps, ev.Type)
-		switch {
-		case err == nil:
-			return nil
-		case run != "" && ev.RestoreID != run && (errors.Is(err, fsm.ErrIllegalTransition) || errors.Is(err, eventlog.ErrCorrupt)):
-			// Another step began while one was still in flight.
-			cause := errUnfinished
-			if hooksRunning(state) {
-				cause = errUnresolved
-			}
-			return fmt.Errorf("%s %s left in state %s (%w), then %s began %q: %w", what, run, state, cause, ev.Type, ev.RestoreID, err)
-		case errors.Is(err, fsm.ErrIllegalTransition) && repeated && strings.Contains(string(ev.Type), "Hook"):
-			return fmt.Errorf("%w: %s in restore %s: %w", errRepeatedStep, ev.Type, view.Restore.ID, err)
-		}
-		return err
+func (a *auditor) finishAgent(st *stream) {
+	view := st.agent
+	if view.Restore != nil {
+		a.count(*view.Restore)
 	}
-	ok := a.read(s, apply)
-	a.count(view)
-	if !ok {
+	if st.failed || st.refused {
 		return
 	}
 	if what, run := inFlight(view); run != "" {
@@ -258,12 +484,13 @@ func (a *auditor) agent(s eventlog.StreamInfo) {
 		if hooksRunning(view.State) {
 			detail = fmt.Sprintf("%s %s: hooks started in state %s with no outcome recorded yet", what, run, view.State)
 		}
-		a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: id, Stream: s.Name, Seq: view.Head, ID: run, State: string(view.State), Detail: detail})
+		a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: view.ID, Stream: st.name, Seq: view.Head, ID: run, State: string(view.State), Detail: detail})
 	}
-	for _, r := range view.History {
-		vacuumed := a.vacuums.seqs[projection.SessionStream(r.To)] != nil
-		if r.InjectedUUID != "" && !a.meta[r.To][r.InjectedUUID] && !vacuumed {
-			a.add(s.Name, view.Head, MissingInjected, "restore %s injected message %s, which %s does not hold", r.ID, r.InjectedUUID, r.To)
+	for _, in := range st.injected {
+		target := projection.SessionStream(in.session)
+		held := a.streams[target] != nil && a.streams[target].meta[in.uuid]
+		if !held && a.vacuums.seqs[target] == nil {
+			a.add(st.name, view.Head, MissingInjected, "restore %s injected message %s, which %s does not hold", in.restore, in.uuid, in.session)
 		}
 	}
 }
@@ -292,63 +519,20 @@ func hooksRunning(s fsm.State) bool {
 	return false
 }
 
-func (a *auditor) count(view *projection.Agent) {
-	restores := view.History
-	if view.Restore != nil {
-		restores = append(slices.Clone(restores), *view.Restore)
-	}
-	for _, r := range restores {
-		a.rep.Restores++
-		for _, o := range append(slices.Clone(r.EndOutcomes), r.StartOutcomes...) {
-			a.rep.HooksRun++
-			switch o.Status {
-			case schema.HookFailed, schema.HookPanicked:
-				a.rep.HooksFailed++
-			case schema.HookTimedOut, schema.HookCancelled:
-				a.rep.HooksCancelled++
-			case schema.HookInterrupted:
-				a.rep.HooksInterrupted++
-			}
+// count counts restore r and the hooks it ran.
+func (a *auditor) count(r projection.Restore) {
+	a.rep.Restores++
+	for _, o := range append(slices.Clone(r.EndOutcomes), r.StartOutcomes...) {
+		a.rep.HooksRun++
+		switch o.Status {
+		case schema.HookFailed, schema.HookPanicked:
+			a.rep.HooksFailed++
+		case schema.HookTimedOut, schema.HookCancelled:
+			a.rep.HooksCancelled++
+		case schema.HookInterrupted:
+			a.rep.HooksInterrupted++
 		}
 	}
-}
-
-// positions reads the whole log in store-wide order and checks that
-// positions run 1, 2, 3... without gaps, that each stream's events come in
-// sequence, and that this reading gives every stream the same events as
-// reading it on its own.
-func (a *auditor) positions(streams []eventlog.StreamInfo) error {
-	digests := map[string]uint64{}
-	seqs := map[string]uint64{}
-	var pos uint64
-	err := a.store.ReadAll(a.ctx, 1, func(ev eventlog.Event) error {
-		a.rep.Events++
-		pos++
-		if ev.Position != pos && !a.vacuums.explains(a.vacuums.positions, pos, ev.Position-1) {
-			a.add(ev.Stream, ev.Seq, SequenceGap, "position %d where %d was next", ev.Position, pos)
-		}
-		pos = ev.Position
-		if next := seqs[ev.Stream] + 1; ev.Seq != next && (ev.Seq < next || !a.vacuums.explains(a.vacuums.seqs[ev.Stream], next, ev.Seq-1)) {
-			a.add(ev.Stream, ev.Seq, SequenceGap, "in store order, seq %d follows %d", ev.Seq, seqs[ev.Stream])
-		}
-		seqs[ev.Stream] = ev.Seq
-		digests[ev.Stream] = digest(digests[ev.Stream], ev)
-		return nil
-	})
-	if err != nil {
-		var ee *eventlog.EventError
-		if !errors.As(err, &ee) {
-			return err
-		}
-		a.classify(ee.Stream, ee.Seq, err)
-		return nil // the stream reads already located what they could
-	}
-	for _, s := range streams {
-		if d, ok := a.digests[s.Name]; ok && d != digests[s.Name] && seqs[s.Name] == s.Head {
-			a.add(s.Name, s.Head, Projection, "reading the stream and reading the whole log give different events")
-		}
-	}
-	return nil
 }
 
 // vacuumed holds the gaps that the Vacuumed events of a log explain: the
@@ -358,31 +542,25 @@ type vacuumed struct {
 	seqs      map[string][]schema.PositionRange // by stream
 }
 
-// readVacuums reads the Vacuumed events of the store.
-func (a *auditor) readVacuums() error {
-	a.vacuums.seqs = map[string][]schema.PositionRange{}
-	err := a.store.ReadStream(a.ctx, schema.VacuumStream, 1, func(ev eventlog.Event) error {
-		p, err := schema.Decode(ev)
-		if err != nil {
-			return err
-		}
-		v, ok := p.(*schema.Vacuumed)
-		if !ok {
-			return eventlog.Corruptf(ev.Stream, ev.Seq, "%s does not belong in %s", ev.Type, schema.VacuumStream)
-		}
-		a.vacuums.positions = append(a.vacuums.positions, v.Positions...)
-		for _, s := range v.Sessions {
-			stream := projection.SessionStream(s.ID)
-			a.vacuums.seqs[stream] = append(a.vacuums.seqs[stream], schema.PositionRange{First: s.First, Last: s.Last})
-		}
-		return nil
-	})
-	var ee *eventlog.EventError
-	if errors.As(err, &ee) {
-		a.classify(ee.Stream, ee.Seq, err)
-		return nil
+// read folds the next event of the vacuum stream.
+func (v *vacuumed) read(ev eventlog.Event) error {
+	p, err := schema.Decode(ev)
+	if err != nil {
+		return err
 	}
-	return err
+	vac, ok := p.(*schema.Vacuumed)
+	if !ok {
+		return eventlog.Corruptf(ev.Stream, ev.Seq, "%s does not belong in %s", ev.Type, schema.VacuumStream)
+	}
+	if v.seqs == nil {
+		v.seqs = map[string][]schema.PositionRange{}
+	}
+	v.positions = append(v.positions, vac.Positions...)
+	for _, s := range vac.Sessions {
+		stream := projection.SessionStream(s.ID)
+		v.seqs[stream] = append(v.seqs[stream], schema.PositionRange{First: s.First, Last: s.Last})
+	}
+	return nil
 }
 
 // explains reports whether ranges cover every number from first to last.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/hookexec"
 )
 
 // TestConcurrentEnginesAppendToOneSession has several Engines, each over
@@ -78,5 +79,133 @@ func TestConcurrentEnginesAppendToOneSession(t *testing.T) {
 	}
 	if len(rep.Violations) != 0 {
 		t.Errorf("audit: %v", rep.Violations)
+	}
+}
+
+// TestAuditWhileEnginesAppendFindsNothing audits the database again and
+// again while four Engines, each over its own connection pool, append to
+// sessions of their own and restore an agent of their own between them,
+// injecting context. Each audit lets the Engines take turns for a few
+// writes, so that they write while it reads. The audit reads one
+// snapshot, so it never reports a violation that is not in the log.
+func TestAuditWhileEnginesAppendFindsNothing(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	dir := t.TempDir()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	const turnsPerAudit = 8
+	turns := make(chan struct{}, turnsPerAudit)
+	for w := range 4 {
+		e := newEngine(t, db.open(t, pgstore.Options{}), dir)
+		err := e.Hooks().OnSessionStart("ctx", "", func(context.Context, hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			return hookexec.SessionStartOutput{AdditionalContext: "ctx"}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("w%d", w)
+		sessions := []string{id + "-a", id + "-b"}
+		for _, s := range sessions {
+			if _, err := e.CreateSession(ctx, s, dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, err := e.Agent(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Start(ctx, sessions[0]); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-turns:
+				case <-ctx.Done():
+					return
+				}
+				cur := sessions[i/8%2]
+				var err error
+				if i%8 == 0 && i > 0 {
+					_, err = a.Restore(ctx, cur)
+				} else {
+					_, err = e.Append(ctx, cur, reprise.Text("user", fmt.Sprintf("message %d", i)))
+				}
+				if err != nil && ctx.Err() == nil {
+					errs <- fmt.Errorf("writer %s: %w", id, err)
+					return
+				}
+			}
+		}()
+	}
+	reader := db.open(t, pgstore.Options{})
+	const audits = 200
+	bad, first := 0, ""
+	var events []int
+	for range audits {
+		for range turnsPerAudit {
+			turns <- struct{}{}
+		}
+		rep, err := reprise.Audit(context.Background(), reader)
+		if err != nil {
+			t.Error(err)
+			break
+		}
+		if len(rep.Violations) != 0 {
+			if bad++; first == "" {
+				first = fmt.Sprint(rep.Violations)
+			}
+		}
+		events = append(events, rep.Events)
+	}
+	if len(events) > 0 && events[len(events)-1] <= events[0] {
+		t.Errorf("the audits saw %d events, then %d: nothing was written while they ran", events[0], events[len(events)-1])
+	}
+	stop()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if bad != 0 {
+		t.Fatalf("%d of %d audits found violations; the first: %s", bad, audits, first)
+	}
+}
+
+// TestAuditFindsHeadsThatDisagreeWithTheLog plants damage in the heads
+// table, one head above the stream's last event and one below it: reading
+// one snapshot, the audit still compares the heads with the log, both ways.
+func TestAuditFindsHeadsThatDisagreeWithTheLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newDB(t)
+	dir := t.TempDir()
+	e := newEngine(t, db.open(t, pgstore.Options{}), dir)
+	for _, id := range []string{"a", "b"} {
+		if _, err := e.CreateSession(ctx, id, dir); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Append(ctx, id, reprise.Text("user", "hello")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.exec(t, "UPDATE {schema}.reprise_streams SET head = head + 1 WHERE stream = 'session/a'")
+	db.exec(t, "UPDATE {schema}.reprise_streams SET head = head - 1 WHERE stream = 'session/b'")
+	rep, err := reprise.Audit(ctx, db.open(t, pgstore.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range rep.Violations {
+		got = append(got, fmt.Sprintf("%s %s#%d", v.Kind, v.Stream, v.Seq))
+	}
+	want := []string{"projection-mismatch session/b#2", "projection-mismatch session/a#2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("violations %v, want %v", rep.Violations, want)
 	}
 }

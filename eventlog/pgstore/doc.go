@@ -171,9 +171,15 @@
 // checksums on the cluster for that. Event types and restore ids must be
 // valid UTF-8 without NUL, as stream names are, in a UTF8 database.
 //
-// Events passed to ReadStream, ReadAll and Streams callbacks come from one
-// query each, so from one snapshot; their Payloads are valid only until the
-// callback returns. Close waits for calls in progress and releases the
+// ReadAll reads one snapshot, in a read-only REPEATABLE READ transaction
+// that lasts as long as the read: what it passes is the log as it stood
+// when it began, however long its callback takes, which is what lets an
+// audit or a copy read a log that others are writing. A long ReadAll holds
+// back the server's cleanup of dead rows meanwhile, as any long
+// transaction does. ReadStream fetches a stream in chunks, each its own
+// query, so a long one may also pass events appended while it runs, always
+// after the ones before them; Streams is one query. Payloads passed to
+// callbacks are valid only until the callback returns. Close waits for calls in progress and releases the
 // locks still held; a second Close returns eventlog.ErrClosed, like every
 // other call after Close.
 package pgstore

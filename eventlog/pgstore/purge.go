@@ -159,10 +159,10 @@ func recordGaps(ctx context.Context, tx pgx.Tx, gaps []eventlog.SeqRange) error 
 
 // gapEnd returns the last of the gaps that purges left in stream (""
 // for positions) from at on, following gaps that touch; an error when no
-// gap holds at.
-func (s *Store) gapEnd(ctx context.Context, stream string, at uint64) (uint64, error) {
+// gap holds at. It reads them through q, the pool or a read's transaction.
+func gapEnd(ctx context.Context, q querier, stream string, at uint64) (uint64, error) {
 	var first, last int64
-	err := s.pool.QueryRow(ctx, `SELECT first, last FROM reprise_gaps WHERE stream = $1 AND first <= $2
+	err := q.QueryRow(ctx, `SELECT first, last FROM reprise_gaps WHERE stream = $1 AND first <= $2
 		ORDER BY first DESC LIMIT 1`, stream, int64(at)).Scan(&first, &last)
 	if err != nil {
 		return 0, err
@@ -172,7 +172,7 @@ func (s *Store) gapEnd(ctx context.Context, stream string, at uint64) (uint64, e
 	}
 	for {
 		var next int64
-		err := s.pool.QueryRow(ctx, "SELECT last FROM reprise_gaps WHERE stream = $1 AND first = $2", stream, last+1).Scan(&next)
+		err := q.QueryRow(ctx, "SELECT last FROM reprise_gaps WHERE stream = $1 AND first = $2", stream, last+1).Scan(&next)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return uint64(last), nil
 		}

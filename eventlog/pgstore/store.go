@@ -188,9 +188,10 @@ func (s *Store) heads(ctx context.Context, names []string) (map[string]uint64, e
 	return readHeads(ctx, s.pool, names)
 }
 
-// querier is what readHeads needs of a pool or a transaction.
+// querier is what reads need of a pool or a transaction.
 type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // readHeads reads the heads of the named streams that exist.
@@ -291,7 +292,7 @@ func (s *Store) readStreamChunk(ctx context.Context, stream string, from uint64,
 			return n, err
 		}
 		if ev.Seq != *want {
-			if end, err := s.gapEnd(ctx, stream, *want); err != nil || end+1 != ev.Seq {
+			if end, err := gapEnd(ctx, s.pool, stream, *want); err != nil || end+1 != ev.Seq {
 				return n, errors.Join(eventlog.Corruptf(stream, *want, "event is missing; the next one stored is %d", ev.Seq), err)
 			}
 			*want = ev.Seq // a purge removed the events before it
@@ -310,10 +311,12 @@ func (s *Store) readStreamChunk(ctx context.Context, stream string, from uint64,
 	return n, nil
 }
 
-// ReadAll implements eventlog.Store. The events are read in chunks, as
-// ReadStream reads them; positions are given in commit order, so a later
-// chunk never finds an event below one an earlier chunk passed. Each
-// event's Payload is valid only until fn returns.
+// ReadAll implements eventlog.Store. It reads one snapshot, in a
+// read-only REPEATABLE READ transaction: events appended while it runs are
+// not passed, and a purge that commits meanwhile changes nothing it
+// passes. The events are fetched in chunks of readChunk, each its own
+// query in that transaction. Each event's Payload is valid only until fn
+// returns.
 func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -323,26 +326,39 @@ func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event
 		return err
 	}
 	defer end()
-	from = max(from, 1)
-	want := from
-	for {
-		if want > math.MaxInt64 {
-			return nil
-		}
-		n, err := s.readAllChunk(ctx, from, &want, fn)
-		if err != nil || n < readChunk {
-			return err
-		}
+	var fnErr error
+	read := func(ev eventlog.Event) error {
+		fnErr = fn(ev)
+		return fnErr
 	}
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		from := max(from, 1)
+		want := from
+		for want <= math.MaxInt64 {
+			more, err := readAllChunk(ctx, tx, from, &want, read)
+			if err != nil || !more {
+				return err
+			}
+		}
+		return nil
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case err == nil, errors.Is(err, eventlog.ErrCorrupt):
+		return err
+	}
+	return s.fail(ctx, "read all", err)
 }
 
-// readAllChunk reads up to readChunk events from position *want on and
-// returns how many it read.
-func (s *Store) readAllChunk(ctx context.Context, from uint64, want *uint64, fn func(eventlog.Event) error) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT position, stream, seq, type, version, time_ns, restore_id, payload
+// readAllChunk reads up to readChunk events from position *want on, in
+// tx. It reports whether the log may go on after them: the chunk was full,
+// or it ended at a gap that a purge left, which the next chunk reads past.
+func readAllChunk(ctx context.Context, tx pgx.Tx, from uint64, want *uint64, fn func(eventlog.Event) error) (more bool, err error) {
+	rows, err := tx.Query(ctx, `SELECT position, stream, seq, type, version, time_ns, restore_id, payload
 		FROM reprise_events WHERE position >= $1 ORDER BY position LIMIT $2`, int64(*want), readChunk)
 	if err != nil {
-		return 0, s.fail(ctx, "read all", err)
+		return false, err
 	}
 	defer rows.Close()
 	var row eventRow
@@ -350,32 +366,31 @@ func (s *Store) readAllChunk(ctx context.Context, from uint64, want *uint64, fn 
 	for ; rows.Next(); *want++ {
 		n++
 		if err := checkCtx(ctx, *want-from); err != nil {
-			return n, err
+			return false, err
 		}
 		if err := rows.Scan(&row.position, &row.stream, &row.seq, &row.typ, &row.version, &row.time, &row.restoreID, &row.payload); err != nil {
-			return n, s.fail(ctx, "read all", err)
+			return false, err
 		}
 		ev, err := row.event()
 		if err != nil {
-			return n, err
+			return false, err
 		}
 		if ev.Position != *want {
-			if end, err := s.gapEnd(ctx, "", *want); err == nil && end+1 == ev.Position {
+			// The transaction runs one query at a time: close this one
+			// before asking for the gap.
+			rows.Close()
+			if end, err := gapEnd(ctx, tx, "", *want); err == nil && end+1 == ev.Position {
 				*want = ev.Position // a purge removed the positions before it
+				return true, nil
 			}
-		}
-		if ev.Position != *want {
-			return n, fmt.Errorf("%w: position %d is missing; the next one stored is %d (%s#%d)",
+			return false, fmt.Errorf("%w: position %d is missing; the next one stored is %d (%s#%d)",
 				eventlog.ErrCorrupt, *want, ev.Position, ev.Stream, ev.Seq)
 		}
 		if err := fn(ev); err != nil {
-			return n, err
+			return false, err
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return n, s.fail(ctx, "read all", err)
-	}
-	return n, nil
+	return n == readChunk, rows.Err()
 }
 
 // LastPosition implements eventlog.Positioner.

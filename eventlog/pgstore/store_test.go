@@ -463,3 +463,38 @@ func TestReadsCrossChunks(t *testing.T) {
 		t.Fatalf("LastPosition = %d, %v; want %d", last, err, n+2)
 	}
 }
+
+// ReadAll reads one snapshot, however many chunks it takes: events that
+// another host appends while it runs are not passed, and nothing it passes
+// changes under it.
+func TestReadAllReadsOneSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newDB(t)
+	s, other := db.open(t, pgstore.Options{}), db.open(t, pgstore.Options{})
+	const n = 2500
+	recs := make([]eventlog.Record, n)
+	for i := range recs {
+		recs[i] = rec("a", fmt.Sprint(i+1))
+	}
+	if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "a"}}, recs); err != nil {
+		t.Fatal(err)
+	}
+	var got uint64
+	err := s.ReadAll(ctx, 1, func(ev eventlog.Event) error {
+		if got++; got == 1 {
+			_, err := other.Append(ctx, []eventlog.Expect{{Stream: "b"}}, []eventlog.Record{rec("b", "later")})
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != n {
+		t.Fatalf("ReadAll passed %d events, want the %d stored when it began", got, n)
+	}
+	if all := readAll(t, s, 1); len(all) != n+1 {
+		t.Fatalf("the next ReadAll passed %d events, want %d", len(all), n+1)
+	}
+}
