@@ -30,8 +30,9 @@ func newAuditCmd(a *app) *cobra.Command {
 and its checksum holds, every stream runs 1, 2, 3... without gaps, every
 agent's steps follow the lifecycle table, no hook step is recorded twice for
 one restore, no restore stopped half way, every injected message is in its
-session, and reading the log stream by stream agrees with reading it in
-store order.
+session, and the store's stream heads agree with where its store-wide
+order ends each stream. It reads one consistent snapshot of the log, so an
+audit while others write reports only what is in the log.
 
 It prints each violation as STREAM#SEQ: KIND: DETAIL, then a summary of the
 events, sessions, agents, restores and hooks (run, failed, cancelled or
