@@ -256,22 +256,28 @@ func TestGarbageFile(t *testing.T) {
 		}
 		return b
 	}
-	files := map[string][]byte{
-		"OneByte":     {0},
-		"Random100B":  random(100),
-		"Random64KiB": random(64 << 10),
-		"Zeros16KiB":  make([]byte, 16<<10),
-		"Text":        []byte(strings.Repeat("not a database\n", 1000)),
+	// Bytes that are no bbolt file at all are no store; zeros, which a
+	// bbolt file whose pages were wiped also holds, are a damaged one.
+	files := map[string]struct {
+		data []byte
+		want error
+	}{
+		"OneByte":     {[]byte{0}, eventlog.ErrCorrupt},
+		"Random100B":  {random(100), ErrFormat},
+		"Random64KiB": {random(64 << 10), ErrFormat},
+		"Zeros16KiB":  {make([]byte, 16<<10), eventlog.ErrCorrupt},
+		"Text":        {[]byte(strings.Repeat("not a database\n", 1000)), ErrFormat},
 	}
-	for name, data := range files {
+	for name, f := range files {
+		data := f.data
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			for _, readOnly := range []bool{true, false} {
-				if _, err := Open(path, Options{ReadOnly: readOnly}); !errors.Is(err, eventlog.ErrCorrupt) {
-					t.Errorf("Open (read-only %v): err = %v, want ErrCorrupt", readOnly, err)
+				if _, err := Open(path, Options{ReadOnly: readOnly}); !errors.Is(err, f.want) {
+					t.Errorf("Open (read-only %v): err = %v, want %v", readOnly, err, f.want)
 				}
 			}
 			if !bytes.Equal(fileBytes(t, path), data) {
