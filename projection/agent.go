@@ -27,6 +27,55 @@ type Agent struct {
 
 	Prompt  *Prompt // the UserPromptSubmit run in flight; nil unless State is prompting
 	Prompts int     // UserPromptSubmit runs completed
+
+	// Tools holds the agent's tool calls by tool_use id; ToolsInFlight
+	// counts those whose hooks may be running, which no lifecycle action
+	// may begin beside.
+	Tools         map[string]*ToolCall
+	ToolsInFlight int
+}
+
+// ToolCall is what the log says about one tool call.
+type ToolCall struct {
+	ID      string // the tool_use id
+	Session string
+	Tool    string
+	State   fsm.State
+	Began   int64 // UTC unix nanoseconds of its first step
+	Ended   int64 // of its last, once done
+
+	// The hooks before the decision: the intents, and what they answered.
+	PreHooks           []string
+	PreOutcomes        []schema.HookOutcome
+	PreDecision        string
+	PreReason          string
+	PreInput           []byte
+	PreContext         string
+	PermissionAsked    bool
+	PermissionHooks    []string
+	PermissionOutcomes []schema.HookOutcome
+	PermissionDecision string
+	PermissionReason   string
+	PermissionInput    []byte
+
+	// The decision, once: allow, ask or deny, with the input the tool runs
+	// with.
+	Decision   string
+	Reason     string
+	Input      []byte
+	Context    string
+	ResultUUID string // the tool_result: the error of a deny, or the tool's
+
+	// The result and the hooks after it.
+	Resulted     bool
+	Failed       bool
+	PostHooks    []string
+	PostOutcomes []schema.HookOutcome
+	PostBlocked  bool
+	PostReason   string
+	PostContext  string
+	PostResult   []byte // the result a hook gave instead of the tool's
+	Interrupted  bool   // a run of its hooks was cut short by a dying process
 }
 
 // Prompt is what the log says about one prompt's UserPromptSubmit run.
@@ -116,13 +165,13 @@ type Stop struct {
 // NewAgent returns the view of agent id before its first event.
 func NewAgent(id string) *Agent { return &Agent{ID: id, State: fsm.Idle} }
 
-// Apply folds the next event of the agent's stream into a. A step the
-// lifecycle table does not allow from the current state, or a step of a
-// different restore than the one in flight, is an error and leaves a
 // InFlight reports whether the agent's log ends inside a step: a restore,
 // prompt, stop or compaction that the next action on the agent finishes.
 func (a *Agent) InFlight() bool { return fsm.InFlight(a.State) }
 
+// Apply folds the next event of the agent's stream into a. A step the
+// lifecycle table does not allow from the current state, or a step of a
+// different restore than the one in flight, is an error and leaves a
 // unchanged.
 func (a *Agent) Apply(ev eventlog.Event) error {
 	if err := checkNext(ev, AgentStream(a.ID), a.Head); err != nil {
@@ -150,11 +199,18 @@ func (a *Agent) apply(ev eventlog.Event, p schema.Payload) error {
 		a.Head = ev.Seq
 		return nil
 	}
+	if label, ok := fsm.ToolEventOf(p); ok {
+		return a.applyTool(ev, p, label)
+	}
 	step, ok := fsm.EventOf(p)
 	if !ok {
 		return eventlog.Corruptf(ev.Stream, ev.Seq, "%s does not belong in an agent stream", ev.Type)
 	}
 	next, err := fsm.Apply(a.State, step)
+	if err == nil && a.ToolsInFlight > 0 {
+		// No lifecycle step begins while the hooks of a tool call may run.
+		err = &fsm.TransitionError{From: a.State, Event: step}
+	}
 	if err != nil {
 		return &eventlog.EventError{Stream: ev.Stream, Seq: ev.Seq, Err: err}
 	}

@@ -24,7 +24,14 @@ func Describe(p schema.Payload) string {
 		if m.IsMeta {
 			meta = " meta"
 		}
-		return fmt.Sprintf("%s%s %q", m.Role, meta, Clip(FirstText(m), 60))
+		if text := FirstText(m); text != "" || len(m.Content) == 0 {
+			return fmt.Sprintf("%s%s %q", m.Role, meta, Clip(text, 60))
+		}
+		kinds := make([]string, len(m.Content))
+		for i, b := range m.Content {
+			kinds[i] = b.Type
+		}
+		return fmt.Sprintf("%s%s [%s]", m.Role, meta, strings.Join(kinds, " "))
 	case *schema.TranscriptRecord:
 		var rec struct {
 			Type string `json:"type"`
@@ -122,6 +129,29 @@ func Describe(p schema.Payload) string {
 			events += int(s.Last - s.First + 1)
 		}
 		return fmt.Sprintf("sessions=%s events=%d rewritten=%d files=%d", strings.Join(ids, ","), events, len(p.Rewritten), p.Files)
+	case *schema.ToolHookStarted:
+		return fmt.Sprintf("session=%s %s %s hooks=%s", p.Session, p.Tool, p.Event, hookList(p.Hooks))
+	case *schema.ToolHookRan:
+		out := fmt.Sprintf("session=%s %s %s %s", p.Session, p.Tool, p.Event, outcomes(p.Outcomes, p.Interrupted))
+		if p.Decision != "" {
+			out += fmt.Sprintf(" decision=%s reason=%q", p.Decision, Clip(p.Reason, 40))
+		}
+		if p.Context != "" {
+			out += fmt.Sprintf(" context=%q", Clip(p.Context, 40))
+		}
+		return out
+	case *schema.ToolDecided:
+		out := fmt.Sprintf("session=%s %s %s", p.Session, p.Tool, p.Decision)
+		if p.Reason != "" {
+			out += fmt.Sprintf(" reason=%q", Clip(p.Reason, 40))
+		}
+		return out + " input=" + Clip(string(p.Input), 40)
+	case *schema.ToolResultRecorded:
+		result := "result"
+		if p.Failed {
+			result = "failure"
+		}
+		return fmt.Sprintf("session=%s %s %s=%s hooks=%s", p.Session, p.Tool, result, p.MessageUUID, hookList(p.Hooks))
 	}
 	return ""
 }

@@ -52,6 +52,21 @@ func Redact(p Payload, gone func(session string) bool) bool {
 		}
 		outs := redactOutcomes(p.Outcomes)
 		return blank(&p.Reason) || outs
+	case *ToolHookRan:
+		if !gone(p.Session) {
+			return false
+		}
+		outs := redactOutcomes(p.Outcomes)
+		replaced := p.Replacement != nil
+		p.Replacement = nil
+		return blank(&p.Reason, &p.Context) || outs || replaced
+	case *ToolDecided:
+		if !gone(p.Session) {
+			return false
+		}
+		input := p.Input != nil
+		p.Input = nil
+		return blank(&p.Reason, &p.Context) || input
 	}
 	return false
 }

@@ -422,6 +422,10 @@ var payloads = map[eventlog.Type]func() Payload{
 	TypeVacuumed:                func() Payload { return new(Vacuumed) },
 	TypeImportStarted:           func() Payload { return new(ImportStarted) },
 	TypeImportFinished:          func() Payload { return new(ImportFinished) },
+	TypeToolHookStarted:         func() Payload { return new(ToolHookStarted) },
+	TypeToolHookRan:             func() Payload { return new(ToolHookRan) },
+	TypeToolDecided:             func() Payload { return new(ToolDecided) },
+	TypeToolResultRecorded:      func() Payload { return new(ToolResultRecorded) },
 }
 
 // Types returns every event type of the schema, in no particular order.

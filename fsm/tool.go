@@ -1,0 +1,119 @@
+package fsm
+
+import (
+	"context"
+	"sync"
+
+	"github.com/looplab/fsm"
+
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// The states of one tool call, by its tool_use id. A call is in no state
+// before its first step. An agent's tool steps need it to be Active, and
+// a lifecycle action on an agent waits until none of its calls has hooks
+// running (ToolInFlight).
+const (
+	ToolPreHooks        State = "pre-hooks"        // PreToolUse hooks may be running
+	ToolPermissionHooks State = "permission-hooks" // PermissionRequest hooks may be running
+	ToolHooksRan        State = "hooks-ran"        // the hooks before the decision have run
+	ToolAllowed         State = "decided"          // allowed or left to ask: the tool may run
+	ToolPostHooks       State = "post-hooks"       // the result is recorded; PostToolUse hooks may be running
+	ToolDone            State = "done"             // denied, or its result and hooks are recorded
+)
+
+// The transition labels of a tool call. A label names the event type, and
+// what about it takes the call another way.
+const (
+	ToolPreHookStarted        = Event(schema.TypeToolHookStarted + "/PreToolUse")
+	ToolPermissionHookStarted = Event(schema.TypeToolHookStarted + "/PermissionRequest")
+	ToolPreHookRan            = Event(schema.TypeToolHookRan + "/PreToolUse")
+	ToolPermissionHookRan     = Event(schema.TypeToolHookRan + "/PermissionRequest")
+	ToolPostHookRan           = Event(schema.TypeToolHookRan + "/PostToolUse")
+	ToolFailureHookRan        = Event(schema.TypeToolHookRan + "/PostToolUseFailure")
+	ToolDecidedAllow          = Event(schema.TypeToolDecided + "/allow")
+	ToolDecidedAsk            = Event(schema.TypeToolDecided + "/ask")
+	ToolDecidedDeny           = Event(schema.TypeToolDecided + "/deny")
+	ToolResultWithHooks       = Event(schema.TypeToolResultRecorded + "/hooks")
+	ToolResult                = Event(schema.TypeToolResultRecorded)
+)
+
+// toolTable is the life of one tool call: the hooks before the decision,
+// the decision once, the result once, the hooks after it. NoTool is the
+// state of a call with no step yet.
+var toolTable = []Transition{
+	{ToolPreHookStarted, []State{NoTool}, ToolPreHooks},
+	{ToolPreHookRan, []State{ToolPreHooks}, ToolHooksRan},
+	{ToolPermissionHookStarted, []State{NoTool, ToolHooksRan}, ToolPermissionHooks},
+	{ToolPermissionHookRan, []State{ToolPermissionHooks}, ToolHooksRan},
+	{ToolDecidedAllow, []State{NoTool, ToolHooksRan}, ToolAllowed},
+	{ToolDecidedAsk, []State{NoTool, ToolHooksRan}, ToolAllowed},
+	{ToolDecidedDeny, []State{NoTool, ToolHooksRan}, ToolDone},
+	{ToolResultWithHooks, []State{ToolAllowed}, ToolPostHooks},
+	{ToolResult, []State{ToolAllowed}, ToolDone},
+	{ToolPostHookRan, []State{ToolPostHooks}, ToolDone},
+	{ToolFailureHookRan, []State{ToolPostHooks}, ToolDone},
+}
+
+// NoTool is the state of a tool call that has no step yet.
+const NoTool State = "none"
+
+var toolMachines = sync.Pool{New: func() any {
+	descs := make([]fsm.EventDesc, 0, len(toolTable))
+	for _, t := range toolTable {
+		src := make([]string, len(t.From))
+		for i, s := range t.From {
+			src[i] = string(s)
+		}
+		descs = append(descs, fsm.EventDesc{Name: string(t.Event), Src: src, Dst: string(t.To)})
+	}
+	return fsm.NewFSM(string(NoTool), descs, nil)
+}}
+
+// ApplyTool returns the state that e leads a tool call to from s, or a
+// *TransitionError when the tool table does not allow it. It is pure and
+// safe for concurrent use.
+func ApplyTool(s State, e Event) (State, error) {
+	m := toolMachines.Get().(*fsm.FSM)
+	defer toolMachines.Put(m)
+	m.SetState(string(s))
+	if err := m.Event(context.Background(), string(e)); err != nil {
+		return s, &TransitionError{From: s, Event: e}
+	}
+	return State(m.Current()), nil
+}
+
+// ToolEventOf maps a tool call's payload to its label; ok is false for any
+// other payload.
+func ToolEventOf(p schema.Payload) (e Event, ok bool) {
+	switch p := p.(type) {
+	case *schema.ToolHookStarted:
+		return Event(string(schema.TypeToolHookStarted) + "/" + string(p.Event)), true
+	case *schema.ToolHookRan:
+		return Event(string(schema.TypeToolHookRan) + "/" + string(p.Event)), true
+	case *schema.ToolDecided:
+		return Event(string(schema.TypeToolDecided) + "/" + p.Decision), true
+	case *schema.ToolResultRecorded:
+		if len(p.Hooks) > 0 {
+			return ToolResultWithHooks, true
+		}
+		return ToolResult, true
+	}
+	return "", false
+}
+
+// ToolInFlight reports whether a tool call in state s has hooks that may be
+// running.
+func ToolInFlight(s State) bool {
+	return s == ToolPreHooks || s == ToolPermissionHooks || s == ToolPostHooks
+}
+
+// ToolTable returns a copy of the tool call table.
+func ToolTable() []Transition {
+	out := make([]Transition, len(toolTable))
+	for i, t := range toolTable {
+		t.From = append([]State(nil), t.From...)
+		out[i] = t
+	}
+	return out
+}
