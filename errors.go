@@ -43,7 +43,7 @@ var (
 	// ErrAgentBusy is returned when the agent is busy with another action
 	// (a restore, prompt, stop, compaction), in this process or in another
 	// one on the same store. Nothing was done for the caller.
-	ErrAgentBusy = errors.New("reprise: the agent is busy with another action")
+	ErrAgentBusy = lifecycle.ErrAgentBusy
 
 	// ErrRestoreInProgress is ErrAgentBusy under its former name.
 	//

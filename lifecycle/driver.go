@@ -57,15 +57,8 @@ func (d *Driver) Ready(sessions map[string]*Session, now int64) (Ready, error) {
 	if err != nil {
 		return Ready{}, err
 	}
-	state, stream := d.agent.State, projection.AgentStream(d.agent.ID)
-	for i, rec := range ready.Records {
-		if rec.Stream != stream {
-			continue
-		}
-		step, _ := fsm.EventOf(ready.Payloads[i])
-		if state, err = fsm.Apply(state, step); err != nil {
-			return Ready{}, fmt.Errorf("agent %s: %w", d.agent.ID, err)
-		}
+	if err := d.check(ready); err != nil {
+		return Ready{}, err
 	}
 	d.given = d.outcome
 	if failed, ok := d.outcome.(AppendFailed); ok {
@@ -76,6 +69,41 @@ func (d *Driver) Ready(sessions map[string]*Session, now int64) (Ready, error) {
 		return ready, d.advance(ready)
 	}
 	return ready, nil
+}
+
+// check refuses ready when the lifecycle table, or the tool table for a
+// tool call's step, does not allow one of its steps on the agent's stream.
+func (d *Driver) check(ready Ready) error {
+	state, stream := d.agent.State, projection.AgentStream(d.agent.ID)
+	tools := map[string]fsm.State{}
+	for i, rec := range ready.Records {
+		if rec.Stream != stream {
+			continue
+		}
+		p := ready.Payloads[i]
+		var err error
+		if label, ok := fsm.ToolEventOf(p); ok {
+			from, seen := tools[rec.RestoreID]
+			if !seen {
+				from = fsm.NoTool
+				if c := d.agent.Tools[rec.RestoreID]; c != nil {
+					from = c.State
+				}
+			}
+			if state != fsm.Active {
+				err = &fsm.TransitionError{From: state, Event: label}
+			} else {
+				tools[rec.RestoreID], err = fsm.ApplyTool(from, label)
+			}
+		} else {
+			step, _ := fsm.EventOf(p)
+			state, err = fsm.Apply(state, step)
+		}
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", d.agent.ID, err)
+		}
+	}
+	return nil
 }
 
 // Appended folds evs, the events the shell appended for ready's records,
@@ -120,11 +148,15 @@ func (d *Driver) advance(ready Ready) error {
 	d.report.Stopped = cmp.Or(r.Stopped, d.report.Stopped)
 	d.report.Prompted = cmp.Or(r.Prompted, d.report.Prompted)
 	d.report.Blocked = cmp.Or(r.Blocked, d.report.Blocked)
+	d.report.Tool = cmp.Or(r.Tool, d.report.Tool)
 	if r.Deleted != "" && d.action.Kind != Continue {
 		d.done = true
 		return CurrentDeleted(d.agent.ID, r.Deleted)
 	}
 	d.done = ready.Effect == nil && !fsm.InFlight(d.agent.State)
+	if k := d.action.Kind; k == PreToolUse || k == PostToolUse {
+		d.done = ready.Effect == nil && r.Tool != nil // a tool action ends on the step that reports the call
+	}
 	return nil
 }
 

@@ -28,6 +28,19 @@ var (
 	// start or restore it.
 	ErrImportUnfinished = errors.New("reprise: unfinished import")
 
+	// ErrAgentBusy is returned when the agent is busy with another action:
+	// a lifecycle action while the hooks of a tool call run, or, from the
+	// shell, any action while another holds the agent.
+	ErrAgentBusy = errors.New("reprise: the agent is busy with another action")
+
+	// ErrBadTool is returned for a tool action without a tool_use id or a
+	// tool name.
+	ErrBadTool = errors.New("reprise: bad tool call")
+
+	// ErrToolNotDecided is returned by PostToolUse for a tool call with no
+	// decision recorded: ask PreToolUse first.
+	ErrToolNotDecided = errors.New("reprise: the tool call has no decision recorded")
+
 	// ErrBadReason is returned by End for a reason it does not know.
 	ErrBadReason = errors.New("reprise: unknown end reason")
 )

@@ -18,21 +18,23 @@ type Kind int
 // to be finished: it is how a restore left by a dead process rolls
 // forward.
 const (
-	Continue Kind = iota
-	Start         // startup restore of To
-	Restore       // runtime restore from the current session to To
-	New           // make the fresh session To current, source "new"
-	Clear         // end the current session, make the fresh session To current, source "clear"
-	Fork          // make the forked session To current, source "fork"
-	Compact       // compact the current session with Summary
-	End           // end the current session with Reason
-	Stop          // run the Stop hooks at the end of a turn
-	Prompt        // run the UserPromptSubmit hooks on Prompt and keep it
+	Continue    Kind = iota
+	Start            // startup restore of To
+	Restore          // runtime restore from the current session to To
+	New              // make the fresh session To current, source "new"
+	Clear            // end the current session, make the fresh session To current, source "clear"
+	Fork             // make the forked session To current, source "fork"
+	Compact          // compact the current session with Summary
+	End              // end the current session with Reason
+	Stop             // run the Stop hooks at the end of a turn
+	Prompt           // run the UserPromptSubmit hooks on Prompt and keep it
+	PreToolUse       // decide on the tool call Tool: its PreToolUse (and PermissionRequest) hooks, once
+	PostToolUse      // record the result of the tool call Tool and run its PostToolUse hooks, once
 )
 
 // String names the action, lower case, as hosts and traces say it.
 func (k Kind) String() string {
-	names := [...]string{"continue", "start", "restore", "new", "clear", "fork", "compact", "end", "stop", "prompt"}
+	names := [...]string{"continue", "start", "restore", "new", "clear", "fork", "compact", "end", "stop", "prompt", "pre-tool-use", "post-tool-use"}
 	if int(k) < len(names) {
 		return names[k]
 	}
@@ -66,6 +68,12 @@ type Action struct {
 	// New, Clear, Fork: the session To to create, in the action's first
 	// append; nil when To exists already.
 	Create *Creation
+	// PreToolUse, PostToolUse: the tool call.
+	Tool *ToolRequest
+	// Continue: tool calls whose hooks the log shows running but that no
+	// step of the caller's process runs: a dead process's, closed as
+	// interrupted. The shell names them; the stepper cannot know.
+	Orphans []string
 }
 
 // Creation is a session an action creates: its working directory and, for
@@ -138,6 +146,9 @@ type Report struct {
 	Stopped  *StopResult
 	Prompted *PromptResult
 	Blocked  string
+	// Tool is what a PreToolUse or PostToolUse decided, on the step that
+	// decides it, or recorded before, for a call asked about again.
+	Tool *ToolReport
 	// Deleted is the session of a Prompt, Stop or Compact that another
 	// process deleted while the step was in flight: the step ended on the
 	// agent's stream alone, and the action fails with CurrentDeleted.
@@ -202,6 +213,8 @@ type RunHooks struct {
 	PromptID      string        // UserPromptSubmit
 	Trigger       string        // PreCompact
 	Instructions  string        // PreCompact
+	Tool          *ToolRequest  // the tool events
+	ToolInput     []byte        // the tool events: the call's input, as the hooks before gave it
 }
 
 // DropSessionHooks asks for Session's session-scoped hooks to be dropped:
@@ -215,10 +228,13 @@ func (DropSessionHooks) effect() {}
 // Outcome is what the shell saw: of an Effect, or of a failed append.
 type Outcome interface{ outcome() }
 
-// HooksMatched answers MatchHooks: the names of the hooks that would run,
-// in order. The shell keeps the hooks themselves, to run them when the
-// RunHooks that follows asks.
-type HooksMatched struct{ Hooks []string }
+// HooksMatched answers MatchHooks of Event: the names of the hooks that
+// would run, in order. The shell keeps the hooks themselves, to run them
+// when the RunHooks that follows asks.
+type HooksMatched struct {
+	Event schema.HookEvent
+	Hooks []string
+}
 
 // HooksRan answers RunHooks: the outcomes in the hooks' order, the joined
 // additional context and what they wrote to CLAUDE_ENV_FILE
@@ -230,6 +246,10 @@ type HooksRan struct {
 	EnvFile  string
 	Blocked  bool
 	Reason   string
+	// The tool events: a decision before the tool (allow, deny, ask), and
+	// the input or result the hooks gave instead of the call's.
+	Decision    string
+	Replacement []byte
 }
 
 // AppendFailed says that the previous Ready's append failed with Err (not
@@ -264,7 +284,7 @@ func Step(in Input) (Ready, error) {
 		if !retries(in, failed) {
 			return Ready{}, failed.Err
 		}
-		if a.State == fsm.Prompting || a.State == fsm.Stopping || in.Action.Kind == Prompt {
+		if k := in.Action.Kind; a.State == fsm.Prompting || a.State == fsm.Stopping || k == Prompt || k == PreToolUse || k == PostToolUse {
 			in.Outcome = failed.Outcome // keep the prompt as the hooks said, once it fits
 		}
 	}
@@ -325,7 +345,7 @@ func retries(in Input, failed AppendFailed) bool {
 	case fsm.Idle, fsm.Active:
 		leaving := in.Action.Kind == Restore || in.Action.Kind == Clear || in.Action.Kind == End ||
 			(in.Action.Kind == New || in.Action.Kind == Fork) && in.Agent.Current != ""
-		if in.Action.Kind == Prompt {
+		if k := in.Action.Kind; k == Prompt || k == PreToolUse || k == PostToolUse {
 			return errors.Is(failed.Err, eventlog.ErrConflict) && failed.Tries < MaxInjectTries
 		}
 		return leaving && failed.Tries == 1
@@ -367,7 +387,15 @@ func begin(in Input) (Ready, error) {
 	current := a.Current
 	switch act.Kind {
 	case Continue:
-		return Ready{}, nil
+		ready, _ := orphans(in)
+		return ready, nil
+	case PreToolUse, PostToolUse:
+		return toolStep(in)
+	}
+	if a.ToolsInFlight > 0 {
+		return Ready{}, fmt.Errorf("%w: agent %s: the hooks of %d tool call(s) are running", ErrAgentBusy, a.ID, a.ToolsInFlight)
+	}
+	switch act.Kind {
 	case Start:
 		if act.To == "" {
 			return Ready{}, nil

@@ -1,0 +1,362 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// The decisions on a tool call.
+const (
+	ToolAllow = "allow"
+	ToolDeny  = "deny"
+	ToolAsk   = "ask"
+)
+
+// ToolRequest is the tool call a PreToolUse or PostToolUse action is about.
+type ToolRequest struct {
+	ID    string // the tool_use id
+	Name  string // the tool, such as Bash
+	Input []byte // PreToolUse: the call's input, a JSON object
+	// Permission is what the host's own rules say of the call (ToolAllow,
+	// ToolDeny, ToolAsk), or "" when they say nothing; a deny from either
+	// the hooks or the rules wins, then an ask, then an allow, as Claude
+	// Code weighs them. A call nobody decides is left to ask.
+	Permission string
+	// Use is the assistant message holding the call's tool_use, recorded
+	// with the call's first step when the session lacks it; nil when the
+	// session holds it.
+	Use *schema.Message
+	// PostToolUse: the tool's result as the tool_result's content (JSON),
+	// or, when Failed, the Error it failed with.
+	Result    []byte
+	Failed    bool
+	Error     string
+	Interrupt bool // PostToolUse: it failed because it was stopped
+}
+
+// ToolReport is what a tool action decided or recorded.
+type ToolReport struct {
+	ID       string
+	Decision string // ToolAllow, ToolDeny or ToolAsk
+	Reason   string
+	Input    []byte // what the tool runs with: the hooks may have replaced the call's
+	Context  string // what PreToolUse hooks added for the model
+	// Interrupted says that the call was allowed earlier and has no
+	// result: the process that asked may have run the tool, and died.
+	Interrupted bool
+	// After the tool: what its hooks said.
+	Resulted      bool
+	Blocked       bool
+	BlockReason   string
+	PostContext   string
+	UpdatedResult []byte
+}
+
+// report is what the log holds of call c, for a call asked about again.
+func report(c *projection.ToolCall) *ToolReport {
+	return &ToolReport{ID: c.ID, Decision: c.Decision, Reason: c.Reason, Input: c.Input, Context: c.Context,
+		Interrupted: c.Decision != ToolDeny && !c.Resulted, Resulted: c.Resulted, Blocked: c.PostBlocked,
+		BlockReason: c.PostReason, PostContext: c.PostContext, UpdatedResult: c.PostResult}
+}
+
+// toolStep is the next step of a PreToolUse or PostToolUse action on an
+// active agent: each call, by its tool_use id, is decided once and has its
+// result recorded once; asked again, the step records nothing and reports
+// what the log holds.
+func toolStep(in Input) (Ready, error) {
+	t, a := in.Action.Tool, in.Agent
+	if t == nil || t.ID == "" || t.Name == "" && in.Action.Kind == PreToolUse {
+		return Ready{}, fmt.Errorf("%w: a tool action needs the call's tool_use id, and PreToolUse its tool's name", ErrBadTool)
+	}
+	if a.Current == "" {
+		return Ready{}, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.ID)
+	}
+	if err := deleted(in, a.Current); err != nil {
+		return Ready{}, CurrentDeleted(a.ID, a.Current)
+	}
+	c := a.Tools[t.ID]
+	state := fsm.NoTool
+	if c != nil {
+		state = c.State
+	}
+	if in.Action.Kind == PostToolUse {
+		if c == nil {
+			return Ready{}, fmt.Errorf("%w: %s", ErrToolNotDecided, t.ID)
+		}
+		return postTool(in, c, state)
+	}
+	switch state {
+	case fsm.NoTool:
+		matched, ok := in.Outcome.(HooksMatched)
+		if !ok {
+			return Ready{Effect: MatchHooks{Event: schema.HookPreToolUse, Value: t.Name, Session: a.Current}}, nil
+		}
+		use, err := toolUse(in)
+		if err != nil {
+			return Ready{}, err
+		}
+		if matched.Event == schema.HookPreToolUse && len(matched.Hooks) > 0 {
+			ready := withAgentStep(in, use, t.ID, &schema.ToolHookStarted{Event: schema.HookPreToolUse,
+				Session: a.Current, ToolUseID: t.ID, Tool: t.Name, Hooks: matched.Hooks})
+			ready.Effect = RunHooks{Event: schema.HookPreToolUse, Session: a.Current, Hooks: matched.Hooks, Tool: t, ToolInput: t.Input}
+			return ready, nil
+		}
+		return decide(in, nil, use)
+	case fsm.ToolPreHooks, fsm.ToolPermissionHooks:
+		event, names := schema.HookPreToolUse, c.PreHooks
+		if state == fsm.ToolPermissionHooks {
+			event, names = schema.HookPermissionRequest, c.PermissionHooks
+		}
+		ran, cut := hooksRan(in, names)
+		return agentStep(in, t.ID, &schema.ToolHookRan{Event: event, Session: c.Session, ToolUseID: t.ID, Tool: c.Tool,
+			Outcomes: ran.Outcomes, Interrupted: cut, Decision: ran.Decision, Reason: ran.Reason,
+			Replacement: ran.Replacement, Context: ran.Context}), nil
+	case fsm.ToolHooksRan:
+		return decide(in, c, Ready{})
+	}
+	return Ready{Report: Report{Tool: report(c)}}, nil
+}
+
+// toolUse is the Ready that records the call's tool_use, when the host
+// gave the assistant message holding it because the session lacks it.
+func toolUse(in Input) (Ready, error) {
+	t := in.Action.Tool
+	if t.Use == nil {
+		return Ready{}, nil
+	}
+	s := in.Sessions[in.Agent.Current]
+	if s == nil {
+		return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, in.Agent.Current)
+	}
+	return messages(in.Now, s, t.Use), nil
+}
+
+// decide takes the call's decision: the hooks' before it and the host's
+// rules, deny over ask over allow; a call left to ask asks its
+// PermissionRequest hooks first, once. base holds what the step records
+// besides (the tool_use). A deny appends its error tool_result.
+func decide(in Input, c *projection.ToolCall, base Ready) (Ready, error) {
+	t, a := in.Action.Tool, in.Agent
+	decision, reason, input, context := weigh(c, t)
+	asked := c != nil && c.PermissionAsked
+	if decision == ToolAsk && !asked {
+		matched, ok := in.Outcome.(HooksMatched)
+		if !ok || matched.Event != schema.HookPermissionRequest {
+			return Ready{Effect: MatchHooks{Event: schema.HookPermissionRequest, Value: t.Name, Session: a.Current}}, nil
+		}
+		if len(matched.Hooks) > 0 {
+			ready := withAgentStep(in, base, t.ID, &schema.ToolHookStarted{Event: schema.HookPermissionRequest,
+				Session: a.Current, ToolUseID: t.ID, Tool: t.Name, Hooks: matched.Hooks})
+			ready.Effect = RunHooks{Event: schema.HookPermissionRequest, Session: a.Current, Hooks: matched.Hooks, Tool: t, ToolInput: input}
+			return ready, nil
+		}
+	}
+	step := &schema.ToolDecided{Session: a.Current, ToolUseID: t.ID, Tool: t.Name, Input: input,
+		Decision: decision, Reason: reason, Context: context}
+	if t.Use != nil {
+		step.UseUUID = t.Use.UUID
+	}
+	ready := base
+	if decision == ToolDeny {
+		s := in.Sessions[a.Current]
+		if s == nil {
+			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, a.Current)
+		}
+		msg := toolResult(in, t.ID, []byte(mustJSON(reason)), true)
+		step.ResultUUID = msg.UUID
+		if len(base.Records) > 0 { // after the tool_use this step records, in its append
+			msg.ParentUUID = t.Use.UUID
+			ready = add(ready, projection.SessionStream(a.Current), &schema.MessageAppended{Message: msg}, in.Now, "")
+		} else {
+			ready = messages(in.Now, s, &msg)
+		}
+	}
+	ready = withAgentStep(in, ready, t.ID, step)
+	ready.Report.Tool = &ToolReport{ID: t.ID, Decision: decision, Reason: reason, Input: input, Context: context}
+	return ready, nil
+}
+
+// weigh combines what decides call c: the PreToolUse hooks' answer, the
+// host's rules, then, for a call still left to ask, the PermissionRequest
+// hooks' answer. It returns the decision, its reason as the model or user
+// is told it, the input the tool runs with, and the hooks' context.
+func weigh(c *projection.ToolCall, t *ToolRequest) (decision, reason string, input []byte, context string) {
+	pre, preReason := "", ""
+	input = t.Input
+	if c != nil {
+		pre, preReason, context = c.PreDecision, c.PreReason, c.PreContext
+		if c.PreInput != nil && pre != ToolDeny {
+			input = c.PreInput
+		}
+	}
+	switch {
+	case pre == ToolDeny:
+		return ToolDeny, "PreToolUse:" + t.Name + " hook error: " + preReason, nil, context
+	case t.Permission == ToolDeny:
+		return ToolDeny, "Permission to use " + t.Name + " was denied.", nil, context
+	case pre == ToolAsk || t.Permission == ToolAsk || pre == "" && t.Permission == "":
+		decision, reason = ToolAsk, preReason
+	default:
+		decision, reason = ToolAllow, preReason
+	}
+	if c != nil && c.PermissionAsked {
+		switch c.PermissionDecision {
+		case ToolAllow:
+			decision, reason = ToolAllow, c.PermissionReason
+			if c.PermissionInput != nil {
+				input = c.PermissionInput
+			}
+		case ToolDeny:
+			return ToolDeny, "PermissionRequest:" + t.Name + " hook error: " + c.PermissionReason, nil, context
+		}
+	}
+	return decision, reason, input, context
+}
+
+// postTool records the result of call c, decided earlier, and runs its
+// PostToolUse (or PostToolUseFailure) hooks, once.
+func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) {
+	t := in.Action.Tool
+	switch state {
+	case fsm.ToolAllowed:
+		event := schema.HookPostToolUse
+		if t.Failed {
+			event = schema.HookPostToolUseFailure
+		}
+		matched, ok := in.Outcome.(HooksMatched)
+		if !ok {
+			return Ready{Effect: MatchHooks{Event: event, Value: c.Tool, Session: c.Session}}, nil
+		}
+		s := in.Sessions[c.Session]
+		if s == nil {
+			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, c.Session)
+		}
+		content := t.Result
+		if t.Failed {
+			content = []byte(mustJSON(t.Error))
+		}
+		msg := toolResult(in, t.ID, content, t.Failed)
+		ready := withAgentStep(in, messages(in.Now, s, &msg), t.ID, &schema.ToolResultRecorded{Session: c.Session,
+			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed, Hooks: matched.Hooks})
+		if len(matched.Hooks) > 0 {
+			ready.Effect = RunHooks{Event: event, Session: c.Session, Hooks: matched.Hooks, Tool: t, ToolInput: c.Input}
+		} else {
+			ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true}
+		}
+		return ready, nil
+	case fsm.ToolPostHooks:
+		ran, cut := hooksRan(in, c.PostHooks)
+		event := schema.HookPostToolUse
+		if c.Failed {
+			event = schema.HookPostToolUseFailure
+		}
+		step := &schema.ToolHookRan{Event: event, Session: c.Session, ToolUseID: t.ID, Tool: c.Tool, Outcomes: ran.Outcomes,
+			Interrupted: cut, Context: ran.Context, Replacement: ran.Replacement}
+		if ran.Blocked {
+			step.Decision, step.Reason = "block", ran.Reason
+		}
+		ready := Ready{}
+		if text := feedbackText(string(event)+":"+c.Tool, ran); text != "" {
+			s := in.Sessions[c.Session]
+			if s == nil {
+				return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, c.Session)
+			}
+			meta := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
+				Content: []schema.Block{{Type: "text", Text: text}}}
+			step.MessageUUID = meta.UUID
+			ready = messages(in.Now, s, &meta)
+		}
+		ready = withAgentStep(in, ready, t.ID, step)
+		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true,
+			Blocked: ran.Blocked, BlockReason: ran.Reason, PostContext: ran.Context, UpdatedResult: ran.Replacement}
+		return ready, nil
+	case fsm.ToolDone:
+		return Ready{Report: Report{Tool: report(c)}}, nil
+	}
+	return Ready{}, fmt.Errorf("%w: %s", ErrToolNotDecided, t.ID)
+}
+
+// feedbackText is what the model is told beside a tool's result: the
+// hooks' context and the reason of a block, as Claude Code words them for
+// hook (such as PostToolUse:Bash).
+func feedbackText(hook string, ran HooksRan) string {
+	var lines []string
+	if ran.Context != "" {
+		lines = append(lines, hook+" hook additional context: "+ran.Context)
+	}
+	if ran.Blocked {
+		lines = append(lines, hook+" hook blocking error: "+ran.Reason)
+	}
+	return joinLines(lines)
+}
+
+func joinLines(lines []string) string {
+	out := ""
+	for i, l := range lines {
+		if i > 0 {
+			out += "\n"
+		}
+		out += l
+	}
+	return out
+}
+
+// toolResult is the user message holding the tool_result of call id.
+func toolResult(in Input, id string, content []byte, isError bool) schema.Message {
+	if !json.Valid(content) {
+		content = []byte(mustJSON(string(content)))
+	}
+	raw, _ := json.Marshal(struct {
+		Type      string          `json:"type"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+		IsError   bool            `json:"is_error,omitempty"`
+	}{"tool_result", id, content, isError}) // content is valid JSON: checked above
+	return schema.Message{UUID: in.NewID(), Role: "user", Timestamp: in.Now,
+		Content: []schema.Block{{Type: "tool_result", Raw: raw}}}
+}
+
+// mustJSON is s as a JSON string.
+func mustJSON(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return string(b)
+}
+
+// orphans is the step of a Continue that closes, as interrupted, the first
+// of the tool calls the shell named whose hooks the log shows running: a
+// dead process's. Nothing when there is none.
+func orphans(in Input) (Ready, bool) {
+	a := in.Agent
+	ids := slices.Clone(in.Action.Orphans)
+	slices.Sort(ids)
+	for _, id := range ids {
+		c := a.Tools[id]
+		if c == nil || !fsm.ToolInFlight(c.State) {
+			continue
+		}
+		switch c.State {
+		case fsm.ToolPostHooks:
+			event := schema.HookPostToolUse
+			if c.Failed {
+				event = schema.HookPostToolUseFailure
+			}
+			ran, _ := hooksRan(Input{}, c.PostHooks)
+			return agentStep(in, id, &schema.ToolHookRan{Event: event, Session: c.Session, ToolUseID: id, Tool: c.Tool,
+				Outcomes: ran.Outcomes, Interrupted: true}), true
+		case fsm.ToolPermissionHooks:
+			ran, _ := hooksRan(Input{}, c.PermissionHooks)
+			return agentStep(in, id, &schema.ToolHookRan{Event: schema.HookPermissionRequest, Session: c.Session, ToolUseID: id,
+				Tool: c.Tool, Outcomes: ran.Outcomes, Interrupted: true}), true
+		default:
+			ran, _ := hooksRan(Input{}, c.PreHooks)
+			return agentStep(in, id, &schema.ToolHookRan{Event: schema.HookPreToolUse, Session: c.Session, ToolUseID: id,
+				Tool: c.Tool, Outcomes: ran.Outcomes, Interrupted: true}), true
+		}
+	}
+	return Ready{}, false
+}
