@@ -60,9 +60,10 @@ type Agent struct {
 	id     string
 	stream string
 
-	mu     sync.Mutex // held for the whole of a restore
+	mu     sync.Mutex // held for the whole of a restore, and while a tool call's step decides
 	loaded bool
 	view   *projection.Agent
+	tools  map[string]bool // the tool calls this process has a step of in flight
 }
 
 // Agent returns agent id, reading its lifecycle from the log on first use.
@@ -77,7 +78,7 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 	e.mu.Lock()
 	a := e.agents[id]
 	if a == nil {
-		a = &Agent{e: e, id: id, stream: projection.AgentStream(id), view: projection.NewAgent(id)}
+		a = &Agent{e: e, id: id, stream: projection.AgentStream(id), view: projection.NewAgent(id), tools: map[string]bool{}}
 		e.agents[id] = a
 	}
 	e.mu.Unlock()
@@ -91,6 +92,15 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 		defer release()
 		if err := a.sync(ctx); err != nil {
 			return nil, err
+		}
+		if !a.loaded {
+			// A new process: the tool calls whose hooks the log shows
+			// running are a dead process's.
+			for orphans := a.orphanTools(); len(orphans) > 0; orphans = a.orphanTools() {
+				if _, err := a.step(ctx, lifecycle.Action{Kind: lifecycle.Continue, Orphans: orphans}); err != nil {
+					return nil, err
+				}
+			}
 		}
 		a.loaded = true
 	}
@@ -233,7 +243,16 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (lifecycle.Repor
 		}
 		if eff, ok := ready.Effect.(lifecycle.MatchHooks); ok {
 			matched = a.e.HooksFor(wctx, eff.Event, eff.Value, eff.Session)
-			d.Performed(lifecycle.HooksMatched{Hooks: hookexec.Names(matched)})
+			d.Performed(lifecycle.HooksMatched{Event: eff.Event, Hooks: hookexec.Names(matched)})
+			continue
+		}
+		if toolAction(act) {
+			// The hooks of one tool call do not hold the agent: the calls
+			// of one answer run theirs at once.
+			a.mu.Unlock()
+			outcome := a.perform(ctx, wctx, ready.Effect, matched)
+			a.mu.Lock()
+			d.Performed(outcome)
 			continue
 		}
 		d.Performed(a.perform(ctx, wctx, ready.Effect, matched))
@@ -485,8 +504,12 @@ func gate(ctx context.Context, blocked bool, reason string) (bool, string) {
 	return blocked, reason
 }
 
-// hookValue is what eff's hooks match on: its source, reason or trigger.
+// hookValue is what eff's hooks match on: its source, reason, trigger or
+// tool.
 func hookValue(eff lifecycle.RunHooks) string {
+	if eff.Tool != nil {
+		return eff.Tool.Name
+	}
 	switch eff.Event {
 	case hookexec.SessionStart:
 		return string(eff.Source)
@@ -521,6 +544,10 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 		}
 	}
 	now := e.now().UnixMilli()
+	if eff.Tool != nil {
+		return a.runToolHooks(ctx, eff, hooks, hookexec.ToolInput{SessionID: id, TranscriptPath: transcript,
+			Cwd: env.ProjectDir, Timestamp: now, Messages: msgs}, env)
+	}
 	switch eff.Event {
 	case hookexec.SessionEnd:
 		outcomes := e.runner.SessionEnd(ctx, hooks, hookexec.SessionEndInput{

@@ -63,6 +63,10 @@ type Options struct {
 	// StopBlockCap is how many consecutive stops Stop hooks may block
 	// before the Engine stops asking them. Zero means DefaultStopBlockCap.
 	StopBlockCap int
+	// PermissionMode is the host's permission mode, which tool hooks get
+	// as permission_mode: Claude Code's default, plan, acceptEdits,
+	// dontAsk or bypassPermissions. Empty means "default".
+	PermissionMode string
 	// ServeReads makes an Engine over a bbolt file (Open only, not
 	// ReadOnly) serve the file's reads to other processes while it holds
 	// the file, which no other process can open meanwhile: the reads of
@@ -125,6 +129,7 @@ type Engine struct {
 	observer         Observer
 	scoped           hookexec.Scoped
 	stopCap          int
+	permissionMode   string
 	// claudeSettings: read Claude Code settings files at each hook run.
 	claudeSettings bool
 	// warned holds the settings warnings already logged (warnOnce).
@@ -231,6 +236,7 @@ func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
 		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,
 		files: opts.Files, runner: opts.Runner, stopCap: opts.StopBlockCap, claudeSettings: opts.ClaudeSettings,
+		permissionMode:   opts.PermissionMode,
 		transcriptOnSave: opts.TranscriptOnSave, allowMissingCwd: opts.AllowMissingCwd, observer: opts.Observer,
 		sessions: map[string]*session{}, agents: map[string]*Agent{},
 	}

@@ -334,6 +334,32 @@ func (r *Registry) OnSessionEnd(name, matcher string, fn SessionEndFunc) error {
 	return r.Add(Hook{Event: SessionEnd, Name: name, Source: "function", Matcher: m, Body: fn})
 }
 
+// OnPreToolUse registers a Go PreToolUse hook whose matcher selects tool
+// names (Bash, Edit|Write, mcp__memory__.*).
+func (r *Registry) OnPreToolUse(name, matcher string, fn PreToolUseFunc) error {
+	return r.onTool(PreToolUse, name, matcher, fn)
+}
+
+// OnPostToolUse registers a Go PostToolUse hook whose matcher selects tool
+// names.
+func (r *Registry) OnPostToolUse(name, matcher string, fn PostToolUseFunc) error {
+	return r.onTool(PostToolUse, name, matcher, fn)
+}
+
+// OnToolError registers a Go PostToolUseFailure hook, the Copilot SDK's
+// onErrorOccurred for a tool's failure, whose matcher selects tool names.
+func (r *Registry) OnToolError(name, matcher string, fn ErrorOccurredFunc) error {
+	return r.onTool(PostToolUseFailure, name, matcher, fn)
+}
+
+func (r *Registry) onTool(event Event, name, matcher string, body Body) error {
+	m, err := ParseMatcher(matcher)
+	if err != nil {
+		return err
+	}
+	return r.Add(Hook{Event: event, Name: name, Source: "function", Matcher: m, Body: body})
+}
+
 // Match returns the hooks of event whose matcher selects value, in
 // configuration order. The slice is the caller's.
 func (r *Registry) Match(event Event, value string) []Hook {

@@ -35,6 +35,11 @@ type settingsEvents struct {
 	Stop             []settingsGroup `json:"Stop"`
 	UserPromptSubmit []settingsGroup `json:"UserPromptSubmit"`
 	PreCompact       []settingsGroup `json:"PreCompact"`
+
+	PreToolUse         []settingsGroup `json:"PreToolUse"`
+	PermissionRequest  []settingsGroup `json:"PermissionRequest"`
+	PostToolUse        []settingsGroup `json:"PostToolUse"`
+	PostToolUseFailure []settingsGroup `json:"PostToolUseFailure"`
 }
 
 // settingsGroup is one matcher and the hooks it selects.
@@ -265,6 +270,10 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 		{Stop, f.Hooks.Stop},
 		{UserPromptSubmit, f.Hooks.UserPromptSubmit},
 		{PreCompact, f.Hooks.PreCompact},
+		{PreToolUse, f.Hooks.PreToolUse},
+		{PermissionRequest, f.Hooks.PermissionRequest},
+		{PostToolUse, f.Hooks.PostToolUse},
+		{PostToolUseFailure, f.Hooks.PostToolUseFailure},
 	} {
 		for i, g := range ev.groups {
 			at := fmt.Sprintf("hooks.%s[%d]", ev.name, i)

@@ -193,11 +193,14 @@ func TestPluginDirSubstitutesPluginRoot(t *testing.T) {
 
 func TestUnknownKeysAndEventsAreIgnored(t *testing.T) {
 	hooks := mustLoadSettings(t, fixture("unknown_keys.json"))
-	if len(hooks) != 1 {
-		t.Fatalf("loaded %q, want only the SessionStart hook", commands(hooks))
+	if len(hooks) != 2 {
+		t.Fatalf("loaded %q, want the SessionStart and PreToolUse hooks, and not the Notification one", commands(hooks))
 	}
 	if h := hooks[0]; h.CommandLine() != "cat NOTES.md" || shell(h) != "" || h.Matcher.String() != "startup" {
 		t.Errorf("hook %+v", h)
+	}
+	if h := hooks[1]; h.Event != hookexec.PreToolUse || h.CommandLine() != "gofmt -l ." || !h.Selects("Write") || h.Selects("Bash") {
+		t.Errorf("tool hook %+v", h)
 	}
 }
 

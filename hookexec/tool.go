@@ -22,6 +22,10 @@ const (
 	PostToolUseFailure = schema.HookPostToolUseFailure
 )
 
+// AnyTool is the value every matcher of a tool event selects, for
+// listing the hooks that would run for some tool.
+const AnyTool = "*"
+
 // DefaultPermissionMode is the permission_mode tool hooks get when the
 // host gives none, as Claude Code sends it in its default mode.
 const DefaultPermissionMode = "default"
@@ -302,6 +306,38 @@ func toolDecision(event Event, out toolOutput) answer {
 		}
 	}
 	return a
+}
+
+// ToolRunner runs the hooks of tool calls, as a Runner runs the others.
+// Exec is one; an Engine whose Runner is no ToolRunner runs tool hooks
+// with Exec's functions.
+type ToolRunner interface {
+	PreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision)
+	PermissionRequest(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision)
+	PostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback)
+	PostToolUseFailure(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback)
+}
+
+var _ ToolRunner = Exec{}
+
+// PreToolUse is RunPreToolUse.
+func (x Exec) PreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision) {
+	return RunPreToolUse(ctx, hooks, in, x.env(env))
+}
+
+// PermissionRequest is RunPermissionRequest.
+func (x Exec) PermissionRequest(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision) {
+	return RunPermissionRequest(ctx, hooks, in, x.env(env))
+}
+
+// PostToolUse is RunPostToolUse.
+func (x Exec) PostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback) {
+	return RunPostToolUse(ctx, hooks, in, x.env(env))
+}
+
+// PostToolUseFailure is RunPostToolUseFailure.
+func (x Exec) PostToolUseFailure(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback) {
+	return RunPostToolUseFailure(ctx, hooks, in, x.env(env))
 }
 
 // validJSON returns raw when it is JSON other than null, else nil.

@@ -45,8 +45,8 @@ const (
 	HookPreCompact       HookEvent = "PreCompact"       // a compaction is about to start
 )
 
-// The hook events of a tool call, which package hookexec runs for hosts
-// that call it (RunPreToolUse, RunPermissionRequest, RunPostToolUse).
+// The hook events of a tool call: the Agent's PreToolUse and PostToolUse
+// run them.
 const (
 	HookPreToolUse         HookEvent = "PreToolUse"         // before a tool runs: allow, deny or ask
 	HookPermissionRequest  HookEvent = "PermissionRequest"  // when the decision is still to ask the user
@@ -56,4 +56,5 @@ const (
 
 // HookEvents are the hook events reprise runs, in lifecycle order. The
 // slice is shared: read it, never change it.
-var HookEvents = []HookEvent{HookSessionStart, HookUserPromptSubmit, HookStop, HookPreCompact, HookSessionEnd}
+var HookEvents = []HookEvent{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPermissionRequest,
+	HookPostToolUse, HookPostToolUseFailure, HookStop, HookPreCompact, HookSessionEnd}

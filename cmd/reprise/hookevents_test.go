@@ -42,28 +42,36 @@ func TestHooksEveryEventAndOthersFound(t *testing.T) {
 		t.Fatalf("hooks --event PreCompact --source auto = %+v", events)
 	}
 	c.fails(exitUsage, "hooks", "--event", "Stop", "--source", "startup")
-	c.fails(exitUsage, "hooks", "--event", "PreToolUse")
+	c.fails(exitUsage, "hooks", "--event", "Notification")
+	c.okJSON(&events, append([]string{"hooks", "--event", "PreToolUse", "--source", "Bash"}, flags...)...)
+	if events[0].Tool != "Bash" || len(events[0].Hooks) != 1 || events[0].Hooks[0].Name != "~/bin/check-bash.sh" {
+		t.Fatalf("hooks --event PreToolUse --source Bash = %+v", events)
+	}
+	c.okJSON(&events, append([]string{"hooks", "--event", "PreToolUse", "--source", "Read"}, flags...)...)
+	if len(events[0].Hooks) != 0 {
+		t.Fatalf("hooks --event PreToolUse --source Read = %+v", events)
+	}
 
 	c.okJSON(&events, append([]string{"hooks", "--plugin-dir", plugin}, flags...)...)
 	var names []string
 	for _, ev := range events {
 		names = append(names, ev.Event)
 	}
-	if got := strings.Join(names, ","); got != "SessionStart,UserPromptSubmit,Stop,PreCompact,SessionEnd,PreToolUse,PostToolUse,Notification" {
+	if got := strings.Join(names, ","); got != "SessionStart,UserPromptSubmit,PreToolUse,PermissionRequest,PostToolUse,PostToolUseFailure,Stop,PreCompact,SessionEnd,Notification" {
 		t.Fatalf("events listed: %s", got)
 	}
-	pre, post, note := events[5], events[6], events[7]
-	if pre.Run || len(pre.Hooks) != 1 || pre.Hooks[0].Matcher != "Bash" || pre.Hooks[0].TimeoutMS != 5000 || pre.Hooks[0].Source != settings {
+	pre, post, note := events[2], events[4], events[9]
+	if !pre.Run || pre.Tool != "*" || len(pre.Hooks) != 1 || pre.Hooks[0].Matcher != "Bash" || pre.Hooks[0].TimeoutMS != 5000 || pre.Hooks[0].Source != settings {
 		t.Fatalf("PreToolUse = %+v", pre)
 	}
-	if post.Run || len(post.Hooks) != 1 || post.Hooks[0].Name != plugin+"/fmt.sh" || post.Hooks[0].Source != "plugin:"+plugin {
+	if !post.Run || len(post.Hooks) != 1 || post.Hooks[0].Name != plugin+"/fmt.sh" || post.Hooks[0].Source != "plugin:"+plugin {
 		t.Fatalf("PostToolUse = %+v", post)
 	}
 	if len(note.Hooks) != 2 || note.Hooks[1].Type != "prompt" || note.Hooks[1].Name != "Is this urgent?" {
 		t.Fatalf("Notification = %+v", note)
 	}
 	out := c.ok(append([]string{"hooks"}, flags...)...)
-	if !strings.Contains(out, "PreToolUse: found, not run by reprise:\n") || !strings.Contains(out, "~/bin/check-bash.sh") ||
+	if !strings.Contains(out, "PreToolUse (any tool):\n") || !strings.Contains(out, "~/bin/check-bash.sh") || !strings.Contains(out, "Notification: found, not run by reprise:\n") ||
 		!strings.Contains(out, "prompt: Is this urgent?") || !strings.Contains(out, "Stop:\n") || !strings.Contains(out, "PreCompact (trigger manual):\n  none") {
 		t.Fatalf("hooks:\n%s", out)
 	}

@@ -23,6 +23,7 @@ type hookEventJSON struct {
 	Source  string     `json:"source,omitempty"`  // SessionStart
 	Reason  string     `json:"reason,omitempty"`  // SessionEnd
 	Trigger string     `json:"trigger,omitempty"` // PreCompact
+	Tool    string     `json:"tool,omitempty"`    // the tool events: the tool, or * for any
 	Hooks   []hookJSON `json:"hooks"`
 }
 
@@ -100,6 +101,10 @@ func hookValue(event hookexec.Event, value string, set bool) string {
 		if !set {
 			return "manual"
 		}
+	case hookexec.PreToolUse, hookexec.PermissionRequest, hookexec.PostToolUse, hookexec.PostToolUseFailure:
+		if !set {
+			return hookexec.AnyTool
+		}
 	default:
 		if !set {
 			return string(reprise.SourceResume)
@@ -166,6 +171,8 @@ func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Wri
 			x.Reason = value
 		case hookexec.PreCompact:
 			x.Trigger = value
+		case hookexec.PreToolUse, hookexec.PermissionRequest, hookexec.PostToolUse, hookexec.PostToolUseFailure:
+			x.Tool = value
 		}
 		for _, h := range e.HooksFor(ctx, ev, value, o.session) {
 			x.Hooks = append(x.Hooks, newHookJSON(h))
@@ -228,6 +235,10 @@ func printHooks(w io.Writer, events []hookEventJSON) error {
 			fmt.Fprintf(w, "%s (reason %s):\n", ev.Event, ev.Reason)
 		case ev.Trigger != "":
 			fmt.Fprintf(w, "%s (trigger %s):\n", ev.Event, ev.Trigger)
+		case ev.Tool == hookexec.AnyTool:
+			fmt.Fprintf(w, "%s (any tool):\n", ev.Event)
+		case ev.Tool != "":
+			fmt.Fprintf(w, "%s (tool %s):\n", ev.Event, ev.Tool)
 		default:
 			fmt.Fprintf(w, "%s:\n", ev.Event)
 		}

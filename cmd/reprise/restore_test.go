@@ -177,11 +177,11 @@ func TestHooksListsWhatWouldRun(t *testing.T) {
 	wantStart := []row{{"echo user", user}, {"echo project", proj}}
 	wantEnd := []row{{"echo bye", user}, {plugin + "/end.sh", "plugin:" + plugin}}
 	// Every event reprise runs, in lifecycle order; nothing else is configured.
-	if len(events) != 5 || events[0].Source != "resume" || events[4].Reason != "resume" || events[3].Trigger != "manual" ||
-		!slices.Equal(got["SessionStart"], wantStart) || !slices.Equal(got["SessionEnd"], wantEnd) {
+	if len(events) != 9 || events[0].Source != "resume" || events[8].Reason != "resume" || events[7].Trigger != "manual" ||
+		events[2].Tool != "*" || !slices.Equal(got["SessionStart"], wantStart) || !slices.Equal(got["SessionEnd"], wantEnd) {
 		t.Fatalf("hooks --json = %+v", events)
 	}
-	if events[4].Hooks[0].TimeoutMS != 1500 || events[0].Hooks[0].TimeoutMS != 600000 {
+	if events[8].Hooks[0].TimeoutMS != 1500 || events[0].Hooks[0].TimeoutMS != 600000 {
 		t.Fatalf("default timeouts: %+v", events)
 	}
 
@@ -199,7 +199,9 @@ func TestHooksListsWhatWouldRun(t *testing.T) {
 		t.Fatalf("hooks:\n%s", out)
 	}
 	out = c.ok("hooks", "--no-default-settings")
-	if out != "SessionStart (source resume):\n  none\n\nUserPromptSubmit:\n  none\n\nStop:\n  none\n\n"+
+	if out != "SessionStart (source resume):\n  none\n\nUserPromptSubmit:\n  none\n\n"+
+		"PreToolUse (any tool):\n  none\n\nPermissionRequest (any tool):\n  none\n\nPostToolUse (any tool):\n  none\n\n"+
+		"PostToolUseFailure (any tool):\n  none\n\nStop:\n  none\n\n"+
 		"PreCompact (trigger manual):\n  none\n\nSessionEnd (reason resume):\n  none\n" {
 		t.Fatalf("hooks --no-default-settings:\n%s", out)
 	}

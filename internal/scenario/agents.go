@@ -153,3 +153,34 @@ func (w *World) reopen(_ context.Context, t *testing.T, d *datadriven.TestData) 
 	w.open()
 	return nil, nil
 }
+
+// tool asks the agent whether the call ID of TOOL may run, with the host's
+// own rules saying permission (allow, deny, ask), and prints the decision;
+// the input is the call's input, JSON.
+//
+//	tool ide Bash t1 permission=allow
+//	{"command":"rm -rf build"}
+func (w *World) tool(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	call := reprise.ToolCall{Name: w.arg(t, d, 1), ID: w.arg(t, d, 2), Input: []byte(d.Input), Permission: opt(d, "permission")}
+	dec, err := w.agentOf(ctx, t, d).PreToolUse(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	return printf("decision=%s reason=%q input=%s context=%q interrupted=%v", dec.Decision, dec.Reason, dec.Input,
+		dec.Context, dec.Interrupted), nil
+}
+
+// toolResult tells the agent what the call ID gave, its output as input
+// (JSON), or that it failed with error, and prints what the hooks after
+// it said.
+//
+//	tool-result ide t1
+//	"done"
+func (w *World) toolResult(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	res := reprise.ToolResult{ID: w.arg(t, d, 1), Output: []byte(d.Input), Error: opt(d, "error")}
+	f, err := w.agentOf(ctx, t, d).PostToolUse(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	return printf("blocked=%v reason=%q context=%q", f.Blocked, f.Reason, f.Context), nil
+}

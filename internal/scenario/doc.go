@@ -69,6 +69,8 @@
 //	prompt NAME                        submit the input as the user's prompt
 //	restored NAME                      what the last restore's hooks returned
 //	reopen [stopcap=N]                 a new Engine over the same store, as a new process
+//	tool NAME TOOL ID [permission=P]   PreToolUse on a call, its input (JSON) as input
+//	tool-result NAME ID [error=TEXT]   PostToolUse on a call, its output (JSON) as input
 //
 // Every command also takes the faults: crash-after=TYPE (the process dies
 // right after the append that holds an event of TYPE; only reopen may

@@ -25,9 +25,11 @@ import (
 //	echo 'on branch main'
 //
 // Options: matcher, status (ok, failed, timeout, ...), context, block
-// (the reason a Stop, UserPromptSubmit or PreCompact hook blocks with),
-// summary, cleanup (";"-separated), config (JSON), suppress=true,
-// timeout (a duration), scoped, id, error, once=true.
+// (the reason a Stop, UserPromptSubmit, PreCompact or PostToolUse hook
+// blocks with), summary, cleanup (";"-separated), config (JSON),
+// suppress=true, decision and reason (a PreToolUse or PermissionRequest
+// hook's allow, deny or ask), input (the JSON it gives instead of the
+// call's), timeout (a duration), scoped, id, error, once=true.
 func (w *World) hook(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
 	line := w.text(t, d)
 	m, err := hookexec.ParseMatcher(opt(d, "matcher"))
@@ -43,7 +45,7 @@ func (w *World) hook(ctx context.Context, t *testing.T, d *datadriven.TestData) 
 	}
 	w.scripts[line] = hookScript{status: cmp.Or(opt(d, "status"), schema.HookOK), context: opt(d, "context"),
 		block: opt(d, "block"), summary: opt(d, "summary"), cleanup: opt(d, "cleanup"), config: opt(d, "config"),
-		suppress: opt(d, "suppress") == "true"}
+		suppress: opt(d, "suppress") == "true", decision: opt(d, "decision"), reason: opt(d, "reason"), input: opt(d, "input")}
 	if id := opt(d, "scoped"); id != "" {
 		hid, err := w.e.AddSessionHookWith(id, h, hookexec.ScopedOptions{ID: opt(d, "id"), ErrorMessage: opt(d, "error"),
 			Once: opt(d, "once") == "true", OnSuccess: func(o schema.HookOutcome) {
@@ -82,6 +84,9 @@ type hookScript struct {
 	cleanup  string // SessionEnd, ";"-separated
 	config   string // SessionStart: modifiedConfig, as JSON
 	suppress bool   // SessionEnd: suppressOutput
+	decision string // PreToolUse, PermissionRequest: allow, deny or ask
+	reason   string // of the decision
+	input    string // PreToolUse, PermissionRequest: the input given instead, as JSON
 }
 
 // scriptedRunner is the in-memory twin of hookexec.Exec: it plays each
@@ -173,6 +178,64 @@ func (s scriptedRunner) Stop(ctx context.Context, hooks []hookexec.Hook, _ hooke
 	return out, blocked, joinTexts(texts)
 }
 
+// tool plays the scripted answers of a tool call's hooks as
+// hookexec.Exec combines them: deny over ask over allow, the first input
+// given instead, contexts joined; after the tool, a block.
+func (s scriptedRunner) tool(ctx context.Context, hooks []hookexec.Hook) ([]schema.HookOutcome, hookexec.ToolDecision, hookexec.ToolFeedback) {
+	out, texts := s.outcomes(ctx, hooks)
+	var (
+		d        hookexec.ToolDecision
+		f        hookexec.ToolFeedback
+		contexts []string
+		reasons  []string
+	)
+	rank := map[string]int{"": 0, hookexec.Allow: 1, hookexec.Ask: 2, hookexec.Deny: 3}
+	for i, o := range out {
+		if o.Status != schema.HookOK {
+			continue
+		}
+		sc := s.scripts[hooks[i].Name]
+		contexts = append(contexts, sc.context)
+		if rank[sc.decision] > rank[d.Decision] {
+			d.Decision = sc.decision
+		}
+		if sc.input != "" && d.UpdatedInput == nil && sc.decision != hookexec.Deny {
+			d.UpdatedInput = []byte(sc.input)
+		}
+		if o.Decision == "block" {
+			f.Blocked, reasons = true, append(reasons, texts[i])
+		}
+	}
+	for i, o := range out {
+		if sc := s.scripts[hooks[i].Name]; o.Status == schema.HookOK && sc.decision == d.Decision && d.Decision != "" {
+			out[i].Decision, out[i].Reason = sc.decision, sc.reason
+			d.Reason = joinTexts([]string{d.Reason, sc.reason})
+		}
+	}
+	d.Context, f.Context, f.Reason = joinTexts(contexts), joinTexts(contexts), joinTexts(reasons)
+	return out, d, f
+}
+
+func (s scriptedRunner) PreToolUse(ctx context.Context, hooks []hookexec.Hook, _ hookexec.ToolInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolDecision) {
+	out, d, _ := s.tool(ctx, hooks)
+	return out, d
+}
+
+func (s scriptedRunner) PermissionRequest(ctx context.Context, hooks []hookexec.Hook, _ hookexec.ToolInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolDecision) {
+	out, d, _ := s.tool(ctx, hooks)
+	d.Context = ""
+	return out, d
+}
+
+func (s scriptedRunner) PostToolUse(ctx context.Context, hooks []hookexec.Hook, _ hookexec.ToolInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolFeedback) {
+	out, _, f := s.tool(ctx, hooks)
+	return out, f
+}
+
+func (s scriptedRunner) PostToolUseFailure(ctx context.Context, hooks []hookexec.Hook, in hookexec.ToolInput, env hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolFeedback) {
+	return s.PostToolUse(ctx, hooks, in, env)
+}
+
 // recordingRunner notes every run, in the form scenarios print, before
 // passing it on: the proof that a hook ran, and ran once.
 type recordingRunner struct {
@@ -223,4 +286,36 @@ func (r *recordingRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in ho
 	}
 	r.note(hookexec.Stop, in.SessionID, value, hooks)
 	return r.inner.Stop(ctx, hooks, in, env)
+}
+
+// toolRunner is the inner runner's tool half.
+func (r *recordingRunner) toolRunner() hookexec.ToolRunner {
+	if t, ok := r.inner.(hookexec.ToolRunner); ok {
+		return t
+	}
+	return hookexec.Exec{}
+}
+
+func (r *recordingRunner) noteTool(event hookexec.Event, in hookexec.ToolInput, hooks []hookexec.Hook) {
+	r.note(event, in.SessionID, fmt.Sprintf("tool=%s id=%s input=%s", in.ToolName, in.ToolUseID, in.ToolInput), hooks)
+}
+
+func (r *recordingRunner) PreToolUse(ctx context.Context, hooks []hookexec.Hook, in hookexec.ToolInput, env hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolDecision) {
+	r.noteTool(hookexec.PreToolUse, in, hooks)
+	return r.toolRunner().PreToolUse(ctx, hooks, in, env)
+}
+
+func (r *recordingRunner) PermissionRequest(ctx context.Context, hooks []hookexec.Hook, in hookexec.ToolInput, env hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolDecision) {
+	r.noteTool(hookexec.PermissionRequest, in, hooks)
+	return r.toolRunner().PermissionRequest(ctx, hooks, in, env)
+}
+
+func (r *recordingRunner) PostToolUse(ctx context.Context, hooks []hookexec.Hook, in hookexec.ToolInput, env hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolFeedback) {
+	r.noteTool(hookexec.PostToolUse, in, hooks)
+	return r.toolRunner().PostToolUse(ctx, hooks, in, env)
+}
+
+func (r *recordingRunner) PostToolUseFailure(ctx context.Context, hooks []hookexec.Hook, in hookexec.ToolInput, env hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolFeedback) {
+	r.noteTool(hookexec.PostToolUseFailure, in, hooks)
+	return r.toolRunner().PostToolUseFailure(ctx, hooks, in, env)
 }

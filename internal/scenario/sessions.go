@@ -69,7 +69,11 @@ func (w *World) conversation(ctx context.Context, t *testing.T, d *datadriven.Te
 		if m.IsMeta {
 			meta = " meta"
 		}
-		out = append(out, fmt.Sprintf("| %s%s %q", m.Role, meta, projection.FirstText(m)))
+		text := fmt.Sprintf("%q", projection.FirstText(m))
+		if projection.FirstText(m) == "" && len(m.Content) > 0 {
+			text = "[" + m.Content[0].Type + "]"
+		}
+		out = append(out, fmt.Sprintf("| %s%s %s", m.Role, meta, text))
 	}
 	return out, err
 }

@@ -1,0 +1,269 @@
+package reprise
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// The decisions on a tool call.
+const (
+	ToolAllow = lifecycle.ToolAllow
+	ToolDeny  = lifecycle.ToolDeny
+	ToolAsk   = lifecycle.ToolAsk
+)
+
+// ErrToolNotDecided is returned by PostToolUse for a call that PreToolUse
+// did not decide.
+var ErrToolNotDecided = lifecycle.ErrToolNotDecided
+
+// ToolCall is a tool call the model asked for, as the host asks about it
+// before running it.
+type ToolCall struct {
+	ID    string          // the tool_use id
+	Name  string          // the tool, such as Bash
+	Input json.RawMessage // the call's input, a JSON object
+	// Permission is what the host's own permission rules say of the call:
+	// ToolAllow, ToolDeny, ToolAsk, or "" when they say nothing. A deny
+	// from the hooks or the rules wins, then an ask, then an allow, as
+	// Claude Code weighs hooks and rules; a call nobody decides is ToolAsk.
+	Permission string
+}
+
+// ToolDecision is what became of a tool call: ToolAllow (run it with
+// Input), ToolDeny (do not run it: the model is told Reason, as an error
+// tool_result already in the session) or ToolAsk (ask the user; then run
+// it, or report its refusal to PostToolUse as an error).
+type ToolDecision struct {
+	Decision string
+	Reason   string
+	Input    json.RawMessage // the call's input, or what the hooks gave instead
+	Context  string          // what PreToolUse hooks added for the model
+	// Interrupted says the call was allowed before and has no result
+	// recorded: a process that asked earlier may have run the tool.
+	Interrupted bool
+}
+
+// ToolResult is what a tool call gave: its Output, the tool_result's
+// content (a JSON string or array of content blocks, or, for Go tools,
+// any JSON the host keeps), or, when Error is set, its failure.
+type ToolResult struct {
+	ID        string
+	Output    json.RawMessage
+	Error     string
+	Interrupt bool // it failed because it was stopped
+}
+
+// ToolFeedback is what the hooks after a tool said: context for the
+// model, a block whose Reason the model is told beside the result (both
+// already in the session, after the tool_result), and a result that
+// replaces the tool's for the host.
+type ToolFeedback struct {
+	Context       string
+	Blocked       bool
+	Reason        string
+	UpdatedResult json.RawMessage
+}
+
+// PreToolUse asks, before the host runs a tool call, whether it may: the
+// call's PreToolUse hooks run, with Claude Code's input, then, when the
+// decision is still to ask, its PermissionRequest hooks, and the decision
+// is recorded, once per tool_use id. Asked again about the same id, as a
+// host that restarted does, it runs nothing and returns the recorded
+// decision, Interrupted when the call was allowed and has no result.
+//
+// When the agent's current session lacks the call's tool_use, it is
+// recorded first, as an assistant message. Calls of one answer may be
+// decided at once, from several goroutines; lifecycle actions on the
+// agent (Restore, Clear, Compact, End, ...) fail with ErrAgentBusy while
+// a call's hooks run.
+func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, error) {
+	if err := checkPermission(call.Permission); err != nil {
+		return nil, err
+	}
+	t := &lifecycle.ToolRequest{ID: call.ID, Name: call.Name, Input: jsonOr(call.Input, "{}"), Permission: call.Permission}
+	rep, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() {
+		t.Use = a.toolUse(ctx, call)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rep == nil {
+		return nil, fmt.Errorf("agent %s: tool call %s was not decided", a.id, call.ID)
+	}
+	return &ToolDecision{Decision: rep.Decision, Reason: rep.Reason, Input: rep.Input, Context: rep.Context,
+		Interrupted: rep.Interrupted}, nil
+}
+
+// PostToolUse records what a tool call that PreToolUse decided gave, once
+// per tool_use id, as the session's tool_result, then runs the call's
+// PostToolUse hooks, or PostToolUseFailure when res.Error is set. Their
+// context and the reason of a block are appended after the tool_result,
+// where Claude Code puts them. Asked again, it returns what the log holds.
+func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback, error) {
+	t := &lifecycle.ToolRequest{ID: res.ID, Result: jsonOr(res.Output, `""`), Failed: res.Error != "",
+		Error: res.Error, Interrupt: res.Interrupt}
+	rep, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PostToolUse, Tool: t}, func() {
+		if c := a.view.Tools[res.ID]; c != nil {
+			t.Name = c.Tool
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rep == nil {
+		return nil, fmt.Errorf("%w: %s", ErrToolNotDecided, res.ID)
+	}
+	return &ToolFeedback{Context: rep.PostContext, Blocked: rep.Blocked, Reason: rep.BlockReason,
+		UpdatedResult: rep.UpdatedResult}, nil
+}
+
+// checkPermission refuses a permission that is none of the decisions.
+func checkPermission(p string) error {
+	if p != "" && p != ToolAllow && p != ToolDeny && p != ToolAsk {
+		return fmt.Errorf("%w: permission %q is none of allow, deny, ask", lifecycle.ErrBadTool, p)
+	}
+	return nil
+}
+
+// jsonOr returns raw when it is valid JSON, else otherwise.
+func jsonOr(raw json.RawMessage, otherwise string) []byte {
+	if len(bytes.TrimSpace(raw)) == 0 || !json.Valid(raw) {
+		return []byte(otherwise)
+	}
+	return raw
+}
+
+// doTool performs the tool action act, with prepare run once the agent's
+// log is read: a call's steps hold the agent only while they decide and
+// append, never while hooks run, so the calls of one answer go on at once;
+// a second action on the same call meanwhile is ErrAgentBusy.
+func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()) (*lifecycle.ToolReport, error) {
+	id := act.Tool.ID
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.tools[id] {
+		return nil, fmt.Errorf("%w: agent %s: tool call %s", ErrAgentBusy, a.id, id)
+	}
+	if err := a.sync(ctx); err != nil {
+		return nil, err
+	}
+	a.tools[id] = true
+	defer delete(a.tools, id)
+	prepare()
+	rep, err := a.step(ctx, act)
+	return rep.Tool, err
+}
+
+// toolAction reports whether act is a tool call's.
+func toolAction(act lifecycle.Action) bool {
+	return act.Kind == lifecycle.PreToolUse || act.Kind == lifecycle.PostToolUse
+}
+
+// toolUse returns the assistant message holding call's tool_use when the
+// agent's current session, saved or buffered, does not hold it; nil when
+// it does. a.mu is held.
+func (a *Agent) toolUse(ctx context.Context, call ToolCall) *Message {
+	id := a.view.Current
+	if id == "" {
+		return nil
+	}
+	s, err := a.e.session(ctx, id)
+	if err != nil {
+		return nil // the stepper says what a missing session means
+	}
+	s.mu.Lock()
+	held := slices.ContainsFunc(s.conv.Messages, holdsToolUse(call.ID)) || slices.ContainsFunc(s.pending, holdsToolUse(call.ID))
+	s.mu.Unlock()
+	if held {
+		return nil
+	}
+	raw, _ := json.Marshal(struct {
+		Type  string          `json:"type"`
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	}{"tool_use", call.ID, call.Name, jsonOr(call.Input, "{}")}) // the input is valid JSON: jsonOr checked it
+	return &Message{UUID: a.e.newID(), Role: "assistant", Timestamp: a.e.stamp(),
+		Content: []Block{{Type: "tool_use", Raw: raw}}}
+}
+
+// holdsToolUse reports whether a message holds the tool_use of call id.
+func holdsToolUse(id string) func(Message) bool {
+	return func(m Message) bool {
+		for _, b := range m.Content {
+			if b.Type != "tool_use" {
+				continue
+			}
+			var use struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(b.Raw, &use) == nil && use.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// orphanTools returns the tool calls whose hooks the log shows running but
+// that no step of this process runs: those of a process that died. a.mu
+// is held.
+func (a *Agent) orphanTools() []string {
+	var ids []string
+	for id, c := range a.view.Tools {
+		if fsm.ToolInFlight(c.State) && !a.tools[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// runToolHooks runs the hooks of a tool event for eff with in, through the
+// Engine's runner when it runs tool hooks, and says what they did.
+func (a *Agent) runToolHooks(ctx context.Context, eff lifecycle.RunHooks, hooks []hookexec.Hook, in hookexec.ToolInput, env hookexec.CommandEnv) lifecycle.HooksRan {
+	e := a.e
+	runner, ok := e.runner.(hookexec.ToolRunner)
+	if !ok {
+		runner = hookexec.Exec{}
+	}
+	t := eff.Tool
+	in.PermissionMode, in.ToolName, in.ToolUseID, in.ToolInput = e.permissionMode, t.Name, t.ID, eff.ToolInput
+	in.Response, in.Error, in.Interrupt = t.Result, t.Error, t.Interrupt
+	var (
+		outcomes []schema.HookOutcome
+		ran      lifecycle.HooksRan
+	)
+	switch eff.Event {
+	case hookexec.PreToolUse, hookexec.PermissionRequest:
+		var d hookexec.ToolDecision
+		if eff.Event == hookexec.PreToolUse {
+			outcomes, d = runner.PreToolUse(ctx, hooks, in, env)
+		} else {
+			outcomes, d = runner.PermissionRequest(ctx, hooks, in, env)
+		}
+		ran = lifecycle.HooksRan{Decision: d.Decision, Reason: d.Reason, Replacement: d.UpdatedInput, Context: d.Context}
+		if ctx.Err() != nil && d.Decision == "" {
+			// The caller gave up before the hooks answered: what they
+			// guard does not happen.
+			ran.Decision, ran.Reason = ToolDeny, "cancelled before the hooks answered"
+		}
+	default:
+		var f hookexec.ToolFeedback
+		if eff.Event == hookexec.PostToolUse {
+			outcomes, f = runner.PostToolUse(ctx, hooks, in, env)
+		} else {
+			outcomes, f = runner.PostToolUseFailure(ctx, hooks, in, env)
+		}
+		ran = lifecycle.HooksRan{Context: f.Context, Blocked: f.Blocked, Reason: f.Reason, Replacement: f.UpdatedResult}
+	}
+	ran.Outcomes = e.scoped.Settle(in.SessionID, hooks, outcomes)
+	return ran
+}

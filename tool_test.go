@@ -1,0 +1,141 @@
+package reprise_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// TestToolCallsOfOneAnswerRunTheirHooksAtOnce checks that the PreToolUse
+// hooks of two calls run at the same time (each hook waits until the
+// other has started), and that while they run no lifecycle action begins
+// on the agent: it fails with ErrAgentBusy, recording nothing.
+func TestToolCallsOfOneAnswerRunTheirHooksAtOnce(t *testing.T) {
+	ctx := context.Background()
+	e, _ := testkit.NewEngine(t, reprise.Options{})
+	testkit.Session(t, e, "a", t.TempDir(), "hello")
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	var started sync.WaitGroup
+	started.Add(2)
+	both := make(chan struct{})
+	go func() { started.Wait(); close(both) }()
+	release := make(chan struct{})
+	err := e.Hooks().OnPreToolUse("meet", "Bash", func(ctx context.Context, in hookexec.ToolInput) (hookexec.PreToolUseOutput, error) {
+		started.Done()
+		select {
+		case <-both:
+		case <-ctx.Done():
+			return hookexec.PreToolUseOutput{}, ctx.Err()
+		}
+		<-release
+		return hookexec.PreToolUseOutput{PermissionDecision: hookexec.Allow, AdditionalContext: "checked " + in.ToolUseID}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	decisions := make([]*reprise.ToolDecision, 2)
+	errs := make([]error, 2)
+	for i, id := range []string{"t1", "t2"} {
+		wg.Go(func() {
+			decisions[i], errs[i] = agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)})
+		})
+	}
+	select {
+	case <-both:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the two calls' hooks did not run at the same time")
+	}
+	before := testkit.Events(t, e.Store())
+	if _, err := agent.Compact(ctx, "summary"); !errors.Is(err, reprise.ErrAgentBusy) {
+		t.Errorf("Compact while tool hooks run: %v; want ErrAgentBusy", err)
+	}
+	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
+		t.Errorf("the refused Compact appended %d events", len(after)-len(before))
+	}
+	close(release)
+	wg.Wait()
+	for i, d := range decisions {
+		if errs[i] != nil || d.Decision != reprise.ToolAllow || d.Context != "checked t"+string(rune('1'+i)) {
+			t.Errorf("call %d: %+v, %v", i+1, d, errs[i])
+		}
+	}
+	if _, err := agent.Compact(ctx, "summary"); err != nil {
+		t.Errorf("Compact once the hooks ran: %v", err)
+	}
+}
+
+// TestToolHooksFromSettingsRunAsClaudeCodeRunsThem checks the tool steps
+// with real command hooks from a settings file: a guard that denies a
+// Bash command on its input, which the model is told as an error
+// tool_result, and a PostToolUse hook whose context follows the result;
+// the transcript then pairs each tool_use with one tool_result.
+func TestToolHooksFromSettingsRunAsClaudeCodeRunsThem(t *testing.T) {
+	ctx := context.Background()
+	settings := writeSettings(t, "settings.json", `{"hooks": {
+		"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+			"command": "if grep -q 'rm -rf'; then echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"no rm\"}}'; fi"}]}],
+		"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+			"command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"additionalContext\":\"lint is clean\"}}'"}]}]}}`)
+	e := hookEngine(t, []string{settings}, nil)
+	dir := t.TempDir()
+	testkit.Session(t, e, "a", dir, "clean up")
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf build"}`), Permission: reprise.ToolAllow})
+	if err != nil || d.Decision != reprise.ToolDeny || d.Reason != "PreToolUse:Bash hook error: no rm" {
+		t.Fatalf("rm: %+v, %v", d, err)
+	}
+	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow})
+	if err != nil || d.Decision != reprise.ToolAllow {
+		t.Fatalf("ls: %+v, %v", d, err)
+	}
+	f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t2", Output: json.RawMessage(`"go.mod main.go"`)})
+	if err != nil || f.Context != "lint is clean" || f.Blocked {
+		t.Fatalf("ls result: %+v, %v", f, err)
+	}
+	msgs, err := e.Conversation(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, m := range msgs {
+		kind := m.Role
+		if len(m.Content) > 0 && m.Content[0].Type != "text" {
+			kind += ":" + m.Content[0].Type
+		} else if m.IsMeta {
+			kind += ":" + projection.FirstText(m)
+		}
+		kinds = append(kinds, kind)
+	}
+	want := "user assistant:tool_use user:tool_result assistant:tool_use user:tool_result user:PostToolUse:Bash hook additional context: lint is clean"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("conversation:\n got %s\nwant %s", got, want)
+	}
+	if denied := string(msgs[2].Content[0].Raw); !strings.Contains(denied, `"is_error":true`) || !strings.Contains(denied, `PreToolUse:Bash hook error: no rm`) {
+		t.Errorf("the denial's tool_result: %s", denied)
+	}
+	data, err := os.ReadFile(filepath.Join(e.TranscriptPath("a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uses := strings.Count(string(data), `"type":"tool_use"`); uses != 2 || uses != strings.Count(string(data), `"type":"tool_result"`) {
+		t.Errorf("the transcript does not pair each of the 2 tool_use with a tool_result:\n%s", data)
+	}
+}
