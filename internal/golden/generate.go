@@ -159,6 +159,9 @@ func Generate(ctx context.Context, store eventlog.Store, dir string, transcript 
 	if err := s.ide(); err != nil {
 		return fmt.Errorf("agent ide: %w", err)
 	}
+	if err := s.tools(); err != nil {
+		return fmt.Errorf("agent builder: %w", err)
+	}
 	if err := s.crashed(); err != nil {
 		return fmt.Errorf("agent crashed: %w", err)
 	}
@@ -249,6 +252,49 @@ func (s *script) sessions(transcript []byte) error {
 	// The cwd is chosen: the one of the process writing the set would tie
 	// the store to where it was generated.
 	_, err := e.Import(ctx, bytes.NewReader(transcript), reprise.ImportOptions{ID: "imported", Cwd: "/"})
+	return err
+}
+
+// tools is an agent's tool calls on alpha: a call a command hook denies, a
+// call its PermissionRequest hook allows with another input, whose result
+// a PostToolUse hook comments on, and a call that fails.
+func (s *script) tools() error {
+	ctx, e := s.ctx, s.e
+	for _, h := range []hookexec.Hook{
+		{Event: hookexec.PreToolUse, Body: hookexec.Command{Line: `grep -q 'rm -rf' && { echo 'no rm -rf here' >&2; exit 2; }; exit 0`}},
+		{Event: hookexec.PermissionRequest, Body: hookexec.Command{
+			Line: `echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow","updatedInput":{"file_path":"/docs/NOTES.md"}}}}'`}},
+		{Event: hookexec.PostToolUse, Name: "post-lint", Body: hookexec.PostToolUseFunc(func(context.Context, hookexec.ToolInput) (hookexec.PostToolUseOutput, error) {
+			return hookexec.PostToolUseOutput{AdditionalContext: "the notes are linted"}, nil
+		})},
+		{Event: hookexec.PostToolUseFailure, Name: "on-error", Body: hookexec.ErrorOccurredFunc(func(context.Context, hookexec.ToolInput) (hookexec.ErrorOccurredOutput, error) {
+			return hookexec.ErrorOccurredOutput{ErrorHandling: "skip"}, nil
+		})},
+	} {
+		if _, err := s.sessionHook("alpha", h); err != nil {
+			return err
+		}
+	}
+	a, err := e.Agent(ctx, "builder")
+	if err != nil {
+		return err
+	}
+	if _, err := a.Start(ctx, "alpha"); err != nil {
+		return err
+	}
+	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_rm", Name: "Bash", Input: []byte(`{"command":"rm -rf /"}`), Permission: reprise.ToolAllow}); err != nil {
+		return err
+	}
+	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_write", Name: "Write", Input: []byte(`{"file_path":"/etc/hosts"}`)}); err != nil {
+		return err
+	}
+	if _, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_write", Output: []byte(`"written"`)}); err != nil {
+		return err
+	}
+	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_make", Name: "Bash", Input: []byte(`{"command":"make"}`), Permission: reprise.ToolAllow}); err != nil {
+		return err
+	}
+	_, err = a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_make", Error: "Exit code 2"})
 	return err
 }
 

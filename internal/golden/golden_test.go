@@ -48,7 +48,10 @@ var (
 //   - v3: the history of v2 written in bbolt layout 5, whose appends
 //     store the events they write to a stream as batches, beside events
 //     stored alone; its PostgreSQL dump holds the index tables too.
-var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2", "../../testdata/golden/v3"}
+//   - v4: the history of v3 with an agent's tool calls: their hooks, their
+//     decisions and their results (ToolHookStarted, ToolHookRan,
+//     ToolDecided, ToolResultRecorded).
+var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2", "../../testdata/golden/v3", "../../testdata/golden/v4"}
 
 // current is the set of the format this build writes, the only one
 // -golden.write may write, and only into an empty directory.
