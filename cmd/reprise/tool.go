@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-dev/reprise"
+)
+
+// toolOptions are the options of tool and tool-result.
+type toolOptions struct {
+	restoreOptions
+	id         string // --tool-use-id
+	name       string // --name, tool
+	input      string // --input, tool: JSON
+	permission string // --permission, tool
+	output     string // --output, tool-result: JSON
+	failure    string // --error, tool-result
+}
+
+// toolJSON is what tool --json prints.
+type toolJSON struct {
+	Decision     string          `json:"decision"`
+	Reason       string          `json:"reason"`
+	UpdatedInput json.RawMessage `json:"updated_input"`
+	Context      string          `json:"context"`
+	Interrupted  bool            `json:"interrupted"`
+}
+
+// toolResultJSON is what tool-result --json prints.
+type toolResultJSON struct {
+	Context string `json:"context"`
+	Blocked bool   `json:"blocked"`
+	Reason  string `json:"reason"`
+}
+
+func newToolCmd(a *app) *cobra.Command {
+	var o toolOptions
+	cmd := &cobra.Command{
+		Use:   "tool --agent NAME --tool-use-id ID --name TOOL [--input JSON] [--permission allow|deny|ask]",
+		Short: "Ask, before a tool call runs, whether it may: its PreToolUse hooks, once",
+		Long: `tool asks, for a host that runs the model's tool calls itself, whether the
+call ID of TOOL with input JSON may run: its PreToolUse hooks run with
+Claude Code's input, then, when the decision is still to ask, its
+PermissionRequest hooks, and the decision is recorded once for the
+tool_use id. Asked again about the same id, it runs nothing and prints the
+recorded decision, interrupted when the call was allowed and has no result
+(the tool may have run). A deny is recorded in the session as the call's
+error tool_result, which the model is told.
+
+--permission is what the host's own rules say of the call; a deny from the
+hooks or the rules wins, then an ask, then an allow; a call nobody decides
+is ask. tool prints the decision, its reason, the input to run the tool
+with and the hooks' context, and exits 0 whatever the decision.
+
+` + hookSourcesHelp,
+		Example: `  reprise tool --agent ide --tool-use-id toolu_1 --name Bash --input '{"command":"ls"}'
+  reprise tool --agent ide --json --tool-use-id toolu_1 --name Bash --input '{"command":"rm -rf build"}' | jq -r .decision`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runTool(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().StringVar(&o.id, "tool-use-id", "", "the call's tool_use `ID` (required)")
+	cmd.Flags().StringVar(&o.name, "name", "", "the `TOOL` the call is of, such as Bash (required)")
+	cmd.Flags().StringVar(&o.input, "input", "{}", "the call's input, a JSON object")
+	cmd.Flags().StringVar(&o.permission, "permission", "", "what the host's rules say: allow, deny or ask")
+	return cmd
+}
+
+// runTool decides on a tool call and prints the decision.
+func runTool(ctx context.Context, a *app, o toolOptions, stdout, stderr io.Writer) error {
+	switch {
+	case o.id == "" || o.name == "":
+		return usagef("tool needs --tool-use-id and --name")
+	case !json.Valid([]byte(o.input)):
+		return usagef("--input is not JSON: %q", clip(o.input))
+	case o.permission != "" && o.permission != reprise.ToolAllow && o.permission != reprise.ToolDeny && o.permission != reprise.ToolAsk:
+		return usagef("--permission must be allow, deny or ask, not %q", o.permission)
+	}
+	var d *reprise.ToolDecision
+	_, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		var err error
+		d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: o.id, Name: o.name, Input: json.RawMessage(o.input), Permission: o.permission})
+		return nil, err
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return printJSON(stdout, toolJSON{Decision: d.Decision, Reason: d.Reason, UpdatedInput: d.Input, Context: d.Context, Interrupted: d.Interrupted})
+	}
+	fmt.Fprintf(stdout, "%s\n", d.Decision)
+	if d.Reason != "" {
+		fmt.Fprintf(stdout, "reason: %s\n", d.Reason)
+	}
+	fmt.Fprintf(stdout, "input: %s\n", d.Input)
+	if d.Context != "" {
+		fmt.Fprintln(stdout, "context:")
+		printIndented(stdout, d.Context)
+	}
+	if d.Interrupted {
+		fmt.Fprintln(stdout, "interrupted: the call was allowed before and has no result; the tool may have run")
+	}
+	return nil
+}
+
+func newToolResultCmd(a *app) *cobra.Command {
+	var o toolOptions
+	cmd := &cobra.Command{
+		Use:   "tool-result --agent NAME --tool-use-id ID (--output JSON | --error TEXT)",
+		Short: "Record what a tool call gave and run its PostToolUse hooks, once",
+		Long: `tool-result records what the call ID, which tool decided, gave: --output,
+its result as JSON (a string, or content blocks), appended to the session
+as the call's tool_result; or --error, its failure. Then the call's
+PostToolUse hooks run (PostToolUseFailure for an error), and their context,
+and the reason of a block, are appended after the result for the model.
+Asked again, it prints what the log holds. It prints the hooks' context and
+whether one blocked, and exits 0 either way.
+
+` + hookSourcesHelp,
+		Example: `  reprise tool-result --agent ide --tool-use-id toolu_1 --output '"go.mod main.go"'
+  reprise tool-result --agent ide --tool-use-id toolu_2 --error 'Exit code 1'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runToolResult(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().StringVar(&o.id, "tool-use-id", "", "the call's tool_use `ID` (required)")
+	cmd.Flags().StringVar(&o.output, "output", "", "the call's result, as JSON")
+	cmd.Flags().StringVar(&o.failure, "error", "", "the call's failure, as `TEXT`")
+	return cmd
+}
+
+// runToolResult records a tool call's result and prints what its hooks
+// said.
+func runToolResult(ctx context.Context, a *app, o toolOptions, stdout, stderr io.Writer) error {
+	switch {
+	case o.id == "":
+		return usagef("tool-result needs --tool-use-id")
+	case (o.output == "") == (o.failure == ""):
+		return usagef("tool-result needs one of --output and --error")
+	case o.output != "" && !json.Valid([]byte(o.output)):
+		return usagef("--output is not JSON: %q", clip(o.output))
+	}
+	var f *reprise.ToolFeedback
+	_, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		var err error
+		f, err = agent.PostToolUse(ctx, reprise.ToolResult{ID: o.id, Output: json.RawMessage(o.output), Error: o.failure})
+		return nil, err
+	}, stderr)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return printJSON(stdout, toolResultJSON{Context: f.Context, Blocked: f.Blocked, Reason: f.Reason})
+	}
+	if f.Blocked {
+		fmt.Fprintf(stdout, "blocked: %s\n", f.Reason)
+	}
+	if f.Context == "" {
+		fmt.Fprintln(stdout, "no context added")
+		return nil
+	}
+	fmt.Fprintln(stdout, "context:")
+	printIndented(stdout, f.Context)
+	return nil
+}
