@@ -116,16 +116,6 @@ func parseSessionCursor(v string) (*cursorAt, error) {
 	return &cursorAt{Created: created, ID: id}, nil
 }
 
-// headEvent returns the last event of stream; an empty stream is a zero
-// Event.
-func headEvent(ctx context.Context, store eventlog.Store, stream string) (eventlog.Event, error) {
-	head, err := store.Head(ctx, stream)
-	if err != nil || head == 0 {
-		return eventlog.Event{}, err
-	}
-	return eventAt(ctx, store, stream, head)
-}
-
 // eventAt returns event seq of stream, its payload the caller's own.
 func eventAt(ctx context.Context, store eventlog.Store, stream string, seq uint64) (eventlog.Event, error) {
 	var out eventlog.Event
