@@ -165,6 +165,8 @@ type Hook struct {
 	Matcher Matcher
 	Timeout time.Duration // 0 means the default for its kind
 	Body    Body
+
+	scoped string // the id of a session-scoped hook, which tells it apart
 }
 
 // Body is what a hook runs: a Command, or the Go function type of its event

@@ -37,7 +37,7 @@ type endStdin struct {
 // in configuration order. Command hooks run with env.
 func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string) {
 	stdin, _ := json.Marshal(startStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionStart, CommandSource(in.Source)}) // strings always marshal
-	outcomes, answers := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(SessionStartFunc)(ctx, in)
 		a := answer{text: out.AdditionalContext}
 		if err == nil && len(out.ModifiedConfig) > 0 {
@@ -56,7 +56,7 @@ func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env Co
 	env.EnvFile = ""
 	fin := in
 	fin.Reason = FunctionReason(in.Reason)
-	outcomes, _ := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, _ := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(SessionEndFunc)(ctx, fin)
 		return answer{summary: out.SessionSummary, cleanup: out.CleanupActions, suppress: out.SuppressOutput}, err
 	})
@@ -77,7 +77,7 @@ type stopStdin struct {
 func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
 	stdin, _ := json.Marshal(stopStdin{in.SessionID, in.TranscriptPath, in.Cwd, Stop, in.StopHookActive})
 	env.EnvFile = ""
-	outcomes, answers := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(StopFunc)(ctx, in)
 		return answer{text: out.Reason, block: out.Decision == "block"}, err
 	})
@@ -120,7 +120,7 @@ type promptStdin struct {
 func RunPrompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, text string) {
 	stdin, _ := json.Marshal(promptStdin{in.SessionID, in.TranscriptPath, in.Cwd, UserPromptSubmit, in.Prompt, in.PromptID})
 	env.EnvFile = ""
-	outcomes, answers := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PromptFunc)(ctx, in)
 		if out.Decision == "block" {
 			return answer{text: out.Reason, block: true}, err
@@ -146,7 +146,7 @@ type preCompactStdin struct {
 func RunPreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
 	stdin, _ := json.Marshal(preCompactStdin{in.SessionID, in.TranscriptPath, in.Cwd, PreCompact, in.Trigger, in.CustomInstructions})
 	env.EnvFile = ""
-	outcomes, answers := runAll(ctx, hooks, stdin, env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PreCompactFunc)(ctx, in)
 		return answer{text: out.Reason, block: out.Decision == "block"}, err
 	})
@@ -196,7 +196,7 @@ func join(texts []string) string {
 // timeout (their process group is killed), so the last of them runs on the
 // caller's goroutine: starting goroutines, and waking the threads that run
 // them, is a measurable part of a restore, and one hook is the usual case.
-func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn call) ([]schema.HookOutcome, []answer) {
+func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, msgs []schema.Message, fn call) ([]schema.HookOutcome, []answer) {
 	if len(hooks) == 0 {
 		return nil, nil // as a decoded event has it
 	}
@@ -205,7 +205,9 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, fn 
 	var funcs []*funcRun
 	last := -1 // the last command hook
 	for i, h := range hooks {
-		if !h.IsCommand() {
+		if check, ok := h.Body.(Check); ok {
+			funcs = append(funcs, startFunc(ctx, h, check.call(msgs), i, env.clock()))
+		} else if !h.IsCommand() {
 			funcs = append(funcs, startFunc(ctx, h, fn, i, env.clock()))
 		} else {
 			last = i

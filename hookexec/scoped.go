@@ -65,37 +65,37 @@ type scopedHook struct {
 }
 
 // identity says when two hooks are "equal" for deduplication: same event,
-// matcher and command (and shell), or, for function hooks, same name.
+// matcher and command (and shell). Function hooks are never equal: each
+// added one is its own, named or not, told apart by its id.
 func identity(h Hook) string {
 	if c, ok := h.Body.(Command); ok {
 		return string(h.Event) + "\x00" + h.Matcher.String() + "\x00cmd\x00" + c.Shell + "\x00" + c.Line
 	}
-	return string(h.Event) + "\x00" + h.Matcher.String() + "\x00func\x00" + h.Name
+	return "func\x00" + h.scoped
 }
 
-// Add gives session a hook and returns its id. Adding a hook equal to one
-// the session already has returns the existing id and keeps one copy.
-// Function hooks need a Name, which is their identity. It is AddWith with
-// no options.
+// Add gives session a hook and returns its id. Adding a command hook equal
+// to one the session already has returns the existing id and keeps one
+// copy; every function hook added is its own. It is AddWith with no
+// options.
 func (s *Scoped) Add(session string, h Hook) (string, error) {
 	return s.AddWith(session, h, ScopedOptions{})
 }
 
 // AddWith gives session a hook with options o and returns its id: o.ID
-// when it is set, else a generated one. A hook equal to one the session
-// already has (same event, matcher and command, or for a function hook the
-// same name) is not added again: the existing hook's id is returned and
-// its options stand, whatever o says. An o.ID that names another hook of
-// the session is an error matching ErrHookIDInUse; ids of different
-// sessions are independent. The hook's Source becomes ScopedSource.
+// when it is set, else a generated one. A command hook equal to one the
+// session already has (same event, matcher and command) is not added
+// again: the existing hook's id is returned and its options stand,
+// whatever o says. Function hooks are never merged, even when they share
+// a name: each has its own id (an unnamed one is named by it). An o.ID
+// that names another hook of the session is an error matching
+// ErrHookIDInUse; ids of different sessions are independent. The hook's
+// Source becomes ScopedSource.
 func (s *Scoped) AddWith(session string, h Hook, o ScopedOptions) (string, error) {
-	if !h.IsCommand() && h.Name == "" {
-		return "", fmt.Errorf("%w: a session-scoped function hook needs a name", ErrBadHook)
-	}
 	if err := validate(h); err != nil {
 		return "", err
 	}
-	if h.Name == "" {
+	if h.Name == "" && h.IsCommand() {
 		h.Name = CommandName(h.CommandLine())
 	}
 	h.Source = ScopedSource
@@ -103,9 +103,10 @@ func (s *Scoped) AddWith(session string, h Hook, o ScopedOptions) (string, error
 	set := v.(*scopedSet)
 	set.mu.Lock()
 	defer set.mu.Unlock()
-	key := identity(h)
-	if id, ok := set.byKey[key]; ok {
-		return id, nil
+	if h.IsCommand() {
+		if id, ok := set.byKey[identity(h)]; ok {
+			return id, nil
+		}
 	}
 	id := o.ID
 	if id != "" && set.taken(id) {
@@ -119,8 +120,14 @@ func (s *Scoped) AddWith(session string, h Hook, o ScopedOptions) (string, error
 		id = "sh-" + strconv.FormatUint(s.next.Add(1), 10)
 	}
 	o.ID = id
+	if !h.IsCommand() {
+		h.scoped = id
+		if h.Name == "" {
+			h.Name = id
+		}
+	}
 	set.byID[id] = scopedHook{hook: h, opts: o, order: n}
-	set.byKey[key] = id
+	set.byKey[identity(h)] = id
 	return id, nil
 }
 
@@ -252,6 +259,9 @@ func (s *Scoped) Settle(session string, hooks []Hook, outcomes []schema.HookOutc
 				out[i].Error = opts.ErrorMessage
 			}
 			continue
+		}
+		if d := out[i].Decision; d == "block" || d == Deny {
+			continue // it blocked: not a success
 		}
 		if opts.OnSuccess != nil {
 			o := out[i]

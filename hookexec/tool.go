@@ -354,7 +354,7 @@ func validJSON(raw json.RawMessage) json.RawMessage {
 // hooks run with env, whose EnvFile is ignored.
 func RunPreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision) {
 	env.EnvFile = ""
-	outcomes, answers := runAll(ctx, hooks, in.stdin(PreToolUse), env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, in.stdin(PreToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PreToolUseFunc)(ctx, in)
 		a := answer{reason: out.PermissionDecisionReason, context: out.AdditionalContext, replace: validJSON(out.ModifiedArgs)}
 		if d := out.PermissionDecision; d == Allow || d == Deny || d == Ask {
@@ -372,7 +372,7 @@ func RunPreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandE
 // this event.
 func RunPermissionRequest(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision) {
 	env.EnvFile = ""
-	outcomes, answers := runAll(ctx, hooks, in.stdin(PermissionRequest), env, func(context.Context, Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, in.stdin(PermissionRequest), env, in.Messages, func(context.Context, Hook) (answer, error) {
 		return answer{}, errors.New("no Go hook serves PermissionRequest")
 	})
 	return outcomes, decide(answers)
@@ -414,7 +414,7 @@ func decide(answers []answer) ToolDecision {
 // with in.Response, and returns their outcomes and what they said.
 func RunPostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback) {
 	env.EnvFile = ""
-	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUse), env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PostToolUseFunc)(ctx, in)
 		return answer{context: out.AdditionalContext, replace: validJSON(out.ModifiedResult)}, err
 	})
@@ -426,7 +426,7 @@ func RunPostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env Command
 // said.
 func RunPostToolUseFailure(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback) {
 	env.EnvFile = ""
-	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUseFailure), env, func(ctx context.Context, h Hook) (answer, error) {
+	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUseFailure), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(ErrorOccurredFunc)(ctx, in)
 		return answer{handling: out.ErrorHandling, reason: out.UserNotification}, err
 	})

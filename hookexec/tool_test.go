@@ -3,6 +3,7 @@ package hookexec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -244,5 +245,41 @@ func TestToolFunctionHooks(t *testing.T) {
 	outcomes, d = RunPreToolUse(context.Background(), []Hook{hang}, bashCall(t), CommandEnv{})
 	if d.Decision != "" || outcomes[0].Status != schema.HookTimedOut {
 		t.Errorf("hang: %+v %+v", d, outcomes)
+	}
+}
+
+// TestCheckHooksBlockWithTheirMessage checks a session function hook
+// after Claude Code's: its callback over the conversation lets the action
+// go on with true; with false it denies a tool call, or blocks a stop,
+// with its message; an error fails it without blocking.
+func TestCheckHooksBlockWithTheirMessage(t *testing.T) {
+	confirmed := Check{ErrorMessage: "Ask the user to confirm first", Fn: func(_ context.Context, msgs []schema.Message) (bool, error) {
+		for _, m := range msgs {
+			if len(m.Content) > 0 && m.Content[0].Text == "go ahead" {
+				return true, nil
+			}
+		}
+		return false, nil
+	}}
+	call := bashCall(t)
+	guard := Hook{Event: PreToolUse, Name: "confirm", Source: ScopedSource, Body: confirmed}
+	outcomes, d := RunPreToolUse(context.Background(), []Hook{guard}, call, CommandEnv{})
+	if d.Decision != Deny || d.Reason != "Ask the user to confirm first" || outcomes[0].Status != schema.HookOK {
+		t.Errorf("before the confirmation: %+v %+v", d, outcomes)
+	}
+	call.Messages = []schema.Message{{Role: "user", Content: []schema.Block{{Type: "text", Text: "go ahead"}}}}
+	if _, d = RunPreToolUse(context.Background(), []Hook{guard}, call, CommandEnv{}); d.Decision != "" {
+		t.Errorf("after the confirmation: %+v", d)
+	}
+	stop := Hook{Event: Stop, Name: "confirm", Body: confirmed}
+	if _, blocked, reason := RunStop(context.Background(), []Hook{stop}, StopInput{}, CommandEnv{}); !blocked || reason != "Ask the user to confirm first" {
+		t.Errorf("stop: blocked %v, reason %q", blocked, reason)
+	}
+	broken := Hook{Event: PreToolUse, Name: "broken", Body: Check{Fn: func(context.Context, []schema.Message) (bool, error) {
+		return false, errors.New("no conversation")
+	}}}
+	outcomes, d = RunPreToolUse(context.Background(), []Hook{broken}, bashCall(t), CommandEnv{})
+	if d.Decision != "" || outcomes[0].Status != schema.HookFailed {
+		t.Errorf("a check that fails: %+v %+v", d, outcomes)
 	}
 }

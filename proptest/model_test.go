@@ -408,6 +408,9 @@ func (m *model) reopened() {
 // already has, or "" if it is new; the caller then passes the new id to
 // keepScoped.
 func (m *model) addScoped(session string, h hookSpec) string {
+	if h.command == "" {
+		return "" // function hooks are never merged: each added one is its own
+	}
 	for _, e := range m.sessions[session].scoped {
 		if e.spec.identity() == h.identity() {
 			return e.id
