@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -29,7 +31,9 @@ import (
 // blocks with), summary, cleanup (";"-separated), config (JSON),
 // suppress=true, decision and reason (a PreToolUse or PermissionRequest
 // hook's allow, deny or ask), input (the JSON it gives instead of the
-// call's), timeout (a duration), scoped, id, error, once=true.
+// call's), check (a Go check over the conversation that lets the action go
+// on once a message holds this text, and otherwise blocks it with error),
+// timeout (a duration), scoped, id, error, once=true.
 func (w *World) hook(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
 	line := w.text(t, d)
 	m, err := hookexec.ParseMatcher(opt(d, "matcher"))
@@ -38,6 +42,13 @@ func (w *World) hook(ctx context.Context, t *testing.T, d *datadriven.TestData) 
 	}
 	h := hookexec.Hook{Event: hookexec.Event(w.arg(t, d, 0)), Name: line, Source: "scenario", Matcher: m,
 		Body: hookexec.Command{Line: line}}
+	if want := opt(d, "check"); want != "" {
+		// A session function hook after Claude Code's: it lets the action
+		// go on once a message of the conversation holds want.
+		h.Body = hookexec.Check{ErrorMessage: opt(d, "error"), Fn: func(_ context.Context, msgs []schema.Message) (bool, error) {
+			return slices.ContainsFunc(msgs, func(m schema.Message) bool { return strings.Contains(projection.FirstText(m), want) }), nil
+		}}
+	}
 	if timeout := opt(d, "timeout"); timeout != "" {
 		if h.Timeout, err = time.ParseDuration(timeout); err != nil {
 			t.Fatalf("%s: timeout: %v", w.where, err)
@@ -95,7 +106,7 @@ type hookScript struct {
 // blocked when any hook blocked).
 type scriptedRunner struct{ scripts map[string]hookScript }
 
-func (s scriptedRunner) outcomes(ctx context.Context, hooks []hookexec.Hook) ([]schema.HookOutcome, []string) {
+func (s scriptedRunner) outcomes(ctx context.Context, hooks []hookexec.Hook, msgs []schema.Message) ([]schema.HookOutcome, []string) {
 	if len(hooks) == 0 {
 		return nil, nil
 	}
@@ -106,6 +117,21 @@ func (s scriptedRunner) outcomes(ctx context.Context, hooks []hookexec.Hook) ([]
 		o := schema.HookOutcome{Name: h.Name, Source: h.Source, Status: cmp.Or(sc.status, schema.HookOK)}
 		if err := ctx.Err(); err != nil { // cut short, as Exec cuts a hook short
 			o.Status, o.Error = schema.HookCancelled, err.Error()
+			out[i] = o
+			continue
+		}
+		if check, ok := h.Body.(hookexec.Check); ok {
+			// A check is Go code over the conversation: the twin runs it, as
+			// Exec does, and a false blocks with its message.
+			if pass, err := check.Fn(ctx, msgs); err != nil {
+				o.Status, o.Error = schema.HookFailed, err.Error()
+			} else if !pass {
+				texts[i] = check.ErrorMessage
+				o.Decision, o.Reason = "block", check.ErrorMessage
+				if h.Event == hookexec.PreToolUse || h.Event == hookexec.PermissionRequest {
+					o.Decision = hookexec.Deny
+				}
+			}
 			out[i] = o
 			continue
 		}
@@ -139,18 +165,18 @@ func joinTexts(texts []string) string {
 	return strings.Join(kept, "\n")
 }
 
-func (s scriptedRunner) SessionStart(ctx context.Context, hooks []hookexec.Hook, _ hookexec.SessionStartInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, string) {
-	out, texts := s.outcomes(ctx, hooks)
+func (s scriptedRunner) SessionStart(ctx context.Context, hooks []hookexec.Hook, in hookexec.SessionStartInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, string) {
+	out, texts := s.outcomes(ctx, hooks, in.Messages)
 	return out, joinTexts(texts)
 }
 
-func (s scriptedRunner) SessionEnd(ctx context.Context, hooks []hookexec.Hook, _ hookexec.SessionEndInput, _ hookexec.CommandEnv) []schema.HookOutcome {
-	out, _ := s.outcomes(ctx, hooks)
+func (s scriptedRunner) SessionEnd(ctx context.Context, hooks []hookexec.Hook, in hookexec.SessionEndInput, _ hookexec.CommandEnv) []schema.HookOutcome {
+	out, _ := s.outcomes(ctx, hooks, in.Messages)
 	return out
 }
 
-func (s scriptedRunner) Prompt(ctx context.Context, hooks []hookexec.Hook, _ hookexec.PromptInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
-	out, texts := s.outcomes(ctx, hooks)
+func (s scriptedRunner) Prompt(ctx context.Context, hooks []hookexec.Hook, in hookexec.PromptInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
+	out, texts := s.outcomes(ctx, hooks, in.Messages)
 	reasons := make([]string, len(texts))
 	blocked := false
 	for i, o := range out {
@@ -161,12 +187,12 @@ func (s scriptedRunner) Prompt(ctx context.Context, hooks []hookexec.Hook, _ hoo
 	return out, blocked, joinTexts(reasons), joinTexts(texts)
 }
 
-func (s scriptedRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, _ hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+func (s scriptedRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, in hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
 	return s.Stop(ctx, hooks, hookexec.StopInput{}, env)
 }
 
-func (s scriptedRunner) Stop(ctx context.Context, hooks []hookexec.Hook, _ hookexec.StopInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
-	out, texts := s.outcomes(ctx, hooks)
+func (s scriptedRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in hookexec.StopInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+	out, texts := s.outcomes(ctx, hooks, in.Messages)
 	blocked := false
 	for i, o := range out {
 		if o.Decision == "block" {
@@ -181,8 +207,8 @@ func (s scriptedRunner) Stop(ctx context.Context, hooks []hookexec.Hook, _ hooke
 // tool plays the scripted answers of a tool call's hooks as
 // hookexec.Exec combines them: deny over ask over allow, the first input
 // given instead, contexts joined; after the tool, a block.
-func (s scriptedRunner) tool(ctx context.Context, hooks []hookexec.Hook) ([]schema.HookOutcome, hookexec.ToolDecision, hookexec.ToolFeedback) {
-	out, texts := s.outcomes(ctx, hooks)
+func (s scriptedRunner) tool(ctx context.Context, hooks []hookexec.Hook, msgs []schema.Message) ([]schema.HookOutcome, hookexec.ToolDecision, hookexec.ToolFeedback) {
+	out, texts := s.outcomes(ctx, hooks, msgs)
 	var (
 		d        hookexec.ToolDecision
 		f        hookexec.ToolFeedback
@@ -195,6 +221,9 @@ func (s scriptedRunner) tool(ctx context.Context, hooks []hookexec.Hook) ([]sche
 			continue
 		}
 		sc := s.scripts[hooks[i].Name]
+		if o.Decision == hookexec.Deny { // a check that failed
+			sc.decision, sc.reason = hookexec.Deny, o.Reason
+		}
 		contexts = append(contexts, sc.context)
 		if rank[sc.decision] > rank[d.Decision] {
 			d.Decision = sc.decision
@@ -207,7 +236,11 @@ func (s scriptedRunner) tool(ctx context.Context, hooks []hookexec.Hook) ([]sche
 		}
 	}
 	for i, o := range out {
-		if sc := s.scripts[hooks[i].Name]; o.Status == schema.HookOK && sc.decision == d.Decision && d.Decision != "" {
+		sc := s.scripts[hooks[i].Name]
+		if o.Decision == hookexec.Deny {
+			sc.decision, sc.reason = hookexec.Deny, o.Reason
+		}
+		if o.Status == schema.HookOK && sc.decision == d.Decision && d.Decision != "" {
 			out[i].Decision, out[i].Reason = sc.decision, sc.reason
 			d.Reason = joinTexts([]string{d.Reason, sc.reason})
 		}
@@ -216,19 +249,19 @@ func (s scriptedRunner) tool(ctx context.Context, hooks []hookexec.Hook) ([]sche
 	return out, d, f
 }
 
-func (s scriptedRunner) PreToolUse(ctx context.Context, hooks []hookexec.Hook, _ hookexec.ToolInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolDecision) {
-	out, d, _ := s.tool(ctx, hooks)
+func (s scriptedRunner) PreToolUse(ctx context.Context, hooks []hookexec.Hook, in hookexec.ToolInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolDecision) {
+	out, d, _ := s.tool(ctx, hooks, in.Messages)
 	return out, d
 }
 
-func (s scriptedRunner) PermissionRequest(ctx context.Context, hooks []hookexec.Hook, _ hookexec.ToolInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolDecision) {
-	out, d, _ := s.tool(ctx, hooks)
+func (s scriptedRunner) PermissionRequest(ctx context.Context, hooks []hookexec.Hook, in hookexec.ToolInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolDecision) {
+	out, d, _ := s.tool(ctx, hooks, in.Messages)
 	d.Context = ""
 	return out, d
 }
 
-func (s scriptedRunner) PostToolUse(ctx context.Context, hooks []hookexec.Hook, _ hookexec.ToolInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolFeedback) {
-	out, _, f := s.tool(ctx, hooks)
+func (s scriptedRunner) PostToolUse(ctx context.Context, hooks []hookexec.Hook, in hookexec.ToolInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolFeedback) {
+	out, _, f := s.tool(ctx, hooks, in.Messages)
 	return out, f
 }
 
