@@ -557,12 +557,13 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 	case hookexec.Stop:
 		outcomes, blocked, reason := e.runner.Stop(ctx, hooks, hookexec.StopInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, StopHookActive: eff.StopActive,
-			StopReason: eff.StopReason, Messages: msgs}, env)
+			StopReason: eff.StopReason, LastAssistantMessage: eff.FinalMessage, PromptID: eff.PromptID,
+			PermissionMode: e.permissionMode, Messages: msgs}, env)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason}
 	case hookexec.UserPromptSubmit:
 		outcomes, blocked, reason, text := e.runner.Prompt(ctx, hooks, hookexec.PromptInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Prompt: eff.Prompt, PromptID: eff.PromptID,
-			Messages: msgs}, env)
+			PermissionMode: e.permissionMode, Messages: msgs}, env)
 		blocked, reason = gate(ctx, blocked, reason)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason, Context: text}
 	case hookexec.PreCompact:

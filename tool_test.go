@@ -139,3 +139,45 @@ func TestToolHooksFromSettingsRunAsClaudeCodeRunsThem(t *testing.T) {
 		t.Errorf("the transcript does not pair each of the 2 tool_use with a tool_result:\n%s", data)
 	}
 }
+
+// TestStopHookReadsTheTurnThatJustEnded checks that a Stop command hook
+// finds the turn's buffered answer in the transcript it is given, and
+// reads last_assistant_message, permission_mode and the turn's prompt_id
+// on stdin, as Claude Code gives them.
+func TestStopHookReadsTheTurnThatJustEnded(t *testing.T) {
+	ctx := context.Background()
+	side := filepath.Join(t.TempDir(), "stop.json")
+	settings := writeSettings(t, "settings.json", `{"hooks": {
+		"Stop": [{"hooks": [{"type": "command", "command": "cat > `+side+`; grep -c 'All tests pass now' \"$(sed -n 's/.*\"transcript_path\":\"\\([^\"]*\\)\".*/\\1/p' `+side+`)\" >> `+side+`.count"}]}],
+		"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "true"}]}]}}`)
+	e := hookEngine(t, []string{settings}, nil)
+	testkit.Session(t, e, "a", t.TempDir(), "hello")
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Prompt(ctx, "run the tests"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Buffer(ctx, "a", reprise.Text("assistant", "All tests pass now.")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(side)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in map[string]any
+	if err := json.Unmarshal(data, &in); err != nil {
+		t.Fatalf("Stop stdin %s: %v", data, err)
+	}
+	if in["last_assistant_message"] != "All tests pass now." || in["permission_mode"] != "default" || in["prompt_id"] == nil || in["prompt_id"] == "" {
+		t.Errorf("Stop stdin: %v", in)
+	}
+	count, err := os.ReadFile(side + ".count")
+	if err != nil || strings.TrimSpace(string(count)) != "1" {
+		t.Errorf("the transcript the Stop hook read holds the answer %q times (%v); want once", count, err)
+	}
+}

@@ -90,8 +90,14 @@ type StopInput struct {
 	TranscriptPath string
 	Cwd            string
 	StopHookActive bool
-	StopReason     string           // why the turn ended, such as "end_turn", as the host says
-	Messages       []schema.Message // as in SessionStartInput
+	StopReason     string // why the turn ended, such as "end_turn", as the host says
+	// LastAssistantMessage is the text of the model's last answer; PromptID
+	// the turn's prompt, when its UserPromptSubmit hooks ran; PermissionMode
+	// the host's (DefaultPermissionMode when empty).
+	LastAssistantMessage string
+	PromptID             string
+	PermissionMode       string
+	Messages             []schema.Message // as in SessionStartInput
 }
 
 // StopOutput is what a Stop hook may return: Decision "block" with a Reason
@@ -109,6 +115,7 @@ type PromptInput struct {
 	Cwd            string
 	Prompt         string
 	PromptID       string
+	PermissionMode string           // the host's; DefaultPermissionMode when empty
 	Messages       []schema.Message // as in SessionStartInput
 }
 

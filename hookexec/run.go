@@ -65,17 +65,21 @@ func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env Co
 
 // stopStdin is what a Stop command hook reads on stdin.
 type stopStdin struct {
-	SessionID      string `json:"session_id"`
-	TranscriptPath string `json:"transcript_path"`
-	Cwd            string `json:"cwd"`
-	HookEventName  Event  `json:"hook_event_name"`
-	StopHookActive bool   `json:"stop_hook_active"`
+	SessionID            string `json:"session_id"`
+	TranscriptPath       string `json:"transcript_path"`
+	Cwd                  string `json:"cwd"`
+	PromptID             string `json:"prompt_id,omitempty"`
+	PermissionMode       string `json:"permission_mode"`
+	HookEventName        Event  `json:"hook_event_name"`
+	StopHookActive       bool   `json:"stop_hook_active"`
+	LastAssistantMessage string `json:"last_assistant_message"`
 }
 
 // RunStop runs Stop hooks in parallel with in. blocked is true when any hook
 // blocked the stop; reason joins their reasons in configuration order.
 func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
-	stdin, _ := json.Marshal(stopStdin{in.SessionID, in.TranscriptPath, in.Cwd, Stop, in.StopHookActive})
+	stdin, _ := json.Marshal(stopStdin{in.SessionID, in.TranscriptPath, in.Cwd, in.PromptID,
+		cmpString(in.PermissionMode, DefaultPermissionMode), Stop, in.StopHookActive, in.LastAssistantMessage})
 	env.EnvFile = ""
 	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(StopFunc)(ctx, in)
@@ -108,6 +112,7 @@ type promptStdin struct {
 	SessionID      string `json:"session_id"`
 	TranscriptPath string `json:"transcript_path"`
 	Cwd            string `json:"cwd"`
+	PermissionMode string `json:"permission_mode"`
 	HookEventName  Event  `json:"hook_event_name"`
 	Prompt         string `json:"prompt"`
 	PromptID       string `json:"prompt_id,omitempty"`
@@ -118,7 +123,8 @@ type promptStdin struct {
 // reason joins their reasons, and text joins the context of the others
 // that succeeded, in configuration order.
 func RunPrompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, text string) {
-	stdin, _ := json.Marshal(promptStdin{in.SessionID, in.TranscriptPath, in.Cwd, UserPromptSubmit, in.Prompt, in.PromptID})
+	stdin, _ := json.Marshal(promptStdin{in.SessionID, in.TranscriptPath, in.Cwd, cmpString(in.PermissionMode, DefaultPermissionMode),
+		UserPromptSubmit, in.Prompt, in.PromptID})
 	env.EnvFile = ""
 	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PromptFunc)(ctx, in)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
@@ -205,12 +206,12 @@ type RunHooks struct {
 	Source        schema.Source // SessionStart
 	InitialPrompt string        // SessionStart
 	Reason        schema.Reason // SessionEnd
-	FinalMessage  string        // SessionEnd
+	FinalMessage  string        // SessionEnd; Stop: the text of the last assistant message
 	Error         string        // SessionEnd
 	StopActive    bool          // Stop: the previous stop was blocked
 	StopReason    string        // Stop
 	Prompt        string        // UserPromptSubmit
-	PromptID      string        // UserPromptSubmit
+	PromptID      string        // UserPromptSubmit; Stop: the turn's prompt, when its hooks ran
 	Trigger       string        // PreCompact
 	Instructions  string        // PreCompact
 	Tool          *ToolRequest  // the tool events
@@ -293,7 +294,7 @@ func Step(in Input) (Ready, error) {
 		return begin(in)
 	case fsm.Saved:
 		r := a.Restore
-		return hookIntent(in, func() string { return r.ID }, MatchHooks{Event: schema.HookSessionEnd, Value: string(r.EndReason), Session: r.From},
+		return hookIntent(in, Ready{}, func() string { return r.ID }, MatchHooks{Event: schema.HookSessionEnd, Value: string(r.EndReason), Session: r.From},
 			func(names []string) schema.Payload {
 				return &schema.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: names}
 			}, RunHooks{Event: schema.HookSessionEnd, Session: r.From, Reason: r.EndReason, FinalMessage: r.EndMessage, Error: r.EndError})
@@ -312,7 +313,7 @@ func Step(in Input) (Ready, error) {
 		return load(in, Ready{}, r.ID, r.To, r.Source, r.From, r.InitialPrompt)
 	case fsm.Loaded:
 		r := a.Restore
-		return hookIntent(in, func() string { return r.ID }, MatchHooks{Event: schema.HookSessionStart, Value: string(r.Source), Session: r.To},
+		return hookIntent(in, Ready{}, func() string { return r.ID }, MatchHooks{Event: schema.HookSessionStart, Value: string(r.Source), Session: r.To},
 			func(names []string) schema.Payload {
 				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: names}
 			}, RunHooks{Event: schema.HookSessionStart, Session: r.To, Source: r.Source, InitialPrompt: r.InitialPrompt})
@@ -582,12 +583,12 @@ func join(a, b Ready) Ready {
 // hookIntent is a hook phase's first half: which hooks would run, then the
 // durable intent naming them, appended before they run; rid gives the
 // restore id, drawn only when the intent is recorded.
-func hookIntent(in Input, rid func() string, match MatchHooks, intent func([]string) schema.Payload, run RunHooks) (Ready, error) {
+func hookIntent(in Input, base Ready, rid func() string, match MatchHooks, intent func([]string) schema.Payload, run RunHooks) (Ready, error) {
 	matched, ok := in.Outcome.(HooksMatched)
 	if !ok {
 		return Ready{Effect: match}, nil
 	}
-	ready := agentStep(in, rid(), intent(matched.Hooks))
+	ready := withAgentStep(in, base, rid(), intent(matched.Hooks))
 	run.Hooks = matched.Hooks
 	ready.Effect = run
 	return ready, nil
@@ -645,7 +646,7 @@ func compact(in Input, id string) (Ready, error) {
 	case len(matched.Hooks) == 0:
 		return compaction(in, id, in.NewID(), act.Summary)
 	}
-	ready := agentStep(in, in.NewID(), &schema.PreCompactHookStarted{Session: id, Trigger: trigger,
+	ready := withAgentStep(in, flush(in, id), in.NewID(), &schema.PreCompactHookStarted{Session: id, Trigger: trigger,
 		Instructions: act.Instructions, Summary: act.Summary, Hooks: matched.Hooks})
 	ready.Effect = RunHooks{Event: schema.HookPreCompact, Session: id, Hooks: matched.Hooks, Trigger: trigger, Instructions: act.Instructions}
 	return ready, nil
@@ -713,7 +714,7 @@ func prompt(in Input, id string) (Ready, error) {
 		return keepPrompt(in, id, in.Action.Prompt, "", nil, nil)
 	}
 	promptID := in.NewID()
-	ready := agentStep(in, in.NewID(), &schema.PromptHookStarted{Session: id, Prompt: in.Action.Prompt,
+	ready := withAgentStep(in, flush(in, id), in.NewID(), &schema.PromptHookStarted{Session: id, Prompt: in.Action.Prompt,
 		PromptID: promptID, Hooks: matched.Hooks})
 	ready.Effect = RunHooks{Event: schema.HookUserPromptSubmit, Session: id, Hooks: matched.Hooks,
 		Prompt: in.Action.Prompt, PromptID: promptID}
@@ -774,15 +775,20 @@ func keepPrompt(in Input, id, text, context string, outcomes []schema.HookOutcom
 func stop(in Input, id string) (Ready, error) {
 	a := in.Agent
 	if a.StopBlocks >= in.StopCap {
-		ready := agentStep(in, in.NewID(), &schema.StopHookStarted{Session: id, Active: true, Capped: true, StopReason: in.Action.StopReason})
+		ready := withAgentStep(in, flush(in, id), in.NewID(), &schema.StopHookStarted{Session: id, Active: true, Capped: true, StopReason: in.Action.StopReason})
 		ready.Report.Warning = fmt.Sprintf("stop hook cap reached: %d consecutive stops were blocked", a.StopBlocks)
 		return ready, nil
 	}
 	active := a.StopBlocks > 0
-	return hookIntent(in, in.NewID, MatchHooks{Event: schema.HookStop, Session: id},
+	last := ""
+	if s := in.Sessions[id]; s != nil {
+		last = lastAssistant(s)
+	}
+	return hookIntent(in, flush(in, id), in.NewID, MatchHooks{Event: schema.HookStop, Session: id},
 		func(names []string) schema.Payload {
 			return &schema.StopHookStarted{Session: id, Active: active, Hooks: names, StopReason: in.Action.StopReason}
-		}, RunHooks{Event: schema.HookStop, Session: id, StopActive: active, StopReason: in.Action.StopReason})
+		}, RunHooks{Event: schema.HookStop, Session: id, StopActive: active, StopReason: in.Action.StopReason,
+			FinalMessage: last, PromptID: a.LastPromptID})
 }
 
 // stopped records the end of a Stop: its outcomes, with the reason of a
@@ -816,11 +822,36 @@ func stopped(in Input) (Ready, error) {
 		return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, st.Session)
 	}
 	msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
-		Content: []schema.Block{{Type: "text", Text: "Stop hook feedback:\n" + ran.Reason}}}
+		Content: []schema.Block{{Type: "text", Text: stopFeedback(ran)}}}
 	ranStep.MessageUUID, result.MessageUUID = msg.UUID, msg.UUID
 	ready := withAgentStep(in, messages(in.Now, s, &msg), st.ID, ranStep)
 	ready.Report.Stopped = result
 	return ready, nil
+}
+
+// flush is the Ready that saves session id's pending messages, for a step
+// whose hooks read the transcript: they see the turn that just ended, as
+// Claude Code's do. Nothing when none is pending.
+func flush(in Input, id string) Ready {
+	if s := in.Sessions[id]; s != nil && len(s.Pending) > 0 {
+		return messages(in.Now, s, nil)
+	}
+	return Ready{}
+}
+
+// stopFeedback is the user message that tells the model why its stop was
+// blocked, as Claude Code words it: a line for each hook that blocked.
+func stopFeedback(ran HooksRan) string {
+	var lines []string
+	for _, o := range ran.Outcomes {
+		if o.Decision == "block" {
+			lines = append(lines, "Stop hook blocking error from command: \""+o.Name+"\": "+o.Reason)
+		}
+	}
+	if len(lines) == 0 {
+		return "Stop hook blocking error: " + ran.Reason
+	}
+	return strings.Join(lines, "\n")
 }
 
 // messages is a Ready that appends s's pending messages, then extra,

@@ -25,8 +25,9 @@ type Agent struct {
 	Stops      int   // Stop hook runs completed
 	StopBlocks int   // consecutive stops that hooks blocked, since the last one they did not
 
-	Prompt  *Prompt // the UserPromptSubmit run in flight; nil unless State is prompting
-	Prompts int     // UserPromptSubmit runs completed
+	Prompt       *Prompt // the UserPromptSubmit run in flight; nil unless State is prompting
+	Prompts      int     // UserPromptSubmit runs completed
+	LastPromptID string  // the prompt_id of the current session's last UserPromptSubmit run
 
 	// Tools holds the agent's tool calls by tool_use id; ToolsInFlight
 	// counts those whose hooks may be running, which no lifecycle action
@@ -259,7 +260,7 @@ func (a *Agent) fold(r *Restore, p schema.Payload) {
 		r.SuppressOutput = slices.ContainsFunc(p.Outcomes, func(o schema.HookOutcome) bool { return o.Suppress })
 	case *schema.SessionLoaded:
 		r.Source, r.To, r.Loaded, r.Messages, r.InitialPrompt = p.Source, p.Session, true, p.Messages, p.Prompt
-		a.Current, a.StopBlocks = p.Session, 0
+		a.Current, a.StopBlocks, a.LastPromptID = p.Session, 0, ""
 	case *schema.PreCompactHookStarted:
 		r.Source, r.From, r.To = schema.SourceCompact, p.Session, p.Session
 		r.Trigger, r.Instructions, r.Summary, r.PreCompactHooks = p.Trigger, p.Instructions, p.Summary, p.Hooks
@@ -297,6 +298,7 @@ func (a *Agent) foldRun(ev eventlog.Event, p schema.Payload) error {
 	switch p := p.(type) {
 	case *schema.PromptHookStarted:
 		a.Prompt = &Prompt{ID: ev.RestoreID, Session: p.Session, Text: p.Prompt, PromptID: p.PromptID, Hooks: p.Hooks}
+		a.LastPromptID = p.PromptID
 	case *schema.PromptHookRan:
 		pr := a.Prompt
 		if pr.ID != ev.RestoreID {

@@ -552,6 +552,7 @@ func (s *machine) Stop(t *rapid.T) {
 		t.Fatalf("Stop = %+v, %v", res, err)
 	}
 	cur, blocks := s.m.current[agent], s.m.stopBlocks[agent]
+	s.m.save(cur) // every stop saves what was buffered before its hooks run
 	switch {
 	case blocks >= stopCap:
 		if !res.Capped || res.Blocked {
@@ -561,8 +562,7 @@ func (s *machine) Stop(t *rapid.T) {
 		s.checkRuns(t, nil)
 		return
 	case block:
-		s.m.save(cur) // the reason is queued after what was buffered
-		s.m.sessions[cur].keep(msg{role: "user", meta: true, text: "Stop hook feedback:\n" + stopReason})
+		s.m.sessions[cur].keep(msg{role: "user", meta: true, text: "Stop hook blocking error from command: \"fn-stop\": " + stopReason})
 		s.m.stopBlocks[agent]++
 	default:
 		s.m.stopBlocks[agent] = 0

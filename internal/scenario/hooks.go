@@ -317,6 +317,9 @@ func (r *recordingRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in ho
 	if in.StopReason != "" {
 		value += " stopReason=" + in.StopReason
 	}
+	if in.LastAssistantMessage != "" {
+		value += fmt.Sprintf(" last=%q", in.LastAssistantMessage)
+	}
 	r.note(hookexec.Stop, in.SessionID, value, hooks)
 	return r.inner.Stop(ctx, hooks, in, env)
 }
