@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
@@ -20,10 +21,10 @@ import (
 )
 
 // run is one row of an agent's timeline: the events of one restore, or
-// of one prompt, stop or compaction, which share an id.
+// of one prompt, stop, compaction or tool call, which share an id.
 type run struct {
 	ID, Agent     string
-	Kind          string // restore, end, prompt, stop or compact
+	Kind          string // restore, end, prompt, stop, compact or tool
 	Source        string // a restore's SessionStart source
 	From, To      string
 	Began, Ended  int64
@@ -35,12 +36,14 @@ type run struct {
 	Position      uint64
 	Cuts          []*cutItem // its events the page shows cut
 	cuts          []cutJSON  // the same, for the API's answer
+	Tool          *toolCall  // a tool call's row: its id is the tool_use id; nil for the others
 }
 
 // step is one event of a run, a segment of the row as long as the time
 // until the next step.
 type step struct {
 	Type     eventlog.Type
+	Label    string // what the segment shows: the type, or a tool call's step in its words
 	Seq      uint64
 	Position uint64
 	Time     int64
@@ -105,6 +108,7 @@ type runJSON struct {
 	Hooks         []hookJSON `json:"hooks"`
 	RolledForward bool       `json:"rolled_forward,omitempty"`
 	InProgress    bool       `json:"in_progress,omitempty"`
+	Tool          *toolJSON  `json:"tool,omitempty"`
 }
 
 // hookJSON is one hook event of a run.
@@ -188,6 +192,13 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		shown += n
 	}
 	runs = runs[start:end]
+	for i := range runs {
+		if runs[i].Tool != nil {
+			if err := h.findResult(ctx, runs[i].Tool); err != nil {
+				return nil, err
+			}
+		}
+	}
 	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs}
 	if start > 0 {
 		d.Prev = strconv.Itoa(max(start-limit, 0))
@@ -218,6 +229,9 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		}
 		for _, g := range rn.Hooks {
 			rj.Hooks = append(rj.Hooks, hookJSON{Event: g.Event, Hooks: g.Outcomes, Interrupted: g.Interrupted})
+		}
+		if rn.Tool != nil {
+			rj.Tool = h.newToolJSON(rn.ID, rn.Tool)
 		}
 		out.Runs = append(out.Runs, rj)
 	}
@@ -251,9 +265,9 @@ func (h *handler) runsByInjected(ctx context.Context) (map[string]run, error) {
 }
 
 // runBytes is what r's texts take of a page: the hooks' input, context
-// and spilled output.
+// and spilled output, and a tool call's input, result and reasons.
 func runBytes(r run) int {
-	n := 0
+	n := toolBytes(r.Tool)
 	for _, g := range r.Hooks {
 		n += len(g.Input) + len(g.Context)
 		if len(g.Bars) > 0 && g.Bars[0].Spilled != nil {
@@ -288,7 +302,11 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 		}
 		r := &runs[i]
 		r.Ended = ev.Time
-		r.Steps = append(r.Steps, step{Type: ev.Type, Seq: ev.Seq, Position: ev.Position, Time: ev.Time})
+		label := toolStepLabel(p)
+		if label == "" {
+			label = string(ev.Type)
+		}
+		r.Steps = append(r.Steps, step{Type: ev.Type, Label: label, Seq: ev.Seq, Position: ev.Position, Time: ev.Time})
 		h.foldRun(r, ev, p)
 		at := cutJSON{Stream: ev.Stream, Seq: ev.Seq, Position: ev.Position}
 		if cut := h.cutOf(&r.cuts, wholeEventPath(ev), at, c); cut != nil {
@@ -312,6 +330,9 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 	for i := range runs {
 		r := &runs[i]
 		r.InProgress = a.InFlight() && r.ID == inFlight
+		if c := a.Tools[r.ID]; r.Tool != nil && c != nil {
+			r.InProgress = fsm.ToolInFlight(c.State) // its hooks may be running
+		}
 		spread(r)
 	}
 	return a, runs, nil
@@ -339,6 +360,7 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 			r.RolledForward = r.RolledForward || o.Status == schema.HookCancelled || o.Status == schema.HookInterrupted
 		}
 	}
+	foldTool(r, ev, p, intent, ran)
 	switch p := p.(type) {
 	case *schema.SaveAttempted:
 		r.Kind, r.From, r.To, r.Source = "restore", p.From, p.To, string(orDefault(p.Source, schema.Source("resume")))

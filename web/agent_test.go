@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/web"
+	"github.com/reprise-dev/reprise/web/internal/fixture"
 )
 
 // agentRun is one run of an agent: its restore id and its steps.
@@ -175,6 +178,218 @@ func TestAgentPagesAreBoundedByBytes(t *testing.T) {
 		}
 		var page agentPage
 		s.api(t, path, &page)
+		seen += len(page.Runs)
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	if pages < 2 || seen != len(runs) {
+		t.Fatalf("%d pages list %d runs; want the %d runs on several pages", pages+1, seen, len(runs))
+	}
+}
+
+// toolRun is a tool call's row of an agent page, as the tests read it.
+type toolRun struct {
+	ID            string   `json:"id"`
+	Kind          string   `json:"kind"`
+	Steps         []string `json:"steps"`
+	RolledForward bool     `json:"rolled_forward"`
+	InProgress    bool     `json:"in_progress"`
+	Hooks         []struct {
+		Event       string             `json:"event"`
+		Hooks       []jsonview.Outcome `json:"hooks"`
+		Interrupted bool               `json:"interrupted"`
+	} `json:"hooks"`
+	Tool *struct {
+		Name     string          `json:"name"`
+		ToolUse  string          `json:"tool_use"`
+		Session  string          `json:"session"`
+		Decision string          `json:"decision"`
+		Reason   string          `json:"reason"`
+		Input    json.RawMessage `json:"input"`
+		Result   *struct {
+			Message string `json:"message"`
+			Failed  bool   `json:"failed"`
+			Seq     uint64 `json:"seq"`
+			Whole   string `json:"whole"`
+		} `json:"result"`
+	} `json:"tool"`
+}
+
+// hookSummary lists a row's hooks as EVENT:NAME:STATUS.
+func (r toolRun) hookSummary() []string {
+	var out []string
+	for _, g := range r.Hooks {
+		for _, o := range g.Hooks {
+			out = append(out, g.Event+":"+o.Name+":"+o.Status)
+		}
+	}
+	return out
+}
+
+func TestAgentPageShowsEachToolCallAsARow(t *testing.T) {
+	s := serve(t)
+	var page struct {
+		Runs []toolRun `json:"runs"`
+	}
+	s.api(t, "/agents/"+s.Tools, &page)
+	byID := map[string]toolRun{}
+	for _, r := range page.Runs {
+		byID[r.ID] = r
+	}
+	rm, read, notes, edit := byID[s.ToolCalls[0]], byID[s.ToolCalls[1]], byID[s.ToolCalls[2]], byID[s.ToolCalls[3]]
+	for _, r := range []toolRun{rm, read, notes, edit} {
+		if r.Kind != "tool" || r.Tool == nil || r.Tool.ToolUse != r.ID || r.Tool.Session != s.ToolsWork {
+			t.Fatalf("run %s: kind %q, tool %+v; want a tool row naming its tool_use id and session %s", r.ID, r.Kind, r.Tool, s.ToolsWork)
+		}
+	}
+
+	if rm.Tool.Name != "Bash" || rm.Tool.Decision != "deny" || !strings.Contains(rm.Tool.Reason, "no rm here") ||
+		!slices.Equal(rm.hookSummary(), []string{"PreToolUse:guard-rm:ok"}) || rm.Tool.Result == nil || rm.RolledForward || rm.InProgress {
+		t.Errorf("the denied call: %+v, hooks %v; want Bash denied by guard-rm, its error result named", rm.Tool, rm.hookSummary())
+	}
+	if read.Tool.Name != "Read" || read.Tool.Decision != "allow" || read.Tool.Reason != "reads are fine" ||
+		string(read.Tool.Input) != `{"file_path":"go.mod"}` ||
+		!slices.Equal(read.hookSummary(), []string{"PreToolUse:" + fixture.AllowReads + ":ok", "PostToolUse:lint:ok"}) ||
+		!slices.Equal(read.Steps, []string{"ToolHookStarted", "ToolHookRan", "ToolDecided", "ToolResultRecorded", "ToolHookRan"}) {
+		t.Errorf("the allowed call: %+v, hooks %v, steps %v", read.Tool, read.hookSummary(), read.Steps)
+	}
+	if lint := read.Hooks[len(read.Hooks)-1].Hooks[0]; lint.DurationMS < 20 {
+		t.Errorf("the lint hook took %v ms, want its 20 ms at least", lint.DurationMS)
+	}
+	if notes.Tool.Decision != "allow" || !slices.Equal(notes.hookSummary(), []string{"PermissionRequest:" + fixture.ApproveNotes + ":ok"}) ||
+		notes.Tool.Result == nil || !notes.Tool.Result.Failed {
+		t.Errorf("the call its PermissionRequest hook allowed: %+v, hooks %v; want allowed, its result failed", notes.Tool, notes.hookSummary())
+	}
+	if edit.Tool.Decision != "" || !edit.RolledForward || len(edit.Hooks) != 1 || !edit.Hooks[0].Interrupted ||
+		!slices.Equal(edit.hookSummary(), []string{"PreToolUse:" + fixture.AllowReads + ":interrupted"}) {
+		t.Errorf("the call whose hooks were cut short: %+v, rolled forward %v, hooks %v; want undecided, rolled forward, interrupted",
+			edit.Tool, edit.RolledForward, edit.hookSummary())
+	}
+
+	// The result links to the tool_result message, whole.
+	res := read.Tool.Result
+	if res == nil || res.Whole != fmt.Sprintf("/api/sessions/%s/messages/%d", s.ToolsWork, res.Seq) {
+		t.Fatalf("the allowed call's result is %+v; want its message, whole at /api/sessions/%s/messages/SEQ", res, s.ToolsWork)
+	}
+	var msg struct {
+		UUID    string            `json:"uuid"`
+		Content []json.RawMessage `json:"content"`
+	}
+	s.api(t, strings.TrimPrefix(res.Whole, "/api"), &msg)
+	if msg.UUID != res.Message || len(msg.Content) != 1 || !strings.Contains(string(msg.Content[0]), "module example.com/app") {
+		t.Errorf("GET %s = %+v; want the tool_result %s holding the tool's output", res.Whole, msg, res.Message)
+	}
+
+	body := s.page(t, "/agents/"+s.Tools)
+	contains(t, "tools timeline", body,
+		`id="run-`+s.ToolCalls[0]+`"`, `<span class="kind">tool Bash</span>`, `<span class="badge deny">deny</span>`, "no rm here",
+		`<span class="hook ok">ok</span> guard-rm · `, `<span class="hook ok">ok</span> lint · `,
+		`>PreToolUse hooks</span>`, `>PermissionRequest hooks</span>`, `>decided allow</span>`, `>result · PostToolUse hooks</span>`,
+		`<span class="badge allow">allow</span>`, "reads are fine",
+		`&#34;file_path&#34;: &#34;go.mod&#34;`, // the input, shown
+		fmt.Sprintf(`href="/sessions/%s/messages/%d"`, s.ToolsWork, res.Seq),
+		fmt.Sprintf(`href="/sessions/%s?cursor=%d#m-%s"`, s.ToolsWork, res.Seq, res.Message),
+		`<span class="hook interrupted">interrupted</span> `+html.EscapeString(fixture.AllowReads),
+	)
+	row := ""
+	if i := strings.Index(body, `id="run-`+s.ToolCalls[3]+`"`); i >= 0 {
+		row, _, _ = strings.Cut(body[i:], "</li>")
+	}
+	if !strings.Contains(row, `<span class="badge warn">rolled forward</span>`) {
+		t.Errorf("the call whose hooks were cut short is not marked rolled forward")
+	}
+}
+
+// toolCall is a tool call in session whose PreToolUse hooks ran and
+// which was allowed with input.
+func toolCall(id, session, tool string, input []byte) agentRun {
+	return agentRun{id: id, steps: []schema.Payload{
+		&schema.ToolHookStarted{Event: schema.HookPreToolUse, Session: session, ToolUseID: id, Tool: tool, Hooks: []string{"guard.sh"}},
+		&schema.ToolHookRan{Event: schema.HookPreToolUse, Session: session, ToolUseID: id, Tool: tool,
+			Outcomes: []schema.HookOutcome{{Name: "guard.sh", Status: schema.HookOK, Duration: int64(3 * time.Millisecond)}}},
+		&schema.ToolDecided{Session: session, ToolUseID: id, Tool: tool, Input: input, Decision: "allow"},
+	}}
+}
+
+func TestToolCallWhoseHooksMayBeRunningIsInProgress(t *testing.T) {
+	running := agentRun{id: "toolu_run", steps: []schema.Payload{
+		&schema.ToolHookStarted{Event: schema.HookPreToolUse, Session: "s1", ToolUseID: "toolu_run", Tool: "Bash", Hooks: []string{"guard.sh"}},
+	}}
+	s := serveAgent(t, web.Options{}, nil, startup("r1", "s1", "", ""),
+		toolCall("toolu_ran", "s1", "Read", []byte(`{"file_path":"a.go"}`)), running)
+	var page struct {
+		Runs []toolRun `json:"runs"`
+	}
+	s.api(t, "/agents/a1", &page)
+	if len(page.Runs) != 3 {
+		t.Fatalf("%d runs, want the restore and two tool calls", len(page.Runs))
+	}
+	ran, run := page.Runs[1], page.Runs[2]
+	if ran.Kind != "tool" || ran.InProgress || run.Kind != "tool" || !run.InProgress || run.Tool == nil || run.Tool.Decision != "" {
+		t.Errorf("runs %+v and %+v; want the decided call done, the other in progress, undecided", ran, run)
+	}
+	body := s.page(t, "/agents/a1")
+	row := ""
+	if i := strings.Index(body, `id="run-toolu_run"`); i >= 0 {
+		row, _, _ = strings.Cut(body[i:], "</li>")
+	}
+	contains(t, "the running call's row", row, `<span class="badge warn">in progress</span>`, "none: not decided")
+	contains(t, "the page", body, "none recorded: the tool may be running, or may have run")
+}
+
+func TestAgentPagesWithToolCallsAreBoundedByBytes(t *testing.T) {
+	input := func(size int) []byte {
+		b, err := json.Marshal(map[string]string{"content": longText(size)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	large := input(300 << 10)
+	runs := []agentRun{startup("r1", "s1", "", ""), toolCall("toolu_large", "s1", "Write", large)}
+	for i := range 40 {
+		runs = append(runs, toolCall(fmt.Sprintf("toolu_%d", i), "s1", "Write", input(50<<10)))
+	}
+	s := serveAgent(t, web.Options{}, nil, runs...)
+
+	var first struct {
+		Runs []toolRun `json:"runs"`
+		Cut  []struct {
+			Seq          uint64 `json:"seq"`
+			Position     uint64 `json:"position"`
+			Bytes, Shown int
+		} `json:"cut"`
+	}
+	s.api(t, "/agents/a1?cursor=0&limit=2", &first)
+	if len(first.Runs) != 2 || first.Runs[1].Tool == nil || len(first.Cut) != 1 || first.Cut[0].Seq != 7 ||
+		first.Cut[0].Bytes < len(large) || first.Cut[0].Shown > 65<<10 {
+		t.Fatalf("the first page: %d runs, cut %+v; want the large call's ToolDecided (seq 7) cut to 64 KiB", len(first.Runs), first.Cut)
+	}
+	var shown string
+	if json.Unmarshal(first.Runs[1].Tool.Input, &shown) != nil || len(shown) > 64<<10 || !strings.HasPrefix(string(large), shown) {
+		t.Errorf("the large call's input is %d bytes, %.40q; want its start, at most 64 KiB", len(first.Runs[1].Tool.Input), first.Runs[1].Tool.Input)
+	}
+	body := s.page(t, "/agents/a1?cursor=0&limit=2")
+	contains(t, "the first page", body, fmt.Sprintf(`<a href="/events/%d">`, first.Cut[0].Position))
+
+	seen, cursor, pages := 0, "0", 0
+	for ; pages < 10; pages++ {
+		path := "/agents/a1?cursor=" + cursor
+		body := s.page(t, path)
+		if len(body) > 1<<20+128<<10 {
+			t.Errorf("page %s is %d bytes; want about 1 MiB at most", path, len(body))
+		}
+		var page struct {
+			Runs []toolRun `json:"runs"`
+			Next string    `json:"next_cursor"`
+		}
+		s.api(t, path, &page)
+		for _, r := range page.Runs {
+			if r.Tool != nil && len(r.Tool.Input) < 50<<10 {
+				t.Errorf("run %s shows %d bytes of its input, want all of it", r.ID, len(r.Tool.Input))
+			}
+		}
 		seen += len(page.Runs)
 		if cursor = page.Next; cursor == "" {
 			break

@@ -167,15 +167,15 @@ func TestSessionsPagesWithACursorAndFilters(t *testing.T) {
 		t.Fatalf("pages of 2 list %v, want %v", seen, all)
 	}
 	s.api(t, "/sessions?cwd=payments", &page)
-	if len(page.Sessions) != len(all)-1 {
-		t.Errorf("cwd filter 'payments' lists %d sessions, want %d (all but %s)", len(page.Sessions), len(all)-1, s.Work)
+	if len(page.Sessions) != len(all)-2 {
+		t.Errorf("cwd filter 'payments' lists %d sessions, want %d (all but %s and %s)", len(page.Sessions), len(all)-2, s.Work, s.ToolsWork)
 	}
 	s.api(t, "/sessions?id=ci-wo", &page)
 	if len(page.Sessions) != 1 || page.Sessions[0].ID != s.Work {
 		t.Errorf("id filter 'ci-wo' lists %+v, want %s alone", page.Sessions, s.Work)
 	}
 	body := s.page(t, "/sessions?limit=1")
-	contains(t, "first page of 1", body, `rel="next"`, "5 session(s)")
+	contains(t, "first page of 1", body, `rel="next"`, "6 session(s)")
 }
 
 func TestSessionPageShowsTheConversation(t *testing.T) {
@@ -402,10 +402,10 @@ func TestAgentPagesAreCut(t *testing.T) {
 func TestAuditPage(t *testing.T) {
 	s := serve(t)
 	body := s.page(t, "/audit")
-	contains(t, "audit page", body, `<p class="verdict ok">ok:`, "3 agents")
+	contains(t, "audit page", body, `<p class="verdict ok">ok:`, "4 agents")
 	var rep jsonview.Audit
 	s.api(t, "/audit", &rep)
-	if !rep.OK || rep.Agents != 3 || rep.HooksFailed == 0 || len(rep.Violations) != 0 {
+	if !rep.OK || rep.Agents != 4 || rep.HooksFailed == 0 || len(rep.Violations) != 0 {
 		t.Errorf("API audit = %+v", rep)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,6 +162,7 @@ func TestPagesInABrowser(t *testing.T) {
 		{"agents", "/agents"},
 		{"agent", "/agents/" + s.CI},
 		{"crashy", "/agents/" + s.Crashy},
+		{"tools", "/agents/" + s.Tools},
 		{"demo-agent", "/agents/demo-host"},
 		{"audit", "/audit"},
 		{"events", "/events"},
@@ -214,6 +216,22 @@ func TestPagesInABrowser(t *testing.T) {
 	crashyBars := get(t, b, "bars", chromedp.Evaluate[[]string](labels))
 	if !hasBar(crashyBars, "interrupted", "echo ready") {
 		t.Errorf("the timeline of %s has no interrupted bar: %q", s.Crashy, crashyBars)
+	}
+	// The tool calls: a row each, with its hooks, the one a dying process
+	// cut short interrupted.
+	b.do(t, "tools timeline",
+		chromedp.Navigate(srv.URL+"/agents/"+s.Tools),
+		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
+	)
+	toolBars := get(t, b, "bars", chromedp.Evaluate[[]string](labels))
+	for _, want := range [][2]string{{"ok", "guard-rm"}, {"ok", "lint"}, {"ok", fixture.ApproveNotes}, {"interrupted", fixture.AllowReads}} {
+		if !hasBar(toolBars, want[0], want[1]) {
+			t.Errorf("the timeline of %s has no %s bar for %q: %q", s.Tools, want[0], want[1], toolBars)
+		}
+	}
+	kinds := get(t, b, "tool rows", chromedp.Evaluate[[]string](`[...document.querySelectorAll(".run h2 .kind")].map(e => e.textContent)`))
+	if want := []string{"restore (resume)", "tool Bash", "tool Read", "tool Write", "tool Edit"}; !slices.Equal(kinds, want) {
+		t.Errorf("the rows of %s are %q, want %q", s.Tools, kinds, want)
 	}
 	// A click opens a hook's details: its exit code and output.
 	b.do(t, "open a hook",
