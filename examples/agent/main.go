@@ -1,12 +1,15 @@
 // Command agent is a small agent host on the Anthropic Messages API that
-// keeps every turn in reprise: a chat loop on standard input whose
-// conversation lives in a reprise event log, whose Claude Code hooks
-// (SessionStart, UserPromptSubmit, Stop, SessionEnd) run as Claude Code
-// runs them, and whose sessions can be resumed by id in a later process.
+// keeps every turn in reprise: a loop on standard input whose conversation
+// lives in a reprise event log, whose model may call Bash, Read and Write
+// tools, whose Claude Code hooks (SessionStart, UserPromptSubmit,
+// PreToolUse, PostToolUse, Stop, SessionEnd, ...) and permission rules
+// apply as Claude Code applies them, and whose sessions can be resumed by
+// id in a later process.
 //
 // Usage:
 //
 //	agent [--store PATH] [--session ID] [--model MODEL] [--base-url URL]
+//	      [--stream] [--allowed-tools RULES] [--disallowed-tools RULES]
 //
 // Each line read from standard input is a prompt. For each, the agent
 //
@@ -15,13 +18,19 @@
 //     read; a hook's context is kept as a <system-reminder> meta message;
 //  2. rebuilds the conversation from the log (Engine.Conversation), turns
 //     it into request messages (adapters/anthropic.MessageParams) and sends
-//     it with the SDK's Messages.New;
+//     it, with the tools, with the SDK's Messages.New or, with --stream,
+//     Messages.NewStreaming;
 //  3. appends the response, every block and its usage, to the session
 //     (adapters/anthropic.Append) and prints its text;
-//  4. ends the turn with Agent.Stop, which runs the Stop hooks: a hook that
-//     blocks queues its reason as the next user message, and the agent
-//     sends again, until no hook blocks or reprise's cap of consecutive
-//     blocks is reached.
+//  4. takes each tool call of the answer through Agent.PreToolUse, with
+//     what the settings' permission rules and --allowed-tools say of it,
+//     asks on the terminal about a call still undecided, runs the ones
+//     allowed, and gives each result, or refusal, to Agent.PostToolUse;
+//     then goes back to 2;
+//  5. once an answer calls no tool, ends the turn with Agent.Stop, which
+//     runs the Stop hooks: a hook that blocks queues its reason as the
+//     next user message, and the agent goes back to 2, until no hook
+//     blocks or reprise's cap of consecutive blocks is reached.
 //
 // At the end of input the session is ended with reason user_exit (its
 // SessionEnd hooks get prompt_input_exit) and the agent prints the command
@@ -30,11 +39,11 @@
 // Without --session, the first prompt starts a new session (Agent.New,
 // with the prompt as the SessionStart hooks' initialPrompt) in the current
 // directory, which is the session's project: its .claude/settings.json and
-// .claude/settings.local.json hooks run, besides those of
-// ~/.claude/settings.json. With --session ID, the agent resumes that
-// session at once (Agent.Start with WithResume: its SessionStart hooks get
-// source "resume", as Claude Code's --resume gives them): the next prompt
-// is sent with every earlier turn.
+// .claude/settings.local.json hooks and rules apply, besides those of
+// ~/.claude/settings.json, and its tools run there. With --session ID, the
+// agent resumes that session at once (Agent.Start with WithResume: its
+// SessionStart hooks get source "resume", as Claude Code's --resume gives
+// them): the next prompt is sent with every earlier turn.
 //
 // The store is a bbolt file: --store, else $REPRISE_STORE, else
 // $XDG_STATE_HOME/reprise/reprise.db, else
@@ -125,7 +134,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.Var(&cfg.allowedTools, "allowed-tools", "permission `RULES` that allow tool calls without asking, as in settings' permissions.allow (\"Bash(git log *),Read\"; repeatable)")
 	fs.Var(&cfg.disallowedTools, "disallowed-tools", "permission `RULES` that deny tool calls, as in settings' permissions.deny (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agent [flags] < prompts\n\nA chat loop on the Anthropic Messages API whose sessions live in reprise.\nFlags:")
+		fmt.Fprintln(stderr, "usage: agent [flags] < prompts\n\nAn agent on the Anthropic Messages API, with Bash, Read and Write tools, whose sessions live in reprise.\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
