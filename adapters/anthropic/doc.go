@@ -30,7 +30,13 @@
 // Code sends it: a text block of a user turn, merged with the user
 // messages around it. In a user turn, tool_result blocks come first, as
 // the API requires, so a reminder injected between a tool_use and its
-// result does not break the turn.
+// result does not break the turn. reprise records the steps of a tool
+// call (Agent.PreToolUse, Agent.PostToolUse) as such blocks: a denied
+// call's error tool_result (is_error, the reason as its content), the
+// tool's result, and the hooks' context as a meta message after it, all
+// of which land in the user turn that answers the tool_use. A result whose
+// content is a JSON object, as a Go tool's output may be, is sent as the
+// text of that JSON, the only change MessageParams makes to a stored block.
 //
 // # Responses
 //

@@ -32,7 +32,10 @@ var ErrUnmappable = errors.New("anthropic adapter: message cannot be sent")
 // A text block is sent as a text block param of its Text, unless it has
 // stored JSON (FromResponse keeps it for a text block with citations),
 // which is then sent verbatim. Every other block is sent as its stored
-// JSON, verbatim, whatever its type.
+// JSON, verbatim, whatever its type, with one exception: a tool_result
+// whose content is neither a string nor an array of blocks (a Go tool's
+// JSON output, as Agent.PostToolUse records it) has that JSON sent as its
+// content's text, since the API takes no other content.
 func MessageParams(conv []schema.Message) ([]anthropic.MessageParam, error) {
 	out := make([]anthropic.MessageParam, 0, len(conv))
 	var role string
@@ -82,7 +85,8 @@ func MessageParams(conv []schema.Message) ([]anthropic.MessageParam, error) {
 
 // BlockParam returns b as a content block of a request: a text block made
 // of its Text when it has no stored JSON, otherwise its stored JSON
-// verbatim.
+// verbatim, but for a tool_result's content that is neither a string nor
+// an array, which is sent as the text of its JSON.
 func BlockParam(b schema.Block) (anthropic.ContentBlockParamUnion, error) {
 	if b.Type == "text" && b.Raw == nil {
 		return anthropic.NewTextBlock(b.Text), nil
@@ -94,7 +98,41 @@ func BlockParam(b schema.Block) (anthropic.ContentBlockParamUnion, error) {
 	if b.Type == "tool_use" && bytes.Contains(raw, []byte(`"`+openAIPrefix)) {
 		raw = withoutOpenAIFields(raw)
 	}
+	if b.Type == "tool_result" {
+		raw = withSendableContent(raw)
+	}
 	return param.Override[anthropic.ContentBlockParamUnion](json.RawMessage(raw)), nil
+}
+
+// withSendableContent returns a tool_result block's JSON with a content
+// the Messages API takes: a string or an array of blocks. reprise records
+// a Go tool's output as whatever JSON the host gave (Agent.PostToolUse),
+// such as Bash's {"stdout": ...} object; such content is sent as a string
+// holding that JSON, compact, so that the model reads what the tool gave
+// and the request is not refused. Anything else stays as stored.
+func withSendableContent(raw []byte) []byte {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return raw
+	}
+	content := bytes.TrimSpace(obj["content"])
+	if len(content) == 0 || content[0] == '"' || content[0] == '[' || bytes.Equal(content, []byte("null")) {
+		return raw
+	}
+	var text bytes.Buffer
+	if json.Compact(&text, content) != nil {
+		return raw
+	}
+	s, err := json.Marshal(text.String())
+	if err != nil {
+		return raw
+	}
+	obj["content"] = s
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // openAIPrefix starts the block types and fields the OpenAI adapter keeps

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,7 +109,11 @@ const RefusalBlockType = "openai_refusal"
 //     change how models weigh it.
 //   - tool_result blocks become tool messages (tool_call_id, content text),
 //     placed before the rest of their user message, as the chat format
-//     wants them right after the assistant's tool calls.
+//     wants them right after the assistant's tool calls. Content that is
+//     neither a string nor an array of blocks (a Go tool's JSON output)
+//     is sent as the text of its JSON; an error result (is_error, such as
+//     the denial reprise records for a refused call) keeps its text, which
+//     says what went wrong, and loses only the flag.
 //   - assistant text becomes the assistant content; tool_use blocks become
 //     function tool calls (id, name, arguments = the input JSON).
 //   - blocks of type ResponseBlockType are metadata and are skipped.
@@ -252,7 +257,9 @@ func (c *converter) document(j int, d block) (openai.ChatCompletionContentPartUn
 }
 
 // toolResult maps a tool_result block to a tool message. Its content is a
-// string, or an array of blocks of which only text blocks can be sent.
+// string, or an array of blocks of which only text blocks can be sent, or
+// any other JSON (a Go tool's output, as reprise's Agent.PostToolUse
+// records it), which is sent as the text of that JSON.
 func (c *converter) toolResult(j int, d block) openai.ChatCompletionMessageParamUnion {
 	if d.IsError {
 		c.lose(j, "tool_result", "is_error has no chat completion equivalent; the content is sent as a plain tool result")
@@ -263,8 +270,9 @@ func (c *converter) toolResult(j int, d block) openai.ChatCompletionMessageParam
 	}
 	var items []block
 	if err := json.Unmarshal(d.Content, &items); err != nil {
-		c.lose(j, "tool_result", "content is neither a string nor an array of blocks; sent empty")
-		return openai.ToolMessage("", d.ToolUseID)
+		var compact bytes.Buffer
+		json.Compact(&compact, d.Content) // valid JSON: it was decoded
+		return openai.ToolMessage(compact.String(), d.ToolUseID)
 	}
 	parts := make([]openai.ChatCompletionContentPartTextParam, 0, len(items))
 	for _, it := range items {

@@ -1,12 +1,15 @@
 // Command agent is a small agent host on the Anthropic Messages API that
-// keeps every turn in reprise: a chat loop on standard input whose
-// conversation lives in a reprise event log, whose Claude Code hooks
-// (SessionStart, UserPromptSubmit, Stop, SessionEnd) run as Claude Code
-// runs them, and whose sessions can be resumed by id in a later process.
+// keeps every turn in reprise: a loop on standard input whose conversation
+// lives in a reprise event log, whose model may call Bash, Read and Write
+// tools, whose Claude Code hooks (SessionStart, UserPromptSubmit,
+// PreToolUse, PostToolUse, Stop, SessionEnd, ...) and permission rules
+// apply as Claude Code applies them, and whose sessions can be resumed by
+// id in a later process.
 //
 // Usage:
 //
 //	agent [--store PATH] [--session ID] [--model MODEL] [--base-url URL]
+//	      [--stream] [--allowed-tools RULES] [--disallowed-tools RULES]
 //
 // Each line read from standard input is a prompt. For each, the agent
 //
@@ -15,13 +18,19 @@
 //     read; a hook's context is kept as a <system-reminder> meta message;
 //  2. rebuilds the conversation from the log (Engine.Conversation), turns
 //     it into request messages (adapters/anthropic.MessageParams) and sends
-//     it with the SDK's Messages.New;
+//     it, with the tools, with the SDK's Messages.New or, with --stream,
+//     Messages.NewStreaming;
 //  3. appends the response, every block and its usage, to the session
 //     (adapters/anthropic.Append) and prints its text;
-//  4. ends the turn with Agent.Stop, which runs the Stop hooks: a hook that
-//     blocks queues its reason as the next user message, and the agent
-//     sends again, until no hook blocks or reprise's cap of consecutive
-//     blocks is reached.
+//  4. takes each tool call of the answer through Agent.PreToolUse, with
+//     what the settings' permission rules and --allowed-tools say of it,
+//     asks on the terminal about a call still undecided, runs the ones
+//     allowed, and gives each result, or refusal, to Agent.PostToolUse;
+//     then goes back to 2;
+//  5. once an answer calls no tool, ends the turn with Agent.Stop, which
+//     runs the Stop hooks: a hook that blocks queues its reason as the
+//     next user message, and the agent goes back to 2, until no hook
+//     blocks or reprise's cap of consecutive blocks is reached.
 //
 // At the end of input the session is ended with reason user_exit (its
 // SessionEnd hooks get prompt_input_exit) and the agent prints the command
@@ -30,11 +39,11 @@
 // Without --session, the first prompt starts a new session (Agent.New,
 // with the prompt as the SessionStart hooks' initialPrompt) in the current
 // directory, which is the session's project: its .claude/settings.json and
-// .claude/settings.local.json hooks run, besides those of
-// ~/.claude/settings.json. With --session ID, the agent resumes that
-// session at once (Agent.Start with WithResume: its SessionStart hooks get
-// source "resume", as Claude Code's --resume gives them): the next prompt
-// is sent with every earlier turn.
+// .claude/settings.local.json hooks and rules apply, besides those of
+// ~/.claude/settings.json, and its tools run there. With --session ID, the
+// agent resumes that session at once (Agent.Start with WithResume: its
+// SessionStart hooks get source "resume", as Claude Code's --resume gives
+// them): the next prompt is sent with every earlier turn.
 //
 // The store is a bbolt file: --store, else $REPRISE_STORE, else
 // $XDG_STATE_HOME/reprise/reprise.db, else
@@ -65,6 +74,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
 	"github.com/reprise-dev/reprise/schema"
@@ -87,14 +97,22 @@ func main() {
 
 // config is what the flags say.
 type config struct {
-	store     string
-	session   string
-	agent     string
-	model     string
-	maxTokens int64
-	system    string
-	baseURL   string
+	store           string
+	session         string
+	agent           string
+	model           string
+	maxTokens       int64
+	system          string
+	baseURL         string
+	stream          bool
+	maxTurns        int
+	allowedTools    toolList
+	disallowedTools toolList
 }
+
+// defaultMaxTurns bounds the requests one prompt leads to: answers that
+// call tools, and Stop hooks' continuations.
+const defaultMaxTurns = 50
 
 // run is the whole command: it parses args, reads prompts from stdin until
 // its end (or until ctx is cancelled), writes the model's answers to stdout
@@ -111,8 +129,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.Int64Var(&cfg.maxTokens, "max-tokens", 4096, "the most tokens (`N`) an answer may have")
 	fs.StringVar(&cfg.system, "system", "", "a system prompt `TEXT`")
 	fs.StringVar(&cfg.baseURL, "base-url", "", "the Messages API's base `URL` (default $ANTHROPIC_BASE_URL, else Anthropic's)")
+	fs.BoolVar(&cfg.stream, "stream", false, "ask for answers as a stream of server-sent events, printed as they come")
+	fs.IntVar(&cfg.maxTurns, "max-turns", defaultMaxTurns, "the most requests (`N`) one prompt may lead to, tool calls and Stop hooks' continuations included")
+	fs.Var(&cfg.allowedTools, "allowed-tools", "permission `RULES` that allow tool calls without asking, as in settings' permissions.allow (\"Bash(git log *),Read\"; repeatable)")
+	fs.Var(&cfg.disallowedTools, "disallowed-tools", "permission `RULES` that deny tool calls, as in settings' permissions.deny (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agent [flags] < prompts\n\nA chat loop on the Anthropic Messages API whose sessions live in reprise.\nFlags:")
+		fmt.Fprintln(stderr, "usage: agent [flags] < prompts\n\nAn agent on the Anthropic Messages API, with Bash, Read and Write tools, whose sessions live in reprise.\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -123,6 +145,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agent: unexpected argument %q (prompts are read from standard input)\n", fs.Arg(0))
+		return 2
+	}
+	if cfg.maxTurns < 1 {
+		fmt.Fprintln(stderr, "agent: --max-turns must be at least 1")
 		return 2
 	}
 	if err := runLoop(ctx, cfg, stdin, stdout, stderr); err != nil {
@@ -169,6 +195,12 @@ type host struct {
 	out     io.Writer
 	errw    io.Writer
 	session string // the current session, "" until the first prompt of a new one
+	cwd     string // the current session's project, where tools run
+	home    string // the user's home, whose ~/.claude/settings.json has rules
+	// lines are standard input's lines: prompts, and the answers to
+	// permission questions when interactive (standard input a terminal).
+	lines       <-chan string
+	interactive bool
 }
 
 func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io.Writer) (err error) {
@@ -210,17 +242,18 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 		opts = append(opts, option.WithBaseURL(cfg.baseURL))
 	}
 	h := &host{cfg: cfg, store: store, e: e, agent: agent, client: anthropic.NewClient(opts...), out: stdout, errw: stderr}
+	h.home, _ = os.UserHomeDir()
 
 	if cfg.session != "" {
 		if err := h.resume(ctx, cfg.session); err != nil {
 			return err
 		}
 	}
-	interactive := isTerminal(stdin)
 	lines, stopReading := readLines(stdin)
 	defer stopReading()
+	h.lines, h.interactive = lines, isTerminal(stdin)
 	for {
-		if interactive {
+		if h.interactive {
 			fmt.Fprint(stdout, "> ")
 		}
 		var text string
@@ -273,6 +306,7 @@ func (h *host) resume(ctx context.Context, id string) error {
 	}
 	h.session = id
 	info, _ := h.e.Session(ctx, id)
+	h.cwd = info.Cwd
 	fmt.Fprintf(h.errw, "resumed session %s (%d messages, project %s)\n", id, r.Messages, info.Cwd)
 	h.reportHooks("SessionStart", r.StartOutcomes, r.Context)
 	return nil
@@ -289,7 +323,7 @@ func (h *host) start(ctx context.Context, prompt string) error {
 	if err != nil {
 		return fmt.Errorf("new session: %w", err)
 	}
-	h.session = r.To
+	h.session, h.cwd = r.To, cwd
 	fmt.Fprintf(h.errw, "session %s (project %s)\n", h.session, cwd)
 	h.reportHooks("SessionStart", r.StartOutcomes, r.Context)
 	return nil
@@ -302,8 +336,9 @@ type apiError struct{ err error }
 func (e *apiError) Error() string { return "messages API: " + e.err.Error() }
 func (e *apiError) Unwrap() error { return e.err }
 
-// turn is one prompt: submit it, then send, append and stop until no Stop
-// hook asks to continue.
+// turn is one prompt: submit it, then send, append and run the answer's
+// tool calls until an answer calls none, then stop, and go on while a
+// Stop hook asks to continue.
 func (h *host) turn(ctx context.Context, text string) error {
 	pr, err := h.agent.Prompt(ctx, text)
 	if err != nil {
@@ -314,9 +349,8 @@ func (h *host) turn(ctx context.Context, text string) error {
 		fmt.Fprintf(h.out, "[prompt blocked by a UserPromptSubmit hook: %s]\n", pr.Reason)
 		return nil
 	}
-	// reprise caps consecutive Stop blocks; the bound here only guards
-	// against a loop if it did not.
-	for sends := 0; sends <= stopBlockCap; sends++ {
+	// reprise caps consecutive Stop blocks; --max-turns bounds the rest.
+	for requests := 1; requests <= h.cfg.maxTurns; requests++ {
 		resp, err := h.send(ctx)
 		if err != nil {
 			return &apiError{err}
@@ -324,10 +358,24 @@ func (h *host) turn(ctx context.Context, text string) error {
 		if _, err := rpanthropic.Append(ctx, h.e, h.session, resp); err != nil {
 			return fmt.Errorf("append the answer: %w", err)
 		}
+		var uses []anthropic.ContentBlockUnion
 		for _, b := range resp.Content {
-			if b.Type == "text" {
+			switch {
+			case b.Type == "text" && !h.cfg.stream: // a stream printed it as it came
 				fmt.Fprintln(h.out, b.Text)
+			case b.Type == "tool_use":
+				uses = append(uses, b)
 			}
+		}
+		if len(uses) > 0 {
+			// Every call gets its tool_result before the next request,
+			// in the order the model made them.
+			for _, use := range uses {
+				if err := h.useTool(ctx, use); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		st, err := h.agent.Stop(ctx, reprise.WithStopReason(string(resp.StopReason)))
 		if err != nil {
@@ -343,11 +391,13 @@ func (h *host) turn(ctx context.Context, text string) error {
 		// The reason is already the session's next user message.
 		fmt.Fprintf(h.out, "[a Stop hook asks to continue: %s]\n", st.Reason)
 	}
+	fmt.Fprintf(h.errw, "the turn reached --max-turns (%d requests) and ends here\n", h.cfg.maxTurns)
 	return nil
 }
 
 // send sends the session's conversation, rebuilt from the log, to the
-// model.
+// model, with the tools it may call, and returns the answer, streamed
+// with --stream.
 func (h *host) send(ctx context.Context) (*anthropic.Message, error) {
 	conv, err := h.e.Conversation(ctx, h.session)
 	if err != nil {
@@ -361,11 +411,51 @@ func (h *host) send(ctx context.Context) (*anthropic.Message, error) {
 		Model:     anthropic.Model(h.cfg.model),
 		MaxTokens: h.cfg.maxTokens,
 		Messages:  msgs,
+		Tools:     toolDefinitions(),
 	}
 	if h.cfg.system != "" {
 		params.System = []anthropic.TextBlockParam{{Text: h.cfg.system}}
 	}
-	return h.client.Messages.New(ctx, params)
+	if !h.cfg.stream {
+		return h.client.Messages.New(ctx, params)
+	}
+	return h.receive(h.client.Messages.NewStreaming(ctx, params))
+}
+
+// receive reads a streamed answer to its message_stop, printing its text
+// as it comes, and returns the whole message, its JSON included, as
+// Messages.New would.
+func (h *host) receive(stream *ssestream.Stream[anthropic.MessageStreamEventUnion]) (*anthropic.Message, error) {
+	defer stream.Close()
+	var msg anthropic.Message
+	stopped, printed := false, false
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, fmt.Errorf("stream: %w", err)
+		}
+		switch ev.Type {
+		case "content_block_delta":
+			if ev.Delta.Type == "text_delta" {
+				fmt.Fprint(h.out, ev.Delta.Text)
+				printed = true
+			}
+		case "content_block_stop":
+			if printed {
+				fmt.Fprintln(h.out)
+				printed = false
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	if !stopped {
+		return nil, errors.New("stream: the answer ended before its message_stop")
+	}
+	return &msg, nil
 }
 
 // end ends the current session for reason, running its SessionEnd hooks,

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/reprise-dev/reprise"
+)
+
+// Texts the model is told, as the call's error tool_result, when a call
+// that needed the user's word did not get it.
+const (
+	refusedByUser = "The user denied this tool call."
+	interrupted   = "The tool call was interrupted before its result was recorded: it may have run."
+)
+
+// noTerminal is the refusal of a call that needed the user's word when
+// standard input is not a terminal to ask on.
+func noTerminal(tool string) string {
+	return "Permission to use " + tool + " was not granted: the agent has no terminal to ask on. " +
+		"Allow it with --allowed-tools or a permissions rule in the settings."
+}
+
+// useTool takes one tool call of an answer through reprise and runs it
+// when it may: the settings' and the flags' permission rules say what they
+// say (Permission), reprise runs the PreToolUse hooks and weighs both,
+// deny over ask over allow; a call left to ask is asked about on the
+// terminal; then the tool runs with the input the hooks left, and its
+// result, or the refusal, goes to PostToolUse, which records it as the
+// call's tool_result and runs the PostToolUse hooks. A denied call's
+// error tool_result is already recorded by PreToolUse.
+func (h *host) useTool(ctx context.Context, use anthropic.ContentBlockUnion) error {
+	input := json.RawMessage(use.Input)
+	rs := loadRules(h.home, h.cwd, h.cfg.allowedTools, h.cfg.disallowedTools, h.errw)
+	perm, _ := rs.permission(call{tool: use.Name, input: input, cwd: h.cwd, home: h.home})
+	d, err := h.agent.PreToolUse(ctx, reprise.ToolCall{ID: use.ID, Name: use.Name, Input: input, Permission: perm})
+	if err != nil {
+		return fmt.Errorf("PreToolUse of %s: %w", use.Name, err)
+	}
+	if d.Context != "" {
+		fmt.Fprintf(h.errw, "[PreToolUse hooks added context (%d characters)]\n", len(d.Context))
+	}
+	if d.Interrupted {
+		// Allowed by an earlier process, which may have run it: it is not
+		// run twice.
+		return h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: interrupted, Interrupt: true})
+	}
+	switch d.Decision {
+	case reprise.ToolDeny:
+		fmt.Fprintf(h.out, "[%s denied: %s]\n", use.Name, d.Reason)
+		return nil
+	case reprise.ToolAsk:
+		if refusal := h.confirm(ctx, use.Name, d.Input, d.Reason); refusal != "" {
+			fmt.Fprintf(h.out, "[%s not run: %s]\n", use.Name, refusal)
+			return h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: refusal})
+		}
+	}
+	fmt.Fprintf(h.errw, "[%s %s]\n", use.Name, d.Input)
+	out, err := runTool(ctx, use.Name, d.Input, h.cwd)
+	res := reprise.ToolResult{ID: use.ID, Output: out}
+	var failed *toolError
+	if errors.As(err, &failed) {
+		res = reprise.ToolResult{ID: use.ID, Error: failed.msg, Interrupt: failed.interrupted}
+	} else if err != nil {
+		return err
+	}
+	return h.toolDone(ctx, use.Name, res)
+}
+
+// toolDone gives PostToolUse the call's result and reports what its hooks
+// said; reprise has put their context and block reason in the session.
+func (h *host) toolDone(ctx context.Context, tool string, res reprise.ToolResult) error {
+	fb, err := h.agent.PostToolUse(ctx, res)
+	if err != nil {
+		return fmt.Errorf("PostToolUse of %s: %w", tool, err)
+	}
+	if fb.Context != "" {
+		fmt.Fprintf(h.errw, "[PostToolUse hooks added context (%d characters)]\n", len(fb.Context))
+	}
+	if fb.Blocked {
+		fmt.Fprintf(h.out, "[a PostToolUse hook objects to %s: %s]\n", tool, fb.Reason)
+	}
+	return nil
+}
+
+// confirm asks the user, on the terminal, whether the call may run, and
+// returns "" when it may, else the refusal the model is told. Without a
+// terminal, nobody can be asked: the call is refused, as Claude Code
+// refuses it in print mode.
+func (h *host) confirm(ctx context.Context, tool string, input json.RawMessage, reason string) string {
+	if !h.interactive {
+		return noTerminal(tool)
+	}
+	if reason != "" {
+		fmt.Fprintf(h.errw, "(%s)\n", reason)
+	}
+	fmt.Fprintf(h.errw, "Allow %s %s? [y/N] ", tool, input)
+	select {
+	case <-ctx.Done():
+		return refusedByUser
+	case line, ok := <-h.lines:
+		if ok && yes(line) {
+			return ""
+		}
+	}
+	return refusedByUser
+}
+
+// yes tells whether an answer to a question says yes.
+func yes(answer string) bool {
+	a := strings.ToLower(strings.TrimSpace(answer))
+	return a == "y" || a == "yes"
+}

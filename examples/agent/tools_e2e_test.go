@@ -1,0 +1,454 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// answer is one scripted answer of the fake Messages API: its content
+// blocks and its stop reason.
+type answer struct {
+	content []map[string]any
+	stop    string
+}
+
+func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+func toolUseBlock(id, name string, input map[string]any) map[string]any {
+	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}
+}
+
+// scriptedAPI is an httptest server on 127.0.0.1 that answers the N-th
+// POST /v1/messages with the N-th answer of its script, as one JSON
+// message or, when the request asks for a stream, as the Messages API's
+// server-sent events, and keeps every request's body.
+type scriptedAPI struct {
+	t      *testing.T
+	srv    *httptest.Server
+	script []answer
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func newScriptedAPI(t *testing.T, script ...answer) *scriptedAPI {
+	f := &scriptedAPI{t: t, script: script}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *scriptedAPI) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	var req struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	f.mu.Lock()
+	f.bodies = append(f.bodies, body)
+	n := len(f.bodies)
+	f.mu.Unlock()
+	if err != nil || r.URL.Path != "/v1/messages" || n > len(f.script) {
+		f.t.Errorf("fake API: unexpected request %d to %s (%v): %s", n, r.URL.Path, err, body)
+		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"unexpected"}}`, http.StatusBadRequest)
+		return
+	}
+	a := f.script[n-1]
+	id := fmt.Sprintf("msg_%02d", n)
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": a.content,
+			"stop_reason": a.stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 100 * n, "output_tokens": 5},
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	event := func(typ string, data map[string]any) {
+		data["type"] = typ
+		js, err := json.Marshal(data)
+		if err != nil {
+			f.t.Error(err)
+		}
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, js)
+	}
+	event("message_start", map[string]any{"message": map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 100 * n, "output_tokens": 1}}})
+	for i, b := range a.content {
+		// Each block in two deltas, as a stream cuts them anywhere.
+		switch b["type"] {
+		case "text":
+			text := b["text"].(string)
+			event("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			for _, part := range []string{text[:len(text)/2], text[len(text)/2:]} {
+				event("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "text_delta", "text": part}})
+			}
+		case "tool_use":
+			input, _ := json.Marshal(b["input"])
+			event("content_block_start", map[string]any{"index": i, "content_block": map[string]any{
+				"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
+			for _, part := range []string{string(input[:len(input)/2]), string(input[len(input)/2:])} {
+				event("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+			}
+		}
+		event("content_block_stop", map[string]any{"index": i})
+	}
+	event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": a.stop, "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": 5}})
+	event("message_stop", map[string]any{})
+}
+
+// apiRequest is what the tests read of a request: whether it streams, the
+// tools it offers, and its messages' blocks as generic JSON.
+type apiRequest struct {
+	Stream bool `json:"stream"`
+	Tools  []struct {
+		Name        string         `json:"name"`
+		InputSchema map[string]any `json:"input_schema"`
+	} `json:"tools"`
+	Messages []struct {
+		Role    string           `json:"role"`
+		Content []map[string]any `json:"content"`
+	} `json:"messages"`
+}
+
+func (f *scriptedAPI) requests() []apiRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]apiRequest, len(f.bodies))
+	for i, body := range f.bodies {
+		if err := json.Unmarshal(body, &out[i]); err != nil {
+			f.t.Fatalf("request %d: %v: %s", i+1, err, body)
+		}
+	}
+	return out
+}
+
+// Hook and rule texts of the tool turn.
+const (
+	hookDenyReason = "no touching here"
+	postContext    = "the echo worked"
+	toolStopBlock  = "Say which tests ran."
+)
+
+// toolScript is the model's side of the tool turn: three calls that are
+// each refused another way, then two that run, then an answer that a Stop
+// hook sends back once, then the last answer.
+var toolScript = []answer{
+	{stop: "tool_use", content: []map[string]any{
+		textBlock("Let me look."),
+		// Allowed by a settings rule, denied by a PreToolUse hook: the
+		// hook's deny wins.
+		toolUseBlock("toolu_01", "Bash", map[string]any{"command": "touch denied-ran"}),
+		// Allowed by a PreToolUse hook, denied by a settings rule: the
+		// rule's deny wins.
+		toolUseBlock("toolu_02", "Read", map[string]any{"file_path": "secret.txt"}),
+		// Decided by nobody: asked about, with no terminal to ask on.
+		toolUseBlock("toolu_03", "Write", map[string]any{"file_path": "draft.txt", "content": "draft"}),
+	}},
+	{stop: "tool_use", content: []map[string]any{
+		// Allowed by --allowed-tools; a PostToolUse hook adds context.
+		toolUseBlock("toolu_04", "Bash", map[string]any{"command": "echo tool-ran"}),
+		// Allowed by the project's Edit rule.
+		toolUseBlock("toolu_05", "Write", map[string]any{"file_path": "notes/today.md", "content": "- ran the tools\n"}),
+	}},
+	{stop: "end_turn", content: []map[string]any{textBlock("All done.")}},
+	{stop: "end_turn", content: []map[string]any{textBlock("Done: no tests ran.")}},
+}
+
+// toolEnv makes the home and project of the tool turn under t.TempDir:
+//   - ~/.claude/settings.json: a PreToolUse hook that denies Bash
+//     commands naming denied-ran, one that allows every Read, a
+//     PostToolUse hook on Bash that keeps its input and adds context, a
+//     Stop hook that blocks once; rules that allow Bash(touch *) and deny
+//     Read(./secret.txt);
+//   - <project>/.claude/settings.json: a rule that allows Edit(notes/**);
+//   - <project>/secret.txt, which must never be read.
+func toolEnv(t *testing.T) (ev *env, postInput string) {
+	ev = setup(t)
+	root := filepath.Dir(ev.home)
+	postInput = filepath.Join(root, "post-tool-use.json")
+	marker := filepath.Join(root, "tool-stop-blocked-once")
+	writeJSON(t, filepath.Join(ev.home, ".claude", "settings.json"), map[string]any{
+		"hooks": map[string]any{
+			"PreToolUse": []any{
+				map[string]any{"matcher": "Bash", "hooks": []any{command(`if grep -q denied-ran; then echo '{"hookSpecificOutput": ` +
+					`{"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "` + hookDenyReason + `"}}'; fi`)}},
+				map[string]any{"matcher": "Read", "hooks": []any{command(`echo '{"hookSpecificOutput": ` +
+					`{"hookEventName": "PreToolUse", "permissionDecision": "allow"}}'`)}},
+			},
+			"PostToolUse": []any{map[string]any{"matcher": "Bash", "hooks": []any{command("cat > '" + postInput + "'; " +
+				`echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "` + postContext + `"}}'`)}}},
+			"Stop": []any{map[string]any{"hooks": []any{command("if [ -e '" + marker + "' ]; then exit 0; fi; touch '" + marker + "'; " +
+				`echo '{"decision": "block", "reason": "` + toolStopBlock + `"}'`)}}},
+		},
+		"permissions": map[string]any{"allow": []any{"Bash(touch *)"}, "deny": []any{"Read(./secret.txt)"}},
+	})
+	writeJSON(t, filepath.Join(ev.project, ".claude", "settings.json"), map[string]any{
+		"permissions": map[string]any{"allow": []any{"Edit(notes/**)"}},
+	})
+	if err := os.WriteFile(filepath.Join(ev.project, "secret.txt"), []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ev, postInput
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestToolTurn runs one prompt whose turn calls tools against the fake
+// Messages API, answering in JSON and as a stream: a call a PreToolUse
+// hook denies, one a settings rule denies, one nobody allows (and no
+// terminal can), two that run, a PostToolUse hook's context, and a Stop
+// hook's block. It checks what each request carried, what ran, and the
+// session's and the agent's logs.
+func TestToolTurn(t *testing.T) {
+	for _, mode := range []string{"json", "stream"} {
+		t.Run(mode, func(t *testing.T) {
+			ev, postInput := toolEnv(t)
+			api := newScriptedAPI(t, toolScript...)
+			args := []string{"--store", ev.store, "--base-url", api.srv.URL, "--model", "claude-test",
+				"--allowed-tools", "Bash(echo *)"}
+			if mode == "stream" {
+				args = append(args, "--stream")
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run(context.Background(), args, strings.NewReader("Tidy the notes.\n"), &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+			}
+			t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			checkToolRequests(t, api.requests(), mode == "stream")
+			checkToolEffects(t, ev, postInput)
+			for _, s := range []string{
+				"Let me look.\n",
+				"[Bash denied: PreToolUse:Bash hook error: " + hookDenyReason + "]\n",
+				"[Read denied: Permission to use Read was denied.]\n",
+				"[Write not run: " + noTerminal("Write") + "]\n",
+				"All done.\n[a Stop hook asks to continue: " + toolStopBlock + "]\nDone: no tests ran.\n",
+			} {
+				if !strings.Contains(stdout.String(), s) {
+					t.Errorf("stdout lacks %q", s)
+				}
+			}
+			m := resumeLine.FindStringSubmatch(stderr.String())
+			if m == nil {
+				t.Fatalf("no resume line:\n%s", stderr.String())
+			}
+			checkToolLogs(t, ev.store, m[2])
+		})
+	}
+}
+
+// checkToolRequests checks the four requests of the tool turn.
+func checkToolRequests(t *testing.T, reqs []apiRequest, stream bool) {
+	t.Helper()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	for i, r := range reqs {
+		var names []string
+		for _, tool := range r.Tools {
+			if tool.InputSchema["type"] != "object" || tool.InputSchema["properties"] == nil {
+				t.Errorf("request %d: tool %s has input schema %v", i+1, tool.Name, tool.InputSchema)
+			}
+			names = append(names, tool.Name)
+		}
+		if !reflect.DeepEqual(names, []string{"Bash", "Read", "Write"}) || r.Stream != stream {
+			t.Errorf("request %d: tools %v, stream %v", i+1, names, r.Stream)
+		}
+	}
+	// Each request ends with the user turn that answers the one before.
+	last := func(r apiRequest) []map[string]any {
+		m := r.Messages[len(r.Messages)-1]
+		if m.Role != "user" {
+			t.Errorf("a request ends with a %s message", m.Role)
+		}
+		return m.Content
+	}
+	result := func(id string, isError bool, content any) map[string]any {
+		b := map[string]any{"type": "tool_result", "tool_use_id": id, "content": content}
+		if isError {
+			b["is_error"] = true
+		}
+		return b
+	}
+	checkBlocks(t, "request 2's last message", last(reqs[1]), []map[string]any{
+		result("toolu_01", true, "PreToolUse:Bash hook error: "+hookDenyReason),
+		result("toolu_02", true, "Permission to use Read was denied."),
+		result("toolu_03", true, noTerminal("Write")),
+	})
+	// The tools' results, in Claude Code's shapes, as the text of their JSON.
+	checkBlocks(t, "request 3's last message", last(reqs[2]), []map[string]any{
+		result("toolu_04", false, `{"stdout":"tool-ran\n","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}`),
+		result("toolu_05", false, `{"type":"create","filePath":"PROJECT/notes/today.md","content":"- ran the tools\n"}`),
+		textBlock("PostToolUse:Bash hook additional context: " + postContext),
+	})
+	checkBlocks(t, "request 4's last message", last(reqs[3]), []map[string]any{textBlock("Stop hook feedback:\n" + toolStopBlock)})
+	if n := len(reqs[3].Messages); n < 2 || !reflect.DeepEqual(reqs[3].Messages[n-2].Content, []map[string]any{textBlock("All done.")}) {
+		t.Errorf("request 4 does not send back the answer the Stop hook blocked: %v", reqs[3].Messages)
+	}
+	for i, r := range reqs {
+		if js, _ := json.Marshal(r); bytes.Contains(js, []byte("s3cret")) {
+			t.Errorf("request %d holds the secret file", i+1)
+		}
+	}
+}
+
+// checkBlocks compares content blocks as JSON, with the project's path,
+// which differs from run to run, written PROJECT.
+func checkBlocks(t *testing.T, what string, got, want []map[string]any) {
+	t.Helper()
+	project, _ := os.Getwd()
+	g, _ := json.Marshal(got)
+	g = bytes.ReplaceAll(g, []byte(project), []byte("PROJECT"))
+	w, _ := json.Marshal(want)
+	var gv, wv any
+	json.Unmarshal(g, &gv)
+	json.Unmarshal(w, &wv)
+	if !reflect.DeepEqual(gv, wv) {
+		t.Errorf("%s:\n got %s\nwant %s", what, g, w)
+	}
+}
+
+// checkToolEffects checks what the tools did to the project, and what the
+// PostToolUse hook read.
+func checkToolEffects(t *testing.T, ev *env, postInput string) {
+	t.Helper()
+	for _, name := range []string{"denied-ran", "draft.txt"} {
+		if _, err := os.Stat(filepath.Join(ev.project, name)); err == nil {
+			t.Errorf("%s exists: a refused call ran", name)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(ev.project, "notes", "today.md")); err != nil || string(data) != "- ran the tools\n" {
+		t.Errorf("notes/today.md: %q, %v", data, err)
+	}
+	data, err := os.ReadFile(postInput)
+	if err != nil {
+		t.Fatalf("the PostToolUse hook did not run: %v", err)
+	}
+	var in struct {
+		Event     string          `json:"hook_event_name"`
+		Tool      string          `json:"tool_name"`
+		ToolUseID string          `json:"tool_use_id"`
+		Input     json.RawMessage `json:"tool_input"`
+		Response  json.RawMessage `json:"tool_response"`
+	}
+	if err := json.Unmarshal(data, &in); err != nil {
+		t.Fatalf("PostToolUse input %s: %v", data, err)
+	}
+	if in.Event != "PostToolUse" || in.Tool != "Bash" || in.ToolUseID != "toolu_04" || string(in.Input) != `{"command":"echo tool-ran"}` ||
+		string(in.Response) != `{"stdout":"tool-ran\n","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}` {
+		t.Errorf("PostToolUse input: %s", data)
+	}
+}
+
+// checkToolLogs checks the session's messages, as the log holds them, and
+// the decision the agent's log holds for each call.
+func checkToolLogs(t *testing.T, store, id string) {
+	t.Helper()
+	e, err := reprise.Open(store, reprise.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	conv, err := e.FullConversation(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range conv {
+		var kinds []string
+		for _, b := range m.Content {
+			kind := b.Type
+			var tr struct {
+				ID      string `json:"tool_use_id"`
+				IsError bool   `json:"is_error"`
+			}
+			if b.Type == "tool_result" && json.Unmarshal(b.Raw, &tr) == nil {
+				kind += " " + tr.ID
+				if tr.IsError {
+					kind += " error"
+				}
+			}
+			kinds = append(kinds, kind)
+		}
+		role := m.Role
+		if m.IsMeta {
+			role += " (meta)"
+		}
+		got = append(got, role+": "+strings.Join(kinds, ", "))
+	}
+	want := []string{
+		"user: text",
+		"assistant: text, tool_use, tool_use, tool_use",
+		"user: tool_result toolu_01 error",
+		"user: tool_result toolu_02 error",
+		"user: tool_result toolu_03 error",
+		"assistant: tool_use, tool_use",
+		"user: tool_result toolu_04",
+		"user (meta): text",
+		"user: tool_result toolu_05",
+		"assistant: text",
+		"user (meta): text", // the Stop hook's feedback
+		"assistant: text",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("session log:\n got %q\nwant %q", got, want)
+	}
+
+	decisions := map[string]string{}
+	results := map[string]bool{}
+	err = e.Store().ReadStream(ctx, projection.AgentStream("example-agent"), 1, func(ev eventlog.Event) error {
+		p, err := schema.Decode(ev)
+		if err != nil {
+			return err
+		}
+		switch p := p.(type) {
+		case *schema.ToolDecided:
+			decisions[p.ToolUseID] = p.Tool + " " + p.Decision
+		case *schema.ToolResultRecorded:
+			results[p.ToolUseID] = p.Failed
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDecisions := map[string]string{"toolu_01": "Bash deny", "toolu_02": "Read deny", "toolu_03": "Write ask",
+		"toolu_04": "Bash allow", "toolu_05": "Write allow"}
+	wantResults := map[string]bool{"toolu_03": true, "toolu_04": false, "toolu_05": false}
+	if !reflect.DeepEqual(decisions, wantDecisions) || !reflect.DeepEqual(results, wantResults) {
+		t.Errorf("agent log: decisions %v, results (failed) %v; want %v, %v", decisions, results, wantDecisions, wantResults)
+	}
+}
