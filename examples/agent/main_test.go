@@ -145,6 +145,7 @@ func reminder(event, context string) string {
 type env struct {
 	home, project, store, sessionEnd string
 	resumed                          string // touched by a SessionStart hook of source resume
+	stopCommand                      string // the project's Stop hook, which blocks once
 	api                              *fakeAPI
 }
 
@@ -175,10 +176,10 @@ func setup(t *testing.T) *env {
 		"SessionEnd": []any{map[string]any{"hooks": []any{
 			command("cat > '" + ev.sessionEnd + "'")}}},
 	})
+	ev.stopCommand = "if [ -e '" + marker + "' ]; then exit 0; fi; touch '" + marker + "'; " +
+		`echo '{"decision": "block", "reason": "` + stopBlock + `"}'`
 	writeSettings(t, filepath.Join(ev.project, ".claude", "settings.json"), map[string]any{
-		"Stop": []any{map[string]any{"hooks": []any{
-			command("if [ -e '" + marker + "' ]; then exit 0; fi; touch '" + marker + "'; " +
-				`echo '{"decision": "block", "reason": "` + stopBlock + `"}'`)}}},
+		"Stop": []any{map[string]any{"hooks": []any{command(ev.stopCommand)}}},
 	})
 
 	t.Setenv("HOME", ev.home)
@@ -240,9 +241,9 @@ func TestLoopWithHooksAndResumeInSecondProcess(t *testing.T) {
 	want := [][]string{
 		{turn1},
 		// The Stop hook blocked: its reason is the next user message.
-		{turn1, "assistant: answer 1", "user: Stop hook feedback:\n" + stopBlock},
+		{turn1, "assistant: answer 1", "user: " + stopFeedback(ev.stopCommand, stopBlock)},
 		// The forbidden prompt was blocked, so it is not sent.
-		{turn1, "assistant: answer 1", "user: Stop hook feedback:\n" + stopBlock, "assistant: answer 2",
+		{turn1, "assistant: answer 1", "user: " + stopFeedback(ev.stopCommand, stopBlock), "assistant: answer 2",
 			"user: Thanks. | " + upsReminder},
 	}
 	sent := ev.api.sent()
@@ -421,4 +422,10 @@ func TestStorePath(t *testing.T) {
 	if _, err := storePath(""); err == nil {
 		t.Error("a postgres URL is accepted")
 	}
+}
+
+// stopFeedback is the user message that tells the model a Stop hook with
+// command blocked for reason, as Claude Code words it.
+func stopFeedback(command, reason string) string {
+	return "Stop hook blocking error from command: \"" + command + "\": " + reason
 }

@@ -187,7 +187,7 @@ func toolEnv(t *testing.T) (ev *env, postInput string) {
 	ev = setup(t)
 	root := filepath.Dir(ev.home)
 	postInput = filepath.Join(root, "post-tool-use.json")
-	marker := filepath.Join(root, "tool-stop-blocked-once")
+	ev.stopCommand = toolStopCommand(filepath.Join(root, "tool-stop-blocked-once"))
 	writeJSON(t, filepath.Join(ev.home, ".claude", "settings.json"), map[string]any{
 		"hooks": map[string]any{
 			"PreToolUse": []any{
@@ -198,8 +198,7 @@ func toolEnv(t *testing.T) (ev *env, postInput string) {
 			},
 			"PostToolUse": []any{map[string]any{"matcher": "Bash", "hooks": []any{command("cat > '" + postInput + "'; " +
 				`echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "` + postContext + `"}}'`)}}},
-			"Stop": []any{map[string]any{"hooks": []any{command("if [ -e '" + marker + "' ]; then exit 0; fi; touch '" + marker + "'; " +
-				`echo '{"decision": "block", "reason": "` + toolStopBlock + `"}'`)}}},
+			"Stop": []any{map[string]any{"hooks": []any{command(ev.stopCommand)}}},
 		},
 		"permissions": map[string]any{"allow": []any{"Bash(touch *)"}, "deny": []any{"Read(./secret.txt)"}},
 	})
@@ -247,7 +246,7 @@ func TestToolTurn(t *testing.T) {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 			}
 			t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-			checkToolRequests(t, api.requests(), mode == "stream")
+			checkToolRequests(t, api.requests(), mode == "stream", ev.stopCommand)
 			checkToolEffects(t, ev, postInput)
 			for _, s := range []string{
 				"Let me look.\n",
@@ -270,7 +269,7 @@ func TestToolTurn(t *testing.T) {
 }
 
 // checkToolRequests checks the four requests of the tool turn.
-func checkToolRequests(t *testing.T, reqs []apiRequest, stream bool) {
+func checkToolRequests(t *testing.T, reqs []apiRequest, stream bool, stopCommand string) {
 	t.Helper()
 	if len(reqs) != 4 {
 		t.Fatalf("%d requests, want 4", len(reqs))
@@ -313,7 +312,7 @@ func checkToolRequests(t *testing.T, reqs []apiRequest, stream bool) {
 		result("toolu_05", false, `{"type":"create","filePath":"PROJECT/notes/today.md","content":"- ran the tools\n"}`),
 		textBlock("PostToolUse:Bash hook additional context: " + postContext),
 	})
-	checkBlocks(t, "request 4's last message", last(reqs[3]), []map[string]any{textBlock("Stop hook feedback:\n" + toolStopBlock)})
+	checkBlocks(t, "request 4's last message", last(reqs[3]), []map[string]any{textBlock(stopFeedback(stopCommand, toolStopBlock))})
 	if n := len(reqs[3].Messages); n < 2 || !reflect.DeepEqual(reqs[3].Messages[n-2].Content, []map[string]any{textBlock("All done.")}) {
 		t.Errorf("request 4 does not send back the answer the Stop hook blocked: %v", reqs[3].Messages)
 	}
@@ -451,4 +450,11 @@ func checkToolLogs(t *testing.T, store, id string) {
 	if !reflect.DeepEqual(decisions, wantDecisions) || !reflect.DeepEqual(results, wantResults) {
 		t.Errorf("agent log: decisions %v, results (failed) %v; want %v, %v", decisions, results, wantDecisions, wantResults)
 	}
+}
+
+// toolStopCommand is the Stop hook of the tool turn, which blocks once, its
+// marker recording that it did.
+func toolStopCommand(marker string) string {
+	return "if [ -e '" + marker + "' ]; then exit 0; fi; touch '" + marker + "'; " +
+		`echo '{"decision": "block", "reason": "` + toolStopBlock + `"}'`
 }
