@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -121,8 +120,7 @@ func runBash(ctx context.Context, input json.RawMessage, cwd string) (bashRespon
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, "/bin/sh", "-c", in.Command)
 	cmd.Dir = cwd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	inOwnGroup(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	stdout, stderr := &cappedBuffer{max: bashMaxOutput}, &cappedBuffer{max: bashMaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
