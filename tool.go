@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -49,16 +51,26 @@ type ToolDecision struct {
 	// Interrupted says the call was allowed before and has no result
 	// recorded: a process that asked earlier may have run the tool.
 	Interrupted bool
+	// Outcomes are the call's PreToolUse and PermissionRequest hooks'
+	// outcomes, in the order they ran.
+	Outcomes []schema.HookOutcome
 }
 
 // ToolResult is what a tool call gave: its Output, the tool_result's
-// content (a JSON string or array of content blocks, or, for Go tools,
-// any JSON the host keeps), or, when Error is set, its failure.
+// content the model reads (a JSON string or array of content blocks), or,
+// when Error is set, its failure. Response is the result as the hooks get
+// it, tool_response (Bash's {stdout, stderr, interrupted, isImage,
+// noOutputExpected}, say); Output when empty. Refused says the user
+// refused a call left to ask: Error is what the model is told, and no hook
+// runs, as Claude Code runs none.
 type ToolResult struct {
 	ID        string
 	Output    json.RawMessage
+	Response  json.RawMessage
+	Duration  time.Duration // how long the tool ran; 0 when unknown
 	Error     string
 	Interrupt bool // it failed because it was stopped
+	Refused   bool
 }
 
 // ToolFeedback is what the hooks after a tool said: context for the
@@ -70,6 +82,7 @@ type ToolFeedback struct {
 	Blocked       bool
 	Reason        string
 	UpdatedResult json.RawMessage
+	Outcomes      []schema.HookOutcome // the PostToolUse (or PostToolUseFailure) hooks'
 }
 
 // PreToolUse asks, before the host runs a tool call, whether it may: the
@@ -89,7 +102,7 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 		return nil, err
 	}
 	t := &lifecycle.ToolRequest{ID: call.ID, Name: call.Name, Input: jsonOr(call.Input, "{}"), Permission: call.Permission}
-	rep, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() {
+	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() {
 		t.Use = a.toolUse(ctx, call)
 	})
 	if err != nil {
@@ -99,7 +112,7 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 		return nil, fmt.Errorf("agent %s: tool call %s was not decided", a.id, call.ID)
 	}
 	return &ToolDecision{Decision: rep.Decision, Reason: rep.Reason, Input: rep.Input, Context: rep.Context,
-		Interrupted: rep.Interrupted}, nil
+		Interrupted: rep.Interrupted, Outcomes: slices.Concat(c.PreOutcomes, c.PermissionOutcomes)}, nil
 }
 
 // PostToolUse records what a tool call that PreToolUse decided gave, once
@@ -108,9 +121,10 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 // context and the reason of a block are appended after the tool_result,
 // where Claude Code puts them. Asked again, it returns what the log holds.
 func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback, error) {
-	t := &lifecycle.ToolRequest{ID: res.ID, Result: jsonOr(res.Output, `""`), Failed: res.Error != "",
-		Error: res.Error, Interrupt: res.Interrupt}
-	rep, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PostToolUse, Tool: t}, func() {
+	t := &lifecycle.ToolRequest{ID: res.ID, Result: jsonOr(res.Output, `""`), Failed: res.Error != "" && !res.Refused,
+		Refused: res.Refused, Error: res.Error, Interrupt: res.Interrupt, Duration: res.Duration.Nanoseconds()}
+	t.Response = jsonOr(res.Response, string(t.Result))
+	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PostToolUse, Tool: t}, func() {
 		if c := a.view.Tools[res.ID]; c != nil {
 			t.Name = c.Tool
 		}
@@ -122,7 +136,7 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 		return nil, fmt.Errorf("%w: %s", ErrToolNotDecided, res.ID)
 	}
 	return &ToolFeedback{Context: rep.PostContext, Blocked: rep.Blocked, Reason: rep.BlockReason,
-		UpdatedResult: rep.UpdatedResult}, nil
+		UpdatedResult: rep.UpdatedResult, Outcomes: c.PostOutcomes}, nil
 }
 
 // checkPermission refuses a permission that is none of the decisions.
@@ -145,21 +159,25 @@ func jsonOr(raw json.RawMessage, otherwise string) []byte {
 // log is read: a call's steps hold the agent only while they decide and
 // append, never while hooks run, so the calls of one answer go on at once;
 // a second action on the same call meanwhile is ErrAgentBusy.
-func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()) (*lifecycle.ToolReport, error) {
+func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()) (*lifecycle.ToolReport, projection.ToolCall, error) {
 	id := act.Tool.ID
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.tools[id] {
-		return nil, fmt.Errorf("%w: agent %s: tool call %s", ErrAgentBusy, a.id, id)
+		return nil, projection.ToolCall{}, fmt.Errorf("%w: agent %s: tool call %s", ErrAgentBusy, a.id, id)
 	}
 	if err := a.sync(ctx); err != nil {
-		return nil, err
+		return nil, projection.ToolCall{}, err
 	}
 	a.tools[id] = true
 	defer delete(a.tools, id)
 	prepare()
 	rep, err := a.step(ctx, act)
-	return rep.Tool, err
+	var c projection.ToolCall
+	if call := a.view.Tools[id]; call != nil {
+		c = *call
+	}
+	return rep.Tool, c, err
 }
 
 // toolAction reports whether act is a tool call's.
@@ -236,7 +254,7 @@ func (a *Agent) runToolHooks(ctx context.Context, eff lifecycle.RunHooks, hooks 
 	}
 	t := eff.Tool
 	in.PermissionMode, in.ToolName, in.ToolUseID, in.ToolInput = e.permissionMode, t.Name, t.ID, eff.ToolInput
-	in.Response, in.Error, in.Interrupt = t.Result, t.Error, t.Interrupt
+	in.Response, in.Error, in.Interrupt, in.Duration = t.Response, t.Error, t.Interrupt, time.Duration(t.Duration)
 	var (
 		outcomes []schema.HookOutcome
 		ran      lifecycle.HooksRan

@@ -181,3 +181,71 @@ func TestStopHookReadsTheTurnThatJustEnded(t *testing.T) {
 		t.Errorf("the transcript the Stop hook read holds the answer %q times (%v); want once", count, err)
 	}
 }
+
+// TestToolResultsAsClaudeCodeRecordsThem checks what PostToolUse records
+// and passes on: the hooks get the tool's response and duration, not the
+// text the model reads; a call the user refused gets its error
+// tool_result and runs no hook; the PreToolUse hooks' context follows the
+// result for the model; the decision and the feedback carry the hooks'
+// outcomes.
+func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
+	ctx := context.Background()
+	e, _ := testkit.NewEngine(t, reprise.Options{})
+	testkit.Session(t, e, "a", t.TempDir(), "hello")
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	var seen hookexec.ToolInput
+	failures := 0
+	for _, err := range []error{
+		e.Hooks().OnPreToolUse("note", "", func(context.Context, hookexec.ToolInput) (hookexec.PreToolUseOutput, error) {
+			return hookexec.PreToolUseOutput{AdditionalContext: "checked"}, nil
+		}),
+		e.Hooks().OnPostToolUse("seen", "", func(_ context.Context, in hookexec.ToolInput) (hookexec.PostToolUseOutput, error) {
+			seen = in
+			return hookexec.PostToolUseOutput{}, nil
+		}),
+		e.Hooks().OnToolError("failures", "", func(context.Context, hookexec.ToolInput) (hookexec.ErrorOccurredOutput, error) {
+			failures++
+			return hookexec.ErrorOccurredOutput{}, nil
+		}),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"make"}`)})
+	if err != nil || d.Decision != reprise.ToolAsk || d.Context != "checked" || len(d.Outcomes) != 1 || d.Outcomes[0].Name != "note" {
+		t.Fatalf("undecided call: %+v, %v", d, err)
+	}
+	f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Error: "The user refused this call.", Refused: true})
+	if err != nil || len(f.Outcomes) != 0 || failures != 0 {
+		t.Fatalf("refused call: %+v, %v; %d failure hooks ran", f, err, failures)
+	}
+	msgs, err := e.Conversation(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(msgs)
+	if result := string(msgs[n-2].Content[0].Raw); !strings.Contains(result, `"is_error":true`) || !strings.Contains(result, "The user refused this call.") ||
+		projection.FirstText(msgs[n-1]) != "PreToolUse:Bash hook additional context: checked" || !msgs[n-1].IsMeta {
+		t.Fatalf("after the refusal: %s, then %+v", result, msgs[n-1])
+	}
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow}); err != nil {
+		t.Fatal(err)
+	}
+	f, err = agent.PostToolUse(ctx, reprise.ToolResult{ID: "t2", Output: json.RawMessage(`"go.mod"`),
+		Response: json.RawMessage(`{"stdout":"go.mod\n","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}`),
+		Duration: 1500 * time.Millisecond})
+	if err != nil || len(f.Outcomes) != 1 || f.Outcomes[0].Name != "seen" {
+		t.Fatalf("ls result: %+v, %v", f, err)
+	}
+	if !strings.Contains(string(seen.Response), `"stdout":"go.mod\n"`) || seen.Duration != 1500*time.Millisecond {
+		t.Errorf("PostToolUse hook got response %s, duration %v", seen.Response, seen.Duration)
+	}
+	msgs, _ = e.Conversation(ctx, "a")
+	if result := string(msgs[len(msgs)-2].Content[0].Raw); !strings.Contains(result, `"content":"go.mod"`) {
+		t.Errorf("the model's tool_result: %s", result)
+	}
+}

@@ -32,9 +32,15 @@ type ToolRequest struct {
 	// session holds it.
 	Use *schema.Message
 	// PostToolUse: the tool's result as the tool_result's content (JSON),
-	// or, when Failed, the Error it failed with.
+	// or, when Failed, the Error it failed with; Response is the result as
+	// its hooks get it (tool_response), Duration how long the tool ran.
+	// Refused says the user refused a call left to ask: its error is
+	// recorded and no hook runs, as Claude Code runs none.
 	Result    []byte
+	Response  []byte
+	Duration  int64 // nanoseconds
 	Failed    bool
+	Refused   bool
 	Error     string
 	Interrupt bool // PostToolUse: it failed because it was stopped
 }
@@ -225,11 +231,11 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 	switch state {
 	case fsm.ToolAllowed:
 		event := schema.HookPostToolUse
-		if t.Failed {
+		if t.Failed || t.Refused {
 			event = schema.HookPostToolUseFailure
 		}
 		matched, ok := in.Outcome.(HooksMatched)
-		if !ok {
+		if !ok && !t.Refused {
 			return Ready{Effect: MatchHooks{Event: event, Value: c.Tool, Session: c.Session}}, nil
 		}
 		s := in.Sessions[c.Session]
@@ -237,12 +243,19 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, c.Session)
 		}
 		content := t.Result
-		if t.Failed {
+		if t.Failed || t.Refused {
 			content = []byte(mustJSON(t.Error))
 		}
-		msg := toolResult(in, t.ID, content, t.Failed)
-		ready := withAgentStep(in, messages(in.Now, s, &msg), t.ID, &schema.ToolResultRecorded{Session: c.Session,
-			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed, Hooks: matched.Hooks})
+		msg := toolResult(in, t.ID, content, t.Failed || t.Refused)
+		ready := messages(in.Now, s, &msg)
+		if len(matched.Hooks) == 0 && c.Context != "" {
+			// The PreToolUse hooks' context, beside the result.
+			meta := contextMessage(in, "PreToolUse:"+c.Tool+" hook additional context: "+c.Context)
+			meta.ParentUUID = msg.UUID
+			ready = add(ready, projection.SessionStream(c.Session), &schema.MessageAppended{Message: meta}, in.Now, "")
+		}
+		ready = withAgentStep(in, ready, t.ID, &schema.ToolResultRecorded{Session: c.Session,
+			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed || t.Refused, Hooks: matched.Hooks})
 		if len(matched.Hooks) > 0 {
 			ready.Effect = RunHooks{Event: event, Session: c.Session, Hooks: matched.Hooks, Tool: t, ToolInput: c.Input}
 		} else {
@@ -261,13 +274,16 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			step.Decision, step.Reason = "block", ran.Reason
 		}
 		ready := Ready{}
-		if text := feedbackText(string(event)+":"+c.Tool, ran); text != "" {
+		text := feedbackText(string(event)+":"+c.Tool, ran)
+		if c.Context != "" { // the PreToolUse hooks' context comes first
+			text = joinLines(nonEmpty("PreToolUse:"+c.Tool+" hook additional context: "+c.Context, text))
+		}
+		if text != "" {
 			s := in.Sessions[c.Session]
 			if s == nil {
 				return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, c.Session)
 			}
-			meta := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
-				Content: []schema.Block{{Type: "text", Text: text}}}
+			meta := contextMessage(in, text)
 			step.MessageUUID = meta.UUID
 			ready = messages(in.Now, s, &meta)
 		}
@@ -293,6 +309,24 @@ func feedbackText(hook string, ran HooksRan) string {
 		lines = append(lines, hook+" hook blocking error: "+ran.Reason)
 	}
 	return joinLines(lines)
+}
+
+// contextMessage is the meta user message that tells the model text
+// beside a tool's result.
+func contextMessage(in Input, text string) schema.Message {
+	return schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
+		Content: []schema.Block{{Type: "text", Text: text}}}
+}
+
+// nonEmpty is the lines that are not empty.
+func nonEmpty(lines ...string) []string {
+	var out []string
+	for _, l := range lines {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func joinLines(lines []string) string {
