@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/reprise-dev/reprise"
@@ -56,12 +57,15 @@ func (h *host) useTool(ctx context.Context, use anthropic.ContentBlockUnion) err
 	case reprise.ToolAsk:
 		if refusal := h.confirm(ctx, use.Name, d.Input, d.Reason); refusal != "" {
 			fmt.Fprintf(h.out, "[%s not run: %s]\n", use.Name, refusal)
-			return h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: refusal})
+			return h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: refusal, Refused: true})
 		}
 	}
 	fmt.Fprintf(h.errw, "[%s %s]\n", use.Name, d.Input)
+	began := time.Now()
 	out, err := runTool(ctx, use.Name, d.Input, h.cwd)
-	res := reprise.ToolResult{ID: use.ID, Output: out}
+	// The model reads the output as text; the hooks get it as the tool
+	// gave it, as Claude Code's tool_response.
+	res := reprise.ToolResult{ID: use.ID, Output: modelText(out), Response: out, Duration: time.Since(began)}
 	var failed *toolError
 	if errors.As(err, &failed) {
 		res = reprise.ToolResult{ID: use.ID, Error: failed.msg, Interrupt: failed.interrupted}
@@ -69,6 +73,21 @@ func (h *host) useTool(ctx context.Context, use anthropic.ContentBlockUnion) err
 		return err
 	}
 	return h.toolDone(ctx, use.Name, res)
+}
+
+// modelText is what the model reads of a tool's output: Bash's stdout and
+// stderr as one text, any other output as it is.
+func modelText(out json.RawMessage) json.RawMessage {
+	var bash struct {
+		Stdout *string `json:"stdout"`
+		Stderr string  `json:"stderr"`
+	}
+	if json.Unmarshal(out, &bash) != nil || bash.Stdout == nil {
+		return out
+	}
+	text := strings.TrimSpace(strings.TrimSpace(*bash.Stdout) + "\n" + strings.TrimSpace(bash.Stderr))
+	data, _ := json.Marshal(text) // a string always marshals
+	return data
 }
 
 // toolDone gives PostToolUse the call's result and reports what its hooks
