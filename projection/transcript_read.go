@@ -80,7 +80,7 @@ func (rec transcriptInput) message(raw []byte) (schema.Message, bool) {
 	if (rec.Type != "user" && rec.Type != "assistant") || rec.Message == nil || rec.Message.Role != rec.Type {
 		return schema.Message{}, false
 	}
-	blocks, ok := importedContent(rec.Message.Content)
+	blocks, ok := Content(rec.Message.Content)
 	if !ok {
 		return schema.Message{}, false
 	}
@@ -94,10 +94,12 @@ func (rec transcriptInput) message(raw []byte) (schema.Message, bool) {
 	return m, true
 }
 
-// importedContent reads message content: a string is one text block; an
-// array keeps text blocks as text and every other block's JSON verbatim.
-// Text keeps its bytes, valid UTF-8 or not.
-func importedContent(content json.RawMessage) ([]schema.Block, bool) {
+// Content reads a message's content as the Messages API and transcripts
+// write it: a string is one text block; an array keeps text blocks as text
+// and every other block (tool_use, tool_result, image, ...) as its JSON,
+// verbatim. Text keeps its bytes, valid UTF-8 or not. False when content
+// is neither.
+func Content(content json.RawMessage) ([]schema.Block, bool) {
 	if text, ok := UnquoteJSON(content); ok {
 		return []schema.Block{{Type: "text", Text: text}}, true
 	}

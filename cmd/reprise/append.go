@@ -2,20 +2,24 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/jsonview"
+	"github.com/reprise-dev/reprise/projection"
 )
 
 // appendOptions are the options of append.
 type appendOptions struct {
 	session string // SESSION
 	text    string // TEXT, "-" for standard input
+	content string // --content: the content as JSON, "-" for standard input
 	role    string // --role
 	meta    bool   // --meta
 }
@@ -24,24 +28,41 @@ type appendOptions struct {
 func newAppendCmd(a *app) *cobra.Command {
 	var o appendOptions
 	cmd := &cobra.Command{
-		Use:   "append SESSION --role user|assistant [--meta] TEXT",
+		Use:   "append SESSION --role user|assistant [--meta] (TEXT | --content JSON)",
 		Short: "Append a message to a session, durably",
-		Long: `append writes one text message to the end of a session and prints its
-uuid once it is on disk. TEXT "-" reads the text from standard input, without
-its final newline.
+		Long: `append writes one message to the end of a session and prints its uuid once
+it is on disk. TEXT is a message of one text block; "-" reads the text from
+standard input, without its final newline.
+
+--content gives the message's content instead, as the Messages API writes
+it: a JSON string, or an array of content blocks (text, tool_use,
+tool_result, ...), each kept as it is. "-" reads it from standard input. A
+shell host appends the model's answer with its tool_use blocks this way,
+before it asks "reprise tool" about each call.
 
 --meta marks a message the model sees but the user did not type, as hook
 context is.`,
 		Example: `  reprise append "$id" --role user "Why does TestRefund flake?"
   reprise append "$id" --role assistant "It races on the shared ledger."
-  git diff | reprise append "$id" --role user --meta -`,
-		Args: positional("SESSION", "TEXT"),
+  git diff | reprise append "$id" --role user --meta -
+  reprise append "$id" --role assistant --content '[{"type":"text","text":"Let me look."},
+    {"type":"tool_use","id":"toolu_01","name":"Bash","input":{"command":"go test ./..."}}]'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("content") {
+				return positional("SESSION")(cmd, args)
+			}
+			return positional("SESSION", "TEXT")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.session, o.text = args[0], args[1]
+			o.session = args[0]
+			if len(args) > 1 {
+				o.text = args[1]
+			}
 			return runAppend(cmd.Context(), a, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&o.role, "role", "", "who wrote the message, `ROLE` user or assistant (required)")
+	cmd.Flags().StringVar(&o.content, "content", "", "the message's content, `JSON`: a string or an array of content blocks (- for standard input)")
 	cmd.Flags().BoolVar(&o.meta, "meta", false, "mark the message as meta: seen by the model, not typed by the user")
 	return cmd
 }
@@ -58,20 +79,31 @@ func runAppend(ctx context.Context, a *app, o appendOptions, stdin io.Reader, st
 	if o.role != "user" && o.role != "assistant" {
 		return usagef("--role must be user or assistant, not %q", o.role)
 	}
-	if text == "-" {
+	if text == "-" || o.content == "-" {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
-			return fmt.Errorf("read the text from standard input: %w", err)
+			return fmt.Errorf("read the message from standard input: %w", err)
 		}
 		text = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 	}
+	m := reprise.Text(o.role, text)
+	if o.content != "" {
+		raw := o.content
+		if raw == "-" {
+			raw = text
+		}
+		blocks, ok := projection.Content(json.RawMessage(raw))
+		if !ok || len(blocks) == 0 || slices.ContainsFunc(blocks, func(b reprise.Block) bool { return b.Type == "" }) {
+			return usagef("--content must be a JSON string or a non-empty array of content blocks, each an object with a type")
+		}
+		m.Content = blocks
+	}
+	m.IsMeta = o.meta
 	e, err := a.openWritable(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeEngine(e, &err)
-	m := reprise.Text(o.role, text)
-	m.IsMeta = o.meta
 	m, err = e.Append(ctx, id, m)
 	if err != nil {
 		return err

@@ -54,3 +54,56 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 		t.Fatalf("the session lacks the calls and the denial: %s", data)
 	}
 }
+
+// TestAppendContentHoldsToolCalls appends the model's answer with its
+// tool_use blocks as a shell host does, then asks about one of its calls:
+// the call is found in the answer, not recorded a second time.
+func TestAppendContentHoldsToolCalls(t *testing.T) {
+	c := newCLI(t)
+	c.session("a", "look around")
+	flags := []string{"--agent", "ide", "--no-default-settings"}
+	c.ok(append([]string{"start", "a"}, flags...)...)
+	answer := `[{"type":"text","text":"Let me look."},
+		{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}},
+		{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"go.mod"}}]`
+	c.ok("append", "a", "--role", "assistant", "--content", answer)
+	var d toolJSON
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"ls"}`, "--permission", "allow"}, flags...)...)
+	if d.Decision != "allow" {
+		t.Fatalf("tool ls = %+v", d)
+	}
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t2", "--name", "Read", "--input", `{"file_path":"go.mod"}`, "--permission", "deny"}, flags...)...)
+	if d.Decision != "deny" {
+		t.Fatalf("tool read = %+v", d)
+	}
+	var conv conversationJSON
+	c.okJSON(&conv, "replay", "a")
+	var roles []string
+	for _, m := range conv.Messages {
+		if !m.Meta {
+			data, _ := json.Marshal(m.Content)
+			roles = append(roles, m.Role+" "+string(data))
+		}
+	}
+	want := []string{
+		`user [{"text":"look around","type":"text"}]`,
+		`assistant [{"text":"Let me look.","type":"text"},{"id":"t1","input":{"command":"ls"},"name":"Bash","type":"tool_use"},{"id":"t2","input":{"file_path":"go.mod"},"name":"Read","type":"tool_use"}]`,
+	}
+	if len(roles) < 3 || strings.Join(roles[:2], "\n") != strings.Join(want, "\n") || strings.Contains(strings.Join(roles[2:], "\n"), `"type":"tool_use"`) {
+		t.Fatalf("conversation:\n%s", strings.Join(roles, "\n"))
+	}
+	// From standard input, and a string is one text block.
+	if r := c.runIn(strings.NewReader(`"plain words"`+"\n"), "append", "a", "--role", "user", "--content", "-"); r.code != exitOK {
+		t.Fatalf("append --content -: exit %d: %s", r.code, r.stderr)
+	}
+	c.okJSON(&conv, "replay", "a")
+	if last, _ := json.Marshal(conv.Messages[len(conv.Messages)-1].Content); string(last) != `[{"text":"plain words","type":"text"}]` {
+		t.Fatalf("last message %s", last)
+	}
+	for _, bad := range []string{`{not json`, `[]`, `[{"text":"no type"}]`, `[1]`, `{"type":"text"}`} {
+		if r := c.fails(exitUsage, "append", "a", "--role", "user", "--content", bad); !strings.Contains(r.stderr, "--content must be") {
+			t.Errorf("--content %s: %s", bad, r.stderr)
+		}
+	}
+	c.fails(exitUsage, "append", "a", "--role", "user", "--content", `"x"`, "also text")
+}
