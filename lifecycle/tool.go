@@ -380,8 +380,17 @@ func orphans(in Input) (Ready, bool) {
 				event = schema.HookPostToolUseFailure
 			}
 			ran, _ := hooksRan(Input{}, c.PostHooks)
-			return agentStep(in, id, &schema.ToolHookRan{Event: event, Session: c.Session, ToolUseID: id, Tool: c.Tool,
-				Outcomes: ran.Outcomes, Interrupted: true}), true
+			step := &schema.ToolHookRan{Event: event, Session: c.Session, ToolUseID: id, Tool: c.Tool,
+				Outcomes: ran.Outcomes, Interrupted: true}
+			ready := Ready{}
+			if s := in.Sessions[c.Session]; s != nil && c.Context != "" {
+				// The PreToolUse hooks' context, which would have come
+				// with the PostToolUse hooks', still reaches the model.
+				meta := contextMessage(in, "PreToolUse:"+c.Tool+" hook additional context: "+c.Context)
+				step.MessageUUID = meta.UUID
+				ready = messages(in.Now, s, &meta)
+			}
+			return withAgentStep(in, ready, id, step), true
 		case fsm.ToolPermissionHooks:
 			ran, _ := hooksRan(Input{}, c.PermissionHooks)
 			return agentStep(in, id, &schema.ToolHookRan{Event: schema.HookPermissionRequest, Session: c.Session, ToolUseID: id,

@@ -40,8 +40,8 @@
 // Sessions and messages:
 //
 //	session ID [cwd=DIR]               create a session
-//	append ID ROLE                     append a message (text as input) [meta=true]
-//	buffer ID ROLE                     buffer a message (text as input) [meta=true]
+//	append ID ROLE                     append a message (text as input) [meta=true] [blocks=true: content blocks, JSON]
+//	buffer ID ROLE                     buffer a message (text as input) [meta=true] [blocks=true]
 //	save ID                            save the buffered messages
 //	conversation ID                    print the conversation
 //	transcript ID                      print the transcript file's length and last line

@@ -42,9 +42,17 @@ func (w *World) buffer(ctx context.Context, t *testing.T, d *datadriven.TestData
 	return nil, err
 }
 
-// message is the message of an append or buffer.
+// message is the message of an append or buffer: its text, or with
+// blocks=true its content blocks as JSON.
 func (w *World) message(t *testing.T, d *datadriven.TestData) reprise.Message {
 	m := reprise.Text(w.arg(t, d, 1), w.text(t, d))
+	if opt(d, "blocks") == "true" {
+		blocks, ok := projection.Content(json.RawMessage(d.Input))
+		if !ok {
+			t.Fatalf("%s: the input is not content blocks", d.Pos)
+		}
+		m.Content = blocks
+	}
 	m.IsMeta = opt(d, "meta") == "true"
 	return m
 }

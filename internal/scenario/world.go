@@ -129,8 +129,8 @@ type command struct {
 // commands is the language; each handler's doc has an example.
 var commands = map[string]command{
 	"session":      {(*World).session, []string{"cwd"}},
-	"append":       {(*World).append, []string{"meta"}},
-	"buffer":       {(*World).buffer, []string{"meta"}},
+	"append":       {(*World).append, []string{"meta", "blocks"}},
+	"buffer":       {(*World).buffer, []string{"meta", "blocks"}},
 	"save":         {(*World).save, nil},
 	"conversation": {(*World).conversation, nil},
 	"transcript":   {(*World).transcript, nil},
