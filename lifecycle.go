@@ -119,6 +119,26 @@ func (a *Agent) Compact(ctx context.Context, summary string, opts ...ActionOptio
 	return r, err
 }
 
+// Halt is what Claude Code's "continue": false in a hook's JSON answer
+// says on the events of a turn: the agent stops after the hooks, whatever
+// they decided, and shows the user StopReason (the model is not told).
+// Each outcome keeps its hook's own fields, and its systemMessage, a
+// warning for the user.
+type Halt struct {
+	Halted     bool
+	StopReason string // the first halting hook's stopReason
+}
+
+// haltOf is the Halt of the hooks' outcomes.
+func haltOf(outcomes []schema.HookOutcome) Halt {
+	for _, o := range outcomes {
+		if o.Halt {
+			return Halt{Halted: true, StopReason: o.StopReason}
+		}
+	}
+	return Halt{}
+}
+
 // PromptResult says what became of a prompt.
 type PromptResult struct {
 	Blocked bool     // a UserPromptSubmit hook blocked it: it was not kept
@@ -129,6 +149,7 @@ type PromptResult struct {
 	Context        string
 	ContextMessage *Message
 	Outcomes       []schema.HookOutcome
+	Halt
 }
 
 // Prompt submits text, the user's prompt, to the current session. The
@@ -149,7 +170,8 @@ func (a *Agent) Prompt(ctx context.Context, text string) (*PromptResult, error) 
 	if pr == nil {
 		return nil, fmt.Errorf("agent %s: the prompt was not decided", a.id)
 	}
-	res := &PromptResult{Blocked: pr.Blocked, Reason: pr.Reason, Context: pr.Context, Outcomes: pr.Outcomes}
+	res := &PromptResult{Blocked: pr.Blocked, Reason: pr.Reason, Context: pr.Context, Outcomes: pr.Outcomes,
+		Halt: haltOf(pr.Outcomes)}
 	wctx := context.WithoutCancel(ctx)
 	if pr.MessageUUID != "" {
 		m, err := a.e.message(wctx, pr.Session, pr.MessageUUID)
@@ -196,6 +218,7 @@ type StopResult struct {
 	Message  *Message
 	Capped   bool // the hooks were not asked: too many consecutive blocks
 	Outcomes []schema.HookOutcome
+	Halt     // a hook's "continue": false: stop, even when Blocked
 }
 
 // Stop runs the Stop hooks when the agent has finished a turn on its
@@ -214,7 +237,8 @@ func (a *Agent) Stop(ctx context.Context, opts ...ActionOption) (*StopResult, er
 	if err != nil || st == nil {
 		return nil, err
 	}
-	res := &StopResult{Blocked: st.Blocked, Reason: st.Reason, Capped: st.Capped, Outcomes: st.Outcomes}
+	res := &StopResult{Blocked: st.Blocked, Reason: st.Reason, Capped: st.Capped, Outcomes: st.Outcomes,
+		Halt: haltOf(st.Outcomes)}
 	if st.MessageUUID != "" {
 		m, err := a.e.message(context.WithoutCancel(ctx), st.Session, st.MessageUUID)
 		if err != nil {

@@ -54,6 +54,7 @@ type ToolDecision struct {
 	// Outcomes are the call's PreToolUse and PermissionRequest hooks'
 	// outcomes, in the order they ran.
 	Outcomes []schema.HookOutcome
+	Halt
 }
 
 // ToolResult is what a tool call gave: its Output, the tool_result's
@@ -83,6 +84,7 @@ type ToolFeedback struct {
 	Reason        string
 	UpdatedResult json.RawMessage
 	Outcomes      []schema.HookOutcome // the PostToolUse (or PostToolUseFailure) hooks'
+	Halt
 }
 
 // PreToolUse asks, before the host runs a tool call, whether it may: the
@@ -111,8 +113,9 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 	if rep == nil {
 		return nil, fmt.Errorf("agent %s: tool call %s was not decided", a.id, call.ID)
 	}
+	outcomes := slices.Concat(c.PreOutcomes, c.PermissionOutcomes)
 	return &ToolDecision{Decision: rep.Decision, Reason: rep.Reason, Input: rep.Input, Context: rep.Context,
-		Interrupted: rep.Interrupted, Outcomes: slices.Concat(c.PreOutcomes, c.PermissionOutcomes)}, nil
+		Interrupted: rep.Interrupted, Outcomes: outcomes, Halt: haltOf(outcomes)}, nil
 }
 
 // PostToolUse records what a tool call that PreToolUse decided gave, once
@@ -136,7 +139,7 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 		return nil, fmt.Errorf("%w: %s", ErrToolNotDecided, res.ID)
 	}
 	return &ToolFeedback{Context: rep.PostContext, Blocked: rep.Blocked, Reason: rep.BlockReason,
-		UpdatedResult: rep.UpdatedResult, Outcomes: c.PostOutcomes}, nil
+		UpdatedResult: rep.UpdatedResult, Outcomes: c.PostOutcomes, Halt: haltOf(c.PostOutcomes)}, nil
 }
 
 // checkPermission refuses a permission that is none of the decisions.

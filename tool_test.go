@@ -249,3 +249,48 @@ func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
 		t.Errorf("the model's tool_result: %s", result)
 	}
 }
+
+// TestContinueFalseHaltsTheTurn checks that a command hook answering
+// "continue": false, on a tool call, a prompt and a stop, halts the agent
+// with its stopReason, whatever else it decided, and that a call asked
+// about again still says so; systemMessage is kept for the user.
+func TestContinueFalseHaltsTheTurn(t *testing.T) {
+	ctx := context.Background()
+	halt := `echo '{\"continue\":false,\"stopReason\":\"quota spent\",\"systemMessage\":\"watch the quota\"}'`
+	settings := writeSettings(t, "settings.json", `{"hooks": {
+		"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "`+halt+`"}]}],
+		"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": "`+halt+`"}]}],
+		"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "`+halt+`"}]}],
+		"Stop": [{"hooks": [{"type": "command", "command": "echo '{\"decision\":\"block\",\"reason\":\"again\",\"continue\":false,\"stopReason\":\"enough\"}'"}]}]}}`)
+	e := hookEngine(t, []string{settings}, nil)
+	testkit.Session(t, e, "a", t.TempDir(), "hello")
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	want := reprise.Halt{Halted: true, StopReason: "quota spent"}
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow})
+	if err != nil || d.Halt != want || len(d.Outcomes) != 1 || d.Outcomes[0].SystemMessage != "watch the quota" {
+		t.Fatalf("PreToolUse: %+v, %v", d, err)
+	}
+	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)})
+	if err != nil || d.Halt != want {
+		t.Fatalf("PreToolUse asked again: %+v, %v", d, err)
+	}
+	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Read", Input: json.RawMessage(`{"file_path":"go.mod"}`), Permission: reprise.ToolAllow})
+	if err != nil || d.Halted {
+		t.Fatalf("a call no hook halts: %+v, %v", d, err)
+	}
+	f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t2", Output: json.RawMessage(`"module x"`)})
+	if err != nil || f.Halt != want {
+		t.Fatalf("PostToolUse: %+v, %v", f, err)
+	}
+	p, err := agent.Prompt(ctx, "go on")
+	if err != nil || p.Halt != want || p.Blocked {
+		t.Fatalf("Prompt: %+v, %v", p, err)
+	}
+	s, err := agent.Stop(ctx)
+	if err != nil || s.Halt != (reprise.Halt{Halted: true, StopReason: "enough"}) || !s.Blocked {
+		t.Fatalf("Stop: %+v, %v", s, err)
+	}
+}

@@ -97,6 +97,7 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 		o.Status, o.Error = schema.HookFailed, r.err.Error()
 	case toolEvent(h.Event):
 		a := toolAnswer(&o, h.Event, r, env)
+		readControl(&o, r)
 		o.Duration = now().Sub(began).Nanoseconds()
 		return o, a
 	case mayBlock(h.Event) && exitCode(r.state) == 2:
@@ -124,9 +125,35 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 			o.Error = err.Error()
 		}
 	}
+	if o.Status == schema.HookOK {
+		readControl(&o, r)
+	}
 	o.Duration = now().Sub(began).Nanoseconds()
 	o.ContextLen = len(text)
 	return o, answer{text: text}
+}
+
+// readControl records what a hook that exited 0 with a JSON object on
+// stdout says to every event, as Claude Code reads it: "continue": false
+// stops the agent after the hooks, whatever they decided, with
+// "stopReason" shown to the user (not the model); "systemMessage" is a
+// warning for the user.
+func readControl(o *schema.HookOutcome, r *commandRun) {
+	if r.state == nil || !r.state.Success() {
+		return
+	}
+	var out struct {
+		Continue      *bool  `json:"continue"`
+		StopReason    string `json:"stopReason"`
+		SystemMessage string `json:"systemMessage"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(r.stdout.buf), &out) != nil {
+		return
+	}
+	if out.Continue != nil && !*out.Continue {
+		o.Halt, o.StopReason = true, strings.ToValidUTF8(out.StopReason, "\uFFFD")
+	}
+	o.SystemMessage = strings.ToValidUTF8(out.SystemMessage, "\uFFFD")
 }
 
 // mayBlock reports whether hooks of event can block what follows them.

@@ -372,6 +372,12 @@ type HookOutcome struct {
 	// as JSON; Suppress the suppressOutput of a SessionEnd one.
 	Config   []byte `msgpack:"config,omitempty"`
 	Suppress bool   `msgpack:"suppress,omitempty"`
+	// What every command hook's JSON answer may add: "continue": false
+	// (Halt), its "stopReason" for the user, and "systemMessage", a
+	// warning for the user.
+	Halt          bool   `msgpack:"halt,omitempty"`
+	StopReason    string `msgpack:"stopreason,omitempty"`
+	SystemMessage string `msgpack:"sysmsg,omitempty"`
 }
 
 func (SessionCreated) EventType() eventlog.Type          { return TypeSessionCreated }

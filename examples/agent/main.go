@@ -60,6 +60,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -345,6 +346,9 @@ func (h *host) turn(ctx context.Context, text string) error {
 		return fmt.Errorf("prompt: %w", err)
 	}
 	h.reportHooks("UserPromptSubmit", pr.Outcomes, pr.Context)
+	if h.halted(pr.Halt) {
+		return nil
+	}
 	if pr.Blocked {
 		fmt.Fprintf(h.out, "[prompt blocked by a UserPromptSubmit hook: %s]\n", pr.Reason)
 		return nil
@@ -370,9 +374,13 @@ func (h *host) turn(ctx context.Context, text string) error {
 		if len(uses) > 0 {
 			// Every call gets its tool_result before the next request,
 			// in the order the model made them.
-			for _, use := range uses {
-				if err := h.useTool(ctx, use); err != nil {
+			for i, use := range uses {
+				halt, err := h.useTool(ctx, use)
+				if err != nil {
 					return err
+				}
+				if h.halted(halt) {
+					return h.notReached(ctx, uses[i+1:])
 				}
 			}
 			continue
@@ -382,6 +390,9 @@ func (h *host) turn(ctx context.Context, text string) error {
 			return fmt.Errorf("stop: %w", err)
 		}
 		h.reportHooks("Stop", st.Outcomes, "")
+		if h.halted(st.Halt) {
+			return nil
+		}
 		if st.Capped {
 			fmt.Fprintf(h.errw, "Stop hooks blocked %d times in a row: not asked again this turn\n", stopBlockCap)
 		}
@@ -478,6 +489,9 @@ func (h *host) end(ctx context.Context, reason reprise.Reason) error {
 // whether they added context.
 func (h *host) reportHooks(event string, outcomes []schema.HookOutcome, added string) {
 	for _, o := range outcomes {
+		if o.SystemMessage != "" {
+			fmt.Fprintf(h.errw, "%s hook %q: %s\n", event, o.Name, o.SystemMessage)
+		}
 		if o.Status == "ok" {
 			continue
 		}
@@ -493,6 +507,16 @@ func (h *host) reportHooks(event string, outcomes []schema.HookOutcome, added st
 	if added != "" {
 		fmt.Fprintf(h.errw, "[%s hooks added context (%d characters)]\n", event, len(added))
 	}
+}
+
+// halted reports whether a hook's "continue": false stops the turn, and
+// says so to the user with its stopReason, as Claude Code does; the model
+// is not told.
+func (h *host) halted(halt reprise.Halt) bool {
+	if halt.Halted {
+		fmt.Fprintf(h.out, "[stopped by a hook: %s]\n", cmp.Or(halt.StopReason, "no reason given"))
+	}
+	return halt.Halted
 }
 
 // readLines sends the lines of r, then closes the channel. stop lets the

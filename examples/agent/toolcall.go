@@ -17,6 +17,7 @@ import (
 const (
 	refusedByUser = "The user denied this tool call."
 	interrupted   = "The tool call was interrupted before its result was recorded: it may have run."
+	stoppedByHook = "Not run: a hook stopped the turn."
 )
 
 // noTerminal is the refusal of a call that needed the user's word when
@@ -34,30 +35,36 @@ func noTerminal(tool string) string {
 // result, or the refusal, goes to PostToolUse, which records it as the
 // call's tool_result and runs the PostToolUse hooks. A denied call's
 // error tool_result is already recorded by PreToolUse.
-func (h *host) useTool(ctx context.Context, use anthropic.ContentBlockUnion) error {
+//
+// The Halt it returns is a hook's "continue": false, which ends the turn.
+func (h *host) useTool(ctx context.Context, use anthropic.ContentBlockUnion) (reprise.Halt, error) {
+	var halt reprise.Halt
 	input := json.RawMessage(use.Input)
 	rs := loadRules(h.home, h.cwd, h.cfg.allowedTools, h.cfg.disallowedTools, h.errw)
 	perm, _ := rs.permission(call{tool: use.Name, input: input, cwd: h.cwd, home: h.home})
 	d, err := h.agent.PreToolUse(ctx, reprise.ToolCall{ID: use.ID, Name: use.Name, Input: input, Permission: perm})
 	if err != nil {
-		return fmt.Errorf("PreToolUse of %s: %w", use.Name, err)
+		return halt, fmt.Errorf("PreToolUse of %s: %w", use.Name, err)
 	}
+	h.reportHooks("PreToolUse", d.Outcomes, "")
 	if d.Context != "" {
 		fmt.Fprintf(h.errw, "[PreToolUse hooks added context (%d characters)]\n", len(d.Context))
 	}
-	if d.Interrupted {
+	switch {
+	case d.Decision == reprise.ToolDeny:
+		fmt.Fprintf(h.out, "[%s denied: %s]\n", use.Name, d.Reason)
+		return d.Halt, nil
+	case d.Halted:
+		// Not run: the turn ends here.
+		return d.Halt, h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: stoppedByHook, Refused: true}, &halt)
+	case d.Interrupted:
 		// Allowed by an earlier process, which may have run it: it is not
 		// run twice.
-		return h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: interrupted, Interrupt: true})
-	}
-	switch d.Decision {
-	case reprise.ToolDeny:
-		fmt.Fprintf(h.out, "[%s denied: %s]\n", use.Name, d.Reason)
-		return nil
-	case reprise.ToolAsk:
+		return halt, h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: interrupted, Interrupt: true}, &halt)
+	case d.Decision == reprise.ToolAsk:
 		if refusal := h.confirm(ctx, use.Name, d.Input, d.Reason); refusal != "" {
 			fmt.Fprintf(h.out, "[%s not run: %s]\n", use.Name, refusal)
-			return h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: refusal, Refused: true})
+			return halt, h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: refusal, Refused: true}, &halt)
 		}
 	}
 	fmt.Fprintf(h.errw, "[%s %s]\n", use.Name, d.Input)
@@ -70,9 +77,30 @@ func (h *host) useTool(ctx context.Context, use anthropic.ContentBlockUnion) err
 	if errors.As(err, &failed) {
 		res = reprise.ToolResult{ID: use.ID, Error: failed.msg, Interrupt: failed.interrupted}
 	} else if err != nil {
-		return err
+		return halt, err
 	}
-	return h.toolDone(ctx, use.Name, res)
+	return halt, h.toolDone(ctx, use.Name, res, &halt)
+}
+
+// notReached gives the calls a halted turn did not reach their error
+// tool_results, in one user message, so that the session stays one the
+// model can be sent again; no hook runs for them.
+func (h *host) notReached(ctx context.Context, uses []anthropic.ContentBlockUnion) error {
+	if len(uses) == 0 {
+		return nil
+	}
+	m := reprise.Message{Role: "user"}
+	for _, use := range uses {
+		raw, err := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": use.ID, "content": stoppedByHook, "is_error": true})
+		if err != nil {
+			return err
+		}
+		m.Content = append(m.Content, reprise.Block{Type: "tool_result", Raw: raw})
+	}
+	if _, err := h.e.Append(ctx, h.session, m); err != nil {
+		return fmt.Errorf("record the calls not run: %w", err)
+	}
+	return nil
 }
 
 // modelText is what the model reads of a tool's output: Bash's stdout and
@@ -91,12 +119,15 @@ func modelText(out json.RawMessage) json.RawMessage {
 }
 
 // toolDone gives PostToolUse the call's result and reports what its hooks
-// said; reprise has put their context and block reason in the session.
-func (h *host) toolDone(ctx context.Context, tool string, res reprise.ToolResult) error {
+// said, their halt in halt; reprise has put their context and block
+// reason in the session.
+func (h *host) toolDone(ctx context.Context, tool string, res reprise.ToolResult, halt *reprise.Halt) error {
 	fb, err := h.agent.PostToolUse(ctx, res)
 	if err != nil {
 		return fmt.Errorf("PostToolUse of %s: %w", tool, err)
 	}
+	h.reportHooks("PostToolUse", fb.Outcomes, "")
+	*halt = fb.Halt
 	if fb.Context != "" {
 		fmt.Fprintf(h.errw, "[PostToolUse hooks added context (%d characters)]\n", len(fb.Context))
 	}

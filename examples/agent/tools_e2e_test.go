@@ -459,3 +459,62 @@ func toolStopCommand(marker string) string {
 	return "if [ -e '" + marker + "' ]; then exit 0; fi; touch '" + marker + "'; " +
 		`echo '{"decision": "block", "reason": "` + toolStopBlock + `"}'`
 }
+
+// TestHookHaltsTheTurn runs a turn whose first call a PreToolUse hook
+// answers with "continue": false: neither call of the answer runs, each
+// gets a result, the turn ends with the hook's stopReason shown to the
+// user, the model is not asked again, and the systemMessage is shown.
+func TestHookHaltsTheTurn(t *testing.T) {
+	ev := setup(t)
+	marker := filepath.Join(filepath.Dir(ev.home), "ran")
+	writeJSON(t, filepath.Join(ev.home, ".claude", "settings.json"), map[string]any{
+		"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash", "hooks": []any{
+			command(`echo '{"continue": false, "stopReason": "budget spent", "systemMessage": "mind the budget"}'`)}}}},
+	})
+	api := newScriptedAPI(t,
+		answer{stop: "tool_use", content: []map[string]any{
+			toolUseBlock("toolu_01", "Bash", map[string]any{"command": "touch '" + marker + "'"}),
+			toolUseBlock("toolu_02", "Write", map[string]any{"file_path": "x.txt", "content": "x"}),
+		}},
+		answer{stop: "end_turn", content: []map[string]any{textBlock("never sent")}})
+	var stdout, stderr bytes.Buffer
+	args := []string{"--store", ev.store, "--base-url", api.srv.URL, "--model", "claude-test", "--allowed-tools", "Bash,Write"}
+	if code := run(context.Background(), args, strings.NewReader("Spend it.\n"), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "[stopped by a hook: budget spent]\n") || !strings.Contains(stderr.String(), "mind the budget") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	if n := len(api.requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+	for _, p := range []string{marker, filepath.Join(ev.project, "x.txt")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s: a halted turn ran a tool (%v)", p, err)
+		}
+	}
+	m := resumeLine.FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no resume line:\n%s", stderr.String())
+	}
+	e, err := reprise.Open(ev.store, reprise.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	msgs, err := e.Conversation(context.Background(), m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := 0
+	for _, msg := range msgs {
+		for _, b := range msg.Content {
+			if b.Type == "tool_result" && strings.Contains(string(b.Raw), stoppedByHook) {
+				results++
+			}
+		}
+	}
+	if results != 2 {
+		t.Errorf("%d of the 2 calls have the halt's result", results)
+	}
+}
