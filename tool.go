@@ -98,7 +98,8 @@ type ToolFeedback struct {
 // recorded first, as an assistant message. Calls of one answer may be
 // decided at once, from several goroutines; lifecycle actions on the
 // agent (Restore, Clear, Compact, End, ...) fail with ErrAgentBusy while
-// a call's hooks run.
+// a call's hooks run, and so does asking about a call whose hooks run, in
+// this process or another one on the same store.
 func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, error) {
 	if err := checkPermission(call.Permission); err != nil {
 		return nil, err

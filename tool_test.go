@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
@@ -292,5 +293,56 @@ func TestContinueFalseHaltsTheTurn(t *testing.T) {
 	s, err := agent.Stop(ctx)
 	if err != nil || s.Halt != (reprise.Halt{Halted: true, StopReason: "enough"}) || !s.Blocked {
 		t.Fatalf("Stop: %+v, %v", s, err)
+	}
+}
+
+// TestToolHooksRunningInAnotherProcess has two Engines over one store, as
+// two processes share a PostgreSQL one: while the first runs the
+// PreToolUse hook of a call, which will deny it, the second, asked about
+// the same call, is refused with ErrAgentBusy and writes nothing, instead
+// of closing the hook as interrupted and letting the call past it; once
+// the hook has answered, the second gets the recorded deny.
+func TestToolHooksRunningInAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	store := eventlog.NewMemoryStore()
+	first := reprise.New(store, reprise.Options{})
+	second := reprise.New(store, reprise.Options{})
+	testkit.Session(t, first, "a", t.TempDir(), "hello")
+	started, release := make(chan struct{}), make(chan struct{})
+	err := first.Hooks().OnPreToolUse("guard", "Bash", func(ctx context.Context, in hookexec.ToolInput) (hookexec.PreToolUseOutput, error) {
+		close(started)
+		<-release
+		return hookexec.PreToolUseOutput{PermissionDecision: hookexec.Deny, PermissionDecisionReason: "no rm"}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, two := testkit.Agent(t, first, "ide"), testkit.Agent(t, second, "ide")
+	if _, err := one.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	call := reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`), Permission: reprise.ToolAllow}
+	done := make(chan *reprise.ToolDecision)
+	go func() {
+		d, err := one.PreToolUse(ctx, call)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- d
+	}()
+	<-started
+	before := testkit.Events(t, store)
+	if d, err := two.PreToolUse(ctx, call); !errors.Is(err, reprise.ErrAgentBusy) {
+		t.Errorf("the second process, while the first runs the hook: %+v, %v; want ErrAgentBusy", d, err)
+	}
+	if after := testkit.Events(t, store); len(after) != len(before) {
+		t.Errorf("the refused call appended %d events", len(after)-len(before))
+	}
+	close(release)
+	if d := <-done; d == nil || d.Decision != reprise.ToolDeny {
+		t.Fatalf("the first process: %+v", d)
+	}
+	if d, err := two.PreToolUse(ctx, call); err != nil || d.Decision != reprise.ToolDeny || d.Reason != "PreToolUse:Bash hook error: no rm" {
+		t.Errorf("the second process, after: %+v, %v", d, err)
 	}
 }

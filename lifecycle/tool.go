@@ -114,6 +114,9 @@ func toolStep(in Input) (Ready, error) {
 		}
 		return decide(in, nil, use)
 	case fsm.ToolPreHooks, fsm.ToolPermissionHooks:
+		if err := othersHooks(in, t.ID); err != nil {
+			return Ready{}, err
+		}
 		event, names := schema.HookPreToolUse, c.PreHooks
 		if state == fsm.ToolPermissionHooks {
 			event, names = schema.HookPermissionRequest, c.PermissionHooks
@@ -126,6 +129,18 @@ func toolStep(in Input) (Ready, error) {
 		return decide(in, c, Ready{})
 	}
 	return Ready{Report: Report{Tool: report(c)}}, nil
+}
+
+// othersHooks refuses a step on call id whose hooks the log shows running
+// when this action did not run them: another process is running them, or
+// died doing so after this one read the log. Closing them here could let
+// the call past a guard that is about to deny it; the process that opens
+// the agent next closes a dead one's as interrupted (Continue).
+func othersHooks(in Input, id string) error {
+	if _, ok := in.Outcome.(HooksRan); ok {
+		return nil
+	}
+	return fmt.Errorf("%w: agent %s: the hooks of tool call %s are running in another process", ErrAgentBusy, in.Agent.ID, id)
 }
 
 // toolUse is the Ready that records the call's tool_use, when the host
@@ -263,6 +278,9 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 		}
 		return ready, nil
 	case fsm.ToolPostHooks:
+		if err := othersHooks(in, t.ID); err != nil {
+			return Ready{}, err
+		}
 		ran, cut := hooksRan(in, c.PostHooks)
 		event := schema.HookPostToolUse
 		if c.Failed {
