@@ -76,7 +76,7 @@ func redactOutcomes(outs []HookOutcome) bool {
 	changed := false
 	for i := range outs {
 		o := &outs[i]
-		if blank(&o.Error, &o.Stderr, &o.Summary, &o.Reason) {
+		if blank(&o.Error, &o.Stderr, &o.Summary, &o.Reason, &o.StopReason, &o.SystemMessage) {
 			changed = true
 		}
 		if o.Cleanup != nil || o.Config != nil {
