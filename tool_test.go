@@ -249,6 +249,28 @@ func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
 	if result := string(msgs[len(msgs)-2].Content[0].Raw); !strings.Contains(result, `"content":"go.mod"`) {
 		t.Errorf("the model's tool_result: %s", result)
 	}
+	// The transcript's record of the result carries the tool's response as
+	// toolUseResult, as Claude Code writes it; the refusal's has none.
+	data, err := os.ReadFile(e.TranscriptPath("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withResult []string
+	for line := range strings.Lines(string(data)) {
+		var rec struct {
+			ToolUseResult json.RawMessage `json:"toolUseResult"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("transcript line %q: %v", line, err)
+		}
+		if rec.ToolUseResult != nil {
+			withResult = append(withResult, string(rec.ToolUseResult))
+		}
+	}
+	want := `{"stdout":"go.mod\n","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}`
+	if len(withResult) != 1 || withResult[0] != want {
+		t.Errorf("toolUseResult in the transcript: %q; want only %s", withResult, want)
+	}
 }
 
 // TestContinueFalseHaltsTheTurn checks that a command hook answering

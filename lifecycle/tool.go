@@ -262,6 +262,9 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			content = []byte(mustJSON(t.Error))
 		}
 		msg := toolResult(in, t.ID, content, t.Failed || t.Refused)
+		if !t.Failed && !t.Refused && json.Valid(t.Response) {
+			msg.ToolUseResult = t.Response // the transcript's toolUseResult
+		}
 		ready := messages(in.Now, s, &msg)
 		if len(matched.Hooks) == 0 && c.Context != "" {
 			// The PreToolUse hooks' context, beside the result.

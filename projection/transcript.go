@@ -22,6 +22,8 @@ type transcriptRecord struct {
 	IsMeta      bool              `json:"isMeta,omitempty"`
 	UUID        string            `json:"uuid"`
 	Timestamp   string            `json:"timestamp"`
+	// A tool_result's tool response, as the hooks got it.
+	ToolUseResult json.RawMessage `json:"toolUseResult,omitempty"`
 	// A compaction's summary is shown in the transcript only.
 	IsCompactSummary          bool `json:"isCompactSummary,omitempty"`
 	IsVisibleInTranscriptOnly bool `json:"isVisibleInTranscriptOnly,omitempty"`
@@ -124,6 +126,9 @@ func TranscriptLine(id, cwd string, m schema.Message) ([]byte, error) {
 		IsMeta:  m.IsMeta, UUID: m.UUID,
 		Timestamp:        transcriptTime(m.Timestamp),
 		IsCompactSummary: m.Summary, IsVisibleInTranscriptOnly: m.Summary,
+	}
+	if json.Valid(m.ToolUseResult) {
+		rec.ToolUseResult = m.ToolUseResult
 	}
 	if m.ParentUUID != "" {
 		rec.ParentUUID = &m.ParentUUID

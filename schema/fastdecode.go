@@ -62,6 +62,8 @@ func (r *reader) message(m *Message) bool {
 			m.Content, ok = r.blocks()
 		case "record":
 			m.Record, ok = r.bin()
+		case "tooluse":
+			m.ToolUseResult, ok = r.bin()
 		default:
 			return false
 		}

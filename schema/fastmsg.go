@@ -26,6 +26,9 @@ func appendMessageAppended(b []byte, p *MessageAppended) []byte {
 	if len(m.Record) > 0 {
 		n++
 	}
+	if len(m.ToolUseResult) > 0 {
+		n++
+	}
 	b = append(b, 0x80|byte(n))
 	b = msgp.AppendStr(msgp.AppendStr(b, "uuid"), m.UUID)
 	if m.ParentUUID != "" {
@@ -64,6 +67,9 @@ func appendMessageAppended(b []byte, p *MessageAppended) []byte {
 	}
 	if len(m.Record) > 0 {
 		b = append(msgp.AppendBinHeader(msgp.AppendStr(b, "record"), len(m.Record)), m.Record...)
+	}
+	if len(m.ToolUseResult) > 0 {
+		b = append(msgp.AppendBinHeader(msgp.AppendStr(b, "tooluse"), len(m.ToolUseResult)), m.ToolUseResult...)
 	}
 	return b
 }

@@ -70,6 +70,9 @@ type Message struct {
 	// Record is the message's line of an imported Claude Code transcript,
 	// kept verbatim so that export writes it back byte for byte.
 	Record []byte `msgpack:"record,omitempty"`
+	// ToolUseResult is, on a tool_result message, the tool's result as the
+	// hooks got it (JSON), which the transcript carries as toolUseResult.
+	ToolUseResult []byte `msgpack:"tooluse,omitempty"`
 }
 
 // Block is one content block of a message. Text blocks carry Text; other
@@ -461,7 +464,7 @@ func Decode(ev eventlog.Event) (Payload, error) { return std.decode(ev) }
 // so that it is written into one allocation: about 96 bytes of field names
 // and headers, 32 more for each block, and the strings and bytes.
 func messageSize(m *Message) int {
-	n := 96 + len(m.UUID) + len(m.ParentUUID) + len(m.Role) + len(m.Record)
+	n := 112 + len(m.UUID) + len(m.ParentUUID) + len(m.Role) + len(m.Record) + len(m.ToolUseResult)
 	for _, b := range m.Content {
 		n += 32 + len(b.Type) + len(b.Text) + len(b.Raw)
 	}
