@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +31,14 @@ type toolJSON struct {
 	UpdatedInput json.RawMessage `json:"updated_input"`
 	Context      string          `json:"context"`
 	Interrupted  bool            `json:"interrupted"`
+	haltJSON
+}
+
+// haltJSON is a hook's "continue": false, in tool's and tool-result's
+// JSON.
+type haltJSON struct {
+	Halted     bool   `json:"halted"`
+	StopReason string `json:"stop_reason,omitempty"`
 }
 
 // toolResultJSON is what tool-result --json prints.
@@ -36,6 +46,7 @@ type toolResultJSON struct {
 	Context string `json:"context"`
 	Blocked bool   `json:"blocked"`
 	Reason  string `json:"reason"`
+	haltJSON
 }
 
 func newToolCmd(a *app) *cobra.Command {
@@ -48,8 +59,8 @@ call ID of TOOL with input JSON may run: its PreToolUse hooks run with
 Claude Code's input, then, when the decision is still to ask, its
 PermissionRequest hooks, and the decision is recorded once for the
 tool_use id. Asked again about the same id, it runs nothing and prints the
-recorded decision, interrupted when the call was allowed and has no result
-(the tool may have run). A deny is recorded in the session as the call's
+recorded decision, interrupted when the call was allowed (or left to ask)
+and has no result (the tool may have run). A deny is recorded in the session as the call's
 error tool_result, which the model is told.
 
 --permission is what the host's own rules say of the call; a deny from the
@@ -78,8 +89,10 @@ func runTool(ctx context.Context, a *app, o toolOptions, stdout, stderr io.Write
 	switch {
 	case o.id == "" || o.name == "":
 		return usagef("tool needs --tool-use-id and --name")
-	case !json.Valid([]byte(o.input)):
-		return usagef("--input is not JSON: %q", clip(o.input))
+	case reprise.ValidateID(o.id) != nil:
+		return validID("--tool-use-id", o.id)
+	case !json.Valid([]byte(o.input)) || !strings.HasPrefix(strings.TrimSpace(o.input), "{"):
+		return usagef("--input is not a JSON object: %q", clip(o.input))
 	case o.permission != "" && o.permission != reprise.ToolAllow && o.permission != reprise.ToolDeny && o.permission != reprise.ToolAsk:
 		return usagef("--permission must be allow, deny or ask, not %q", o.permission)
 	}
@@ -93,7 +106,8 @@ func runTool(ctx context.Context, a *app, o toolOptions, stdout, stderr io.Write
 		return err
 	}
 	if a.json {
-		return printJSON(stdout, toolJSON{Decision: d.Decision, Reason: d.Reason, UpdatedInput: d.Input, Context: d.Context, Interrupted: d.Interrupted})
+		return printJSON(stdout, toolJSON{Decision: d.Decision, Reason: d.Reason, UpdatedInput: d.Input, Context: d.Context,
+			Interrupted: d.Interrupted, haltJSON: haltJSON{d.Halted, d.StopReason}})
 	}
 	fmt.Fprintf(stdout, "%s\n", d.Decision)
 	if d.Reason != "" {
@@ -105,8 +119,9 @@ func runTool(ctx context.Context, a *app, o toolOptions, stdout, stderr io.Write
 		printIndented(stdout, d.Context)
 	}
 	if d.Interrupted {
-		fmt.Fprintln(stdout, "interrupted: the call was allowed before and has no result; the tool may have run")
+		fmt.Fprintln(stdout, "interrupted: the call was decided before and has no result; the tool may have run")
 	}
+	printHalt(stdout, d.Halt)
 	return nil
 }
 
@@ -144,6 +159,8 @@ func runToolResult(ctx context.Context, a *app, o toolOptions, stdout, stderr io
 	switch {
 	case o.id == "":
 		return usagef("tool-result needs --tool-use-id")
+	case reprise.ValidateID(o.id) != nil:
+		return validID("--tool-use-id", o.id)
 	case (o.output == "") == (o.failure == ""):
 		return usagef("tool-result needs one of --output and --error")
 	case o.output != "" && !json.Valid([]byte(o.output)):
@@ -159,16 +176,25 @@ func runToolResult(ctx context.Context, a *app, o toolOptions, stdout, stderr io
 		return err
 	}
 	if a.json {
-		return printJSON(stdout, toolResultJSON{Context: f.Context, Blocked: f.Blocked, Reason: f.Reason})
+		return printJSON(stdout, toolResultJSON{Context: f.Context, Blocked: f.Blocked, Reason: f.Reason,
+			haltJSON: haltJSON{f.Halted, f.StopReason}})
 	}
 	if f.Blocked {
 		fmt.Fprintf(stdout, "blocked: %s\n", f.Reason)
 	}
 	if f.Context == "" {
 		fmt.Fprintln(stdout, "no context added")
-		return nil
+	} else {
+		fmt.Fprintln(stdout, "context:")
+		printIndented(stdout, f.Context)
 	}
-	fmt.Fprintln(stdout, "context:")
-	printIndented(stdout, f.Context)
+	printHalt(stdout, f.Halt)
 	return nil
+}
+
+// printHalt says that a hook stopped the turn, with its stopReason.
+func printHalt(w io.Writer, h reprise.Halt) {
+	if h.Halted {
+		fmt.Fprintf(w, "halted: a hook stops the turn: %s\n", cmp.Or(h.StopReason, "no reason given"))
+	}
 }

@@ -47,6 +47,13 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 	}
 	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t3", "--name", "Bash", "--input", "{not json"}, flags...)...)
 	c.fails(exitUsage, append([]string{"tool-result", "--tool-use-id", "t3"}, flags...)...)
+	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t3", "--name", "Bash", "--input", "[1]"}, flags...)...)
+	for _, id := range []string{"../x", "a\nb"} {
+		if r := c.fails(exitUsage, append([]string{"tool", "--tool-use-id", id, "--name", "Bash"}, flags...)...); !strings.Contains(r.stderr, "--tool-use-id") {
+			t.Errorf("tool --tool-use-id %q: %s", id, r.stderr)
+		}
+		c.fails(exitUsage, append([]string{"tool-result", "--tool-use-id", id, "--output", `"x"`}, flags...)...)
+	}
 	var conv conversationJSON
 	c.okJSON(&conv, "replay", "a")
 	data, _ := json.Marshal(conv.Messages)
@@ -106,4 +113,29 @@ func TestAppendContentHoldsToolCalls(t *testing.T) {
 		}
 	}
 	c.fails(exitUsage, "append", "a", "--role", "user", "--content", `"x"`, "also text")
+}
+
+// TestToolCommandsSayAHookHalts checks that tool and tool-result print a
+// hook's "continue": false, as text and as JSON.
+func TestToolCommandsSayAHookHalts(t *testing.T) {
+	c := newCLI(t)
+	settings := c.writeFile("hooks.json", `{"hooks": {
+		"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo '{\"continue\":false,\"stopReason\":\"out of budget\"}'"}]}],
+		"PostToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": "echo '{\"continue\":false}'"}]}]}}`)
+	c.session("a", "go")
+	flags := []string{"--agent", "ide", "--settings", settings, "--no-default-settings"}
+	c.ok(append([]string{"start", "a"}, flags...)...)
+	var d toolJSON
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"ls"}`, "--permission", "allow"}, flags...)...)
+	if !d.Halted || d.StopReason != "out of budget" {
+		t.Errorf("tool --json = %+v", d)
+	}
+	if out := c.ok(append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash"}, flags...)...); !strings.Contains(out, "halted: a hook stops the turn: out of budget\n") {
+		t.Errorf("tool printed %q", out)
+	}
+	c.ok(append([]string{"tool", "--tool-use-id", "t2", "--name", "Read", "--permission", "allow"}, flags...)...)
+	out := c.ok(append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"x"`}, flags...)...)
+	if out != "no context added\nhalted: a hook stops the turn: no reason given\n" {
+		t.Errorf("tool-result printed %q", out)
+	}
 }
