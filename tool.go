@@ -26,6 +26,11 @@ const (
 // did not decide.
 var ErrToolNotDecided = lifecycle.ErrToolNotDecided
 
+// ErrBadTool is returned for a tool call without a name, with a tool_use
+// id that is not an id (ValidateID: the Messages API's ids, toolu_... or
+// call_..., are), or with a permission that is none of the decisions.
+var ErrBadTool = lifecycle.ErrBadTool
+
 // ToolCall is a tool call the model asked for, as the host asks about it
 // before running it.
 type ToolCall struct {
@@ -104,6 +109,9 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 	if err := checkPermission(call.Permission); err != nil {
 		return nil, err
 	}
+	if err := checkToolID(call.ID); err != nil {
+		return nil, err
+	}
 	t := &lifecycle.ToolRequest{ID: call.ID, Name: call.Name, Input: jsonOr(call.Input, "{}"), Permission: call.Permission}
 	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() {
 		t.Use = a.toolUse(ctx, call)
@@ -125,6 +133,9 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 // context and the reason of a block are appended after the tool_result,
 // where Claude Code puts them. Asked again, it returns what the log holds.
 func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback, error) {
+	if err := checkToolID(res.ID); err != nil {
+		return nil, err
+	}
 	t := &lifecycle.ToolRequest{ID: res.ID, Result: jsonOr(res.Output, `""`), Failed: res.Error != "" && !res.Refused,
 		Refused: res.Refused, Error: res.Error, Interrupt: res.Interrupt, Duration: res.Duration.Nanoseconds()}
 	t.Response = jsonOr(res.Response, string(t.Result))
@@ -143,10 +154,19 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 		UpdatedResult: rep.UpdatedResult, Outcomes: c.PostOutcomes, Halt: haltOf(c.PostOutcomes)}, nil
 }
 
+// checkToolID refuses a tool_use id that is not an id: one that could
+// name a path or forge a line where it is printed.
+func checkToolID(id string) error {
+	if err := ValidateID(id); err != nil {
+		return fmt.Errorf("%w: tool_use id: %v", ErrBadTool, err)
+	}
+	return nil
+}
+
 // checkPermission refuses a permission that is none of the decisions.
 func checkPermission(p string) error {
 	if p != "" && p != ToolAllow && p != ToolDeny && p != ToolAsk {
-		return fmt.Errorf("%w: permission %q is none of allow, deny, ask", lifecycle.ErrBadTool, p)
+		return fmt.Errorf("%w: permission %q is none of allow, deny, ask", ErrBadTool, p)
 	}
 	return nil
 }

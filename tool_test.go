@@ -368,3 +368,30 @@ func TestToolHooksRunningInAnotherProcess(t *testing.T) {
 		t.Errorf("the second process, after: %+v, %v", d, err)
 	}
 }
+
+// TestToolCallIDsAreIDs checks that a tool_use id that could name a path
+// or forge a printed line is refused, before anything is recorded.
+func TestToolCallIDsAreIDs(t *testing.T) {
+	ctx := context.Background()
+	e, _ := testkit.NewEngine(t, reprise.Options{})
+	testkit.Session(t, e, "a", t.TempDir(), "hello")
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	before := testkit.Events(t, e.Store())
+	for _, id := range []string{"", "../etc", "a\nToolDecided", "t 1", strings.Repeat("x", 200)} {
+		if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash"}); !errors.Is(err, reprise.ErrBadTool) {
+			t.Errorf("PreToolUse with id %q: %v; want ErrBadTool", id, err)
+		}
+		if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: json.RawMessage(`"x"`)}); !errors.Is(err, reprise.ErrBadTool) {
+			t.Errorf("PostToolUse with id %q: %v; want ErrBadTool", id, err)
+		}
+	}
+	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
+		t.Errorf("refused calls appended %d events", len(after)-len(before))
+	}
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_01A09q90qw90lq917835lq9", Name: "Bash"}); err != nil {
+		t.Errorf("a Messages API id: %v", err)
+	}
+}
