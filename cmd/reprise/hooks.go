@@ -56,18 +56,19 @@ func newHooksCmd(a *app) *cobra.Command {
 		Use:   "hooks [--event EVENT] [--source S] [--session ID]",
 		Short: "Show which hooks reprise would run, in order, and where each comes from",
 		Long: `hooks loads hooks the way start and resume do and lists, for each event
-reprise runs (SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd),
-those that would run, in the order they run: each with its matcher, its
+reprise runs (SessionStart, UserPromptSubmit, PreToolUse, PermissionRequest,
+PostToolUse, PostToolUseFailure, Stop, PreCompact, SessionEnd), those that
+would run, in the order they run: each with its matcher, its
 timeout (the default when it sets none), its command and where it was
 configured (a settings file or plugin:<dir>). A command configured in several
 places is listed, and run, once.
 
 Without --event every event is listed, followed by the hooks the settings
-files and plugins configure for events reprise does not run (PreToolUse,
-PostToolUse, Notification, SubagentStop, ...), marked "found, not run by
-reprise". --source is the value matchers see: the SessionStart source, the
-SessionEnd reason (both default to resume) or the PreCompact trigger
-(manual or auto, default manual); Stop and UserPromptSubmit hooks have no
+files and plugins configure for events reprise does not run (Notification,
+SubagentStop, ...), marked "found, not run by reprise". --source is the
+value matchers see: the SessionStart source, the SessionEnd reason (both
+default to resume), the PreCompact trigger (manual or auto, default manual)
+or, for the tool events, the tool (without it, hooks for any tool); Stop and UserPromptSubmit hooks have no
 matcher, and --source with --event Stop or UserPromptSubmit is an error.
 --session takes the project settings from that session's working
 directory; only then is the store read, read-only.
@@ -84,7 +85,7 @@ directory; only then is the store read, read-only.
 			return runHooks(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&o.event, "event", "", "list only `EVENT`: SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd")
+	cmd.Flags().StringVar(&o.event, "event", "", "list only `EVENT`, one of the nine reprise runs (SessionStart, PreToolUse, Stop, ...)")
 	cmd.Flags().StringVar(&o.value, "source", "", "the SessionStart `SOURCE`, SessionEnd reason or PreCompact trigger to match (default resume; manual for PreCompact)")
 	cmd.Flags().StringVar(&o.session, "session", "", "the session `ID` whose project settings apply")
 	o.hooks.register(cmd)
