@@ -49,7 +49,7 @@
 // $XDG_STATE_HOME/reprise/reprise.db, else
 // ~/.local/state/reprise/reprise.db, the reprise command's default, so
 // that `reprise sessions`, `reprise log` and `reprise replay` show what the
-// agent did (once it has exited: a bbolt file has one writer at a time).
+// agent did, even while it runs (it serves reads to them: ServeReads).
 // Transcripts that hooks read are kept in a directory beside it, named
 // after it (reprise.DefaultTranscriptDir).
 //
