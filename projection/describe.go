@@ -130,9 +130,9 @@ func Describe(p schema.Payload) string {
 		}
 		return fmt.Sprintf("sessions=%s events=%d rewritten=%d files=%d", strings.Join(ids, ","), events, len(p.Rewritten), p.Files)
 	case *schema.ToolHookStarted:
-		return fmt.Sprintf("session=%s %s %s hooks=%s", p.Session, p.Tool, p.Event, hookList(p.Hooks))
+		return fmt.Sprintf("session=%s %s id=%s %s hooks=%s", p.Session, p.Tool, p.ToolUseID, p.Event, hookList(p.Hooks))
 	case *schema.ToolHookRan:
-		out := fmt.Sprintf("session=%s %s %s %s", p.Session, p.Tool, p.Event, outcomes(p.Outcomes, p.Interrupted))
+		out := fmt.Sprintf("session=%s %s id=%s %s %s", p.Session, p.Tool, p.ToolUseID, p.Event, outcomes(p.Outcomes, p.Interrupted))
 		if p.Decision != "" {
 			out += fmt.Sprintf(" decision=%s reason=%q", p.Decision, Clip(p.Reason, 40))
 		}
@@ -141,17 +141,20 @@ func Describe(p schema.Payload) string {
 		}
 		return out
 	case *schema.ToolDecided:
-		out := fmt.Sprintf("session=%s %s %s", p.Session, p.Tool, p.Decision)
+		out := fmt.Sprintf("session=%s %s id=%s %s", p.Session, p.Tool, p.ToolUseID, p.Decision)
 		if p.Reason != "" {
 			out += fmt.Sprintf(" reason=%q", Clip(p.Reason, 40))
 		}
-		return out + " input=" + Clip(string(p.Input), 40)
+		if len(p.Input) > 0 {
+			out += " input=" + Clip(string(p.Input), 40)
+		}
+		return out
 	case *schema.ToolResultRecorded:
 		result := "result"
 		if p.Failed {
 			result = "failure"
 		}
-		return fmt.Sprintf("session=%s %s %s=%s hooks=%s", p.Session, p.Tool, result, p.MessageUUID, hookList(p.Hooks))
+		return fmt.Sprintf("session=%s %s id=%s %s=%s hooks=%s", p.Session, p.Tool, p.ToolUseID, result, p.MessageUUID, hookList(p.Hooks))
 	}
 	return ""
 }
