@@ -72,7 +72,7 @@ type Report struct {
 	Sessions         int
 	Agents           int
 	Restores         int
-	HooksRun         int
+	HooksRun         int // every hook run the agents' logs record, restores' and turns'
 	HooksFailed      int // failed or panicked
 	HooksCancelled   int // timed out or cancelled
 	HooksInterrupted int
@@ -400,6 +400,9 @@ func (a *auditor) agent(st *stream, ev eventlog.Event) error {
 	what, run := inFlight(view)
 	state := view.State
 	err := view.Apply(ev)
+	if err == nil {
+		a.countTurnHooks(ev)
+	}
 	repeated := view.Restore != nil && slices.Contains(view.Restore.Steps, ev.Type)
 	for _, r := range view.History {
 		a.count(r)
@@ -522,7 +525,37 @@ func hooksRunning(s fsm.State) bool {
 // count counts restore r and the hooks it ran.
 func (a *auditor) count(r projection.Restore) {
 	a.rep.Restores++
-	for _, o := range append(slices.Clone(r.EndOutcomes), r.StartOutcomes...) {
+	a.countOutcomes(r.EndOutcomes)
+	a.countOutcomes(r.StartOutcomes)
+}
+
+// countTurnHooks counts the hooks that ev, a step of a turn (a prompt, a
+// tool call, a stop, a compaction), records as run.
+func (a *auditor) countTurnHooks(ev eventlog.Event) {
+	switch ev.Type {
+	case schema.TypeStopHookRan, schema.TypePromptHookRan, schema.TypePreCompactHookRan, schema.TypeToolHookRan:
+	default:
+		return
+	}
+	p, err := schema.Decode(ev)
+	if err != nil {
+		return // Apply decoded it; this cannot happen
+	}
+	switch p := p.(type) {
+	case *schema.StopHookRan:
+		a.countOutcomes(p.Outcomes)
+	case *schema.PromptHookRan:
+		a.countOutcomes(p.Outcomes)
+	case *schema.PreCompactHookRan:
+		a.countOutcomes(p.Outcomes)
+	case *schema.ToolHookRan:
+		a.countOutcomes(p.Outcomes)
+	}
+}
+
+// countOutcomes counts hook outcomes by status.
+func (a *auditor) countOutcomes(outcomes []schema.HookOutcome) {
+	for _, o := range outcomes {
 		a.rep.HooksRun++
 		switch o.Status {
 		case schema.HookFailed, schema.HookPanicked:

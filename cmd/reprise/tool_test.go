@@ -60,6 +60,16 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 	if strings.Count(string(data), `tool_use`) < 2 || !strings.Contains(string(data), `is_error`) {
 		t.Fatalf("the session lacks the calls and the denial: %s", data)
 	}
+	// The audit counts the tool hooks with the others: two PreToolUse
+	// runs, one PostToolUse.
+	var rep struct {
+		OK       bool `json:"ok"`
+		HooksRun int  `json:"hooks_run"`
+	}
+	c.okJSON(&rep, "audit")
+	if !rep.OK || rep.HooksRun != 3 {
+		t.Errorf("audit: %+v; want ok, 3 hooks run", rep)
+	}
 }
 
 // TestAppendContentHoldsToolCalls appends the model's answer with its
