@@ -90,6 +90,9 @@ func toolStep(in Input) (Ready, error) {
 	if c != nil {
 		state = c.State
 	}
+	if c != nil && in.Action.Kind == PreToolUse && t.Name != c.Tool {
+		return Ready{}, fmt.Errorf("%w: tool call %s is a call of %s, not %s", ErrBadTool, t.ID, c.Tool, t.Name)
+	}
 	if in.Action.Kind == PostToolUse {
 		if c == nil {
 			return Ready{}, fmt.Errorf("%w: %s", ErrToolNotDecided, t.ID)
