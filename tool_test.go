@@ -24,12 +24,7 @@ import (
 // on the agent: it fails with ErrAgentBusy, recording nothing.
 func TestToolCallsOfOneAnswerRunTheirHooksAtOnce(t *testing.T) {
 	ctx := context.Background()
-	e, _ := testkit.NewEngine(t, reprise.Options{})
-	testkit.Session(t, e, "a", t.TempDir(), "hello")
-	agent := testkit.Agent(t, e, "ide")
-	if _, err := agent.Start(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
+	e, agent := startedAgent(t)
 	var started sync.WaitGroup
 	started.Add(2)
 	both := make(chan struct{})
@@ -191,12 +186,7 @@ func TestStopHookReadsTheTurnThatJustEnded(t *testing.T) {
 // outcomes.
 func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
 	ctx := context.Background()
-	e, _ := testkit.NewEngine(t, reprise.Options{})
-	testkit.Session(t, e, "a", t.TempDir(), "hello")
-	agent := testkit.Agent(t, e, "ide")
-	if _, err := agent.Start(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
+	e, agent := startedAgent(t)
 	var seen hookexec.ToolInput
 	failures := 0
 	for _, err := range []error{
@@ -373,12 +363,7 @@ func TestToolHooksRunningInAnotherProcess(t *testing.T) {
 // or forge a printed line is refused, before anything is recorded.
 func TestToolCallIDsAreIDs(t *testing.T) {
 	ctx := context.Background()
-	e, _ := testkit.NewEngine(t, reprise.Options{})
-	testkit.Session(t, e, "a", t.TempDir(), "hello")
-	agent := testkit.Agent(t, e, "ide")
-	if _, err := agent.Start(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
+	e, agent := startedAgent(t)
 	before := testkit.Events(t, e.Store())
 	for _, id := range []string{"", "../etc", "a\nToolDecided", "t 1", strings.Repeat("x", 200)} {
 		if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash"}); !errors.Is(err, reprise.ErrBadTool) {
@@ -394,4 +379,17 @@ func TestToolCallIDsAreIDs(t *testing.T) {
 	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_01A09q90qw90lq917835lq9", Name: "Bash"}); err != nil {
 		t.Errorf("a Messages API id: %v", err)
 	}
+}
+
+// startedAgent is agent ide of a new Engine on a bbolt file, started on
+// session a, which holds one message.
+func startedAgent(t *testing.T) (*reprise.Engine, *reprise.Agent) {
+	t.Helper()
+	e, _ := testkit.NewEngine(t, reprise.Options{})
+	testkit.Session(t, e, "a", t.TempDir(), "hello")
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	return e, agent
 }
