@@ -67,6 +67,22 @@ context is.`,
 	return cmd
 }
 
+// checkBlocks refuses content the Messages API would refuse for role: an
+// empty text, a tool_use from the user, a tool_result from the assistant.
+func checkBlocks(role string, blocks []reprise.Block) error {
+	for i, b := range blocks {
+		switch {
+		case b.Type == "text" && strings.TrimSpace(b.Text) == "":
+			return usagef("--content: block %d is an empty text", i+1)
+		case b.Type == "tool_use" && role != "assistant":
+			return usagef("--content: block %d is a tool_use, which only the assistant writes", i+1)
+		case b.Type == "tool_result" && role != "user":
+			return usagef("--content: block %d is a tool_result, which only the user writes", i+1)
+		}
+	}
+	return nil
+}
+
 // runAppend appends one message to o.session and prints its uuid.
 func runAppend(ctx context.Context, a *app, o appendOptions, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	id, text := o.session, o.text
@@ -95,6 +111,9 @@ func runAppend(ctx context.Context, a *app, o appendOptions, stdin io.Reader, st
 		blocks, ok := projection.Content(json.RawMessage(raw))
 		if !ok || len(blocks) == 0 || slices.ContainsFunc(blocks, func(b reprise.Block) bool { return b.Type == "" }) {
 			return usagef("--content must be a JSON string or a non-empty array of content blocks, each an object with a type")
+		}
+		if err := checkBlocks(o.role, blocks); err != nil {
+			return err
 		}
 		m.Content = blocks
 	}

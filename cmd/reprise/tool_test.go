@@ -123,6 +123,16 @@ func TestAppendContentHoldsToolCalls(t *testing.T) {
 		}
 	}
 	c.fails(exitUsage, "append", "a", "--role", "user", "--content", `"x"`, "also text")
+	for _, bad := range []struct{ role, content, says string }{
+		{"user", `""`, "empty text"},
+		{"user", `[{"type":"text","text":" "}]`, "empty text"},
+		{"user", `[{"type":"tool_use","id":"t9","name":"Bash","input":{}}]`, "only the assistant"},
+		{"assistant", `[{"type":"tool_result","tool_use_id":"t1","content":"x"}]`, "only the user"},
+	} {
+		if r := c.fails(exitUsage, "append", "a", "--role", bad.role, "--content", bad.content); !strings.Contains(r.stderr, bad.says) {
+			t.Errorf("%s --content %s: %s", bad.role, bad.content, r.stderr)
+		}
+	}
 }
 
 // TestToolCommandsSayAHookHalts checks that tool and tool-result print a
