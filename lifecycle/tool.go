@@ -271,7 +271,7 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 		ready := messages(in.Now, s, &msg)
 		if len(matched.Hooks) == 0 && c.Context != "" {
 			// The PreToolUse hooks' context, beside the result.
-			meta := contextMessage(in, "PreToolUse:"+c.Tool+" hook additional context: "+c.Context)
+			meta := contextMessage(in, preContext(c))
 			meta.ParentUUID = msg.UUID
 			ready = add(ready, projection.SessionStream(c.Session), &schema.MessageAppended{Message: meta}, in.Now, "")
 		}
@@ -298,10 +298,8 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			step.Decision, step.Reason = "block", ran.Reason
 		}
 		ready := Ready{}
-		text := feedbackText(string(event)+":"+c.Tool, ran)
-		if c.Context != "" { // the PreToolUse hooks' context comes first
-			text = joinLines(nonEmpty("PreToolUse:"+c.Tool+" hook additional context: "+c.Context, text))
-		}
+		// The PreToolUse hooks' context comes first.
+		text := joinLines(nonEmpty(preContext(c), feedbackText(string(event)+":"+c.Tool, ran)))
 		if text != "" {
 			s := in.Sessions[c.Session]
 			if s == nil {
@@ -333,6 +331,12 @@ func feedbackText(hook string, ran HooksRan) string {
 		lines = append(lines, hook+" hook blocking error: "+ran.Reason)
 	}
 	return joinLines(lines)
+}
+
+// preContext is what the model is told of call c's PreToolUse hooks'
+// context, beside its result.
+func preContext(c *projection.ToolCall) string {
+	return feedbackText("PreToolUse:"+c.Tool, HooksRan{Context: c.Context})
 }
 
 // contextMessage is the meta user message that tells the model text
@@ -410,7 +414,7 @@ func orphans(in Input) (Ready, bool) {
 			if s := in.Sessions[c.Session]; s != nil && c.Context != "" {
 				// The PreToolUse hooks' context, which would have come
 				// with the PostToolUse hooks', still reaches the model.
-				meta := contextMessage(in, "PreToolUse:"+c.Tool+" hook additional context: "+c.Context)
+				meta := contextMessage(in, preContext(c))
 				step.MessageUUID = meta.UUID
 				ready = messages(in.Now, s, &meta)
 			}
