@@ -719,7 +719,7 @@ func (s *session) view() *lifecycle.Session {
 		Deleted: s.conv.Deleted, Importing: s.conv.Importing}
 	for i := len(s.conv.Messages) - 1; i >= 0; i-- {
 		if m := &s.conv.Messages[i]; m.Role == "assistant" {
-			v.LastAssistant = projection.FirstText(*m)
+			v.LastAssistant, v.LastAnswer = projection.FirstText(*m), m.UUID
 			break
 		}
 	}

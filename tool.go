@@ -56,6 +56,9 @@ type ToolDecision struct {
 	// Interrupted says the call was allowed before and has no result
 	// recorded: a process that asked earlier may have run the tool.
 	Interrupted bool
+	// Resulted says the call's result is recorded already: it is not to
+	// run again.
+	Resulted bool
 	// Outcomes are the call's PreToolUse and PermissionRequest hooks'
 	// outcomes, in the order they ran.
 	Outcomes []schema.HookOutcome
@@ -124,7 +127,7 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 	}
 	outcomes := slices.Concat(c.PreOutcomes, c.PermissionOutcomes)
 	return &ToolDecision{Decision: rep.Decision, Reason: rep.Reason, Input: rep.Input, Context: rep.Context,
-		Interrupted: rep.Interrupted, Outcomes: outcomes, Halt: haltOf(outcomes)}, nil
+		Interrupted: rep.Interrupted, Resulted: rep.Resulted, Outcomes: outcomes, Halt: haltOf(outcomes)}, nil
 }
 
 // PostToolUse records what a tool call that PreToolUse decided gave, once
@@ -308,4 +311,54 @@ func (a *Agent) runToolHooks(ctx context.Context, eff lifecycle.RunHooks, hooks 
 	}
 	ran.Outcomes = e.scoped.Settle(in.SessionID, hooks, outcomes)
 	return ran
+}
+
+// Turn is where the turn on a session stands; TurnPhase what is left of
+// it; ToolUse a tool call of an answer.
+type (
+	Turn      = projection.Turn
+	TurnPhase = projection.TurnPhase
+	ToolUse   = projection.ToolUse
+)
+
+// The phases of a turn.
+const (
+	TurnOver  = projection.TurnOver
+	TurnAsk   = projection.TurnAsk
+	TurnTools = projection.TurnTools
+	TurnStop  = projection.TurnStop
+)
+
+// Turn says where the turn on the agent's current session stands, from
+// what the log holds: a host that restarts learns from it what is left of
+// a turn a dead process began (package turn drives turns with it). Like
+// every action, it first rolls forward a step left in flight. With no
+// current session the turn is over.
+func (a *Agent) Turn(ctx context.Context) (Turn, error) {
+	if !a.mu.TryLock() {
+		return Turn{}, fmt.Errorf("%w: agent %s", ErrAgentBusy, a.id)
+	}
+	defer a.mu.Unlock()
+	release, err := a.lockStream(ctx)
+	if err != nil {
+		return Turn{}, err
+	}
+	defer release()
+	if err := a.sync(ctx); err != nil {
+		return Turn{}, err
+	}
+	id := a.view.Current
+	if id == "" {
+		return Turn{}, nil
+	}
+	s, err := a.e.session(ctx, id)
+	if err != nil {
+		return Turn{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := a.e.catchUp(ctx, s); err != nil {
+		return Turn{}, fmt.Errorf("read session %s: %w", id, err)
+	}
+	return projection.TurnOf(id, s.conv.View(), a.view), nil
 }

@@ -100,6 +100,7 @@ type Session struct {
 	// LastAssistant is the text of the last saved assistant message: the
 	// final message SessionEnd hooks get when the host gives none.
 	LastAssistant string
+	LastAnswer    string // the uuid of that message
 	Pending       []schema.Message
 	// Deleted says that the session's stream ends with its tombstone: no
 	// action may use it.
@@ -532,6 +533,17 @@ func lastAssistant(s *Session) string {
 	return s.LastAssistant
 }
 
+// lastAnswer is the uuid of s's last assistant message, pending ones
+// included.
+func lastAnswer(s *Session) string {
+	for i := len(s.Pending) - 1; i >= 0; i-- {
+		if m := s.Pending[i]; m.Role == "assistant" {
+			return m.UUID
+		}
+	}
+	return s.LastAnswer
+}
+
 // load records that session id became current through source; prompt is
 // the first prompt the host gave, for SessionStart hooks. When the action
 // creates id, created writes it, in the same append.
@@ -775,18 +787,23 @@ func keepPrompt(in Input, id, text, context string, outcomes []schema.HookOutcom
 func stop(in Input, id string) (Ready, error) {
 	a := in.Agent
 	if a.StopBlocks >= in.StopCap {
-		ready := withAgentStep(in, flush(in, id), in.NewID(), &schema.StopHookStarted{Session: id, Active: true, Capped: true, StopReason: in.Action.StopReason})
+		answer := ""
+		if s := in.Sessions[id]; s != nil {
+			answer = lastAnswer(s)
+		}
+		ready := withAgentStep(in, flush(in, id), in.NewID(), &schema.StopHookStarted{Session: id, Active: true, Capped: true,
+			StopReason: in.Action.StopReason, Answer: answer})
 		ready.Report.Warning = fmt.Sprintf("stop hook cap reached: %d consecutive stops were blocked", a.StopBlocks)
 		return ready, nil
 	}
 	active := a.StopBlocks > 0
-	last := ""
+	last, answer := "", ""
 	if s := in.Sessions[id]; s != nil {
-		last = lastAssistant(s)
+		last, answer = lastAssistant(s), lastAnswer(s)
 	}
 	return hookIntent(in, flush(in, id), in.NewID, MatchHooks{Event: schema.HookStop, Session: id},
 		func(names []string) schema.Payload {
-			return &schema.StopHookStarted{Session: id, Active: active, Hooks: names, StopReason: in.Action.StopReason}
+			return &schema.StopHookStarted{Session: id, Active: active, Hooks: names, StopReason: in.Action.StopReason, Answer: answer}
 		}, RunHooks{Event: schema.HookStop, Session: id, StopActive: active, StopReason: in.Action.StopReason,
 			FinalMessage: last, PromptID: a.LastPromptID})
 }

@@ -22,10 +22,12 @@ type Agent struct {
 	History []Restore
 
 	Stop       *Stop // the Stop hook run in flight; nil unless State is stopping
+	LastStop   *Stop // the last Stop hook run completed; nil before the first
 	Stops      int   // Stop hook runs completed
 	StopBlocks int   // consecutive stops that hooks blocked, since the last one they did not
 
 	Prompt       *Prompt // the UserPromptSubmit run in flight; nil unless State is prompting
+	LastPrompt   *Prompt // the last UserPromptSubmit run completed; nil before the first
 	Prompts      int     // UserPromptSubmit runs completed
 	LastPromptID string  // the prompt_id of the current session's last UserPromptSubmit run
 
@@ -160,6 +162,7 @@ type Stop struct {
 	Blocked     bool
 	Reason      string
 	StopReason  string // why the turn ended, as the host said
+	Answer      string // the uuid of the assistant message the turn ended with
 	Interrupted bool
 }
 
@@ -306,10 +309,11 @@ func (a *Agent) foldRun(ev eventlog.Event, p schema.Payload) error {
 		}
 		pr.Outcomes, pr.Context, pr.Blocked, pr.Reason = p.Outcomes, p.Context, p.Blocked, p.Reason
 		pr.MessageUUID, pr.ContextUUID, pr.Interrupted = p.MessageUUID, p.ContextUUID, p.Interrupted
-		a.Prompt = nil
+		a.Prompt, a.LastPrompt = nil, pr
 		a.Prompts++
 	case *schema.StopHookStarted:
-		a.Stop = &Stop{ID: ev.RestoreID, Session: p.Session, Active: p.Active, Hooks: p.Hooks, Capped: p.Capped, StopReason: p.StopReason}
+		a.Stop = &Stop{ID: ev.RestoreID, Session: p.Session, Active: p.Active, Hooks: p.Hooks, Capped: p.Capped,
+			StopReason: p.StopReason, Answer: p.Answer}
 	case *schema.StopHookRan:
 		if a.Stop.ID != ev.RestoreID {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "outcome of stop %q inside stop %q", ev.RestoreID, a.Stop.ID)
@@ -321,7 +325,7 @@ func (a *Agent) foldRun(ev eventlog.Event, p schema.Payload) error {
 		} else {
 			a.StopBlocks = 0
 		}
-		a.Stop = nil
+		a.Stop, a.LastStop = nil, a.Stop
 	}
 	return nil
 }

@@ -201,6 +201,10 @@ type StopHookStarted struct {
 	Capped  bool     `msgpack:"capped,omitempty"`
 	// StopReason is why the turn ended, as the host said (e.g. end_turn).
 	StopReason string `msgpack:"stopreason,omitempty"`
+	// Answer is the uuid of the assistant message the turn ended with, ""
+	// when the session has none: a turn runner that restarts knows from it
+	// that this answer's Stop ran.
+	Answer string `msgpack:"answer,omitempty"`
 }
 
 // StopHookRan records the Stop hooks' outcomes. When a hook blocked the
