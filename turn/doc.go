@@ -1,0 +1,36 @@
+// Package turn drives an agent's turns through reprise so that a host
+// killed in the middle of one picks it up where it was: no answer asked
+// for twice, no tool run twice, no hook fired twice.
+//
+// The host plugs in its model call (Model) and its tools (Tool) as plain
+// functions; a Runner takes a prompt through UserPromptSubmit, asks the
+// model, records the answer before acting on it, takes each tool call
+// through PreToolUse, the tool and PostToolUse, asks the model again with
+// the results, and ends the turn through the Stop hooks, until they let it
+// end. Every step is in the agent's log before the next one begins, and
+// the Runner decides each step from the log alone (reprise.Agent.Turn), so
+// a new process that calls Resume continues a turn a dead one began, by
+// the same path.
+//
+// What is and is not repeated after a crash:
+//
+//   - an answer that is recorded is never asked for again; a tool whose
+//     result is recorded never runs again; a decision that is recorded is
+//     not asked again; hooks run at most once, as everywhere in reprise;
+//   - a tool that was allowed but has no result may have run: it does not
+//     run again unless it is Repeatable (then it runs again with the same
+//     tool_use id, at most once more per crash that cut it); otherwise the
+//     model gets an error tool_result saying it was interrupted and may
+//     have run (Interrupted);
+//   - a model request in flight when the process died cannot be made
+//     at most once: the Messages API has no idempotency key, and its
+//     answer was never recorded. Resume asks again, once per such crash.
+//
+// Caveats: the turn of an agent is held by one Runner at a time; a second
+// one, in this process or another on a shared store, gets
+// reprise.ErrAgentBusy. Tools of one answer run one at a time unless
+// Parallel is set; their results are recorded in the answer's order, so a
+// crash loses the results of calls that finished before an earlier one
+// did (they count as interrupted). Model and Tool functions must honour
+// their context.
+package turn

@@ -1,0 +1,401 @@
+package turn_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/turn"
+)
+
+// script is a model whose answers are fixed by how many the session holds:
+// the n-th request of a turn gets answers[n], whatever came before.
+type script struct {
+	mu       sync.Mutex
+	answers  []reprise.Message
+	requests []int // the answer index of each request made
+}
+
+func (s *script) model(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+	n := 0
+	for _, m := range conv {
+		if m.Role == "assistant" {
+			n++
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, n)
+	if n >= len(s.answers) {
+		return reprise.Message{}, fmt.Errorf("no answer %d in the script", n)
+	}
+	return s.answers[n], nil
+}
+
+// answer is an assistant message with text and tool calls, each "id:name".
+func answer(text string, calls ...string) reprise.Message {
+	m := reprise.Message{Role: "assistant"}
+	if text != "" {
+		m.Content = append(m.Content, reprise.Block{Type: "text", Text: text})
+	}
+	for _, c := range calls {
+		id, name, _ := strings.Cut(c, ":")
+		raw, _ := json.Marshal(map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]string{"arg": id}})
+		m.Content = append(m.Content, reprise.Block{Type: "tool_use", Raw: raw})
+	}
+	return m
+}
+
+// runs counts a tool's runs by tool_use id.
+type runs struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *runs) tool(repeatable bool, fail bool) turn.Tool {
+	return turn.Tool{Repeatable: repeatable, Run: func(ctx context.Context, c turn.Call) (reprise.ToolResult, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.n == nil {
+			r.n = map[string]int{}
+		}
+		r.n[c.ID]++
+		if fail {
+			return reprise.ToolResult{}, errors.New("failed " + c.ID)
+		}
+		out, _ := json.Marshal("ran " + c.ID)
+		return reprise.ToolResult{Output: out}, nil
+	}}
+}
+
+func (r *runs) count(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[id]
+}
+
+func newRunner(t *testing.T, s *script, r *runs) (*reprise.Engine, *turn.Runner) {
+	t.Helper()
+	e, _ := testkit.NewEngine(t, reprise.Options{Logger: testkit.Discard})
+	testkit.Session(t, e, "s", t.TempDir())
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(context.Background(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	return e, &turn.Runner{Engine: e, Agent: agent, Model: s.model,
+		Tools:      map[string]turn.Tool{"Echo": r.tool(false, false), "Fail": r.tool(false, true), "Read": r.tool(true, false)},
+		Permission: func(turn.Call) string { return reprise.ToolAllow }}
+}
+
+// shape is a conversation in a line per message: its role and its blocks,
+// each text, tool_use id or tool_result id with its content.
+func shape(t *testing.T, e *reprise.Engine, id string) string {
+	t.Helper()
+	conv, err := e.Conversation(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, m := range conv {
+		line := m.Role
+		if m.IsMeta {
+			line += " meta"
+		}
+		for _, b := range m.Content {
+			var f struct {
+				ID      string          `json:"id"`
+				UseID   string          `json:"tool_use_id"`
+				Content json.RawMessage `json:"content"`
+				IsError bool            `json:"is_error"`
+			}
+			json.Unmarshal(b.Raw, &f)
+			switch b.Type {
+			case "text":
+				line += " " + fmt.Sprintf("%q", b.Text)
+			case "tool_use":
+				line += " use:" + f.ID
+			case "tool_result":
+				line += " result:" + f.UseID + "=" + string(f.Content)
+				if f.IsError {
+					line += "!"
+				}
+			}
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestRunTakesATurnToItsEnd(t *testing.T) {
+	s := &script{answers: []reprise.Message{
+		answer("looking", "t1:Echo", "t2:Fail"),
+		answer("done"),
+		answer("really done"),
+	}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	stops := 0
+	if err := e.Hooks().OnStop("again", func(ctx context.Context, in hookexec.StopInput) (hookexec.StopOutput, error) {
+		stops++
+		if stops == 1 {
+			return hookexec.StopOutput{Decision: "block", Reason: "check again"}, nil
+		}
+		return hookexec.StopOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []turn.EventKind
+	runner.OnEvent = func(ev turn.Event) { kinds = append(kinds, ev.Kind) }
+	out, err := runner.Run(context.Background(), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Requests != 3 || out.Halted || out.Limited || out.Blocked {
+		t.Errorf("outcome %+v, want 3 requests and a plain end", out)
+	}
+	want := `user "go"
+assistant "looking" use:t1 use:t2
+user result:t1="ran t1"
+user result:t2="failed t2"!
+assistant "done"
+user meta "Stop hook blocking error from command: \"again\": check again"
+assistant "really done"`
+	if got := shape(t, e, "s"); got != want {
+		t.Errorf("conversation:\n%s\nwant:\n%s", got, want)
+	}
+	if r.count("t1") != 1 || r.count("t2") != 1 || stops != 2 {
+		t.Errorf("t1 ran %d times, t2 %d, Stop hooks %d; want 1, 1, 2", r.count("t1"), r.count("t2"), stops)
+	}
+	wantKinds := []turn.EventKind{turn.Prompted, turn.Answered, turn.Decided, turn.Ran, turn.Decided, turn.Ran,
+		turn.Answered, turn.Stopped, turn.Answered, turn.Stopped}
+	if fmt.Sprint(kinds) != fmt.Sprint(wantKinds) {
+		t.Errorf("events %v, want %v", kinds, wantKinds)
+	}
+	// The turn is over: Resume has nothing to do.
+	out, err = runner.Resume(context.Background())
+	if err != nil || out.Resumed || out.Requests != 0 {
+		t.Errorf("Resume of a finished turn: %+v, %v", out, err)
+	}
+}
+
+// TestResumeAfterTheToolStarted plays a process that died after a call
+// was allowed and before its result was recorded: the next process's
+// Resume runs a Repeatable tool again, with Again set, and tells the model
+// the other one was interrupted; neither decision is asked again.
+func TestResumeAfterTheToolStarted(t *testing.T) {
+	ctx := context.Background()
+	s := &script{answers: []reprise.Message{answer("", "t1:Echo", "t2:Read"), answer("ok")}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	pre := 0
+	if err := e.Hooks().OnPreToolUse("count", "", func(ctx context.Context, in hookexec.ToolInput) (hookexec.PreToolUseOutput, error) {
+		pre++
+		return hookexec.PreToolUseOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The dead process: the prompt, the answer, both calls decided.
+	if _, err := runner.Agent.Prompt(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "s", s.answers[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"t1:Echo", "t2:Read"} {
+		id, name, _ := strings.Cut(c, ":")
+		if _, err := runner.Agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: name, Input: json.RawMessage(`{}`), Permission: reprise.ToolAllow}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tn, err := runner.Agent.Turn(ctx)
+	if err != nil || tn.Phase != reprise.TurnTools || len(tn.Calls) != 2 || !tn.Calls[0].Decided {
+		t.Fatalf("turn %+v, %v; want its two decided calls left", tn, err)
+	}
+	if _, err := runner.Run(ctx, "next"); !errors.Is(err, turn.ErrUnfinished) {
+		t.Errorf("Run on an unfinished turn: %v, want ErrUnfinished", err)
+	}
+	var again []string
+	read := r.tool(true, false)
+	runner.Tools["Read"] = turn.Tool{Repeatable: true, Run: func(ctx context.Context, c turn.Call) (reprise.ToolResult, error) {
+		if c.Again {
+			again = append(again, c.ID)
+		}
+		return read.Run(ctx, c)
+	}}
+	out, err := runner.Resume(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Resumed || out.Requests != 1 {
+		t.Errorf("outcome %+v, want a resumed turn with 1 request", out)
+	}
+	want := `user "go"
+assistant use:t1 use:t2
+user result:t1="The tool call was interrupted before its result was recorded: it may have run."!
+user result:t2="ran t2"
+assistant "ok"`
+	if got := shape(t, e, "s"); got != want {
+		t.Errorf("conversation:\n%s\nwant:\n%s", got, want)
+	}
+	if r.count("t1") != 0 || r.count("t2") != 1 || fmt.Sprint(again) != "[t2]" || pre != 2 {
+		t.Errorf("t1 ran %d times, t2 %d (again %v), PreToolUse hooks %d; want 0, 1 ([t2]), 2", r.count("t1"), r.count("t2"), again, pre)
+	}
+}
+
+// TestParallelCallsRecordInOrder runs three calls of one answer at once,
+// finishing in reverse order, and finds their results in the answer's.
+func TestParallelCallsRecordInOrder(t *testing.T) {
+	s := &script{answers: []reprise.Message{answer("", "t1:Slow", "t2:Slow", "t3:Slow"), answer("ok")}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	runner.Parallel = true
+	var running sync.WaitGroup
+	running.Add(3)
+	order := make(chan string, 3)
+	runner.Tools["Slow"] = turn.Tool{Run: func(ctx context.Context, c turn.Call) (reprise.ToolResult, error) {
+		running.Done()
+		running.Wait() // all three run at once
+		time.Sleep(time.Duration(4-int(c.ID[1]-'0')) * 20 * time.Millisecond)
+		order <- c.ID
+		out, _ := json.Marshal(c.ID)
+		return reprise.ToolResult{Output: out}, nil
+	}}
+	if _, err := runner.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	close(order)
+	var finished []string
+	for id := range order {
+		finished = append(finished, id)
+	}
+	if fmt.Sprint(finished) != "[t3 t2 t1]" {
+		t.Errorf("finished %v, want [t3 t2 t1]", finished)
+	}
+	want := `user "go"
+assistant use:t1 use:t2 use:t3
+user result:t1="t1"
+user result:t2="t2"
+user result:t3="t3"
+assistant "ok"`
+	if got := shape(t, e, "s"); got != want {
+		t.Errorf("conversation:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestHaltLeavesNoCallWithoutResult: a PostToolUse hook halts the turn
+// after the first call; the others get an error result without running,
+// no Stop hook runs, and the turn is over.
+func TestHaltLeavesNoCallWithoutResult(t *testing.T) {
+	s := &script{answers: []reprise.Message{answer("", "t1:Echo", "t2:Echo", "t3:Echo")}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	if err := e.Hooks().Add(hookexec.Hook{Event: hookexec.PostToolUse, Name: "halt",
+		Body: hookexec.Command{Line: `echo '{"continue": false, "stopReason": "enough"}'`}}); err != nil {
+		t.Fatal(err)
+	}
+	stops := 0
+	if err := e.Hooks().OnStop("count", func(ctx context.Context, in hookexec.StopInput) (hookexec.StopOutput, error) {
+		stops++
+		return hookexec.StopOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runner.Run(context.Background(), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Halted || out.StopReason != "enough" || out.Requests != 1 {
+		t.Errorf("outcome %+v, want halted with reason enough after 1 request", out)
+	}
+	want := `user "go"
+assistant use:t1 use:t2 use:t3
+user result:t1="ran t1"
+user result:t2="Not run: a hook stopped the turn."! result:t3="Not run: a hook stopped the turn."!`
+	if got := shape(t, e, "s"); got != want {
+		t.Errorf("conversation:\n%s\nwant:\n%s", got, want)
+	}
+	if r.count("t2")+r.count("t3") != 0 || stops != 0 {
+		t.Errorf("t2 and t3 ran %d times, Stop hooks %d; want none", r.count("t2")+r.count("t3"), stops)
+	}
+	tn, err := runner.Agent.Turn(context.Background())
+	if err != nil || tn.Phase != reprise.TurnOver {
+		t.Errorf("turn after a halt: %+v, %v; want over", tn, err)
+	}
+}
+
+// TestOneRunnerPerAgent: while a Runner drives the agent's turn, a second
+// one gets ErrAgentBusy.
+func TestOneRunnerPerAgent(t *testing.T) {
+	s := &script{answers: []reprise.Message{answer("", "t1:Wait"), answer("ok")}}
+	var r runs
+	_, runner := newRunner(t, s, &r)
+	entered, leave := make(chan struct{}), make(chan struct{})
+	runner.Tools["Wait"] = turn.Tool{Run: func(ctx context.Context, c turn.Call) (reprise.ToolResult, error) {
+		close(entered)
+		<-leave
+		return reprise.ToolResult{}, nil
+	}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := runner.Run(context.Background(), "go")
+		done <- err
+	}()
+	<-entered
+	second := &turn.Runner{Engine: runner.Engine, Agent: runner.Agent, Model: s.model}
+	if _, err := second.Resume(context.Background()); !errors.Is(err, reprise.ErrAgentBusy) {
+		t.Errorf("a second Runner: %v, want ErrAgentBusy", err)
+	}
+	close(leave)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.Resume(context.Background()); err != nil {
+		t.Errorf("after the first Runner returned: %v", err)
+	}
+}
+
+// TestTurnOfPhases walks TurnOf through a turn's records.
+func TestTurnOfPhases(t *testing.T) {
+	a := projection.NewAgent("ide")
+	use := answer("", "t1:Echo")
+	use.UUID = "a1"
+	prompt := reprise.Text("user", "go")
+	result := reprise.Message{UUID: "r1", Role: "user", Content: []reprise.Block{{Type: "tool_result", Raw: []byte(`{"type":"tool_result","tool_use_id":"t1","content":"x"}`)}}}
+	final := reprise.Text("assistant", "done")
+	final.UUID = "a2"
+	for _, c := range []struct {
+		msgs []reprise.Message
+		want reprise.TurnPhase
+	}{
+		{nil, reprise.TurnOver},
+		{[]reprise.Message{prompt}, reprise.TurnAsk},
+		{[]reprise.Message{prompt, use}, reprise.TurnTools},
+		{[]reprise.Message{prompt, use, result}, reprise.TurnAsk},
+		{[]reprise.Message{prompt, use, result, final}, reprise.TurnStop},
+	} {
+		if got := projection.TurnOf("s", c.msgs, a); got.Phase != c.want {
+			t.Errorf("after %d messages: %s, want %s", len(c.msgs), got.Phase, c.want)
+		}
+	}
+	a.LastStop = &projection.Stop{Session: "s", Answer: "a2"}
+	if got := projection.TurnOf("s", []reprise.Message{prompt, use, result, final}, a); got.Phase != reprise.TurnOver {
+		t.Errorf("after its Stop: %s, want over", got.Phase)
+	}
+	a.LastStop.Blocked = true
+	if got := projection.TurnOf("s", []reprise.Message{prompt, use, result, final}, a); got.Phase != reprise.TurnAsk {
+		t.Errorf("after a blocked Stop: %s, want ask", got.Phase)
+	}
+	a.LastStop.Session = "other"
+	if got := projection.TurnOf("s", []reprise.Message{prompt, use, result, final}, a); got.Phase != reprise.TurnStop {
+		t.Errorf("after another session's Stop: %s, want stop", got.Phase)
+	}
+}
