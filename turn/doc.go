@@ -29,8 +29,6 @@
 // Caveats: the turn of an agent is held by one Runner at a time; a second
 // one, in this process or another on a shared store, gets
 // reprise.ErrAgentBusy. Tools of one answer run one at a time unless
-// Parallel is set; their results are recorded in the answer's order, so a
-// crash loses the results of calls that finished before an earlier one
-// did (they count as interrupted). Model and Tool functions must honour
-// their context.
+// Parallel is set; the model gets their results in the answer's order
+// either way. Model and Tool functions must honour their context.
 package turn

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/projection"
 )
 
 // ErrUnfinished is returned by Run while the agent's last turn has tool
@@ -107,8 +109,9 @@ type Runner struct {
 	// and returns "" to run it, else the refusal the model is told. It is
 	// called one call at a time. Nil refuses every such call (NoOneToAsk).
 	Ask func(ctx context.Context, call Call, reason string) (refusal string)
-	// Parallel lets the calls of one answer be decided and run at once.
-	// Their results are recorded in the answer's order either way.
+	// Parallel lets the calls of one answer be decided and run at once:
+	// their results are recorded as they come, and the model gets them in
+	// the answer's order.
 	Parallel bool
 	// MaxRequests bounds the model requests of one Run or Resume;
 	// DefaultMaxRequests when 0.
@@ -241,7 +244,7 @@ func (r *Runner) answer(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	m, err := r.Model(ctx, conv)
+	m, err := r.Model(ctx, inAnswerOrder(conv))
 	if err != nil {
 		return &ModelError{err}
 	}
@@ -258,6 +261,48 @@ func (r *Runner) answer(ctx context.Context, id string) error {
 	}
 	r.emit(Event{Kind: Answered, Answer: &stored})
 	return nil
+}
+
+// inAnswerOrder returns conv with the tool_results after its last answer
+// in the order of the answer's tool_uses, each with the meta messages
+// that follow it: calls that ran at once are recorded as they finished.
+func inAnswerOrder(conv []reprise.Message) []reprise.Message {
+	last := len(conv) - 1
+	for last >= 0 && conv[last].Role != "assistant" {
+		last--
+	}
+	if last < 0 {
+		return conv
+	}
+	order := map[string]int{}
+	for i, u := range projection.ToolUses(conv[last]) {
+		order[u.ID] = i
+	}
+	var groups [][]reprise.Message
+	rest := conv[last+1:]
+	for len(rest) > 0 {
+		n := 1
+		for n < len(rest) && rest[n].IsMeta {
+			n++
+		}
+		groups = append(groups, rest[:n])
+		rest = rest[n:]
+	}
+	key := func(g []reprise.Message) int {
+		for _, b := range g[0].Content {
+			var r struct {
+				ID string `json:"tool_use_id"`
+			}
+			if b.Type == "tool_result" && json.Unmarshal(b.Raw, &r) == nil {
+				if i, ok := order[r.ID]; ok {
+					return i
+				}
+			}
+		}
+		return len(order) // anything else stays after the results
+	}
+	slices.SortStableFunc(groups, func(a, b []reprise.Message) int { return cmp.Compare(key(a), key(b)) })
+	return slices.Concat(append([][]reprise.Message{conv[:last+1]}, groups...)...)
 }
 
 // tools takes the calls of t that have no result through their steps,
@@ -284,24 +329,24 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 		return reprise.Halt{}, nil
 	}
 	type ran struct {
+		call reprise.ToolUse
 		res  *reprise.ToolResult
 		halt reprise.Halt
 		err  error
 	}
-	done := make([]chan ran, len(t.Calls))
-	for i, c := range t.Calls {
-		done[i] = make(chan ran, 1)
+	done := make(chan ran, len(t.Calls))
+	for _, c := range t.Calls {
 		go func() {
 			res, halt, err := r.decideAndRun(ctx, c)
-			done[i] <- ran{res, halt, err}
+			done <- ran{c, res, halt, err}
 		}()
 	}
 	var (
 		halt reprise.Halt
 		errs []error
 	)
-	for i, c := range t.Calls {
-		d := <-done[i]
+	for range t.Calls {
+		d := <-done // recorded as they finish: a crash loses none that did
 		if d.halt.Halted && !halt.Halted {
 			halt = d.halt
 		}
@@ -309,7 +354,7 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 			errs = append(errs, d.err)
 			continue
 		}
-		h, err := r.record(ctx, c, d.res)
+		h, err := r.record(ctx, d.call, d.res)
 		if h.Halted && !halt.Halted {
 			halt = h
 		}

@@ -251,9 +251,10 @@ assistant "ok"`
 	}
 }
 
-// TestParallelCallsRecordInOrder runs three calls of one answer at once,
-// finishing in reverse order, and finds their results in the answer's.
-func TestParallelCallsRecordInOrder(t *testing.T) {
+// TestParallelCallsReachTheModelInOrder runs three calls of one answer at
+// once, finishing in reverse order: each result is recorded as it comes,
+// and the model gets them in the answer's order.
+func TestParallelCallsReachTheModelInOrder(t *testing.T) {
 	s := &script{answers: []reprise.Message{answer("", "t1:Slow", "t2:Slow", "t3:Slow"), answer("ok")}}
 	var r runs
 	e, runner := newRunner(t, s, &r)
@@ -269,8 +270,23 @@ func TestParallelCallsRecordInOrder(t *testing.T) {
 		out, _ := json.Marshal(c.ID)
 		return reprise.ToolResult{Output: out}, nil
 	}}
+	var sent []string
+	runner.Model = func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+		sent = nil
+		for _, m := range conv {
+			for _, b := range m.Content {
+				if b.Type == "tool_result" {
+					sent = append(sent, string(b.Raw))
+				}
+			}
+		}
+		return s.model(ctx, conv)
+	}
 	if _, err := runner.Run(context.Background(), "go"); err != nil {
 		t.Fatal(err)
+	}
+	if len(sent) != 3 || !strings.Contains(sent[0], `"t1"`) || !strings.Contains(sent[1], `"t2"`) || !strings.Contains(sent[2], `"t3"`) {
+		t.Errorf("the model got the results %v, want t1, t2, t3", sent)
 	}
 	close(order)
 	var finished []string
@@ -282,9 +298,9 @@ func TestParallelCallsRecordInOrder(t *testing.T) {
 	}
 	want := `user "go"
 assistant use:t1 use:t2 use:t3
-user result:t1="t1"
-user result:t2="t2"
 user result:t3="t3"
+user result:t2="t2"
+user result:t1="t1"
 assistant "ok"`
 	if got := shape(t, e, "s"); got != want {
 		t.Errorf("conversation:\n%s\nwant:\n%s", got, want)

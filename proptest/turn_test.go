@@ -1,0 +1,440 @@
+package proptest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
+	"github.com/reprise-dev/reprise/turn"
+)
+
+// The tools of the turn model, by what their calls do.
+var turnTools = []string{"Ok", "Fail", "Deny", "Ask", "Again"}
+
+// turnScript is one turn as the model of a turn sees it: the model's
+// answers in order (each a list of tool names; none ends the model's
+// part), how many stops the Stop hook blocks, and whether the calls of an
+// answer run at once.
+type turnScript struct {
+	answers  [][]string
+	blocks   int
+	parallel bool
+}
+
+// turnWorld is what outlives a process of the turn model: the store, and
+// what the tools, the model and the hooks did, counted across crashes.
+type turnWorld struct {
+	store    *eventlog.MemoryStore
+	sc       turnScript
+	mu       sync.Mutex
+	runs     map[string]int // tool runs by tool_use id
+	requests map[int]int    // model requests by answer index
+	stops    map[string]int // Stop hook runs by the answer they saw
+	posts    map[string]int // PostToolUse hook runs by tool_use id
+	stopRuns int
+	disorder string // a request whose tool_results were not in the answer's order
+}
+
+func newTurnWorld(sc turnScript) *turnWorld {
+	return &turnWorld{store: eventlog.NewMemoryStore(), sc: sc, runs: map[string]int{}, requests: map[int]int{},
+		stops: map[string]int{}, posts: map[string]int{}}
+}
+
+// answer is the n-th answer of the script: its text, and a call of each
+// of its tools.
+func (w *turnWorld) answer(n int) reprise.Message {
+	m := reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "text", Text: fmt.Sprintf("answer %d", n)}}}
+	if n < len(w.sc.answers) {
+		for j, name := range w.sc.answers[n] {
+			raw, _ := json.Marshal(map[string]any{"type": "tool_use", "id": fmt.Sprintf("t%d_%d", n, j), "name": name, "input": map[string]int{"n": n}})
+			m.Content = append(m.Content, reprise.Block{Type: "tool_use", Raw: raw})
+		}
+	}
+	return m
+}
+
+// process opens an Engine over store (a process starting) and returns
+// the Runner it drives the turn with.
+func (w *turnWorld) process(t *rapid.T, store eventlog.Store) (*turn.Runner, error) {
+	reg := hookexec.NewRegistry()
+	must(t, reg.OnStop("block", func(ctx context.Context, in hookexec.StopInput) (hookexec.StopOutput, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.stops[in.LastAssistantMessage]++
+		w.stopRuns++
+		if w.stopRuns <= w.sc.blocks {
+			return hookexec.StopOutput{Decision: "block", Reason: "go on"}, nil
+		}
+		return hookexec.StopOutput{}, nil
+	}))
+	must(t, reg.OnPostToolUse("seen", "", func(ctx context.Context, in hookexec.ToolInput) (hookexec.PostToolUseOutput, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.posts[in.ToolUseID]++
+		return hookexec.PostToolUseOutput{AdditionalContext: "seen " + in.ToolUseID}, nil
+	}))
+	e := reprise.New(store, reprise.Options{Hooks: reg, Logger: discard})
+	agent, err := e.Agent(context.Background(), "ide")
+	if err != nil {
+		return nil, err
+	}
+	run := func(fail bool) turn.Tool {
+		return turn.Tool{Run: func(ctx context.Context, c turn.Call) (reprise.ToolResult, error) {
+			w.mu.Lock()
+			w.runs[c.ID]++
+			w.mu.Unlock()
+			if fail {
+				return reprise.ToolResult{}, errors.New("failed " + c.ID)
+			}
+			out, _ := json.Marshal("ran " + c.ID)
+			return reprise.ToolResult{Output: out}, nil
+		}}
+	}
+	tools := map[string]turn.Tool{"Ok": run(false), "Fail": run(true), "Deny": run(false), "Ask": run(false), "Again": run(false)}
+	again := tools["Again"]
+	again.Repeatable = true
+	tools["Again"] = again
+	return &turn.Runner{Engine: e, Agent: agent, Tools: tools, Parallel: w.sc.parallel,
+		Model: func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+			n := 0
+			for _, m := range conv {
+				if m.Role == "assistant" {
+					n++
+				}
+			}
+			w.mu.Lock()
+			w.requests[n]++
+			if ids := resultOrder(conv); !slices.IsSorted(ids) {
+				w.disorder = fmt.Sprint(ids)
+			}
+			w.mu.Unlock()
+			return w.answer(n), nil
+		},
+		Permission: func(c turn.Call) string {
+			switch c.Name {
+			case "Deny":
+				return reprise.ToolDeny
+			case "Ask":
+				return reprise.ToolAsk
+			}
+			return reprise.ToolAllow
+		},
+		Ask: func(ctx context.Context, c turn.Call, reason string) string {
+			if strings.HasSuffix(c.ID, "0") {
+				return ""
+			}
+			return "no, " + c.ID
+		},
+	}, nil
+}
+
+func must(t *rapid.T, err error) {
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startTurn makes session s current for the agent, on a fresh store.
+func (w *turnWorld) start(t *rapid.T) {
+	e := reprise.New(w.store, reprise.Options{Logger: discard})
+	if _, err := e.CreateSession(context.Background(), "s", "/"); err != nil {
+		t.Fatal(err)
+	}
+	agent, err := e.Agent(context.Background(), "ide")
+	must(t, err)
+	_, err = agent.Start(context.Background(), "s")
+	must(t, err)
+}
+
+// finish drives the turn to its end in a new process over the store, as
+// a host that restarts does: Resume, then the prompt when the dead process
+// did not get to keep it.
+func (w *turnWorld) finish(t *rapid.T, store eventlog.Store) error {
+	r, err := w.process(t, store)
+	if err != nil {
+		return err
+	}
+	if _, err := r.Resume(context.Background()); err != nil {
+		return err
+	}
+	conv, err := r.Engine.Conversation(context.Background(), "s")
+	if err != nil {
+		return err
+	}
+	if len(conv) == 0 {
+		_, err = r.Run(context.Background(), "go")
+	}
+	return err
+}
+
+// lines is the session's conversation without its meta messages, a line
+// per message: what the model is told, which a crash must not change.
+func (w *turnWorld) lines(t *rapid.T) []string {
+	e := reprise.New(w.store, reprise.Options{Logger: discard})
+	conv, err := e.Conversation(context.Background(), "s")
+	must(t, err)
+	var out []string
+	for _, m := range conv {
+		if m.IsMeta {
+			continue
+		}
+		line := m.Role
+		for _, b := range m.Content {
+			switch b.Type {
+			case "text":
+				line += fmt.Sprintf(" %q", b.Text)
+			default:
+				var f struct {
+					ID      string          `json:"id"`
+					Result  string          `json:"tool_use_id"`
+					Content json.RawMessage `json:"content"`
+				}
+				json.Unmarshal(b.Raw, &f)
+				if b.Type == "tool_use" {
+					line += " use:" + f.ID
+				} else {
+					line += " result:" + f.Result + "=" + string(f.Content)
+				}
+			}
+		}
+		out = append(out, line)
+	}
+	// Calls that ran at once are recorded as they finished.
+	for i := 0; i < len(out); {
+		j := i
+		for j < len(out) && strings.HasPrefix(out[j], "user result:") {
+			j++
+		}
+		slices.Sort(out[i:j])
+		i = max(j, i+1)
+	}
+	return out
+}
+
+// resultOrder is the indexes, in the last answer, of the calls whose
+// tool_results follow it in conv, in the order they follow.
+func resultOrder(conv []reprise.Message) []int {
+	last := len(conv) - 1
+	for last >= 0 && conv[last].Role != "assistant" {
+		last--
+	}
+	if last < 0 {
+		return nil
+	}
+	index := map[string]int{}
+	for i, u := range projection.ToolUses(conv[last]) {
+		index[u.ID] = i
+	}
+	var ids []int
+	for _, m := range conv[last+1:] {
+		for _, b := range m.Content {
+			var r struct {
+				ID string `json:"tool_use_id"`
+			}
+			if b.Type == "tool_result" && json.Unmarshal(b.Raw, &r) == nil {
+				ids = append(ids, index[r.ID])
+			}
+		}
+	}
+	return ids
+}
+
+// countingStore counts appends, to know a reference run's step boundaries.
+type countingStore struct {
+	eventlog.Store
+	n atomic.Int64
+}
+
+func (c *countingStore) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
+	c.n.Add(1)
+	return c.Store.Append(ctx, expect, recs)
+}
+
+// TestTurnSurvivesACrashAtEveryStep drives random turns (answers with 0
+// to 4 tool calls; tools that succeed, fail, are denied, are left to ask,
+// are safe to repeat; Stop hooks that block) with the process dying at a
+// random append, before or after it is written, once or twice, each time
+// resumed by a new process, and checks the log against a reference run
+// that never crashes: the model is told the same, except that a call the
+// crash cut after it started is reported interrupted (or, safe to repeat,
+// run again), and a Stop hook run the crash cut does not block; no tool
+// runs twice unless safe to repeat (then at most once more per crash); no
+// answer is asked for again unless its request was in flight (at most
+// once more per crash); no hook runs twice; every tool_use has exactly one
+// tool_result; the audit finds nothing.
+func TestTurnSurvivesACrashAtEveryStep(t *testing.T) {
+	t.Parallel()
+	var cases, crashes, cut atomic.Int64
+	rapid.Check(t, func(rt *rapid.T) {
+		sc := turnScript{
+			answers: rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(turnTools), 0, 4), 0, 3).Draw(rt, "answers"),
+			blocks:  rapid.IntRange(0, 2).Draw(rt, "blocks"),
+		}
+		sc.parallel = rapid.Bool().Draw(rt, "parallel")
+
+		// The reference: no crash.
+		ref := newTurnWorld(sc)
+		ref.start(rt)
+		counting := &countingStore{Store: ref.store}
+		r, err := ref.process(rt, counting)
+		must(rt, err)
+		if _, err := r.Run(context.Background(), "go"); err != nil {
+			rt.Fatalf("reference run: %v", err)
+		}
+		want := ref.lines(rt)
+
+		// The same turn, dying at the k-th append, then once more maybe.
+		w := newTurnWorld(sc)
+		w.start(rt)
+		died := 0
+		fs := &faultStore{Store: w.store}
+		fs.arm(rapid.IntRange(1, int(counting.n.Load())).Draw(rt, "crash"), rapid.Bool().Draw(rt, "written"))
+		r, err = w.process(rt, fs)
+		must(rt, err)
+		if _, err := r.Run(context.Background(), "go"); errors.Is(err, errCrashed) {
+			died++
+		} else if err != nil {
+			rt.Fatalf("run: %v", err)
+		}
+		if rapid.Bool().Draw(rt, "crash again") {
+			fs = &faultStore{Store: w.store}
+			fs.arm(rapid.IntRange(1, 12).Draw(rt, "second crash"), rapid.Bool().Draw(rt, "second written"))
+			if err := w.finish(rt, fs); errors.Is(err, errCrashed) {
+				died++
+			} else if err != nil {
+				rt.Fatalf("resume: %v", err)
+			}
+		}
+		if err := w.finish(rt, w.store); err != nil {
+			rt.Fatalf("last resume: %v", err)
+		}
+		cases.Add(1)
+		crashes.Add(int64(died))
+
+		got := w.lines(rt)
+		stopCut := stopInterrupted(rt, w.store)
+		if stopCut {
+			cut.Add(1)
+		}
+		interrupted := 0
+		for i, line := range got {
+			if i >= len(want) {
+				rt.Fatalf("line %d %q is past the reference's end\ngot:\n%s\nwant:\n%s", i, line, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if line == want[i] {
+				continue
+			}
+			if strings.Contains(line, turn.Interrupted) {
+				interrupted++
+				continue
+			}
+			rt.Fatalf("line %d: %q, want %q\ngot:\n%s\nwant:\n%s", i, line, want[i], strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if len(got) < len(want) && !stopCut {
+			rt.Fatalf("the turn ended early, and no Stop hook run was cut\ngot:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		// A crash cuts the calls in flight: one, or an answer's when they
+		// run at once.
+		limit := died
+		if sc.parallel {
+			limit *= 4
+		}
+		if interrupted > limit {
+			rt.Fatalf("%d calls reported interrupted after %d crashes", interrupted, died)
+		}
+		for id, n := range w.runs {
+			limit := 1
+			if toolOf(sc, id) == "Again" {
+				limit += died
+			}
+			if n > limit {
+				rt.Fatalf("tool call %s ran %d times after %d crashes", id, n, died)
+			}
+		}
+		for n, count := range w.requests {
+			if count > 1+died {
+				rt.Fatalf("answer %d was asked for %d times after %d crashes", n, count, died)
+			}
+		}
+		for key, n := range w.stops {
+			if n > 1 {
+				rt.Fatalf("the Stop hook ran %d times after %q", n, key)
+			}
+		}
+		for id, n := range w.posts {
+			if n > 1 {
+				rt.Fatalf("the PostToolUse hook of %s ran %d times", id, n)
+			}
+		}
+		if w.disorder != "" || ref.disorder != "" {
+			rt.Fatalf("the model got tool_results out of the answer's order: %s%s", w.disorder, ref.disorder)
+		}
+		checkPairs(rt, w)
+		report, err := reprise.Audit(context.Background(), w.store)
+		must(rt, err)
+		if len(report.Violations) > 0 {
+			rt.Fatalf("audit: %+v", report.Violations)
+		}
+	})
+	t.Logf("%s: %d cases, %d crashes, %d Stop hook runs cut", rapidBudget(), cases.Load(), crashes.Load(), cut.Load())
+}
+
+// toolOf is the tool of call id ("t<answer>_<call>") in sc.
+func toolOf(sc turnScript, id string) string {
+	var n, j int
+	fmt.Sscanf(id, "t%d_%d", &n, &j)
+	return sc.answers[n][j]
+}
+
+// stopInterrupted reports whether the log holds a Stop hook run that a
+// crash cut.
+func stopInterrupted(t *rapid.T, store eventlog.Store) bool {
+	cut := false
+	err := store.ReadStream(context.Background(), projection.AgentStream("ide"), 1, func(ev eventlog.Event) error {
+		p, err := schema.Decode(ev)
+		if ran, ok := p.(*schema.StopHookRan); ok && ran.Interrupted {
+			cut = true
+		}
+		return err
+	})
+	must(t, err)
+	return cut
+}
+
+// checkPairs fails unless every tool_use of the session has exactly one
+// tool_result after it.
+func checkPairs(t *rapid.T, w *turnWorld) {
+	uses, results := map[string]int{}, map[string]int{}
+	for _, line := range w.lines(t) {
+		for _, f := range strings.Fields(line) {
+			if id, ok := strings.CutPrefix(f, "use:"); ok {
+				uses[id]++
+			}
+			if r, ok := strings.CutPrefix(f, "result:"); ok {
+				id, _, _ := strings.Cut(r, "=")
+				results[id]++
+			}
+		}
+	}
+	for id := range uses {
+		if results[id] != 1 {
+			t.Fatalf("tool_use %s has %d tool_results", id, results[id])
+		}
+	}
+	if len(results) != len(uses) {
+		t.Fatalf("%d tool_results for %d tool_uses", len(results), len(uses))
+	}
+}
