@@ -11,26 +11,35 @@
 //	agent [--store PATH] [--session ID] [--model MODEL] [--base-url URL]
 //	      [--stream] [--allowed-tools RULES] [--disallowed-tools RULES]
 //
-// Each line read from standard input is a prompt. For each, the agent
+// Each line read from standard input is a prompt. The turn it begins is
+// driven by reprise's turn runner (package turn):
 //
-//  1. submits it with Agent.Prompt, which runs the UserPromptSubmit hooks:
-//     a hook that blocks it has its reason printed, and the next line is
-//     read; a hook's context is kept as a <system-reminder> meta message;
-//  2. rebuilds the conversation from the log (Engine.Conversation), turns
-//     it into request messages (adapters/anthropic.MessageParams) and sends
-//     it, with the tools, with the SDK's Messages.New or, with --stream,
-//     Messages.NewStreaming;
-//  3. appends the response, every block and its usage, to the session
-//     (adapters/anthropic.Append) and prints its text;
-//  4. takes each tool call of the answer through Agent.PreToolUse, with
-//     what the settings' permission rules and --allowed-tools say of it,
-//     asks on the terminal about a call still undecided, runs the ones
-//     allowed, and gives each result, or refusal, to Agent.PostToolUse;
-//     then goes back to 2;
-//  5. once an answer calls no tool, ends the turn with Agent.Stop, which
+//  1. the prompt goes through Agent.Prompt, which runs the
+//     UserPromptSubmit hooks: a hook that blocks it has its reason
+//     printed, and the next line is read; a hook's context is kept as a
+//     <system-reminder> meta message;
+//  2. the conversation, rebuilt from the log, is turned into request
+//     messages (adapters/anthropic.MessageParams) and sent, with the
+//     tools, with the SDK's Messages.New or, with --stream,
+//     Messages.NewStreaming; the answer, every block and its usage, is
+//     recorded before anything is done with it, and its text printed;
+//  3. each tool call of the answer goes through Agent.PreToolUse, with
+//     what the settings' permission rules and --allowed-tools say of it; a
+//     call still undecided is asked about on the terminal; the ones
+//     allowed run, and each result, or refusal, goes to
+//     Agent.PostToolUse; then back to 2;
+//  4. once an answer calls no tool, the turn ends with Agent.Stop, which
 //     runs the Stop hooks: a hook that blocks queues its reason as the
 //     next user message, and the agent goes back to 2, until no hook
 //     blocks or reprise's cap of consecutive blocks is reached.
+//
+// Every step is in the log before the next begins, so an agent killed in
+// the middle of a turn loses nothing: `agent --session ID` finishes the
+// cut-off turn first (and says so on stderr), without asking for a
+// recorded answer again, running a call whose result is recorded again,
+// or running a hook twice; a Bash or Write call that was allowed but has
+// no result is reported to the model as interrupted (it may have run), a
+// Read call runs again.
 //
 // At the end of input the session is ended with reason user_exit (its
 // SessionEnd hooks get prompt_input_exit) and the agent prints the command
@@ -79,6 +88,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
 	"github.com/reprise-dev/reprise/schema"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // storeEnv names the environment variable that chooses the store when
@@ -249,6 +259,9 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 		if err := h.resume(ctx, cfg.session); err != nil {
 			return err
 		}
+		if err := h.finish(ctx); err != nil {
+			return err
+		}
 	}
 	lines, stopReading := readLines(stdin)
 	defer stopReading()
@@ -337,83 +350,58 @@ type apiError struct{ err error }
 func (e *apiError) Error() string { return "messages API: " + e.err.Error() }
 func (e *apiError) Unwrap() error { return e.err }
 
-// turn is one prompt: submit it, then send, append and run the answer's
-// tool calls until an answer calls none, then stop, and go on while a
-// Stop hook asks to continue.
+// turn is one prompt, driven by the runner to the turn's end: through
+// UserPromptSubmit, the model's answers and their tool calls, and the Stop
+// hooks, until no hook sends the model back to work.
 func (h *host) turn(ctx context.Context, text string) error {
-	pr, err := h.agent.Prompt(ctx, text)
+	out, err := h.runner().Run(ctx, text)
+	var modelErr *turn.ModelError
+	if errors.As(err, &modelErr) {
+		return &apiError{modelErr.Err}
+	}
 	if err != nil {
-		return fmt.Errorf("prompt: %w", err)
+		return err
 	}
-	h.reportHooks("UserPromptSubmit", pr.Outcomes, pr.Context)
-	if h.halted(pr.Halt) {
-		return nil
-	}
-	if pr.Blocked {
-		fmt.Fprintf(h.out, "[prompt blocked by a UserPromptSubmit hook: %s]\n", pr.Reason)
-		return nil
-	}
-	// reprise caps consecutive Stop blocks; --max-turns bounds the rest.
-	for requests := 1; requests <= h.cfg.maxTurns; requests++ {
-		resp, err := h.send(ctx)
-		if err != nil {
-			return &apiError{err}
-		}
-		if _, err := rpanthropic.Append(ctx, h.e, h.session, resp); err != nil {
-			return fmt.Errorf("append the answer: %w", err)
-		}
-		var uses []anthropic.ContentBlockUnion
-		for _, b := range resp.Content {
-			switch {
-			case b.Type == "text" && !h.cfg.stream: // a stream printed it as it came
-				fmt.Fprintln(h.out, b.Text)
-			case b.Type == "tool_use":
-				uses = append(uses, b)
-			}
-		}
-		if len(uses) > 0 {
-			// Every call gets its tool_result before the next request,
-			// in the order the model made them.
-			for i, use := range uses {
-				halt, err := h.useTool(ctx, use)
-				if err != nil {
-					return err
-				}
-				if h.halted(halt) {
-					return h.notReached(ctx, uses[i+1:])
-				}
-			}
-			continue
-		}
-		st, err := h.agent.Stop(ctx, reprise.WithStopReason(string(resp.StopReason)))
-		if err != nil {
-			return fmt.Errorf("stop: %w", err)
-		}
-		h.reportHooks("Stop", st.Outcomes, "")
-		if h.halted(st.Halt) {
-			return nil
-		}
-		if st.Capped {
-			fmt.Fprintf(h.errw, "Stop hooks blocked %d times in a row: not asked again this turn\n", stopBlockCap)
-		}
-		if !st.Blocked {
-			return nil
-		}
-		// The reason is already the session's next user message.
-		fmt.Fprintf(h.out, "[a Stop hook asks to continue: %s]\n", st.Reason)
-	}
-	fmt.Fprintf(h.errw, "the turn reached --max-turns (%d requests) and ends here\n", h.cfg.maxTurns)
+	h.ended(out)
 	return nil
 }
 
-// send sends the session's conversation, rebuilt from the log, to the
-// model, with the tools it may call, and returns the answer, streamed
-// with --stream.
-func (h *host) send(ctx context.Context) (*anthropic.Message, error) {
-	conv, err := h.e.Conversation(ctx, h.session)
+// finish finishes the turn a killed process left in the current session,
+// from where the log shows it: no answer is asked for again, no tool that
+// has a result runs again, no hook runs twice.
+func (h *host) finish(ctx context.Context) error {
+	t, err := h.agent.Turn(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	if t.Phase == reprise.TurnOver {
+		return nil
+	}
+	fmt.Fprintf(h.errw, "the last turn of session %s was cut off (%s): finishing it\n", h.session, phaseWords[t.Phase])
+	out, err := h.runner().Resume(ctx)
+	var modelErr *turn.ModelError
+	if errors.As(err, &modelErr) {
+		fmt.Fprintln(h.errw, "agent:", &apiError{modelErr.Err})
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("finish the cut-off turn: %w", err)
+	}
+	h.ended(out)
+	return nil
+}
+
+// phaseWords say what a cut-off turn was waiting for.
+var phaseWords = map[reprise.TurnPhase]string{
+	reprise.TurnAsk:   "waiting for the model's answer",
+	reprise.TurnTools: "in the middle of its tool calls",
+	reprise.TurnStop:  "before its Stop hooks",
+}
+
+// send sends conv, the session's conversation rebuilt from the log, to
+// the model, with the tools it may call, and returns the answer, streamed
+// with --stream.
+func (h *host) send(ctx context.Context, conv []reprise.Message) (*anthropic.Message, error) {
 	msgs, err := rpanthropic.MessageParams(conv)
 	if err != nil {
 		return nil, err

@@ -6,19 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/reprise-dev/reprise"
+	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
+	"github.com/reprise-dev/reprise/turn"
 )
 
-// Texts the model is told, as the call's error tool_result, when a call
-// that needed the user's word did not get it.
-const (
-	refusedByUser = "The user denied this tool call."
-	interrupted   = "The tool call was interrupted before its result was recorded: it may have run."
-	stoppedByHook = "Not run: a hook stopped the turn."
-)
+// refusedByUser is what the model is told of a call the user refused.
+const refusedByUser = "The user denied this tool call."
 
 // noTerminal is the refusal of a call that needed the user's word when
 // standard input is not a terminal to ask on.
@@ -27,80 +22,124 @@ func noTerminal(tool string) string {
 		"Allow it with --allowed-tools or a permissions rule in the settings."
 }
 
-// useTool takes one tool call of an answer through reprise and runs it
-// when it may: the settings' and the flags' permission rules say what they
-// say (Permission), reprise runs the PreToolUse hooks and weighs both,
-// deny over ask over allow; a call left to ask is asked about on the
-// terminal; then the tool runs with the input the hooks left, and its
-// result, or the refusal, goes to PostToolUse, which records it as the
-// call's tool_result and runs the PostToolUse hooks. A denied call's
-// error tool_result is already recorded by PreToolUse.
-//
-// The Halt it returns is a hook's "continue": false, which ends the turn.
-func (h *host) useTool(ctx context.Context, use anthropic.ContentBlockUnion) (reprise.Halt, error) {
-	var halt reprise.Halt
-	input := json.RawMessage(use.Input)
-	rs := loadRules(h.home, h.cwd, h.cfg.allowedTools, h.cfg.disallowedTools, h.errw)
-	perm, _ := rs.permission(call{tool: use.Name, input: input, cwd: h.cwd, home: h.home})
-	d, err := h.agent.PreToolUse(ctx, reprise.ToolCall{ID: use.ID, Name: use.Name, Input: input, Permission: perm})
-	if err != nil {
-		return halt, fmt.Errorf("PreToolUse of %s: %w", use.Name, err)
+// runner is the turn runner that takes the agent's turns through reprise:
+// it records each answer before acting on it, takes each tool call
+// through PreToolUse (with what the settings' and the flags' permission
+// rules say of it), the tool and PostToolUse, and ends each turn through
+// the Stop hooks; a turn a killed process left is resumed from the log.
+func (h *host) runner() *turn.Runner {
+	tool := func(name string, repeatable bool) turn.Tool {
+		return turn.Tool{Repeatable: repeatable, Run: func(ctx context.Context, c turn.Call) (reprise.ToolResult, error) {
+			out, err := runTool(ctx, name, c.Input, h.cwd)
+			var failed *toolError
+			if errors.As(err, &failed) {
+				return reprise.ToolResult{Error: failed.msg, Interrupt: failed.interrupted}, nil
+			}
+			if err != nil {
+				return reprise.ToolResult{}, err
+			}
+			// The model reads the output as text; the hooks get it as the
+			// tool gave it, as Claude Code's tool_response.
+			return reprise.ToolResult{Output: modelText(out), Response: out}, nil
+		}}
 	}
-	h.reportHooks("PreToolUse", d.Outcomes, "")
-	if d.Context != "" {
-		fmt.Fprintf(h.errw, "[PreToolUse hooks added context (%d characters)]\n", len(d.Context))
+	return &turn.Runner{
+		Engine: h.e,
+		Agent:  h.agent,
+		Model:  h.model,
+		// Read changes nothing: a call a crash cut runs again.
+		Tools: map[string]turn.Tool{"Bash": tool("Bash", false), "Read": tool("Read", true), "Write": tool("Write", false)},
+		Permission: func(c turn.Call) string {
+			rs := loadRules(h.home, h.cwd, h.cfg.allowedTools, h.cfg.disallowedTools, h.errw)
+			perm, _ := rs.permission(call{tool: c.Name, input: c.Input, cwd: h.cwd, home: h.home})
+			return perm
+		},
+		Ask: func(ctx context.Context, c turn.Call, reason string) string {
+			return h.confirm(ctx, c.Name, c.Input, reason)
+		},
+		MaxRequests: h.cfg.maxTurns,
+		OnEvent:     h.show,
 	}
-	switch {
-	case d.Decision == reprise.ToolDeny:
-		fmt.Fprintf(h.out, "[%s denied: %s]\n", use.Name, d.Reason)
-		return d.Halt, nil
-	case d.Halted:
-		// Not run: the turn ends here.
-		return d.Halt, h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: stoppedByHook, Refused: true}, &halt)
-	case d.Interrupted:
-		// Allowed by an earlier process, which may have run it: it is not
-		// run twice.
-		return halt, h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: interrupted, Interrupt: true}, &halt)
-	case d.Decision == reprise.ToolAsk:
-		if refusal := h.confirm(ctx, use.Name, d.Input, d.Reason); refusal != "" {
-			fmt.Fprintf(h.out, "[%s not run: %s]\n", use.Name, refusal)
-			return halt, h.toolDone(ctx, use.Name, reprise.ToolResult{ID: use.ID, Error: refusal, Refused: true}, &halt)
-		}
-	}
-	fmt.Fprintf(h.errw, "[%s %s]\n", use.Name, d.Input)
-	began := time.Now()
-	out, err := runTool(ctx, use.Name, d.Input, h.cwd)
-	// The model reads the output as text; the hooks get it as the tool
-	// gave it, as Claude Code's tool_response.
-	res := reprise.ToolResult{ID: use.ID, Output: modelText(out), Response: out, Duration: time.Since(began)}
-	var failed *toolError
-	if errors.As(err, &failed) {
-		res = reprise.ToolResult{ID: use.ID, Error: failed.msg, Interrupt: failed.interrupted}
-	} else if err != nil {
-		return halt, err
-	}
-	return halt, h.toolDone(ctx, use.Name, res, &halt)
 }
 
-// notReached gives the calls a halted turn did not reach their error
-// tool_results, in one user message, so that the session stays one the
-// model can be sent again; no hook runs for them.
-func (h *host) notReached(ctx context.Context, uses []anthropic.ContentBlockUnion) error {
-	if len(uses) == 0 {
-		return nil
+// model sends the session's conversation to the model and returns its
+// answer, as the transcript line reprise keeps.
+func (h *host) model(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+	resp, err := h.send(ctx, conv)
+	if err != nil {
+		return reprise.Message{}, err
 	}
-	m := reprise.Message{Role: "user"}
-	for _, use := range uses {
-		raw, err := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": use.ID, "content": stoppedByHook, "is_error": true})
-		if err != nil {
-			return err
+	parent := ""
+	if len(conv) > 0 {
+		parent = conv[len(conv)-1].UUID
+	}
+	return rpanthropic.FromResponse(resp, rpanthropic.Line{Session: h.session, Cwd: h.cwd, Parent: parent})
+}
+
+// show tells the user what the runner did: the model's text, the calls and
+// what became of them, and what the hooks said.
+func (h *host) show(ev turn.Event) {
+	switch ev.Kind {
+	case turn.Prompted:
+		h.reportHooks("UserPromptSubmit", ev.Prompt.Outcomes, ev.Prompt.Context)
+	case turn.Answered:
+		if h.cfg.stream { // a stream printed it as it came
+			return
 		}
-		m.Content = append(m.Content, reprise.Block{Type: "tool_result", Raw: raw})
+		for _, b := range ev.Answer.Content {
+			if b.Type == "text" {
+				fmt.Fprintln(h.out, b.Text)
+			}
+		}
+	case turn.Decided:
+		d := ev.Decision
+		h.reportHooks("PreToolUse", d.Outcomes, "")
+		if d.Context != "" {
+			fmt.Fprintf(h.errw, "[PreToolUse hooks added context (%d characters)]\n", len(d.Context))
+		}
+		switch {
+		case d.Decision == reprise.ToolDeny:
+			fmt.Fprintf(h.out, "[%s denied: %s]\n", ev.Call.Name, d.Reason)
+		case d.Interrupted:
+			fmt.Fprintf(h.errw, "[%s was allowed before the agent stopped, and may have run]\n", ev.Call.Name)
+		case !d.Resulted:
+			fmt.Fprintf(h.errw, "[%s %s]\n", ev.Call.Name, d.Input)
+		}
+	case turn.Ran:
+		fb := ev.Feedback
+		if ev.Result.Refused {
+			fmt.Fprintf(h.out, "[%s not run: %s]\n", ev.Call.Name, ev.Result.Error)
+		}
+		h.reportHooks("PostToolUse", fb.Outcomes, "")
+		if fb.Context != "" {
+			fmt.Fprintf(h.errw, "[PostToolUse hooks added context (%d characters)]\n", len(fb.Context))
+		}
+		if fb.Blocked {
+			fmt.Fprintf(h.out, "[a PostToolUse hook objects to %s: %s]\n", ev.Call.Name, fb.Reason)
+		}
+	case turn.Stopped:
+		st := ev.Stop
+		h.reportHooks("Stop", st.Outcomes, "")
+		if st.Capped {
+			fmt.Fprintf(h.errw, "Stop hooks blocked %d times in a row: not asked again this turn\n", stopBlockCap)
+		}
+		if st.Blocked && !st.Halted {
+			// The reason is already the session's next user message.
+			fmt.Fprintf(h.out, "[a Stop hook asks to continue: %s]\n", st.Reason)
+		}
 	}
-	if _, err := h.e.Append(ctx, h.session, m); err != nil {
-		return fmt.Errorf("record the calls not run: %w", err)
+}
+
+// ended tells the user how a turn ended, when it did not end as turns do.
+func (h *host) ended(out *turn.Outcome) {
+	switch {
+	case out.Blocked:
+		fmt.Fprintf(h.out, "[prompt blocked by a UserPromptSubmit hook: %s]\n", out.Reason)
+	case out.Halted:
+		h.halted(out.Halt)
+	case out.Limited:
+		fmt.Fprintf(h.errw, "the turn reached --max-turns (%d requests) and ends here\n", h.cfg.maxTurns)
 	}
-	return nil
 }
 
 // modelText is what the model reads of a tool's output: Bash's stdout and
@@ -116,25 +155,6 @@ func modelText(out json.RawMessage) json.RawMessage {
 	text := strings.TrimSpace(strings.TrimSpace(*bash.Stdout) + "\n" + strings.TrimSpace(bash.Stderr))
 	data, _ := json.Marshal(text) // a string always marshals
 	return data
-}
-
-// toolDone gives PostToolUse the call's result and reports what its hooks
-// said, their halt in halt; reprise has put their context and block
-// reason in the session.
-func (h *host) toolDone(ctx context.Context, tool string, res reprise.ToolResult, halt *reprise.Halt) error {
-	fb, err := h.agent.PostToolUse(ctx, res)
-	if err != nil {
-		return fmt.Errorf("PostToolUse of %s: %w", tool, err)
-	}
-	h.reportHooks("PostToolUse", fb.Outcomes, "")
-	*halt = fb.Halt
-	if fb.Context != "" {
-		fmt.Fprintf(h.errw, "[PostToolUse hooks added context (%d characters)]\n", len(fb.Context))
-	}
-	if fb.Blocked {
-		fmt.Fprintf(h.out, "[a PostToolUse hook objects to %s: %s]\n", tool, fb.Reason)
-	}
-	return nil
 }
 
 // confirm asks the user, on the terminal, whether the call may run, and

@@ -19,6 +19,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // answer is one scripted answer of the fake Messages API: its content
@@ -509,7 +510,7 @@ func TestHookHaltsTheTurn(t *testing.T) {
 	results := 0
 	for _, msg := range msgs {
 		for _, b := range msg.Content {
-			if b.Type == "tool_result" && strings.Contains(string(b.Raw), stoppedByHook) {
+			if b.Type == "tool_result" && strings.Contains(string(b.Raw), turn.NotRun) {
 				results++
 			}
 		}
