@@ -225,7 +225,7 @@ func (a *Agent) toolUse(ctx context.Context, call ToolCall) *Message {
 		return nil // the stepper says what a missing session means
 	}
 	s.mu.Lock()
-	held := slices.ContainsFunc(s.conv.Messages, holdsToolUse(call.ID)) || slices.ContainsFunc(s.pending, holdsToolUse(call.ID))
+	held := holds(s.pending, call.ID) || holds(s.conv.Messages, call.ID)
 	s.mu.Unlock()
 	if held {
 		return nil
@@ -240,11 +240,13 @@ func (a *Agent) toolUse(ctx context.Context, call ToolCall) *Message {
 		Content: []Block{{Type: "tool_use", Raw: raw}}}
 }
 
-// holdsToolUse reports whether a message holds the tool_use of call id.
-func holdsToolUse(id string) func(Message) bool {
-	return func(m Message) bool {
-		for _, b := range m.Content {
-			if b.Type != "tool_use" {
+// holds reports whether msgs hold the tool_use of call id. The call is
+// most often in the last answer: msgs are read from the end, and a block
+// is decoded only when it holds the id's text.
+func holds(msgs []Message, id string) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, b := range msgs[i].Content {
+			if b.Type != "tool_use" || !bytes.Contains(b.Raw, []byte(id)) {
 				continue
 			}
 			var use struct {
@@ -254,8 +256,8 @@ func holdsToolUse(id string) func(Message) bool {
 				return true
 			}
 		}
-		return false
 	}
+	return false
 }
 
 // orphanTools returns the tool calls whose hooks the log shows running but

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
@@ -413,5 +414,45 @@ func TestTurnOfPhases(t *testing.T) {
 	a.LastStop.Session = "other"
 	if got := projection.TurnOf("s", []reprise.Message{prompt, use, result, final}, a); got.Phase != reprise.TurnStop {
 		t.Errorf("after another session's Stop: %s, want stop", got.Phase)
+	}
+}
+
+// countingStore counts appends.
+type countingStore struct {
+	eventlog.Store
+	appends int
+}
+
+func (c *countingStore) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
+	c.appends++
+	return c.Store.Append(ctx, expect, recs)
+}
+
+// TestAToolStepIsTwoAppends: without hooks, a call's decision (its start)
+// is one durable append and its result another.
+func TestAToolStepIsTwoAppends(t *testing.T) {
+	ctx := context.Background()
+	store := &countingStore{Store: eventlog.NewMemoryStore()}
+	e := reprise.New(store, reprise.Options{Logger: testkit.Discard})
+	testkit.Session(t, e, "s", t.TempDir(), "go")
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "s", answer("", "t1:Echo")); err != nil {
+		t.Fatal(err)
+	}
+	var r runs
+	runner := &turn.Runner{Engine: e, Agent: agent, Model: (&script{}).model, Tools: map[string]turn.Tool{"Echo": r.tool(false, false)},
+		Permission: func(turn.Call) string { return reprise.ToolAllow }, MaxRequests: 1}
+	runner.Model = func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+		return reprise.Message{}, errors.New("asked")
+	}
+	before := store.appends
+	if _, err := runner.Resume(ctx); err == nil || !strings.Contains(err.Error(), "asked") {
+		t.Fatalf("Resume: %v, want the model asked after the call", err)
+	}
+	if n := store.appends - before; n != 2 || r.count("t1") != 1 {
+		t.Errorf("the call took %d appends and ran %d times; want 2 and 1", n, r.count("t1"))
 	}
 }

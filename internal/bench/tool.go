@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/reprise-dev/reprise"
+)
+
+// toolBench is target 9: one tool call's steps without hooks, its decision
+// (PreToolUse) and its result (PostToolUse), against one F1: two durable
+// appends, and what reprise does around them.
+var toolBench = Bench{
+	Name: "tool-step",
+	Rows: []Row{{Target: 9, Name: "tool-step", Figure: "tool call without hooks: decision and result",
+		Floor: "F1: bbolt Update, 1 put, fsync", Unit: PerOp, What: "call", Limit: 2.3}},
+	Reps: 200, QuickReps: 30,
+	Open: openTool,
+}
+
+type toolRunner struct {
+	dir     string
+	e       *reprise.Engine
+	store   *countingStore
+	agent   *reprise.Agent
+	session string
+	floor   *rawDB
+	value   []byte
+	appends int64 // of the last call
+	n       int
+}
+
+func openTool(ctx context.Context, env *Env) (Runner, error) {
+	dir, err := mkdir(env, "tool-step")
+	if err != nil {
+		return nil, err
+	}
+	r := &toolRunner{dir: dir}
+	if err := r.setup(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *toolRunner) setup(ctx context.Context) (err error) {
+	if r.e, r.store, err = engineAt(filepath.Join(r.dir, "reprise.db"), false, nil); err != nil {
+		return err
+	}
+	if r.session, err = r.e.CreateSession(ctx, "", r.dir); err != nil {
+		return err
+	}
+	if _, err := r.e.Append(ctx, r.session, message(0)); err != nil {
+		return err
+	}
+	size, err := storedSize(ctx, r.e.Store(), r.session)
+	if err != nil {
+		return err
+	}
+	r.value = make([]byte, size)
+	if r.floor, err = openRaw(filepath.Join(r.dir, "floor.db")); err != nil {
+		return err
+	}
+	if r.agent, err = r.e.Agent(ctx, "bench"); err != nil {
+		return err
+	}
+	_, err = r.agent.Start(ctx, r.session)
+	return err
+}
+
+func (r *toolRunner) Close() error {
+	var closers []interface{ Close() error }
+	if r.e != nil {
+		closers = append(closers, r.e)
+	}
+	if r.floor != nil {
+		closers = append(closers, r.floor)
+	}
+	err := closeAll(closers...)
+	if rerr := os.RemoveAll(r.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func (r *toolRunner) Run(ctx context.Context) ([]Sample, error) {
+	var s Sample
+	call := func() error {
+		// The model's answer is recorded before the call, outside it.
+		id := fmt.Sprintf("toolu_%06d", r.n)
+		use, _ := json.Marshal(map[string]any{"type": "tool_use", "id": id, "name": "Bash", "input": map[string]string{"command": "make"}})
+		if _, err := r.e.Append(ctx, r.session, reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "tool_use", Raw: use}}}); err != nil {
+			return err
+		}
+		before := r.store.appends.Load()
+		d, err := timed(func() error {
+			dec, err := r.agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`), Permission: reprise.ToolAllow})
+			if err == nil && dec.Decision != reprise.ToolAllow {
+				err = fmt.Errorf("call %s: %s", id, dec.Decision)
+			}
+			if err == nil {
+				_, err = r.agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: json.RawMessage(`"built"`)})
+			}
+			return err
+		})
+		r.appends = r.store.appends.Load() - before
+		s.Reprise.Time = d
+		return err
+	}
+	floor := func() error {
+		d, err := r.floor.update(1, r.value)
+		s.Floor.Time = d
+		return err
+	}
+	if err := alternate(&r.n, floor, call); err != nil {
+		return nil, err
+	}
+	s.Floor.Work, s.Reprise.Work = 1, 1
+	return []Sample{s}, nil
+}
+
+func (r *toolRunner) Note(string) string {
+	return fmt.Sprintf("%d appends a call", r.appends)
+}
