@@ -72,6 +72,12 @@
 //	tool NAME TOOL ID [permission=P]   PreToolUse on a call, its input (JSON) as input
 //	tool-result NAME ID [error=TEXT]   PostToolUse on a call, its output (JSON) as input
 //
+// Turns (package turn):
+//
+//	turn NAME                          where the turn on the current session stands, from the log
+//	run-turn NAME [prompt=T] [repeat=TOOLS] [permission=P]   drive a turn (Run with prompt, else Resume);
+//	                                   the model's answers as input, a line per request: text, use:ID:TOOL
+//
 // Every command also takes the faults: crash-after=TYPE (the process dies
 // right after the append that holds an event of TYPE; only reopen may
 // follow), cancel-after=TYPE (the command's context is cancelled then),

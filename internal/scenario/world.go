@@ -155,6 +155,8 @@ var commands = map[string]command{
 	"reopen":      {(*World).reopen, []string{"stopcap"}},
 	"tool":        {(*World).tool, []string{"permission"}},
 	"tool-result": {(*World).toolResult, []string{"error"}},
+	"turn":        {(*World).turnState, nil},
+	"run-turn":    {(*World).runTurn, []string{"prompt", "repeat", "permission"}},
 }
 
 // faultOptions are the options every command takes.
