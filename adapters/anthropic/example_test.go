@@ -10,6 +10,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
 	"github.com/reprise-dev/reprise/schema"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // One turn of an agent loop: rebuild the conversation the model sees from
@@ -105,4 +106,52 @@ func blockType(b anthropic.ContentBlockParamUnion) string {
 	var v struct{ Type string }
 	json.Unmarshal(data, &v)
 	return v.Type
+}
+
+// A durable turn with the SDK: the runner of package turn takes the model
+// call as a function, and records each answer, as FromResponse makes it,
+// before it acts on it; a host killed in the turn calls Resume in its next
+// process and the turn goes on from the log.
+func Example_turnRunner() {
+	ctx := context.Background()
+	e, err := reprise.Open("sessions.db", reprise.Options{ClaudeSettings: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer e.Close()
+	client := anthropic.NewClient()
+	agent, err := e.Agent(ctx, "my-host")
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := agent.New(ctx, "", "/src/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	model := func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+		msgs, err := rpanthropic.MessageParams(conv)
+		if err != nil {
+			return reprise.Message{}, err
+		}
+		resp, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+			Model: anthropic.ModelClaudeSonnet5_5, MaxTokens: 1024, Messages: msgs,
+		})
+		if err != nil {
+			return reprise.Message{}, err
+		}
+		parent := ""
+		if len(conv) > 0 {
+			parent = conv[len(conv)-1].UUID
+		}
+		return rpanthropic.FromResponse(resp, rpanthropic.Line{Session: r.To, Cwd: "/src/app", Parent: parent})
+	}
+	runner := &turn.Runner{Engine: e, Agent: agent, Model: model,
+		Tools: map[string]turn.Tool{"Read": {Repeatable: true, Run: func(ctx context.Context, c turn.Call) (reprise.ToolResult, error) {
+			return reprise.ToolResult{Output: json.RawMessage(`"package main"`)}, nil
+		}}}}
+	out, err := runner.Run(ctx, "What does main.go do?")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.Requests)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	repriseopenai "github.com/reprise-dev/reprise/adapters/openai"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // One turn of an agent loop: rebuild the conversation the model sees,
@@ -91,4 +92,23 @@ func ExampleFromCompletion() {
 	// tool_use {"type":"tool_use","id":"call_1","name":"read_file","input":{"path":"config.yaml"}}
 	// openai_response {"type":"openai_response","id":"chatcmpl-1","model":"gpt-4o","created":1767607205,"finish_reason":"tool_calls","usage":{"prompt_tokens":12,"completion_tokens":7,"total_tokens":19}}
 	// losses: 0 total tokens: 19
+}
+
+// The model of a durable turn (package turn): the runner records the
+// answer FromCompletion makes before it acts on its tool calls.
+func Example_turnModel() {
+	client := openai.NewClient()
+	var model turn.Model = func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+		msgs, _, err := repriseopenai.ToMessages(conv, repriseopenai.Options{})
+		if err != nil {
+			return reprise.Message{}, err
+		}
+		resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: openai.ChatModelGPT5_5, Messages: msgs})
+		if err != nil {
+			return reprise.Message{}, err
+		}
+		answer, _, err := repriseopenai.FromCompletion(resp)
+		return answer, err
+	}
+	_ = &turn.Runner{Model: model} // with the Engine, the Agent and the tools
 }
