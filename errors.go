@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/vacuum"
 )
 
 var (
@@ -24,7 +25,7 @@ var (
 
 	// ErrNoVacuum is returned by Vacuum for a store that cannot remove
 	// events: one that does not implement eventlog.Purger.
-	ErrNoVacuum = errors.New("reprise: the store cannot remove events")
+	ErrNoVacuum = vacuum.ErrNoVacuum
 
 	// ErrSessionInUse is returned by DeleteSession while an agent has a
 	// restore, stop, prompt or compaction of the session in flight; the
