@@ -12,6 +12,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/reprise-dev/reprise/deletion"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
@@ -276,7 +277,7 @@ func (imp *importer) resumePoint(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("read session %s: %w", id, err)
 	case !importing || deleted:
-		return imp.e.taken(ctx, id)
+		return deletion.Taken(ctx, imp.e.store, id)
 	case !imp.opts.Resume:
 		return fmt.Errorf("%w: session %s holds the first %d records of an import that did not finish; import the same transcript again with --resume (ImportOptions.Resume) to append the rest",
 			ErrImportUnfinished, id, kept)
@@ -364,7 +365,7 @@ func (imp *importer) flush(ctx context.Context) error {
 	}
 	evs, err := imp.e.appendTimed(ctx, []eventlog.Expect{{Stream: imp.stream, Seq: imp.head}}, recs)
 	if imp.head == 0 && errors.Is(err, eventlog.ErrConflict) {
-		return imp.e.taken(ctx, imp.rep.Session)
+		return deletion.Taken(ctx, imp.e.store, imp.rep.Session)
 	}
 	if err != nil {
 		return imp.partial(err)
@@ -389,8 +390,8 @@ func (e *Engine) Export(ctx context.Context, id string, w io.Writer) error {
 	if err := ValidateID(id); err != nil {
 		return fmt.Errorf("%w: %w", ErrSessionNotFound, err)
 	}
-	if gone, err := e.tombstoned(ctx, id); err != nil || gone {
-		return cmp.Or(err, deletedError(id))
+	if gone, err := deletion.Tombstoned(ctx, e.store, id); err != nil || gone {
+		return cmp.Or(err, deletion.Deleted(id))
 	}
 	bw := bufio.NewWriter(w)
 	var cwd string
