@@ -14,9 +14,10 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// Export writes session id as a Claude Code transcript (JSONL) to w: the
-// same lines the Engine keeps at TranscriptPath. It streams from the log,
-// so memory stays bounded. A deleted session is
+// Export writes session id of store as a Claude Code transcript (JSONL)
+// to w: the same lines an Engine keeps at its TranscriptPath. It streams
+// from the log, so memory stays bounded. id should be a valid id
+// (Engine.Export checks it). A deleted session is
 // lifecycle.ErrSessionDeleted, one with no events
 // lifecycle.ErrSessionNotFound.
 func Export(ctx context.Context, store eventlog.Store, id string, w io.Writer) error {

@@ -78,8 +78,8 @@ const maxSkippedReported = 1000
 // The session records the import's start (ImportStarted, with the first
 // batch) and its end (ImportFinished, with the last), so that an import
 // that failed or whose process died part way never looks whole: the
-// session holds the batches written so far, Sessions marks it, Audit
-// reports it, and importing into its id again fails with
+// session holds the batches written so far, the session index marks it,
+// an audit reports it, and importing into its id again fails with
 // lifecycle.ErrImportUnfinished unless opts.Resume is set.
 //
 // The records go to store, stamped with now (UTC unix nanoseconds), into
