@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reprise-dev/reprise/deletion"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
@@ -402,7 +403,7 @@ func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, ready lifecycle
 	for _, rec := range ready.Records {
 		if s := views.byID[projection.SessionID(rec.Stream)]; s != nil && s.conv.Deleted {
 			// Nothing follows a tombstone, whatever a stale step decided.
-			return deletedError(s.conv.ID)
+			return deletion.Deleted(s.conv.ID)
 		}
 	}
 	evs, err := a.e.appendTimed(ctx, ready.Expect, ready.Records)

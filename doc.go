@@ -32,6 +32,10 @@
 // imports pgstore never links its driver. Audit checks a whole store; Import and Export move
 // Claude Code transcripts in and out. DeleteSession (or DeleteInactive, for
 // retention) deletes a session, and Vacuum then removes its data for good.
+// These live in packages of their own (audit, transfer, deletion, vacuum,
+// and files for the files beside the store), which the root forwards to
+// under the names above, so that it holds the Engine, the Agent and their
+// options.
 //
 // # Caveats
 //

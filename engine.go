@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reprise-dev/reprise/deletion"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/eventlog/remote"
@@ -446,7 +447,7 @@ func (e *Engine) createSession(ctx context.Context, id, cwd string) (string, err
 	}
 	evs, err := e.appendTimed(ctx, []eventlog.Expect{{Stream: stream}}, []eventlog.Record{rec})
 	if errors.Is(err, eventlog.ErrConflict) {
-		return "", e.taken(ctx, id)
+		return "", deletion.Taken(ctx, e.store, id)
 	}
 	if err != nil {
 		return "", err
@@ -474,7 +475,7 @@ func (e *Engine) session(ctx context.Context, id string) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.conv.Deleted {
-		return nil, deletedError(id)
+		return nil, deletion.Deleted(id)
 	}
 	return s, nil
 }
@@ -674,7 +675,7 @@ const (
 // leaves s caught up. s.mu must be held.
 func (e *Engine) saveOnce(ctx context.Context, s *session) (int, error) {
 	if s.conv.Deleted {
-		return 0, deletedError(s.conv.ID)
+		return 0, deletion.Deleted(s.conv.ID)
 	}
 	ready := lifecycle.SaveMessages(s.view(), e.stamp())
 	if len(ready.Records) == 0 {
@@ -706,7 +707,7 @@ func (e *Engine) saveFailed(ctx context.Context, s *session, err error) error {
 			return errors.Join(err, cerr)
 		}
 		if s.conv.Deleted { // by another process
-			return deletedError(s.conv.ID)
+			return deletion.Deleted(s.conv.ID)
 		}
 	}
 	return err

@@ -3,7 +3,9 @@ package reprise
 import (
 	"errors"
 
+	"github.com/reprise-dev/reprise/deletion"
 	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/vacuum"
 )
 
 var (
@@ -24,12 +26,12 @@ var (
 
 	// ErrNoVacuum is returned by Vacuum for a store that cannot remove
 	// events: one that does not implement eventlog.Purger.
-	ErrNoVacuum = errors.New("reprise: the store cannot remove events")
+	ErrNoVacuum = vacuum.ErrNoVacuum
 
 	// ErrSessionInUse is returned by DeleteSession while an agent has a
 	// restore, stop, prompt or compaction of the session in flight; the
 	// next action on that agent finishes it.
-	ErrSessionInUse = errors.New("reprise: session is in use by an agent step in flight")
+	ErrSessionInUse = deletion.ErrSessionInUse
 
 	// ErrInvalidID is returned for a session or agent id that is empty, too
 	// long, or holds characters other than letters, digits, '-', '_', '.'

@@ -44,3 +44,22 @@ func (e *Engine) appendTimed(ctx context.Context, expect []eventlog.Expect, recs
 	e.observer.Appended(ctx, len(recs), time.Since(began), err)
 	return evs, err
 }
+
+// writer returns the store as the packages the Engine hands it to write
+// it: each append is told to the Observer, as appendTimed tells it.
+func (e *Engine) writer() eventlog.Store {
+	if e.observer == nil {
+		return e.store
+	}
+	return observedStore{Store: e.store, e: e}
+}
+
+// observedStore is a store whose appends go through appendTimed.
+type observedStore struct {
+	eventlog.Store
+	e *Engine
+}
+
+func (o observedStore) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
+	return o.e.appendTimed(ctx, expect, recs)
+}

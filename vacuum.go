@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
-	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/files"
 	"github.com/reprise-dev/reprise/projection"
-	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/vacuum"
 )
 
@@ -27,103 +25,27 @@ type VacuumReport = vacuum.Report
 // write: on a file another process holds it waits like any write.
 //
 // A vacuum with nothing to remove writes nothing, but still compacts a
-// bbolt file, which finishes a vacuum that a crash cut short.
+// bbolt file, which finishes a vacuum that a crash cut short. See
+// vacuum.Run.
 func (e *Engine) Vacuum(ctx context.Context) (VacuumReport, error) {
-	purger, ok := e.store.(eventlog.Purger)
-	if !ok {
-		return VacuumReport{}, fmt.Errorf("%w: %T", ErrNoVacuum, e.store)
-	}
-	files := 0 // removed by earlier tries
-	for tries := 1; ; tries++ {
-		plan, err := e.planVacuum(ctx)
-		if err != nil {
-			return VacuumReport{}, err
-		}
-		files += plan.Report.Files
-		plan.Report.Files, plan.Record.Files = files, files
-		if len(plan.Purge.Remove) == 0 && len(plan.Purge.Rewrite) == 0 && plan.Report.Files == 0 {
-			return plan.Report, e.compact(ctx)
-		}
-		rec, err := schema.NewRecord(schema.VacuumStream, plan.Record, e.stamp(), "")
-		if err != nil {
-			return VacuumReport{}, err
-		}
-		plan.Purge.Records = []eventlog.Record{rec}
-		_, err = purger.Purge(ctx, plan.Purge)
-		if errors.Is(err, eventlog.ErrConflict) && tries < maxDeleteTries {
-			continue
-		}
-		if err != nil {
-			return VacuumReport{}, fmt.Errorf("vacuum: %w", err)
-		}
-		e.forget(ctx, plan.Gone)
-		return plan.Report, nil
-	}
+	return vacuum.Run(ctx, e.store, vacuum.Env{Now: e.stamp, RemoveFiles: e.removeFiles, Forget: e.forget})
 }
 
-// compact rewrites a store kept in a file, when it can be.
-func (e *Engine) compact(ctx context.Context) error {
-	if c, ok := e.store.(interface{ Compact(context.Context) error }); ok {
-		return c.Compact(ctx)
+// removeFiles removes deleted session id's files from the Engine's
+// directory and from the one stores shared before, if any.
+func (e *Engine) removeFiles(id string) (int, error) {
+	n, err := files.RemoveSession(e.files, id)
+	if err != nil || e.legacyFiles == nil {
+		return n, err
 	}
-	return nil
-}
-
-// planVacuum reads the log for what a vacuum removes and removes the
-// deleted sessions' files, which need no transaction.
-func (e *Engine) planVacuum(ctx context.Context) (*vacuum.Plan, error) {
-	plan, err := vacuum.Read(ctx, e.store)
+	legacy, err := files.RemoveSession(e.legacyFiles, id)
+	n += legacy
+	if errors.Is(err, ErrNotPrivate) {
+		e.log.Warn("the files of a deleted session stay in the directory stores shared before: it is not the user's own", "session", id, "error", err)
+		return n, nil
+	}
 	if err != nil {
-		return nil, err
-	}
-	for id := range plan.Gone {
-		n, err := removeFiles(e.files, id)
-		plan.Report.Files += n
-		if err != nil {
-			return nil, err
-		}
-		if e.legacyFiles == nil {
-			continue
-		}
-		n, err = removeFiles(e.legacyFiles, id)
-		plan.Report.Files += n
-		if errors.Is(err, ErrNotPrivate) {
-			e.log.Warn("the files of a deleted session stay in the directory stores shared before: it is not the user's own", "session", id, "error", err)
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("remove the files of session %s from the directory stores shared before: %w", id, err)
-		}
-	}
-	plan.Record.Files = plan.Report.Files
-	return plan, nil
-}
-
-// removeFiles removes session id's transcript, env files and spilled hook
-// output from files, and returns how many there were. Spilled output is named
-// <id>-hook-<uuid>.txt; a name with a second "-hook-" belongs to a session
-// whose id starts with id's. Env files are <id>.env-<restore id> (restore
-// ids hold no "."), and <id>.env in stores written before each run had its
-// own; a name with a "." after ".env-" is another session's (its id
-// continues with ".env-").
-func removeFiles(files Files, id string) (int, error) {
-	names, err := files.List(id)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, name := range names {
-		rest := strings.TrimPrefix(name, id)
-		spilled := strings.HasPrefix(rest, "-hook-") && strings.HasSuffix(rest, ".txt") && !strings.Contains(rest[len("-hook-"):], "-hook-")
-		run, isEnv := strings.CutPrefix(rest, ".env-")
-		env := rest == ".env" || isEnv && run != "" && !strings.Contains(run, ".")
-		if rest != ".jsonl" && !env && !spilled {
-			continue
-		}
-		if err := files.Remove(name); err != nil {
-			return n, err
-		}
-		n++
+		return n, fmt.Errorf("remove the files of session %s from the directory stores shared before: %w", id, err)
 	}
 	return n, nil
 }

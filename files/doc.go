@@ -13,7 +13,8 @@
 // Dir is the real one; NewMemory is its in-memory twin, which keeps the
 // same contract (package reprise's TestFilesContract runs both); Temp is a
 // private temporary directory removed on Close. Package reprise forwards
-// them as DirFiles, NewMemoryFiles and the Files type.
+// them as DirFiles, NewMemoryFiles and the Files type. RemoveSession
+// removes one session's files, as a vacuum does.
 //
 // # Caveats
 //
