@@ -269,11 +269,9 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			msg.ToolUseResult = t.Response // the transcript's toolUseResult
 		}
 		ready := messages(in.Now, s, &msg)
-		if len(matched.Hooks) == 0 && c.Context != "" {
+		if len(matched.Hooks) == 0 {
 			// The PreToolUse hooks' context, beside the result.
-			meta := contextMessage(in, preContext(c))
-			meta.ParentUUID = msg.UUID
-			ready = add(ready, projection.SessionStream(c.Session), &schema.MessageAppended{Message: meta}, in.Now, "")
+			ready = after(ready, c.Session, msg.UUID, feedback(in, c, event, HooksRan{}))
 		}
 		ready = withAgentStep(in, ready, t.ID, &schema.ToolResultRecorded{Session: c.Session,
 			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed || t.Refused, Hooks: matched.Hooks})
@@ -298,16 +296,13 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			step.Decision, step.Reason = "block", ran.Reason
 		}
 		ready := Ready{}
-		// The PreToolUse hooks' context comes first.
-		text := joinLines(nonEmpty(preContext(c), feedbackText(string(event)+":"+c.Tool, ran)))
-		if text != "" {
+		if msgs := feedback(in, c, event, ran); len(msgs) > 0 {
 			s := in.Sessions[c.Session]
 			if s == nil {
 				return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, c.Session)
 			}
-			meta := contextMessage(in, text)
-			step.MessageUUID = meta.UUID
-			ready = messages(in.Now, s, &meta)
+			step.MessageUUID = msgs[0].UUID
+			ready = after(messages(in.Now, s, &msgs[0]), c.Session, msgs[0].UUID, msgs[1:])
 		}
 		ready = withAgentStep(in, ready, t.ID, step)
 		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true,
@@ -319,24 +314,48 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 	return Ready{}, fmt.Errorf("%w: %s", ErrToolNotDecided, t.ID)
 }
 
-// feedbackText is what the model is told beside a tool's result: the
-// hooks' context and the reason of a block, as Claude Code words them for
-// hook (such as PostToolUse:Bash).
-func feedbackText(hook string, ran HooksRan) string {
-	var lines []string
+// feedback is what the model is told beside call c's result, as Claude
+// Code puts it in the next request: the PreToolUse hooks' context, the
+// context of event's hooks, and the reason of their block, each its own
+// meta message. A context message carries the attachment record Claude
+// Code keeps it as in the transcript.
+func feedback(in Input, c *projection.ToolCall, event schema.HookEvent, ran HooksRan) []schema.Message {
+	var msgs []schema.Message
+	if c.Context != "" {
+		msgs = append(msgs, hookContext(in, schema.HookPreToolUse, c, c.Context))
+	}
 	if ran.Context != "" {
-		lines = append(lines, hook+" hook additional context: "+ran.Context)
+		msgs = append(msgs, hookContext(in, event, c, ran.Context))
 	}
 	if ran.Blocked {
-		lines = append(lines, hook+" hook blocking error: "+ran.Reason)
+		msgs = append(msgs, contextMessage(in, string(event)+":"+c.Tool+" hook blocking error: "+ran.Reason))
 	}
-	return joinLines(lines)
+	return msgs
 }
 
-// preContext is what the model is told of call c's PreToolUse hooks'
-// context, beside its result.
-func preContext(c *projection.ToolCall) string {
-	return feedbackText("PreToolUse:"+c.Tool, HooksRan{Context: c.Context})
+// hookContext is the meta message that tells the model what the hooks of
+// event on call c added, and its attachment.
+func hookContext(in Input, event schema.HookEvent, c *projection.ToolCall, context string) schema.Message {
+	name := string(event) + ":" + c.Tool
+	m := contextMessage(in, name+" hook additional context: "+context)
+	m.Attachment, _ = json.Marshal(struct { // strings always marshal
+		Type      string   `json:"type"`
+		Content   []string `json:"content"`
+		HookName  string   `json:"hookName"`
+		ToolUseID string   `json:"toolUseID"`
+		HookEvent string   `json:"hookEvent"`
+	}{"hook_additional_context", []string{context}, name, c.ID, string(event)})
+	return m
+}
+
+// after adds msgs to ready, in session id after message parent, each the
+// parent of the next.
+func after(ready Ready, id, parent string, msgs []schema.Message) Ready {
+	for _, m := range msgs {
+		m.ParentUUID, parent = parent, m.UUID
+		ready = add(ready, projection.SessionStream(id), &schema.MessageAppended{Message: m}, m.Timestamp, "")
+	}
+	return ready
 }
 
 // contextMessage is the meta user message that tells the model text
@@ -344,28 +363,6 @@ func preContext(c *projection.ToolCall) string {
 func contextMessage(in Input, text string) schema.Message {
 	return schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
 		Content: []schema.Block{{Type: "text", Text: text}}}
-}
-
-// nonEmpty is the lines that are not empty.
-func nonEmpty(lines ...string) []string {
-	var out []string
-	for _, l := range lines {
-		if l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func joinLines(lines []string) string {
-	out := ""
-	for i, l := range lines {
-		if i > 0 {
-			out += "\n"
-		}
-		out += l
-	}
-	return out
 }
 
 // toolResult is the user message holding the tool_result of call id.
@@ -414,9 +411,9 @@ func orphans(in Input) (Ready, bool) {
 			if s := in.Sessions[c.Session]; s != nil && c.Context != "" {
 				// The PreToolUse hooks' context, which would have come
 				// with the PostToolUse hooks', still reaches the model.
-				meta := contextMessage(in, preContext(c))
-				step.MessageUUID = meta.UUID
-				ready = messages(in.Now, s, &meta)
+				msgs := feedback(in, c, event, HooksRan{})
+				step.MessageUUID = msgs[0].UUID
+				ready = messages(in.Now, s, &msgs[0])
 			}
 			return withAgentStep(in, ready, id, step), true
 		case fsm.ToolPermissionHooks:

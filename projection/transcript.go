@@ -29,6 +29,20 @@ type transcriptRecord struct {
 	IsVisibleInTranscriptOnly bool `json:"isVisibleInTranscriptOnly,omitempty"`
 }
 
+// attachmentRecord is the record Claude Code keeps what hooks added for
+// the model as, instead of a user message.
+type attachmentRecord struct {
+	ParentUUID  *string         `json:"parentUuid"`
+	IsSidechain bool            `json:"isSidechain"`
+	UserType    string          `json:"userType"`
+	Cwd         string          `json:"cwd"`
+	SessionID   string          `json:"sessionId"`
+	Type        string          `json:"type"`
+	Attachment  json.RawMessage `json:"attachment"`
+	UUID        string          `json:"uuid"`
+	Timestamp   string          `json:"timestamp"`
+}
+
 // boundaryRecord is the system record with which Claude Code marks a
 // compaction in a transcript.
 type boundaryRecord struct {
@@ -115,10 +129,18 @@ type bareBlock struct {
 // imported message gives back its original line. A user message made of one
 // text block has a string content, as Claude Code writes typed prompts;
 // other messages have an array of blocks, non-text blocks copied verbatim
-// from their JSON.
+// from their JSON. A message with an Attachment is its attachment record.
 func TranscriptLine(id, cwd string, m schema.Message) ([]byte, error) {
 	if m.Record != nil {
 		return append(m.Record[:len(m.Record):len(m.Record)], '\n'), nil
+	}
+	var parent *string
+	if m.ParentUUID != "" {
+		parent = &m.ParentUUID
+	}
+	if json.Valid(m.Attachment) {
+		return encodeLine(attachmentRecord{ParentUUID: parent, UserType: "external", Cwd: cwd, SessionID: id,
+			Type: "attachment", Attachment: m.Attachment, UUID: m.UUID, Timestamp: transcriptTime(m.Timestamp)})
 	}
 	rec := transcriptRecord{
 		UserType: "external", Cwd: cwd, SessionID: id, Type: m.Role,
@@ -130,9 +152,7 @@ func TranscriptLine(id, cwd string, m schema.Message) ([]byte, error) {
 	if json.Valid(m.ToolUseResult) {
 		rec.ToolUseResult = m.ToolUseResult
 	}
-	if m.ParentUUID != "" {
-		rec.ParentUUID = &m.ParentUUID
-	}
+	rec.ParentUUID = parent
 	return encodeLine(rec)
 }
 

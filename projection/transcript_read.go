@@ -3,6 +3,7 @@ package projection
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/reprise-dev/reprise/schema"
@@ -63,6 +64,7 @@ type transcriptInput struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"message"`
+	Attachment json.RawMessage `json:"attachment"`
 }
 
 func isBlank(b []byte) bool {
@@ -77,14 +79,20 @@ func isBlank(b []byte) bool {
 // message turns a user or assistant record into a message; ok is false
 // for any other record.
 func (rec transcriptInput) message(raw []byte) (schema.Message, bool) {
-	if (rec.Type != "user" && rec.Type != "assistant") || rec.Message == nil || rec.Message.Role != rec.Type {
-		return schema.Message{}, false
+	var m schema.Message
+	if text, ok := toolHookContext(rec.Attachment); rec.Type == "attachment" && ok {
+		m = schema.Message{UUID: rec.UUID, Role: "user", IsMeta: true, Content: []schema.Block{{Type: "text", Text: text}},
+			Attachment: rec.Attachment, Record: raw}
+	} else {
+		if (rec.Type != "user" && rec.Type != "assistant") || rec.Message == nil || rec.Message.Role != rec.Type {
+			return schema.Message{}, false
+		}
+		blocks, ok := Content(rec.Message.Content)
+		if !ok {
+			return schema.Message{}, false
+		}
+		m = schema.Message{UUID: rec.UUID, Role: rec.Type, IsMeta: rec.IsMeta, Content: blocks, Record: raw}
 	}
-	blocks, ok := Content(rec.Message.Content)
-	if !ok {
-		return schema.Message{}, false
-	}
-	m := schema.Message{UUID: rec.UUID, Role: rec.Type, IsMeta: rec.IsMeta, Content: blocks, Record: raw}
 	if rec.ParentUUID != nil {
 		m.ParentUUID = *rec.ParentUUID
 	}
@@ -92,6 +100,26 @@ func (rec transcriptInput) message(raw []byte) (schema.Message, bool) {
 		m.Timestamp = t.UnixNano()
 	}
 	return m, true
+}
+
+// toolHookContext is the text the model is told of an attachment record
+// that holds what a tool call's hooks added, as Claude Code words it; ok is
+// false for any other attachment, which an import keeps as a record.
+func toolHookContext(attachment json.RawMessage) (text string, ok bool) {
+	var a struct {
+		Type      string   `json:"type"`
+		Content   []string `json:"content"`
+		HookName  string   `json:"hookName"`
+		HookEvent string   `json:"hookEvent"`
+	}
+	if len(attachment) == 0 || json.Unmarshal(attachment, &a) != nil || a.Type != "hook_additional_context" || len(a.Content) == 0 {
+		return "", false
+	}
+	switch schema.HookEvent(a.HookEvent) {
+	case schema.HookPreToolUse, schema.HookPostToolUse, schema.HookPostToolUseFailure:
+		return a.HookName + " hook additional context: " + strings.Join(a.Content, "\n"), true
+	}
+	return "", false
 }
 
 // Content reads a message's content as the Messages API and transcripts

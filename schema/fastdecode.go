@@ -64,6 +64,8 @@ func (r *reader) message(m *Message) bool {
 			m.Record, ok = r.bin()
 		case "tooluse":
 			m.ToolUseResult, ok = r.bin()
+		case "attachment":
+			m.Attachment, ok = r.bin()
 		default:
 			return false
 		}

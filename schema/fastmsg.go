@@ -29,6 +29,9 @@ func appendMessageAppended(b []byte, p *MessageAppended) []byte {
 	if len(m.ToolUseResult) > 0 {
 		n++
 	}
+	if len(m.Attachment) > 0 {
+		n++
+	}
 	b = append(b, 0x80|byte(n))
 	b = msgp.AppendStr(msgp.AppendStr(b, "uuid"), m.UUID)
 	if m.ParentUUID != "" {
@@ -70,6 +73,9 @@ func appendMessageAppended(b []byte, p *MessageAppended) []byte {
 	}
 	if len(m.ToolUseResult) > 0 {
 		b = append(msgp.AppendBinHeader(msgp.AppendStr(b, "tooluse"), len(m.ToolUseResult)), m.ToolUseResult...)
+	}
+	if len(m.Attachment) > 0 {
+		b = append(msgp.AppendBinHeader(msgp.AppendStr(b, "attachment"), len(m.Attachment)), m.Attachment...)
 	}
 	return b
 }

@@ -29,6 +29,9 @@ func TestFastMessageEncoding(t *testing.T) {
 		if r.IntN(2) == 0 {
 			m.ToolUseResult = []byte(str())
 		}
+		if r.IntN(2) == 0 {
+			m.Attachment = []byte(str())
+		}
 		p := &MessageAppended{Message: m}
 		want, _ := msgpack.Marshal(p)
 		if got := appendMessageAppended(nil, p); !bytes.Equal(got, want) {
@@ -52,7 +55,7 @@ func TestFastMessageEncodingKnowsEveryField(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := fields(Message{}), []string{"UUID", "ParentUUID", "Role", "IsMeta", "Summary", "Timestamp", "Content", "Record", "ToolUseResult"}; !slices.Equal(got, want) {
+	if got, want := fields(Message{}), []string{"UUID", "ParentUUID", "Role", "IsMeta", "Summary", "Timestamp", "Content", "Record", "ToolUseResult", "Attachment"}; !slices.Equal(got, want) {
 		t.Fatalf("Message has fields %v; update appendMessageAppended, then this list (%v)", got, want)
 	}
 	if got, want := fields(Block{}), []string{"Type", "Text", "Raw"}; !slices.Equal(got, want) {
@@ -102,6 +105,9 @@ func TestFastMessageDecoding(t *testing.T) {
 		}
 		if r.IntN(2) == 0 {
 			m.ToolUseResult = []byte(str())
+		}
+		if r.IntN(2) == 0 {
+			m.Attachment = []byte(str())
 		}
 		p := &MessageAppended{Message: m}
 		data := appendMessageAppended(nil, p)

@@ -73,6 +73,12 @@ type Message struct {
 	// ToolUseResult is, on a tool_result message, the tool's result as the
 	// hooks got it (JSON), which the transcript carries as toolUseResult.
 	ToolUseResult []byte `msgpack:"tooluse,omitempty"`
+	// Attachment is, on a meta message that holds what a tool call's hooks
+	// added for the model, the attachment object Claude Code records it as
+	// (JSON: type hook_additional_context, content, hookName, toolUseID,
+	// hookEvent). A transcript writes such a message as an attachment
+	// record rather than as a user message.
+	Attachment []byte `msgpack:"attachment,omitempty"`
 }
 
 // Block is one content block of a message. Text blocks carry Text; other
@@ -468,7 +474,7 @@ func Decode(ev eventlog.Event) (Payload, error) { return std.decode(ev) }
 // so that it is written into one allocation: about 96 bytes of field names
 // and headers, 32 more for each block, and the strings and bytes.
 func messageSize(m *Message) int {
-	n := 112 + len(m.UUID) + len(m.ParentUUID) + len(m.Role) + len(m.Record) + len(m.ToolUseResult)
+	n := 112 + len(m.UUID) + len(m.ParentUUID) + len(m.Role) + len(m.Record) + len(m.ToolUseResult) + len(m.Attachment)
 	for _, b := range m.Content {
 		n += 32 + len(b.Type) + len(b.Text) + len(b.Raw)
 	}
