@@ -87,7 +87,8 @@ func (w *World) conversation(ctx context.Context, t *testing.T, d *datadriven.Te
 }
 
 // transcript prints how many lines a session's transcript file holds, and
-// its last line.
+// its last line: a message's type and content, or an attachment's type,
+// hook and content.
 //
 //	transcript a
 func (w *World) transcript(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
@@ -102,9 +103,18 @@ func (w *World) transcript(ctx context.Context, t *testing.T, d *datadriven.Test
 		Message struct {
 			Content any `json:"content"`
 		} `json:"message"`
+		Attachment struct {
+			Type     string   `json:"type"`
+			HookName string   `json:"hookName"`
+			Content  []string `json:"content"`
+		} `json:"attachment"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
 		return nil, err
+	}
+	if a := last.Attachment; last.Type == "attachment" {
+		return printf("transcript: %d lines, the last an attachment %s %s %q", len(lines), a.Type, a.HookName,
+			projection.Clip(strings.Join(a.Content, "\n"), 50)), nil
 	}
 	return printf("transcript: %d lines, the last %s meta=%v %q", len(lines), last.Type, last.IsMeta,
 		projection.Clip(fmt.Sprint(last.Message.Content), 50)), nil
