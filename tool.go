@@ -335,11 +335,10 @@ const (
 // what the log holds: a host that restarts learns from it what is left of
 // a turn a dead process began (package turn drives turns with it). Like
 // every action, it first rolls forward a step left in flight. With no
-// current session the turn is over.
+// current session the turn is over. It waits for an action of this process
+// on the agent to end.
 func (a *Agent) Turn(ctx context.Context) (Turn, error) {
-	if !a.mu.TryLock() {
-		return Turn{}, fmt.Errorf("%w: agent %s", ErrAgentBusy, a.id)
-	}
+	a.mu.Lock()
 	defer a.mu.Unlock()
 	release, err := a.lockStream(ctx)
 	if err != nil {

@@ -21,15 +21,15 @@ type Agent struct {
 	Restore *Restore // the restore in flight; nil unless State is one of a restore
 	History []Restore
 
-	Stop       *Stop // the Stop hook run in flight; nil unless State is stopping
-	LastStop   *Stop // the last Stop hook run completed; nil before the first
-	Stops      int   // Stop hook runs completed
-	StopBlocks int   // consecutive stops that hooks blocked, since the last one they did not
+	Stop       *Stop            // the Stop hook run in flight; nil unless State is stopping
+	LastStops  map[string]*Stop // by session, the last Stop hook run completed on it
+	Stops      int              // Stop hook runs completed
+	StopBlocks int              // consecutive stops that hooks blocked, since the last one they did not
 
-	Prompt       *Prompt // the UserPromptSubmit run in flight; nil unless State is prompting
-	LastPrompt   *Prompt // the last UserPromptSubmit run completed; nil before the first
-	Prompts      int     // UserPromptSubmit runs completed
-	LastPromptID string  // the prompt_id of the current session's last UserPromptSubmit run
+	Prompt       *Prompt            // the UserPromptSubmit run in flight; nil unless State is prompting
+	LastPrompts  map[string]*Prompt // by session, the last UserPromptSubmit run completed on it
+	Prompts      int                // UserPromptSubmit runs completed
+	LastPromptID string             // the prompt_id of the current session's last UserPromptSubmit run
 
 	// Tools holds the agent's tool calls by tool_use id; ToolsInFlight
 	// counts those whose hooks may be running, which no lifecycle action
@@ -309,7 +309,10 @@ func (a *Agent) foldRun(ev eventlog.Event, p schema.Payload) error {
 		}
 		pr.Outcomes, pr.Context, pr.Blocked, pr.Reason = p.Outcomes, p.Context, p.Blocked, p.Reason
 		pr.MessageUUID, pr.ContextUUID, pr.Interrupted = p.MessageUUID, p.ContextUUID, p.Interrupted
-		a.Prompt, a.LastPrompt = nil, pr
+		if a.LastPrompts == nil {
+			a.LastPrompts = map[string]*Prompt{}
+		}
+		a.Prompt, a.LastPrompts[pr.Session] = nil, pr
 		a.Prompts++
 	case *schema.StopHookStarted:
 		a.Stop = &Stop{ID: ev.RestoreID, Session: p.Session, Active: p.Active, Hooks: p.Hooks, Capped: p.Capped,
@@ -325,7 +328,11 @@ func (a *Agent) foldRun(ev eventlog.Event, p schema.Payload) error {
 		} else {
 			a.StopBlocks = 0
 		}
-		a.Stop, a.LastStop = nil, a.Stop
+		if a.LastStops == nil {
+			a.LastStops = map[string]*Stop{}
+		}
+		a.LastStops[a.Stop.Session] = a.Stop
+		a.Stop = nil
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func TurnOf(id string, msgs []schema.Message, a *Agent) Turn {
 		turn.Phase, turn.Halted = TurnTools, halted
 	case prompt >= 0:
 		// The prompt's own hooks may have halted the turn it began.
-		if p := a.LastPrompt; p == nil || p.MessageUUID != after[prompt].UUID || !haltIn(p.Outcomes) {
+		if p := a.LastPrompts[id]; p == nil || p.MessageUUID != after[prompt].UUID || !haltIn(p.Outcomes) {
 			turn.Phase = TurnAsk
 		}
 	case len(uses) > 0:
@@ -105,8 +105,8 @@ func TurnOf(id string, msgs []schema.Message, a *Agent) Turn {
 	case last >= 0:
 		turn.Phase = TurnStop
 		stop := a.Stop // one a process died in: its hooks do not run again
-		if stop == nil {
-			stop = a.LastStop
+		if stop == nil || stop.Session != id {
+			stop = a.LastStops[id]
 		}
 		if stop != nil && stop.Session == id && stop.Answer == turn.Answer {
 			turn.Phase = TurnOver

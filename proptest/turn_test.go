@@ -117,8 +117,10 @@ func (w *turnWorld) process(t *rapid.T, store eventlog.Store) (*turn.Runner, err
 			}
 			w.mu.Lock()
 			w.requests[n]++
-			if ids := resultOrder(conv); !slices.IsSorted(ids) {
-				w.disorder = fmt.Sprint(ids)
+			for _, ids := range resultOrder(conv) {
+				if !slices.IsSorted(ids) {
+					w.disorder = fmt.Sprint(resultOrder(conv))
+				}
 			}
 			w.mu.Unlock()
 			return w.answer(n), nil
@@ -224,32 +226,31 @@ func (w *turnWorld) lines(t *rapid.T) []string {
 	return out
 }
 
-// resultOrder is the indexes, in the last answer, of the calls whose
-// tool_results follow it in conv, in the order they follow.
-func resultOrder(conv []reprise.Message) []int {
-	last := len(conv) - 1
-	for last >= 0 && conv[last].Role != "assistant" {
-		last--
-	}
-	if last < 0 {
-		return nil
-	}
-	index := map[string]int{}
-	for i, u := range projection.ToolUses(conv[last]) {
-		index[u.ID] = i
-	}
-	var ids []int
-	for _, m := range conv[last+1:] {
+// resultOrder is, for each answer in conv, the indexes in it of the calls
+// whose tool_results follow it, in the order they follow, one answer
+// after the other.
+func resultOrder(conv []reprise.Message) [][]int {
+	var orders [][]int
+	var index map[string]int
+	for _, m := range conv {
+		if m.Role == "assistant" {
+			index = map[string]int{}
+			for i, u := range projection.ToolUses(m) {
+				index[u.ID] = i
+			}
+			orders = append(orders, nil)
+			continue
+		}
 		for _, b := range m.Content {
 			var r struct {
 				ID string `json:"tool_use_id"`
 			}
-			if b.Type == "tool_result" && json.Unmarshal(b.Raw, &r) == nil {
-				ids = append(ids, index[r.ID])
+			if b.Type == "tool_result" && json.Unmarshal(b.Raw, &r) == nil && len(orders) > 0 {
+				orders[len(orders)-1] = append(orders[len(orders)-1], index[r.ID])
 			}
 		}
 	}
-	return ids
+	return orders
 }
 
 // countingStore counts appends, to know a reference run's step boundaries.

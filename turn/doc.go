@@ -26,9 +26,16 @@
 //     at most once: the Messages API has no idempotency key, and its
 //     answer was never recorded. Resume asks again, once per such crash.
 //
+// A call whose tool_use id cannot be used (not an id, twice in the answer,
+// or an earlier call's) gets an error tool_result without running, and the
+// turn goes on. A call whose tool ended because the turn's context did has
+// its result recorded all the same, its PostToolUse hooks given a few
+// seconds.
+//
 // Caveats: the turn of an agent is held by one Runner at a time; a second
-// one, in this process or another on a shared store, gets
-// reprise.ErrAgentBusy. Tools of one answer run one at a time unless
+// one in this process, or in another on a shared store (PostgreSQL), gets
+// reprise.ErrAgentBusy. A bbolt file belongs to one process, so there a
+// second process cannot open the store at all while the first holds it. Tools of one answer run one at a time unless
 // Parallel is set; the model gets their results in the answer's order
 // either way. Model and Tool functions must honour their context.
 package turn

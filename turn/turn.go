@@ -16,7 +16,8 @@ import (
 )
 
 // ErrUnfinished is returned by Run while the agent's last turn has tool
-// calls without a result: Resume finishes it first.
+// calls without a result, or an answer whose Stop hooks have not run:
+// Resume finishes it first.
 var ErrUnfinished = errors.New("turn: the last turn is unfinished")
 
 // What the model is told, as a call's error tool_result, of a call that
@@ -60,8 +61,10 @@ type Call struct {
 // Tool is a tool the model may call.
 type Tool struct {
 	// Run runs call. Its result is recorded as the call's tool_result (the
-	// Runner fills in ID, and Duration when it is 0); an error is recorded
-	// as the call's failure, its text what the model is told.
+	// Runner fills in ID, and Duration when it is 0; an Output that is not
+	// JSON is taken as text); an error is recorded as the call's failure,
+	// its text what the model is told. A panic is the caller's, or with
+	// Parallel an error of the step.
 	Run func(ctx context.Context, call Call) (reprise.ToolResult, error)
 	// Repeatable declares that running a call twice does no harm (a read,
 	// an idempotent write): a call cut off between its start and its
@@ -94,8 +97,11 @@ type Event struct {
 	Stop     *reprise.StopResult   // Stopped
 }
 
-// Runner drives the turns of one agent. Engine, Agent, Model and Tools are
-// required; the rest may be left zero.
+// Runner drives the turns of one agent, on its current session (make one
+// current first: Agent.New or Start). Engine, Agent, Model and Tools are
+// required; the rest may be left zero, but note that with neither
+// Permission nor Ask (and no hook that allows it) no call runs: a call
+// nothing decides is left to ask, and nobody is asked.
 type Runner struct {
 	Engine *reprise.Engine
 	Agent  *reprise.Agent
@@ -135,8 +141,10 @@ type Outcome struct {
 
 // Run submits prompt to the agent's current session and drives the turn
 // it begins to its end. It returns ErrUnfinished while the last turn has
-// tool calls without a result, and reprise.ErrAgentBusy while another
-// Runner drives the agent's turn, here or in another process.
+// tool calls without a result or its Stop hooks to run, and
+// reprise.ErrAgentBusy while another Runner drives the agent's turn, here
+// or in another process on a shared store. A turn that waits for an answer
+// (after a ModelError, or MaxRequests) takes the new prompt with it.
 func (r *Runner) Run(ctx context.Context, prompt string) (*Outcome, error) {
 	release, err := r.hold(ctx)
 	if err != nil {
@@ -147,8 +155,11 @@ func (r *Runner) Run(ctx context.Context, prompt string) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.Phase == reprise.TurnTools {
+	switch t.Phase {
+	case reprise.TurnTools:
 		return nil, fmt.Errorf("%w: agent %s: the calls of answer %s have no result; Resume finishes them", ErrUnfinished, r.Agent.ID(), t.Answer)
+	case reprise.TurnStop:
+		return nil, fmt.Errorf("%w: agent %s: the Stop hooks of answer %s have not run; Resume runs them", ErrUnfinished, r.Agent.ID(), t.Answer)
 	}
 	pr, err := r.Agent.Prompt(ctx, prompt)
 	if err != nil {
@@ -246,6 +257,9 @@ func (r *Runner) answer(ctx context.Context, id string) error {
 	}
 	m, err := r.Model(ctx, inAnswerOrder(conv))
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("turn: model: %w", ctx.Err())
+		}
 		return &ModelError{err}
 	}
 	if m.Role == "" {
@@ -263,23 +277,41 @@ func (r *Runner) answer(ctx context.Context, id string) error {
 	return nil
 }
 
-// inAnswerOrder returns conv with the tool_results after its last answer
-// in the order of the answer's tool_uses, each with the meta messages
-// that follow it: calls that ran at once are recorded as they finished.
+// inAnswerOrder returns conv with the tool_results after each answer in
+// the order of the answer's tool_uses, each with the meta messages that
+// follow it: calls that ran at once are recorded as they finished, and the
+// model gets every request's prefix the same.
 func inAnswerOrder(conv []reprise.Message) []reprise.Message {
-	last := len(conv) - 1
-	for last >= 0 && conv[last].Role != "assistant" {
-		last--
+	out := make([]reprise.Message, 0, len(conv))
+	for i := 0; i < len(conv); {
+		out = append(out, conv[i])
+		if conv[i].Role != "assistant" {
+			i++
+			continue
+		}
+		next := i + 1
+		for next < len(conv) && conv[next].Role != "assistant" {
+			next++
+		}
+		out = append(out, resultsInOrder(conv[i], conv[i+1:next])...)
+		i = next
 	}
-	if last < 0 {
-		return conv
-	}
+	return out
+}
+
+// resultsInOrder returns rest, the messages after answer up to the next
+// one, with the groups that hold its calls' tool_results (each result and
+// the meta messages after it) in the order of its tool_uses, and anything
+// else after them.
+func resultsInOrder(answer reprise.Message, rest []reprise.Message) []reprise.Message {
 	order := map[string]int{}
-	for i, u := range projection.ToolUses(conv[last]) {
+	for i, u := range projection.ToolUses(answer) {
 		order[u.ID] = i
 	}
+	if len(order) < 2 {
+		return rest
+	}
 	var groups [][]reprise.Message
-	rest := conv[last+1:]
 	for len(rest) > 0 {
 		n := 1
 		for n < len(rest) && rest[n].IsMeta {
@@ -299,10 +331,10 @@ func inAnswerOrder(conv []reprise.Message) []reprise.Message {
 				}
 			}
 		}
-		return len(order) // anything else stays after the results
+		return len(order)
 	}
 	slices.SortStableFunc(groups, func(a, b []reprise.Message) int { return cmp.Compare(key(a), key(b)) })
-	return slices.Concat(append([][]reprise.Message{conv[:last+1]}, groups...)...)
+	return slices.Concat(groups...)
 }
 
 // tools takes the calls of t that have no result through their steps,
@@ -311,14 +343,11 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 	if t.Halted {
 		return reprise.Halt{Halted: true}, r.notReached(ctx, t.Session, t.Calls)
 	}
+	seen := map[string]bool{}
 	if !r.Parallel {
 		for i, c := range t.Calls {
-			res, halt, err := r.decideAndRun(ctx, c)
-			if err == nil && res != nil {
-				var h reprise.Halt
-				h, err = r.record(ctx, c, res)
-				halt = cmp.Or(halt, h)
-			}
+			st := r.decideAndRun(ctx, c, seen)
+			halt, err := r.finish(ctx, t.Session, c, st)
 			if err != nil || halt.Halted {
 				if err == nil {
 					err = r.notReached(ctx, t.Session, t.Calls[i+1:])
@@ -328,17 +357,24 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 		}
 		return reprise.Halt{}, nil
 	}
-	type ran struct {
+	type done struct {
 		call reprise.ToolUse
-		res  *reprise.ToolResult
-		halt reprise.Halt
-		err  error
+		step
 	}
-	done := make(chan ran, len(t.Calls))
+	results := make(chan done, len(t.Calls))
 	for _, c := range t.Calls {
+		unusable := usable(c, seen) // before any goroutine reads seen
 		go func() {
-			res, halt, err := r.decideAndRun(ctx, c)
-			done <- ran{c, res, halt, err}
+			defer func() {
+				if p := recover(); p != nil {
+					results <- done{c, step{err: fmt.Errorf("turn: tool %s of call %s panicked: %v", c.Name, c.ID, p)}}
+				}
+			}()
+			if unusable != "" {
+				results <- done{c, step{unusable: unusable}}
+				return
+			}
+			results <- done{c, r.decideAndRun(ctx, c, nil)}
 		}()
 	}
 	var (
@@ -346,15 +382,8 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 		errs []error
 	)
 	for range t.Calls {
-		d := <-done // recorded as they finish: a crash loses none that did
-		if d.halt.Halted && !halt.Halted {
-			halt = d.halt
-		}
-		if d.err != nil || d.res == nil {
-			errs = append(errs, d.err)
-			continue
-		}
-		h, err := r.record(ctx, d.call, d.res)
+		d := <-results // recorded as they finish: a crash loses none that did
+		h, err := r.finish(ctx, t.Session, d.call, d.step)
 		if h.Halted && !halt.Halted {
 			halt = h
 		}
@@ -363,38 +392,76 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 	return halt, errors.Join(errs...)
 }
 
-// decideAndRun asks PreToolUse about call c, then runs it when it may,
-// and returns the result to record: nil when there is none (a deny, whose
-// error result PreToolUse recorded; a result already recorded).
-func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse) (*reprise.ToolResult, reprise.Halt, error) {
+// step is what became of a call before its result is recorded: the result
+// to record (nil when there is none: a deny, whose error result PreToolUse
+// recorded), a hook's halt, or why the call's tool_use id cannot be used.
+type step struct {
+	res      *reprise.ToolResult
+	halt     reprise.Halt
+	unusable string
+	err      error
+}
+
+// usable says why call c cannot be taken through its steps, "" when it
+// can, and marks its id seen: its tool_use id must be an id, and not one
+// the answer used already.
+func usable(c reprise.ToolUse, seen map[string]bool) string {
+	defer func() { seen[c.ID] = true }()
+	if err := reprise.ValidateID(c.ID); err != nil {
+		return fmt.Sprintf("The tool_use id %q cannot be used: %v", c.ID, err)
+	}
+	if seen[c.ID] {
+		return fmt.Sprintf("The tool_use id %q is used twice in this answer.", c.ID)
+	}
+	return ""
+}
+
+// decideAndRun asks PreToolUse about call c, then runs it when it may.
+// With seen, it first checks that c's id is usable.
+func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[string]bool) step {
+	if seen != nil {
+		if why := usable(c, seen); why != "" {
+			return step{unusable: why}
+		}
+	}
 	call := Call{ID: c.ID, Name: c.Name, Input: c.Input}
 	perm := ""
 	if r.Permission != nil {
 		perm = r.Permission(call)
 	}
+	if perm != "" && perm != reprise.ToolAllow && perm != reprise.ToolDeny && perm != reprise.ToolAsk {
+		return step{err: fmt.Errorf("turn: Permission says %q of call %s, none of allow, deny, ask", perm, c.ID)}
+	}
 	d, err := r.Agent.PreToolUse(ctx, reprise.ToolCall{ID: c.ID, Name: c.Name, Input: c.Input, Permission: perm})
+	if errors.Is(err, reprise.ErrBadTool) {
+		return step{unusable: fmt.Sprintf("The tool_use id %q cannot be used: %v", c.ID, err)}
+	}
 	if err != nil {
-		return nil, reprise.Halt{}, err
+		return step{err: err}
 	}
-	call.Input = d.Input
-	r.emit(Event{Kind: Decided, Call: &call, Decision: d})
+	if d.Resulted {
+		// Its result is recorded, but not in this answer: another call
+		// used the id first.
+		return step{unusable: fmt.Sprintf("The tool_use id %q was used by an earlier call.", c.ID)}
+	}
 	tool, known := r.Tools[c.Name]
+	call.Input, call.Again = d.Input, d.Interrupted && known && tool.Repeatable
+	r.emit(Event{Kind: Decided, Call: &call, Decision: d})
 	switch {
-	case d.Resulted || d.Decision == reprise.ToolDeny:
-		return nil, d.Halt, nil
+	case d.Decision == reprise.ToolDeny:
+		return step{halt: d.Halt}
 	case d.Halted:
-		return &reprise.ToolResult{ID: c.ID, Error: NotRun, Refused: true}, d.Halt, nil
-	case d.Interrupted && !(known && tool.Repeatable):
-		return &reprise.ToolResult{ID: c.ID, Error: Interrupted, Interrupt: true}, d.Halt, nil
+		return step{res: &reprise.ToolResult{ID: c.ID, Error: NotRun, Refused: true}, halt: d.Halt}
+	case d.Interrupted && !call.Again:
+		return step{res: &reprise.ToolResult{ID: c.ID, Error: Interrupted, Interrupt: true}, halt: d.Halt}
 	}
-	call.Again = d.Interrupted
 	if d.Decision == reprise.ToolAsk {
 		if refusal := r.confirm(ctx, call, d.Reason); refusal != "" {
-			return &reprise.ToolResult{ID: c.ID, Error: refusal, Refused: true}, d.Halt, nil
+			return step{res: &reprise.ToolResult{ID: c.ID, Error: refusal, Refused: true}, halt: d.Halt}
 		}
 	}
 	if !known {
-		return &reprise.ToolResult{ID: c.ID, Error: "No such tool available: " + c.Name}, d.Halt, nil
+		return step{res: &reprise.ToolResult{ID: c.ID, Error: "No such tool available: " + c.Name}, halt: d.Halt}
 	}
 	began := time.Now()
 	res, err := tool.Run(ctx, call)
@@ -405,17 +472,43 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse) (*reprise.
 	if res.Duration == 0 {
 		res.Duration = time.Since(began)
 	}
-	return &res, d.Halt, nil
+	if len(res.Output) > 0 && !json.Valid(res.Output) {
+		// Plain text: the model reads it as a string.
+		res.Output, _ = json.Marshal(string(res.Output))
+	}
+	return step{res: &res, halt: d.Halt}
 }
 
-// record gives PostToolUse the result of call c.
-func (r *Runner) record(ctx context.Context, c reprise.ToolUse, res *reprise.ToolResult) (reprise.Halt, error) {
-	fb, err := r.Agent.PostToolUse(ctx, *res)
-	if err != nil {
-		return reprise.Halt{}, err
+// recordGrace is how long a turn whose context ended still gives the hooks
+// after a call whose result it records.
+const recordGrace = 5 * time.Second
+
+// finish records what became of call c: its result through PostToolUse,
+// or, for a call whose id cannot be used, an error tool_result without
+// hooks. A result is recorded even when ctx ended meanwhile (what the tool
+// did is known), its hooks then given recordGrace.
+func (r *Runner) finish(ctx context.Context, session string, c reprise.ToolUse, st step) (reprise.Halt, error) {
+	switch {
+	case st.err != nil:
+		return st.halt, st.err
+	case st.unusable != "":
+		res := reprise.ToolResult{ID: c.ID, Error: st.unusable}
+		r.emit(Event{Kind: NotReached, Call: &Call{ID: c.ID, Name: c.Name, Input: c.Input}, Result: &res})
+		return st.halt, r.appendResults(ctx, session, []reprise.ToolResult{res})
+	case st.res == nil:
+		return st.halt, nil
 	}
-	r.emit(Event{Kind: Ran, Call: &Call{ID: c.ID, Name: c.Name, Input: c.Input}, Result: res, Feedback: fb})
-	return fb.Halt, nil
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), recordGrace)
+		defer cancel()
+	}
+	fb, err := r.Agent.PostToolUse(ctx, *st.res)
+	if err != nil {
+		return st.halt, err
+	}
+	r.emit(Event{Kind: Ran, Call: &Call{ID: c.ID, Name: c.Name, Input: c.Input}, Result: st.res, Feedback: fb})
+	return cmp.Or(st.halt, fb.Halt), nil
 }
 
 // notReached gives the calls a halted turn did not reach their error
@@ -423,7 +516,7 @@ func (r *Runner) record(ctx context.Context, c reprise.ToolUse, res *reprise.Too
 // runs for them. A call whose decision is recorded gets it through
 // PostToolUse, the others in one user message.
 func (r *Runner) notReached(ctx context.Context, id string, calls []reprise.ToolUse) error {
-	m := reprise.Message{Role: "user"}
+	var raw []reprise.ToolResult
 	for _, c := range calls {
 		res := reprise.ToolResult{ID: c.ID, Error: NotRun, Refused: true}
 		if c.Decided {
@@ -431,18 +524,28 @@ func (r *Runner) notReached(ctx context.Context, id string, calls []reprise.Tool
 				return err
 			}
 		} else {
-			raw, err := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": c.ID, "content": NotRun, "is_error": true})
-			if err != nil {
-				return err
-			}
-			m.Content = append(m.Content, reprise.Block{Type: "tool_result", Raw: raw})
+			raw = append(raw, res)
 		}
 		r.emit(Event{Kind: NotReached, Call: &Call{ID: c.ID, Name: c.Name, Input: c.Input}, Result: &res})
 	}
-	if len(m.Content) == 0 {
+	return r.appendResults(ctx, id, raw)
+}
+
+// appendResults appends the error tool_results of calls that no hook
+// runs for, in one user message of session id.
+func (r *Runner) appendResults(ctx context.Context, id string, results []reprise.ToolResult) error {
+	if len(results) == 0 {
 		return nil
 	}
-	if _, err := r.Engine.Append(ctx, id, m); err != nil {
+	m := reprise.Message{Role: "user"}
+	for _, res := range results {
+		raw, err := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": res.ID, "content": res.Error, "is_error": true})
+		if err != nil {
+			return err
+		}
+		m.Content = append(m.Content, reprise.Block{Type: "tool_result", Raw: raw})
+	}
+	if _, err := r.Engine.Append(context.WithoutCancel(ctx), id, m); err != nil {
 		return fmt.Errorf("turn: record the calls not run: %w", err)
 	}
 	return nil

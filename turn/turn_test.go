@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -403,15 +404,15 @@ func TestTurnOfPhases(t *testing.T) {
 			t.Errorf("after %d messages: %s, want %s", len(c.msgs), got.Phase, c.want)
 		}
 	}
-	a.LastStop = &projection.Stop{Session: "s", Answer: "a2"}
+	a.LastStops = map[string]*projection.Stop{"s": {Session: "s", Answer: "a2"}}
 	if got := projection.TurnOf("s", []reprise.Message{prompt, use, result, final}, a); got.Phase != reprise.TurnOver {
 		t.Errorf("after its Stop: %s, want over", got.Phase)
 	}
-	a.LastStop.Blocked = true
+	a.LastStops["s"].Blocked = true
 	if got := projection.TurnOf("s", []reprise.Message{prompt, use, result, final}, a); got.Phase != reprise.TurnAsk {
 		t.Errorf("after a blocked Stop: %s, want ask", got.Phase)
 	}
-	a.LastStop.Session = "other"
+	a.LastStops = map[string]*projection.Stop{"other": {Session: "other", Answer: "a2"}}
 	if got := projection.TurnOf("s", []reprise.Message{prompt, use, result, final}, a); got.Phase != reprise.TurnStop {
 		t.Errorf("after another session's Stop: %s, want stop", got.Phase)
 	}
@@ -454,5 +455,182 @@ func TestAToolStepIsTwoAppends(t *testing.T) {
 	}
 	if n := store.appends - before; n != 2 || r.count("t1") != 1 {
 		t.Errorf("the call took %d appends and ran %d times; want 2 and 1", n, r.count("t1"))
+	}
+}
+
+// TestATurnOnAnotherSessionLeavesThisOneOver: a turn ends on session s,
+// the agent goes to session b for a turn, and back to s: the turn on s is
+// still over, and its Stop hooks do not run again.
+func TestATurnOnAnotherSessionLeavesThisOneOver(t *testing.T) {
+	ctx := context.Background()
+	s := &script{answers: []reprise.Message{answer("done on s")}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	stops := 0
+	if err := e.Hooks().OnStop("count", func(ctx context.Context, in hookexec.StopInput) (hookexec.StopOutput, error) {
+		stops++
+		return hookexec.StopOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Session(t, e, "b", t.TempDir())
+	if _, err := runner.Agent.Restore(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(ctx, "go on b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Agent.Restore(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	tn, err := runner.Agent.Turn(ctx)
+	if err != nil || tn.Phase != reprise.TurnOver {
+		t.Fatalf("back on s: %+v, %v; want the turn over", tn, err)
+	}
+	out, err := runner.Resume(ctx)
+	if err != nil || out.Resumed || stops != 2 {
+		t.Errorf("Resume back on s: %+v, %v, Stop hooks ran %d times; want nothing done and 2 runs", out, err, stops)
+	}
+}
+
+// TestUnusableIDsGetAnErrorResult: an answer whose calls name an id that
+// is not an id, an id twice, and an id an earlier answer used, is recorded;
+// those calls get an error result without running, the others run, and the
+// turn goes on.
+func TestUnusableIDsGetAnErrorResult(t *testing.T) {
+	for _, parallel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) {
+			s := &script{answers: []reprise.Message{
+				answer("", "t1:Echo"),
+				answer("", "bad/id:Echo", "t2:Echo", "t2:Echo", "t1:Echo", "t3:Echo"),
+				answer("done"),
+			}}
+			var r runs
+			e, runner := newRunner(t, s, &r)
+			runner.Parallel = parallel
+			if _, err := runner.Run(context.Background(), "go"); err != nil {
+				t.Fatal(err)
+			}
+			conv, err := e.Conversation(context.Background(), "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			results := map[string][]string{}
+			for _, m := range conv {
+				for _, b := range m.Content {
+					var f struct {
+						ID      string `json:"tool_use_id"`
+						Content string `json:"content"`
+					}
+					if b.Type == "tool_result" && json.Unmarshal(b.Raw, &f) == nil {
+						results[f.ID] = append(results[f.ID], f.Content)
+					}
+				}
+			}
+			for id, want := range map[string]string{"bad/id": "cannot be used", "t1": "used by an earlier call", "t2": "used twice"} {
+				if !slices.ContainsFunc(results[id], func(c string) bool { return strings.Contains(c, want) }) {
+					t.Errorf("the results of %s are %q, want one saying %q", id, results[id], want)
+				}
+			}
+			if r.count("t1") != 1 || r.count("t2") != 1 || r.count("t3") != 1 || r.count("bad/id") != 0 {
+				t.Errorf("runs %v, want t1, t2 and t3 once each", r.n)
+			}
+			if last := conv[len(conv)-1]; last.Role != "assistant" || projection.FirstText(last) != "done" {
+				t.Errorf("the turn ended with %+v, want the last answer", last)
+			}
+		})
+	}
+}
+
+// TestCancelledToolIsRecorded: a tool that stops when the turn's context
+// is cancelled has its result recorded as interrupted, not left to look
+// as if a dead process may have run it.
+func TestCancelledToolIsRecorded(t *testing.T) {
+	s := &script{answers: []reprise.Message{answer("", "t1:Wait")}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	ctx, cancel := context.WithCancel(context.Background())
+	runner.Tools["Wait"] = turn.Tool{Run: func(ctx context.Context, c turn.Call) (reprise.ToolResult, error) {
+		cancel()
+		<-ctx.Done()
+		return reprise.ToolResult{}, ctx.Err()
+	}}
+	if _, err := runner.Run(ctx, "go"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want context.Canceled", err)
+	}
+	want := `user "go"
+assistant use:t1
+user result:t1="context canceled"!`
+	if got := shape(t, e, "s"); got != want {
+		t.Errorf("conversation:\n%s\nwant:\n%s", got, want)
+	}
+	tn, err := runner.Agent.Turn(context.Background())
+	if err != nil || tn.Phase != reprise.TurnAsk {
+		t.Errorf("after the cancel: %+v, %v; want the turn waiting for an answer", tn, err)
+	}
+}
+
+// TestRunRefusesATurnBeforeItsStop: an answer recorded without its Stop
+// hooks, as a killed host leaves it, is finished by Resume, not skipped by
+// the next prompt.
+func TestRunRefusesATurnBeforeItsStop(t *testing.T) {
+	ctx := context.Background()
+	s := &script{}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	if _, err := runner.Agent.Prompt(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "s", answer("done")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(ctx, "next"); !errors.Is(err, turn.ErrUnfinished) {
+		t.Errorf("Run: %v, want ErrUnfinished", err)
+	}
+	var stopped bool
+	runner.OnEvent = func(ev turn.Event) { stopped = stopped || ev.Kind == turn.Stopped }
+	if out, err := runner.Resume(ctx); err != nil || !out.Resumed || !stopped {
+		t.Errorf("Resume: %+v, %v, stopped %v; want the Stop hooks run", out, err, stopped)
+	}
+}
+
+// TestEveryRequestHasResultsInAnswerOrder: with calls run at once, every
+// request the model gets, not only the next, has each answer's results in
+// its order, so that the requests share their prefix.
+func TestEveryRequestHasResultsInAnswerOrder(t *testing.T) {
+	s := &script{answers: []reprise.Message{answer("", "t1:Slow", "t2:Slow"), answer("", "t3:Slow", "t4:Slow"), answer("ok")}}
+	var r runs
+	_, runner := newRunner(t, s, &r)
+	runner.Parallel = true
+	runner.Tools["Slow"] = turn.Tool{Run: func(ctx context.Context, c turn.Call) (reprise.ToolResult, error) {
+		if c.ID == "t1" || c.ID == "t3" {
+			time.Sleep(30 * time.Millisecond) // the first call of each answer finishes last
+		}
+		return reprise.ToolResult{Output: json.RawMessage(`"ok"`)}, nil
+	}}
+	var orders []string
+	runner.Model = func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+		var ids []string
+		for _, m := range conv {
+			for _, b := range m.Content {
+				var f struct {
+					ID string `json:"tool_use_id"`
+				}
+				if b.Type == "tool_result" && json.Unmarshal(b.Raw, &f) == nil {
+					ids = append(ids, f.ID)
+				}
+			}
+		}
+		orders = append(orders, strings.Join(ids, " "))
+		return s.model(ctx, conv)
+	}
+	if _, err := runner.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"", "t1 t2", "t1 t2 t3 t4"}; !slices.Equal(orders, want) {
+		t.Errorf("the requests' results: %q, want %q", orders, want)
 	}
 }
