@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -139,6 +140,7 @@ func TestKilledMidTurn(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := make(chan string, 100)
+		var said []string // what the process said on stderr
 		go func() {
 			defer close(lines)
 			sc := bufio.NewScanner(stderr)
@@ -160,14 +162,24 @@ func TestKilledMidTurn(t *testing.T) {
 		}
 		time.Sleep(time.Duration(rng.IntN(150)) * time.Millisecond)
 		child.Process.Signal(syscall.SIGKILL)
-		go func() {
-			for range lines { // drain
-			}
-		}()
-		if err := child.Wait(); err == nil {
-			continue // done before the kill: not a kill
+		for line := range lines {
+			said = append(said, line)
 		}
-		kills++
+		err = child.Wait()
+		for _, line := range said {
+			if strings.HasPrefix(line, "agent:") {
+				t.Errorf("the agent failed: %s", line)
+			}
+		}
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			continue // done before the kill: not a kill
+		case errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signaled():
+			kills++
+		default:
+			t.Fatalf("the agent exited with %v:\n%s", err, strings.Join(said, "\n"))
+		}
 	}
 
 	// The last process: no new prompt; it finishes what the last kill cut.
@@ -390,7 +402,7 @@ func TestSessionFinishesACutTurn(t *testing.T) {
 	if err := child.Run(); err != nil {
 		t.Fatalf("agent --session: %v\n%s", err, stderr.String())
 	}
-	want := "the last turn of session " + r.To + " was cut off (in the middle of its tool calls): finishing it"
+	want := "the last turn of session " + r.To + " was left unfinished (in the middle of its tool calls): finishing it"
 	if !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
 	}

@@ -35,7 +35,7 @@
 //
 // Every step is in the log before the next begins, so an agent killed in
 // the middle of a turn loses nothing: `agent --session ID` finishes the
-// cut-off turn first (and says so on stderr), without asking for a
+// unfinished turn first (and says so on stderr), without asking for a
 // recorded answer again, running a call whose result is recorded again,
 // or running a hook twice; a Bash or Write call that was allowed but has
 // no result is reported to the model as interrupted (it may have run), a
@@ -366,8 +366,8 @@ func (h *host) turn(ctx context.Context, text string) error {
 	return nil
 }
 
-// finish finishes the turn a killed process left in the current session,
-// from where the log shows it: no answer is asked for again, no tool that
+// finish finishes the turn a killed process (or an API error, or
+// --max-turns) left in the current session, from where the log shows it: no answer is asked for again, no tool that
 // has a result runs again, no hook runs twice.
 func (h *host) finish(ctx context.Context) error {
 	t, err := h.agent.Turn(ctx)
@@ -377,7 +377,7 @@ func (h *host) finish(ctx context.Context) error {
 	if t.Phase == reprise.TurnOver {
 		return nil
 	}
-	fmt.Fprintf(h.errw, "the last turn of session %s was cut off (%s): finishing it\n", h.session, phaseWords[t.Phase])
+	fmt.Fprintf(h.errw, "the last turn of session %s was left unfinished (%s): finishing it\n", h.session, phaseWords[t.Phase])
 	out, err := h.runner().Resume(ctx)
 	var modelErr *turn.ModelError
 	if errors.As(err, &modelErr) {

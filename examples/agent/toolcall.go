@@ -100,6 +100,8 @@ func (h *host) show(ev turn.Event) {
 		switch {
 		case d.Decision == reprise.ToolDeny:
 			fmt.Fprintf(h.out, "[%s denied: %s]\n", ev.Call.Name, d.Reason)
+		case d.Interrupted && ev.Call.Again:
+			fmt.Fprintf(h.errw, "[%s was allowed before the agent stopped: it runs again]\n", ev.Call.Name)
 		case d.Interrupted:
 			fmt.Fprintf(h.errw, "[%s was allowed before the agent stopped, and may have run]\n", ev.Call.Name)
 		case !d.Resulted:
