@@ -21,6 +21,8 @@ var appendBench = Bench{
 			Floor: "F1: bbolt Update, 1 put, fsync", Unit: PerOp, What: "append", Limit: 1.25},
 		{Target: 1, Name: "append-peer", Figure: "durable message append (Engine.Append)",
 			Floor: "JSONL peer: 1 line, O_APPEND, fsync", Unit: PerOp, What: "append"},
+		{Target: 1, Name: "append-cc", Figure: "durable message append (Engine.Append)",
+			Floor: "Claude Code-shaped peer: 1 line made and written, fsync", Unit: PerOp, What: "append"},
 	},
 	Reps: 400, QuickReps: 60,
 	Open: openAppend,
@@ -36,6 +38,7 @@ type durable struct {
 	value []byte // a floor value, as long as a stored message
 	ids   []string
 	peers []*peerFile // one per session, in the order of ids
+	cc    []*ccPeer   // the same, in Claude Code's line shape
 	n     int         // operations so far, to rotate which side goes first
 }
 
@@ -68,6 +71,14 @@ func openDurable(ctx context.Context, env *Env, name string, sessions int) (*dur
 			d.peers = append(d.peers, p)
 			err = p.WriteAll(peerMessages(id, 2))
 		}
+		var cc *ccPeer
+		if err == nil {
+			cc, err = createCCPeer(filepath.Join(dir, id+".cc.jsonl"), id)
+		}
+		if err == nil {
+			d.cc = append(d.cc, cc)
+			err = cc.WriteAll(2)
+		}
 	}
 	var size int
 	if err == nil {
@@ -96,6 +107,11 @@ func (d *durable) Close() error {
 			err = cerr
 		}
 	}
+	for _, p := range d.cc {
+		if cerr := p.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if rerr := os.RemoveAll(d.dir); err == nil {
 		err = rerr
 	}
@@ -105,6 +121,9 @@ func (d *durable) Close() error {
 func (d *durable) Note(row string) string {
 	if strings.HasSuffix(row, "-peer") {
 		return fmt.Sprintf("lines of %d bytes", peerLineSize(d.ids[0]))
+	}
+	if strings.HasSuffix(row, "-cc") {
+		return "lines in Claude Code's shape: parent, uuid, timestamp, session, content blocks"
 	}
 	return fmt.Sprintf("values of %d bytes", len(d.value))
 }
@@ -137,12 +156,18 @@ func (r *appendRunner) Run(ctx context.Context) ([]Sample, error) {
 		peer.Floor.Time, err = timed(func() error { return r.peers[0].Append(m) })
 		return err
 	}
-	if err := alternate(&r.n, floor, rep, jsonl); err != nil {
+	var cc Sample
+	ccAppend := func() (err error) {
+		cc.Floor.Time, err = timed(func() error { return r.cc[0].Append(r.n) })
+		return err
+	}
+	if err := alternate(&r.n, floor, rep, jsonl, ccAppend); err != nil {
 		return nil, err
 	}
 	s.Floor.Work, s.Reprise.Work = 1, 1
 	peer.Reprise, peer.Floor.Work = s.Reprise, 1
-	return []Sample{s, peer}, nil
+	cc.Reprise, cc.Floor.Work = s.Reprise, 1
+	return []Sample{s, peer, cc}, nil
 }
 
 // alternate runs sides in turn, starting with a different one on each
@@ -168,6 +193,9 @@ var concurrentBench = Bench{
 		{Target: 2, Name: "concurrent-peer", Figure: "64 sessions appending at once, 64 goroutines",
 			Floor: "JSONL peer: 64 files, each goroutine appends + fsyncs its own", Unit: Rate, What: "append",
 			Min: true, Limit: 1.5, Informational: true},
+		{Target: 2, Name: "concurrent-cc", Figure: "64 sessions appending at once, 64 goroutines",
+			Floor: "Claude Code-shaped peer: 64 files, each goroutine makes, appends + fsyncs its lines", Unit: Rate,
+			What: "append", Min: true, Limit: 1.5, Informational: true},
 	},
 	Reps: 16, QuickReps: 3,
 	Open: openConcurrent,
@@ -219,11 +247,17 @@ func (r *concurrentRunner) Run(ctx context.Context) ([]Sample, error) {
 		peer.Floor.Time, peer.Floor.Work = d, writers*appendsPerWriter
 		return err
 	}
-	if err := alternate(&r.n, floor, rep, jsonl); err != nil {
+	var cc Sample
+	ccBurst := func() error {
+		d, err := r.burst(func(w, i int) error { return r.cc[w].Append(i) })
+		cc.Floor.Time, cc.Floor.Work = d, writers*appendsPerWriter
+		return err
+	}
+	if err := alternate(&r.n, floor, rep, jsonl, ccBurst); err != nil {
 		return nil, err
 	}
-	peer.Reprise = s.Reprise
-	return []Sample{s, peer}, nil
+	peer.Reprise, cc.Reprise = s.Reprise, s.Reprise
+	return []Sample{s, peer, cc}, nil
 }
 
 // burst has every writer w make appendsPerWriter durable appends,

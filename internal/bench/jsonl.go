@@ -159,3 +159,100 @@ func peerLineSize(session string) int {
 	}
 	return size / 2
 }
+
+// The Claude Code-shaped peer writes what Claude Code writes per message:
+// the parent's uuid (null for the first), isSidechain, the role as type,
+// the message as content blocks, a fresh UUID v4, an RFC 3339 timestamp
+// with nanoseconds and the session id, each made when the line is written
+// and encoded with encoding/json, as a host that keeps Claude Code's
+// transcripts does.
+
+// ccLine is one line of a Claude Code-shaped peer file.
+type ccLine struct {
+	ParentUUID  *string   `json:"parentUuid"`
+	IsSidechain bool      `json:"isSidechain"`
+	Type        string    `json:"type"`
+	Message     ccMessage `json:"message"`
+	UUID        string    `json:"uuid"`
+	Timestamp   string    `json:"timestamp"`
+	SessionID   string    `json:"sessionId"`
+}
+
+type ccMessage struct {
+	Role    string    `json:"role"`
+	Content []ccBlock `json:"content"`
+}
+
+type ccBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// ccPeer is one session's Claude Code-shaped transcript file, open for
+// appending through a bufio.Writer of the default size.
+type ccPeer struct {
+	f       *os.File
+	w       *bufio.Writer
+	session string
+	parent  string // the last line's uuid; "" before the first
+}
+
+func createCCPeer(path, session string) (*ccPeer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("peer file: %w", err)
+	}
+	return &ccPeer{f: f, w: bufio.NewWriter(f), session: session}, nil
+}
+
+// write makes the line of message(i) and writes it to the buffer.
+func (p *ccPeer) write(i int) error {
+	m := message(i)
+	line := ccLine{Type: m.Role, Message: ccMessage{Role: m.Role, Content: []ccBlock{{Type: "text", Text: m.Content[0].Text}}},
+		UUID: newUUID(), Timestamp: time.Now().UTC().Format(time.RFC3339Nano), SessionID: p.session}
+	if p.parent != "" {
+		parent := p.parent
+		line.ParentUUID = &parent
+	}
+	data, err := json.Marshal(line)
+	if err != nil {
+		return fmt.Errorf("peer line: %w", err)
+	}
+	p.w.Write(data)
+	if err := p.w.WriteByte('\n'); err != nil {
+		return fmt.Errorf("peer write: %w", err)
+	}
+	p.parent = line.UUID
+	return nil
+}
+
+// sync writes what is buffered and fsyncs the file.
+func (p *ccPeer) sync() error {
+	if err := p.w.Flush(); err != nil {
+		return fmt.Errorf("peer write: %w", err)
+	}
+	if err := p.f.Sync(); err != nil {
+		return fmt.Errorf("peer fsync: %w", err)
+	}
+	return nil
+}
+
+// Append writes the line of message(i) and fsyncs: one durable append.
+func (p *ccPeer) Append(i int) error {
+	if err := p.write(i); err != nil {
+		return err
+	}
+	return p.sync()
+}
+
+// WriteAll writes the lines of messages 0 to n-1 and fsyncs once.
+func (p *ccPeer) WriteAll(n int) error {
+	for i := range n {
+		if err := p.write(i); err != nil {
+			return err
+		}
+	}
+	return p.sync()
+}
+
+func (p *ccPeer) Close() error { return p.f.Close() }
