@@ -483,14 +483,14 @@ func (e *Engine) session(ctx context.Context, id string) (*session, error) {
 // load is session without the check for a tombstone: the stepper decides
 // what a deleted session means for an action.
 func (e *Engine) load(ctx context.Context, id string) (*session, error) {
-	if err := ValidateID(id); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSessionNotFound, err)
-	}
 	e.mu.Lock()
 	s := e.sessions[id]
 	e.mu.Unlock()
 	if s != nil {
-		return s, nil
+		return s, nil // its id was checked when it was loaded
+	}
+	if err := ValidateID(id); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSessionNotFound, err)
 	}
 	conv := projection.NewConversation(id)
 	stream := projection.SessionStream(id)
@@ -519,20 +519,24 @@ func (e *Engine) catchUp(ctx context.Context, s *session) error {
 	return e.store.ReadStream(ctx, projection.SessionStream(s.conv.ID), s.conv.Head+1, s.conv.Apply)
 }
 
-// prepare finds session id, validates m and fills its uuid and timestamp.
-func (e *Engine) prepare(ctx context.Context, id string, m Message) (*session, Message, error) {
+// prepare finds session id and validates m; take then fills its uuid and
+// timestamp, once the session's lock is held.
+func (e *Engine) prepare(ctx context.Context, id string, m Message) (*session, error) {
 	if m.Role != "user" && m.Role != "assistant" {
-		return nil, m, fmt.Errorf("%w: role %q", ErrInvalidMessage, m.Role)
+		return nil, fmt.Errorf("%w: role %q", ErrInvalidMessage, m.Role)
 	}
-	s, err := e.session(ctx, id)
-	if err != nil {
-		return nil, m, err
-	}
-	s.mu.Lock()
-	unfinished := s.conv.Importing
-	s.mu.Unlock()
-	if unfinished {
-		return nil, m, fmt.Errorf("%w: session %s; resume its import, or delete it", ErrImportUnfinished, id)
+	return e.load(ctx, id)
+}
+
+// take returns m with its uuid and timestamp, when s takes messages; else
+// why it does not: it is deleted, or its import is unfinished. s.mu must
+// be held.
+func (e *Engine) take(s *session, m Message) (Message, error) {
+	switch {
+	case s.conv.Deleted:
+		return m, deletion.Deleted(s.conv.ID)
+	case s.conv.Importing:
+		return m, fmt.Errorf("%w: session %s; resume its import, or delete it", ErrImportUnfinished, s.conv.ID)
 	}
 	if m.UUID == "" {
 		m.UUID = e.newID()
@@ -540,19 +544,27 @@ func (e *Engine) prepare(ctx context.Context, id string, m Message) (*session, M
 	if m.Timestamp == 0 {
 		m.Timestamp = e.stamp()
 	}
-	return s, m, nil
+	return m, nil
 }
 
 // Buffer adds m to session id's pending messages without writing it; Save
 // (or a restore away from the session) writes it. It returns m as stamped.
 func (e *Engine) Buffer(ctx context.Context, id string, m Message) (Message, error) {
-	s, m, err := e.prepare(ctx, id, m)
+	s, err := e.prepare(ctx, id, m)
 	if err != nil {
 		return m, err
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, err = e.take(s, m); err != nil {
+		return m, err
+	}
+	if len(s.pending) == cap(s.pending) {
+		// Doubling, where append grows a long slice by a quarter: a long
+		// turn's messages are copied twice on average, not five times.
+		s.pending = slices.Grow(s.pending, len(s.pending)+8)
+	}
 	s.pending = append(s.pending, m)
-	s.mu.Unlock()
 	return m, nil
 }
 
@@ -562,12 +574,15 @@ func (e *Engine) Buffer(ctx context.Context, id string, m Message) (Message, err
 // not kept: the caller decides whether to retry. Messages that were
 // already pending stay pending.
 func (e *Engine) Append(ctx context.Context, id string, m Message) (Message, error) {
-	s, m, err := e.prepare(ctx, id, m)
+	s, err := e.prepare(ctx, id, m)
 	if err != nil {
 		return m, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if m, err = e.take(s, m); err != nil {
+		return m, err
+	}
 	s.pending = append(s.pending, m)
 	if _, err := e.save(ctx, s); err != nil {
 		s.pending = s.pending[:len(s.pending)-1]

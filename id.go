@@ -2,9 +2,11 @@ package reprise
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -56,11 +58,40 @@ func quoteID(id string) string {
 	return fmt.Sprintf("%s (%d bytes)", strconv.Quote(id[:cut]+"…"), len(id))
 }
 
+// uuidBlock is how many UUIDs' worth of randomness newUUID reads at once:
+// one read of the system's generator instead of one per message.
+const uuidBlock = 256
+
+// uuids hands out the random bytes of the next UUIDs.
+var uuids struct {
+	sync.Mutex
+	buf  [uuidBlock * 16]byte
+	next int // bytes of buf used
+}
+
 // newUUID returns a random version 4 UUID.
 func newUUID() string {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	uuids.Lock()
+	if uuids.next == 0 || uuids.next == len(uuids.buf) {
+		_, _ = rand.Read(uuids.buf[:]) // crypto/rand.Read never fails
+		uuids.next = 0
+	}
+	copy(b[:], uuids.buf[uuids.next:])
+	clear(uuids.buf[uuids.next : uuids.next+16]) // handed out once
+	uuids.next += 16
+	uuids.Unlock()
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
 }

@@ -1,11 +1,14 @@
 package reprise_test
 
 import (
+	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
 )
 
 // An invalid id's error says what is wrong and what would work, and never
@@ -32,5 +35,29 @@ func TestValidateIDSaysWhatWouldWork(t *testing.T) {
 		if err := reprise.ValidateID(id); err != nil {
 			t.Errorf("ValidateID(%q) = %v", id, err)
 		}
+	}
+}
+
+// TestNewIDsAreVersion4UUIDs checks the Engine's default ids across more
+// than one block of randomness: each a version 4, variant 1 UUID in lower
+// case hex, none twice.
+func TestNewIDsAreVersion4UUIDs(t *testing.T) {
+	ctx := context.Background()
+	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{AllowMissingCwd: true})
+	id, err := e.CreateSession(ctx, "", "/nowhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 1000 {
+		m, err := e.Buffer(ctx, id, reprise.Text("user", "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v4.MatchString(m.UUID) || seen[m.UUID] {
+			t.Fatalf("id %q: not a version 4 UUID, or seen before", m.UUID)
+		}
+		seen[m.UUID] = true
 	}
 }
