@@ -20,19 +20,42 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var commands = []string{"new", "append", "start", "resume", "sessions", "log", "replay", "audit", "import", "export", "hooks", "clear", "compact", "fork", "end", "stop", "finish", "prompt", "demo", "serve", "version"}
-
 func TestHelpEverywhere(t *testing.T) {
 	c := newCLI(t)
-	root := c.ok("--help")
-	for _, name := range commands {
-		if !strings.Contains(root, "  "+name+" ") {
-			t.Errorf("reprise --help does not list %s:\n%s", name, root)
+	help := c.ok("--help")
+	root := newRootCmd()
+	n := 0
+	for _, cmd := range root.Commands() {
+		name := cmd.Name()
+		if name == "help" || name == "completion" {
+			continue
+		}
+		n++
+		if !strings.Contains(help, "  "+name+" ") {
+			t.Errorf("reprise --help does not list %s:\n%s", name, help)
+		}
+		if cmd.GroupID == "" && name != "version" {
+			t.Errorf("%s is in no group of reprise --help", name)
 		}
 		out := c.ok(name, "--help")
 		if !strings.Contains(out, "Examples:\n  reprise "+name) || !strings.Contains(out, "--store") || !strings.Contains(out, "--json") {
 			t.Errorf("reprise %s --help lacks examples or global flags:\n%s", name, out)
 		}
+	}
+	if n < 28 {
+		t.Errorf("the root command has %d commands, want at least 28", n)
+	}
+	// The groups come in this order, each under its heading.
+	last := -1
+	for _, g := range root.Groups() {
+		at := strings.Index(help, "\n"+g.Title+"\n")
+		if at <= last {
+			t.Errorf("reprise --help: group %q missing or out of order:\n%s", g.Title, help)
+		}
+		last = at
+	}
+	if len(root.Groups()) != 5 {
+		t.Errorf("reprise --help has %d groups, want 5", len(root.Groups()))
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // newDemoCmd returns the demo command: restores on a scratch store.
-func newDemoCmd(a *app) *cobra.Command {
+func newDemoCmd(a *app, runF func(context.Context, *demoOptions) error) *cobra.Command {
 	o := demoOptions{addr: defaultServeAddr}
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -37,7 +37,11 @@ until interrupted.`,
   reprise demo --store /tmp/demo.db && reprise --store /tmp/demo.db audit`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDemo(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runDemo(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.serve, "serve", false, "then serve the store's web view until interrupted")
@@ -47,14 +51,15 @@ until interrupted.`,
 
 // demoOptions are the options of demo.
 type demoOptions struct {
+	cmdIO
 	serve bool   // --serve
 	addr  string // --addr
 }
 
 // runDemo runs the demo on --store, or on a temporary bbolt file that it
 // removes afterwards.
-func runDemo(ctx context.Context, a *app, o demoOptions, stdout, stderr io.Writer) error {
-	store := a.store
+func runDemo(ctx context.Context, o *demoOptions) error {
+	store := o.store
 	if store == "" {
 		dir, err := os.MkdirTemp("", "reprise-demo-")
 		if err != nil {
@@ -67,32 +72,34 @@ func runDemo(ctx context.Context, a *app, o demoOptions, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
-	if a.json {
-		out, err := d.json(a.store)
+	if o.json {
+		out, err := d.json(o.store)
 		if err == nil {
-			err = printJSON(stdout, out)
+			err = printJSON(o.stdout, out)
 		}
 		if err != nil {
 			return err
 		}
 	} else {
-		if err := d.print(stdout); err != nil {
+		if err := d.print(o.stdout); err != nil {
 			return err
 		}
 		if !o.serve {
 			see := "reprise demo --serve"
-			if a.store != "" {
-				see = "reprise --store " + shellQuote(a.store) + " serve"
+			if o.store != "" {
+				see = "reprise --store " + shellQuote(o.store) + " serve"
 			}
-			fmt.Fprintf(stdout, "\nsee it in a browser, every restore and hook: %s\n", see)
+			fmt.Fprintf(o.stdout, "\nsee it in a browser, every restore and hook: %s\n", see)
 		}
 	}
 	if !o.serve {
 		return nil
 	}
-	view := *a
+	view := *o.app
 	view.store = store
-	return runServe(ctx, &view, serveOptions{addr: o.addr}, stdout, stderr)
+	so := serveOptions{cmdIO: o.cmdIO, addr: o.addr}
+	so.app = &view
+	return runServe(ctx, &so)
 }
 
 // demoRun is what the demo did and what the log then held.

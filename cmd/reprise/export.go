@@ -18,12 +18,13 @@ import (
 
 // exportOptions are the options of export.
 type exportOptions struct {
+	cmdIO
 	session string // SESSION
 	output  string // -o, "" for standard output
 }
 
 // newExportCmd returns the export command: a session as a Claude Code transcript.
-func newExportCmd(a *app) *cobra.Command {
+func newExportCmd(a *app, runF func(context.Context, *exportOptions) error) *cobra.Command {
 	var o exportOptions
 	cmd := &cobra.Command{
 		Use:   "export SESSION [-o FILE]",
@@ -52,7 +53,11 @@ link, or make the file yours. With -o and --json, export prints
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session = args[0]
-			return runExport(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runExport(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to `FILE`, atomically, instead of standard output")
@@ -61,13 +66,13 @@ link, or make the file yours. With -o and --json, export prints
 
 // runExport writes o.session as a Claude Code transcript to stdout, or to
 // the file o.output.
-func runExport(ctx context.Context, a *app, o exportOptions, stdout, stderr io.Writer) error {
+func runExport(ctx context.Context, o *exportOptions) error {
 	id := o.session
 	if err := validID("session", id); err != nil {
 		return err
 	}
 	export := func(w io.Writer) (err error) {
-		e, err := a.openReadOnly(ctx, stderr)
+		e, err := o.openReadOnly(ctx, o.stderr)
 		if err != nil {
 			return err
 		}
@@ -75,13 +80,13 @@ func runExport(ctx context.Context, a *app, o exportOptions, stdout, stderr io.W
 		return e.Export(ctx, id, w)
 	}
 	if o.output == "" {
-		return export(stdout)
+		return export(o.stdout)
 	}
 	n, err := exportFile(ctx, export, o.output)
-	if err != nil || !a.json {
+	if err != nil || !o.json {
 		return err
 	}
-	return printJSON(stdout, struct {
+	return printJSON(o.stdout, struct {
 		Session string `json:"session"`
 		File    string `json:"file"`
 		Bytes   int64  `json:"bytes"`

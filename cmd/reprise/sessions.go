@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"text/tabwriter"
 
@@ -18,10 +17,10 @@ import (
 type sessionJSON = jsonview.Session
 
 // sessionsOptions are the options of sessions: none of its own.
-type sessionsOptions struct{}
+type sessionsOptions struct{ cmdIO }
 
 // newSessionsCmd returns the sessions command: list the sessions.
-func newSessionsCmd(a *app) *cobra.Command {
+func newSessionsCmd(a *app, runF func(context.Context, *sessionsOptions) error) *cobra.Command {
 	var o sessionsOptions
 	return &cobra.Command{
 		Use:   "sessions",
@@ -41,15 +40,19 @@ Where there is no store yet, the list is empty.`,
   reprise sessions --json | jq -r '.[] | select(.messages > 0) | .id'`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSessions(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runSessions(cmd.Context(), &o)
 		},
 	}
 }
 
 // runSessions lists the sessions of the store.
-func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr io.Writer) (err error) {
+func runSessions(ctx context.Context, o *sessionsOptions) (err error) {
 	var sessions []projection.SessionInfo
-	e, err := a.openReadOnly(ctx, stderr)
+	e, err := o.openReadOnly(ctx, o.stderr)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, pgstore.ErrFormat):
 		// No store yet, as on a fresh machine: no sessions either.
@@ -61,14 +64,14 @@ func runSessions(ctx context.Context, a *app, _ sessionsOptions, stdout, stderr 
 			return err
 		}
 	}
-	if a.json {
+	if o.json {
 		out := make([]sessionJSON, len(sessions))
 		for i, s := range sessions {
 			out[i] = jsonview.NewSession(s)
 		}
-		return printJSON(stdout, out)
+		return printJSON(o.stdout, out)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(o.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tCWD\tMESSAGES\tCREATED\tLAST RESTORED")
 	for _, s := range sessions {
 		id, cwd := s.ID, s.Cwd

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +12,7 @@ import (
 
 // startOptions are the options of start and resume.
 type startOptions struct {
+	cmdIO
 	restoreOptions
 	session string // SESSION
 	prompt  string // --prompt, start only: the session's first prompt
@@ -20,7 +20,7 @@ type startOptions struct {
 }
 
 // newStartCmd returns the start command: the startup restore.
-func newStartCmd(a *app) *cobra.Command {
+func newStartCmd(a *app, runF func(context.Context, *startOptions) error) *cobra.Command {
 	var o startOptions
 	cmd := &cobra.Command{
 		Use:   "start --agent NAME [--prompt TEXT] [--resume] SESSION",
@@ -54,7 +54,11 @@ never stop the restore.
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session = args[0]
-			return runStart(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runStart(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -64,28 +68,28 @@ never stop the restore.
 }
 
 // runStart runs the startup restore of o.session and prints its context.
-func runStart(ctx context.Context, a *app, o startOptions, stdout, stderr io.Writer) error {
-	_, r, err := a.restore(ctx, o.restoreOptions, o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
+func runStart(ctx context.Context, o *startOptions) error {
+	_, r, err := o.restore(ctx, o.restoreOptions, o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
 		opts := []reprise.ActionOption{reprise.WithInitialPrompt(o.prompt)}
 		if o.resume {
 			opts = append(opts, reprise.WithResume())
 		}
 		return agent.Start(ctx, id, opts...)
-	}, stderr)
+	}, o.stderr)
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return printJSON(stdout, jsonview.NewRestore(o.agent, o.session, r))
+	if o.json {
+		return printJSON(o.stdout, jsonview.NewRestore(o.agent, o.session, r))
 	}
 	if r != nil && r.Context != "" {
-		_, err = fmt.Fprintln(stdout, r.Context)
+		_, err = fmt.Fprintln(o.stdout, r.Context)
 	}
 	return err
 }
 
 // newResumeCmd returns the resume command: the runtime restore.
-func newResumeCmd(a *app) *cobra.Command {
+func newResumeCmd(a *app, runF func(context.Context, *startOptions) error) *cobra.Command {
 	var o startOptions
 	cmd := &cobra.Command{
 		Use:     "resume --agent NAME SESSION",
@@ -109,7 +113,11 @@ reprise start first.
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session = args[0]
-			return runResume(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runResume(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -117,18 +125,18 @@ reprise start first.
 }
 
 // runResume runs the runtime restore to o.session and prints what happened.
-func runResume(ctx context.Context, a *app, o startOptions, stdout, stderr io.Writer) error {
-	from, r, err := a.restore(ctx, o.restoreOptions, o.session, (*reprise.Agent).Restore, stderr)
+func runResume(ctx context.Context, o *startOptions) error {
+	from, r, err := o.restore(ctx, o.restoreOptions, o.session, (*reprise.Agent).Restore, o.stderr)
 	if err != nil {
 		return err
 	}
 	switch {
-	case a.json:
-		return printJSON(stdout, jsonview.NewRestore(o.agent, o.session, r))
+	case o.json:
+		return printJSON(o.stdout, jsonview.NewRestore(o.agent, o.session, r))
 	case r == nil:
-		fmt.Fprintf(stdout, "agent %s is already on session %s; nothing to do\n", o.agent, from)
+		fmt.Fprintf(o.stdout, "agent %s is already on session %s; nothing to do\n", o.agent, from)
 	default:
-		printRestore(stdout, o.agent, r)
+		printRestore(o.stdout, o.agent, r)
 	}
 	return nil
 }
