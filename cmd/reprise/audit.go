@@ -71,7 +71,7 @@ func runAudit(ctx context.Context, o *auditOptions) (err error) {
 	defer closeEngine(e, &err)
 	rep, err := reprise.Audit(ctx, e.Store())
 	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+		return fmt.Errorf("cannot audit the store: %w", err)
 	}
 	failed := len(rep.Violations) > 0 || o.strict && len(rep.InProgress) > 0
 	if o.json {
