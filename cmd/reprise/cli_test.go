@@ -206,7 +206,7 @@ func TestSessions(t *testing.T) {
 func TestBareRepriseprintsTheHelp(t *testing.T) {
 	c := newBinaryCLI(t)
 	r := c.run()
-	if r.code != exitOK || r.stderr != "" || r.stdout != c.ok("--help") || !strings.Contains(r.stdout, "Available Commands:") {
+	if r.code != exitOK || r.stderr != "" || r.stdout != c.ok("--help") || !strings.Contains(r.stdout, "\nLifecycle (sessions, restores, turns):\n") {
 		t.Fatalf("reprise: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
