@@ -125,6 +125,7 @@ directory current and runs its SessionStart hooks with source "clear".
 
 // runClear ends the agent's session and starts a fresh one.
 func runClear(ctx context.Context, o *clearOptions) error {
+	o.hooksReported = true // in the report
 	r, err := o.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.Clear(ctx)
 	}, o.stderr)
@@ -182,6 +183,7 @@ compaction: nothing is compacted, the block is recorded, and compact exits
 
 // runCompact replaces the agent's conversation so far by o.summary.
 func runCompact(ctx context.Context, o *compactOptions) error {
+	o.hooksReported = true // in the report
 	if o.trigger != "manual" && o.trigger != "auto" {
 		return usagef("--trigger must be manual or auto, not %q", o.trigger)
 	}
@@ -248,6 +250,7 @@ resume: saved, and ended with reason "resume".
 
 // runFork makes a copy of o.session the agent's current session.
 func runFork(ctx context.Context, o *forkOptions) error {
+	o.hooksReported = true // in the report
 	if err := validID("session", o.session); err != nil {
 		return err
 	}
@@ -300,6 +303,7 @@ is recorded with their outcomes.
 
 // runEnd ends the agent's current session with o.reason.
 func runEnd(ctx context.Context, o *endOptions) error {
+	o.hooksReported = true // in the report
 	if o.reason == "" {
 		return usagef("missing --reason")
 	}
@@ -357,6 +361,7 @@ Go function hooks receive it as stopReason.
 // runStop runs the Stop hooks of the agent's current session and prints
 // whether they let it stop.
 func runStop(ctx context.Context, o *stopOptions) error {
+	o.hooksReported = true // in the report
 	var res *reprise.StopResult
 	_, err := o.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		var err error
@@ -376,6 +381,8 @@ func runStop(ctx context.Context, o *stopOptions) error {
 			Hooks      []outcomeJSON `json:"hooks"`
 		}{res.Blocked, res.Capped, res.Reason, o.reason, messageUUID(res.Message), jsonview.NewOutcomes(hookexec.Stop, res.Outcomes)})
 	}
+	fmt.Fprintf(o.stdout, "Stop hooks of agent %s:\n", o.agent)
+	printOutcomes(o.stdout, res.Outcomes, false)
 	switch {
 	case res.Capped:
 		fmt.Fprintf(o.stdout, "hooks not asked: %s\n", res.Reason)
@@ -384,7 +391,6 @@ func runStop(ctx context.Context, o *stopOptions) error {
 	default:
 		fmt.Fprintln(o.stdout, "the agent may stop")
 	}
-	printOutcomes(o.stdout, res.Outcomes, false)
 	return nil
 }
 

@@ -74,6 +74,7 @@ the prompt was kept, 1 when a hook blocked it.
 // runPrompt submits o.text to the agent's current session and prints what
 // became of it.
 func runPrompt(ctx context.Context, o *promptOptions) error {
+	o.hooksReported = true // in the report
 	text := o.text
 	if text == "-" {
 		data, err := io.ReadAll(o.stdin)
@@ -123,7 +124,7 @@ func printPrompt(w io.Writer, session string, res *reprise.PromptResult) {
 	default:
 		fmt.Fprintf(w, "kept in %s\n", session)
 	}
-	fmt.Fprintln(w, "UserPromptSubmit hooks:")
+	fmt.Fprintf(w, "UserPromptSubmit hooks on %s:\n", session)
 	printOutcomes(w, res.Outcomes, false)
 	switch {
 	case res.Context == "":

@@ -292,9 +292,13 @@ func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 		if s := strings.TrimSpace(o.Stderr); s != "" {
 			detail += fmt.Sprintf("; stderr %q", projection.Clip(s, 200))
 		}
-		fmt.Fprintf(w, "  %-11s %8s  %s%s  (%s)\n", o.Status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, o.Source)
+		status := string(o.Status)
 		if o.Decision == "block" {
-			fmt.Fprintf(w, "      blocked: %s\n", projection.Clip(o.Reason, 200))
+			status = "blocked" // it ran, and said no
+		}
+		fmt.Fprintf(w, "  %-11s %8s  %s%s  (%s)\n", status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, o.Source)
+		if o.Decision == "block" {
+			fmt.Fprintf(w, "      reason: %s\n", projection.Clip(o.Reason, 200))
 		}
 		if o.Summary != "" {
 			fmt.Fprintf(w, "      session summary: %s\n", projection.Clip(o.Summary, 200))

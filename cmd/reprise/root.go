@@ -23,6 +23,9 @@ type app struct {
 	// warnedSocket is set once a socket that is not the user's own has
 	// been reported.
 	warnedSocket bool
+	// hooksReported is set by a command that prints every hook's outcome
+	// itself: the Engine then does not warn about the failed ones too.
+	hooksReported bool
 	// heldBy names the process whose socket openReadOnly read the store
 	// through, as eventlog.LockedError.Holder does; "" when it read the
 	// store itself.

@@ -29,7 +29,9 @@ func newStartCmd(a *app, runF func(context.Context, *startOptions) error) *cobra
 session and runs the SessionStart hooks with source "startup", without any
 SessionEnd hook. Their context is injected into the session as a
 <system-reminder> meta message and printed, so that a host can hand it to
-the model. Nothing is printed when the hooks give no context. Use it when an
+the model. When the hooks give no context, nothing is printed on standard
+output and standard error says so. A hook that fails is warned about on
+standard error, once. Use it when an
 agent host starts, also to resume the session it already had.
 
 --resume says that the host reopens a stored session as it starts, as
@@ -69,6 +71,7 @@ never stop the restore.
 
 // runStart runs the startup restore of o.session and prints its context.
 func runStart(ctx context.Context, o *startOptions) error {
+	o.hooksReported = o.json // in the JSON; the text is the context alone
 	_, r, err := o.restore(ctx, o.restoreOptions, o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
 		opts := []reprise.ActionOption{reprise.WithInitialPrompt(o.prompt)}
 		if o.resume {
@@ -82,9 +85,13 @@ func runStart(ctx context.Context, o *startOptions) error {
 	if o.json {
 		return printJSON(o.stdout, jsonview.NewRestore(o.agent, o.session, r))
 	}
-	if r != nil && r.Context != "" {
-		_, err = fmt.Fprintln(o.stdout, r.Context)
+	if r == nil || r.Context == "" {
+		// Standard output stays the context alone, for the host to hand
+		// to the model; the person reading is told there is none.
+		_, err = fmt.Fprintf(o.stderr, "reprise: no SessionStart hook gave context; nothing was injected into %s\n", o.session)
+		return err
 	}
+	_, err = fmt.Fprintln(o.stdout, r.Context)
 	return err
 }
 
@@ -126,6 +133,7 @@ reprise start first.
 
 // runResume runs the runtime restore to o.session and prints what happened.
 func runResume(ctx context.Context, o *startOptions) error {
+	o.hooksReported = true // in the report
 	from, r, err := o.restore(ctx, o.restoreOptions, o.session, (*reprise.Agent).Restore, o.stderr)
 	if err != nil {
 		return err
