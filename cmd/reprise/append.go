@@ -128,6 +128,9 @@ func runAppend(ctx context.Context, o *appendOptions) (err error) {
 		return err
 	}
 	defer closeEngine(e, &err)
+	if id, err = resolveID(ctx, e.Store(), "session", id); err != nil {
+		return err
+	}
 	m, err = e.Append(ctx, id, m)
 	if err != nil {
 		return err

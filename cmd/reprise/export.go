@@ -77,6 +77,9 @@ func runExport(ctx context.Context, o *exportOptions) error {
 			return err
 		}
 		defer closeEngine(e, &err)
+		if id, err = resolveID(ctx, e.Store(), "session", id); err != nil {
+			return err
+		}
 		return e.Export(ctx, id, w)
 	}
 	if o.output == "" {

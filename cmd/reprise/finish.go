@@ -60,7 +60,7 @@ run are the same. An agent with nothing in progress is left as it is.
 
 // runFinish rolls forward what the agent has in progress and reports it.
 func runFinish(ctx context.Context, o *finishOptions) (err error) {
-	e, before, err := o.openAgent(ctx, o.restoreOptions, "", "", o.stderr)
+	e, before, err := o.openAgent(ctx, &o.restoreOptions, nil, "", o.stderr)
 	if err != nil {
 		return err
 	}

@@ -158,6 +158,11 @@ func runHooks(ctx context.Context, o *hooksOptions) (err error) {
 		}
 	}
 	defer closeEngine(e, &err)
+	if o.session != "" {
+		if o.session, err = resolveID(ctx, e.Store(), "session", o.session); err != nil {
+			return err
+		}
+	}
 	dir, found, err := projectDir(ctx, e, o.session)
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ import (
 type agentStep func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error)
 
 // runAgent opens the agent as openAgent does and runs step on it.
-func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir string, step agentStep, stderr io.Writer) (r *reprise.Restore, err error) {
+func (a *app) runAgent(ctx context.Context, f *restoreOptions, projectOf *string, dir string, step agentStep, stderr io.Writer) (r *reprise.Restore, err error) {
 	e, _, err := a.openAgent(ctx, f, projectOf, dir, stderr)
 	if err != nil {
 		return nil, err
@@ -36,12 +36,14 @@ func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir str
 }
 
 // openAgent opens the store for writing, with each session's own
-// project's hooks (openHooked), and checks that the session the command
-// works in can be used: dir's, or when dir is empty session projectOf's,
-// or the agent's current session's when that is empty too. It returns the
-// Engine, which the caller closes, and the agent as the log holds it,
-// before Engine.Agent rolls forward a step in flight.
-func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir string, stderr io.Writer) (e *reprise.Engine, before *projection.Agent, err error) {
+// project's hooks (openHooked), makes f.agent and *projectOf, when given,
+// the whole ids they are prefixes of (restoreOptions.resolve), and checks
+// that the session the command works in can be used: dir's, or when dir
+// is empty session *projectOf's, or the agent's current session's when
+// that is nil or empty too. It returns the Engine, which the caller
+// closes, and the agent as the log holds it, before Engine.Agent rolls
+// forward a step in flight.
+func (a *app) openAgent(ctx context.Context, f *restoreOptions, projectOf *string, dir string, stderr io.Writer) (e *reprise.Engine, before *projection.Agent, err error) {
 	if f.agent == "" {
 		return nil, nil, usagef("missing --agent")
 	}
@@ -55,7 +57,14 @@ func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir st
 	if err != nil {
 		return nil, nil, err
 	}
-	if before, err = loadAgent(ctx, e, f, projectOf, dir); err != nil {
+	if err := f.resolve(ctx, e, projectOf); err != nil {
+		return nil, nil, errors.Join(err, e.Close())
+	}
+	session := ""
+	if projectOf != nil {
+		session = *projectOf
+	}
+	if before, err = loadAgent(ctx, e, f, session, dir); err != nil {
 		return nil, nil, errors.Join(err, e.Close())
 	}
 	return e, before, nil
@@ -64,7 +73,7 @@ func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir st
 // loadAgent reads the agent from the log of e and checks that the session
 // whose directory the command works in, as openAgent describes, can be
 // used.
-func loadAgent(ctx context.Context, e *reprise.Engine, f restoreOptions, projectOf, dir string) (*projection.Agent, error) {
+func loadAgent(ctx context.Context, e *reprise.Engine, f *restoreOptions, projectOf, dir string) (*projection.Agent, error) {
 	before := projection.NewAgent(f.agent)
 	if err := e.Store().ReadStream(ctx, projection.AgentStream(f.agent), 1, before.Apply); err != nil {
 		return nil, err
@@ -126,7 +135,7 @@ directory current and runs its SessionStart hooks with source "clear".
 // runClear ends the agent's session and starts a fresh one.
 func runClear(ctx context.Context, o *clearOptions) error {
 	o.hooksReported = true // in the report
-	r, err := o.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.Clear(ctx)
 	}, o.stderr)
 	if err != nil {
@@ -195,7 +204,7 @@ func runCompact(ctx context.Context, o *compactOptions) error {
 		}
 		summary = strings.TrimSpace(string(data))
 	}
-	r, err := o.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.Compact(ctx, summary, reprise.WithTrigger(o.trigger), reprise.WithInstructions(o.instructions))
 	}, o.stderr)
 	if errors.Is(err, reprise.ErrCompactionBlocked) && r != nil {
@@ -254,7 +263,7 @@ func runFork(ctx context.Context, o *forkOptions) error {
 	if err := validID("session", o.session); err != nil {
 		return err
 	}
-	r, err := o.runAgent(ctx, o.restoreOptions, o.session, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, &o.session, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.Fork(ctx, o.session, o.at)
 	}, o.stderr)
 	if err != nil {
@@ -310,7 +319,7 @@ func runEnd(ctx context.Context, o *endOptions) error {
 	if !slices.Contains(endReasons, reprise.Reason(o.reason)) {
 		return usagef("--reason must be one of %s, not %q", joinReasons(endReasons), o.reason)
 	}
-	r, err := o.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.End(ctx, reprise.Reason(o.reason), o.end)
 	}, o.stderr)
 	if err != nil {
@@ -363,7 +372,7 @@ Go function hooks receive it as stopReason.
 func runStop(ctx context.Context, o *stopOptions) error {
 	o.hooksReported = true // in the report
 	var res *reprise.StopResult
-	_, err := o.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		var err error
 		res, err = agent.Stop(ctx, reprise.WithStopReason(o.reason))
 		return nil, err

@@ -114,6 +114,10 @@ func runLog(ctx context.Context, o *logOptions) (err error) {
 		return err
 	}
 	defer closeEngine(e, &err)
+	if id, err = resolveID(ctx, e.Store(), what, id); err != nil {
+		return err
+	}
+	stream = what + "/" + id
 	head, err := e.Store().Head(ctx, stream)
 	if err != nil {
 		return err

@@ -87,7 +87,8 @@ func runNew(ctx context.Context, o *newOptions) (err error) {
 		return fmt.Errorf("--cwd: %w", err)
 	}
 	if o.agent != "" || o.agentSet {
-		r, err := o.runAgent(ctx, o.restoreOptions, "", cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		o.newAgent = true
+		r, err := o.runAgent(ctx, &o.restoreOptions, nil, cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 			return agent.New(ctx, o.id, cwd, reprise.WithInitialPrompt(o.prompt))
 		}, o.stderr)
 		if err != nil {

@@ -86,6 +86,9 @@ func runReplay(ctx context.Context, o *replayOptions) (err error) {
 		return err
 	}
 	defer closeEngine(e, &err)
+	if id, err = resolveID(ctx, e.Store(), "session", id); err != nil {
+		return err
+	}
 	if format == formatClaude {
 		return e.Export(ctx, id, o.stdout)
 	}

@@ -72,7 +72,8 @@ never stop the restore.
 // runStart runs the startup restore of o.session and prints its context.
 func runStart(ctx context.Context, o *startOptions) error {
 	o.hooksReported = o.json // in the JSON; the text is the context alone
-	_, r, err := o.restore(ctx, o.restoreOptions, o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
+	o.newAgent = true // start may give the log a new agent
+	_, r, err := o.restore(ctx, &o.restoreOptions, &o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
 		opts := []reprise.ActionOption{reprise.WithInitialPrompt(o.prompt)}
 		if o.resume {
 			opts = append(opts, reprise.WithResume())
@@ -134,7 +135,7 @@ reprise start first.
 // runResume runs the runtime restore to o.session and prints what happened.
 func runResume(ctx context.Context, o *startOptions) error {
 	o.hooksReported = true // in the report
-	from, r, err := o.restore(ctx, o.restoreOptions, o.session, (*reprise.Agent).Restore, o.stderr)
+	from, r, err := o.restore(ctx, &o.restoreOptions, &o.session, (*reprise.Agent).Restore, o.stderr)
 	if err != nil {
 		return err
 	}

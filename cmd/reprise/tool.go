@@ -102,7 +102,7 @@ func runTool(ctx context.Context, o *toolOptions) error {
 		return usagef("--permission must be allow, deny or ask, not %q", o.permission)
 	}
 	var d *reprise.ToolDecision
-	_, err := o.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		var err error
 		d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: o.id, Name: o.name, Input: json.RawMessage(o.input), Permission: o.permission})
 		return nil, err
@@ -176,7 +176,7 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 		return usagef("--output is not JSON: %q", clip(o.output))
 	}
 	var f *reprise.ToolFeedback
-	_, err := o.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		var err error
 		f, err = agent.PostToolUse(ctx, reprise.ToolResult{ID: o.id, Output: json.RawMessage(o.output), Error: o.failure})
 		return nil, err
