@@ -289,6 +289,12 @@ func TestAuditReportsAKilledRestoreAsInProgressAndFinishRollsItForward(t *testin
 	kill()
 	runs, settings := filepath.Join(c.dir, "runs"), filepath.Join(c.dir, "hooks.json")
 
+	var agents []agentJSON
+	c.okJSON(&agents, "agents")
+	if len(agents) != 1 || !agents[0].InProgress || agents[0].State != "starting" || agents[0].Now != "startup restore - -> a in progress (starting)" {
+		t.Fatalf("agents --json after the kill: %+v", agents)
+	}
+
 	out := c.ok("audit")
 	m := regexp.MustCompile(`^agent/ide#2: in progress: restore (\S+): hooks started in state starting with no outcome recorded yet; ` +
 		`the next command on agent ide rolls it forward: reprise finish --agent ide\nok: .* 1 restores; 1 in progress; hooks: 0 run`).FindStringSubmatch(out)

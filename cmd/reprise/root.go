@@ -84,6 +84,7 @@ func newRootCmd() *cobra.Command {
 		),
 		group("inspect",
 			newSessionsCmd(a, nil),
+			newAgentsCmd(a, nil),
 			newLogCmd(a, nil),
 			newReplayCmd(a, nil),
 			newAuditCmd(a, nil),
