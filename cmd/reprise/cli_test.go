@@ -265,7 +265,7 @@ func TestVersionString(t *testing.T) {
 func TestSessionsOnAFreshMachine(t *testing.T) {
 	c := newBinaryCLI(t)
 	os.Unsetenv(storeEnv) // restored when the test ends
-	if out := c.ok("sessions"); out != "ID  CWD  MESSAGES  CREATED  LAST RESTORED\n" {
+	if out := c.ok("sessions"); out != "ID  CWD  MESSAGES  CREATED  LAST RESTORED  TITLE\n" {
 		t.Fatalf("sessions: %q", out)
 	}
 	if out := c.ok("sessions", "--json"); out != "[]\n" {
