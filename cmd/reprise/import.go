@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
 )
 
 // maxSkippedListed is how many skipped lines Import reports.
@@ -123,11 +126,50 @@ func runImport(ctx context.Context, o *importOptions) (err error) {
 		return err
 	}
 	defer closeIn()
+	fresh, err := o.missingStoreFile()
+	if err != nil {
+		return err
+	}
 	e, err := o.openWritable(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
-	defer closeEngine(e, &err)
+	err = importInto(ctx, o, e, in, size, cwd)
+	// An import that failed into a store it created leaves no empty store
+	// behind: the next command would find one it never asked for.
+	remove := err != nil && fresh != "" && storeEmpty(ctx, e)
+	closeEngine(e, &err)
+	if remove {
+		if rerr := os.Remove(fresh); rerr != nil {
+			warn(o.stderr, "the empty store %s stays: %v", fresh, rerr)
+		}
+	}
+	return err
+}
+
+// missingStoreFile returns the path of the store when it is a bbolt file
+// that does not exist yet, "" otherwise.
+func (a *app) missingStoreFile() (string, error) {
+	path, err := a.storePath()
+	if err != nil || pgstore.IsURL(path) {
+		return "", err
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return path, nil
+	}
+	return "", nil
+}
+
+// storeEmpty reports whether the store of e holds no stream at all.
+func storeEmpty(ctx context.Context, e *reprise.Engine) bool {
+	err := e.Store().Streams(context.WithoutCancel(ctx), "", func(eventlog.StreamInfo) error { return errFound })
+	return err == nil
+}
+
+// importInto imports the transcript in, of size bytes (0 if unknown), into
+// e, as runImport describes.
+func importInto(ctx context.Context, o *importOptions, e *reprise.Engine, in io.Reader, size int64, cwd string) error {
+	name := o.file
 	opts := reprise.ImportOptions{ID: o.id, Cwd: cwd, Strict: o.strict, Size: size, Resume: o.resume}
 	bar := newProgress(o.stderr, "importing "+name, size)
 	if bar != nil {
