@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/internal/testkit"
@@ -333,6 +334,7 @@ var jsonRuns = []struct {
 	{"end", []string{"end", "--agent", "ide", "--reason", "complete", "--no-default-settings"}},
 	{"finish", []string{"finish", "--agent", "ide", "--no-default-settings"}},
 	{"sessions", []string{"sessions"}},
+	{"agents", []string{"agents"}},
 	{"log", []string{"log", "a"}},
 	{"replay", []string{"replay", "a"}},
 	{"audit", []string{"audit"}},
@@ -404,6 +406,51 @@ func TestDemoJSON(t *testing.T) {
 		d.Restores[2].Source != "fork" || d.Restores[3].Source != "clear" || len(d.Events) == 0 ||
 		d.Conversation.Session != d.Restores[1].To || len(d.Conversation.Messages) != 4 {
 		t.Fatalf("demo --json = %+v", d)
+	}
+	// The last act: a restore killed after its SessionStart hook ran,
+	// finished by the next call without running it again.
+	k := d.Crash
+	if k.To != d.Restores[1].To || k.From != d.Restores[3].To || !strings.Contains(k.Killed, "killed") || k.HookRuns != 1 ||
+		k.Finished.SessionStart == nil || len(k.Finished.SessionStart.Hooks) != 1 || k.Finished.SessionStart.Hooks[0].Status != "interrupted" ||
+		k.Left == 0 || k.Left >= d.Events[len(d.Events)-1].Position {
+		t.Fatalf("demo --json crash = %+v", k)
+	}
+}
+
+func TestDemoFitsIn100ColumnsAndSaysWhereItsStoreIs(t *testing.T) {
+	c := newCLI(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	out := c.ok("demo")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for i, line := range lines {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("demo line %d is %d columns wide: %s", i+1, n, line)
+		}
+	}
+	for _, want := range []string{
+		"\nlast act: restore ", ", killed after its SessionStart hook ran,\n",
+		"\nthe next call on agent demo-host, in a fresh process, finished it:\n",
+		"  ContextInjected         session=",
+		"\nSessionStart hook project-context: interrupted, as it ran in the killed process\n",
+		"\nit ran 1 time(s) for this restore in all, none after the kill\n",
+		"\nthe temporary store was removed; reprise demo --keep keeps it, reprise demo --serve shows it\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("demo left %v in TMPDIR", entries)
+	}
+
+	out = c.ok("demo", "--keep")
+	m := regexp.MustCompile(`\nthe store stays at (\S+)\nsee it in a browser: reprise --store (\S+) serve\n$`).FindStringSubmatch(out)
+	if m == nil || !strings.HasPrefix(m[1], tmp) {
+		t.Fatalf("demo --keep does not say where its store stays:\n%s", out)
+	}
+	if audit := c.ok("--store", m[1], "audit"); !strings.HasPrefix(audit, "ok: ") {
+		t.Fatalf("audit of the kept store: %s", audit)
 	}
 }
 
