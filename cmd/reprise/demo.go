@@ -33,7 +33,9 @@ the event timeline and the second session's conversation as rebuilt from
 the log alone. Its last act is the guarantee itself: a restore whose
 process is killed after its SessionStart hooks ran, before their outcome
 was recorded, and the next call on the agent, in a fresh process, finishing
-it without running them again.
+it without running them again. The kill cuts the restore's Engine off
+from the store at that moment, which leaves the file as a kill of the
+process would.
 
 Without --store it uses a temporary bbolt file, which it removes when it
 ends, unless --keep keeps it; it ignores $REPRISE_STORE and the default
