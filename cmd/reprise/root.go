@@ -182,6 +182,7 @@ command on the agent finishes a restore left midway).`,
 		}
 	}
 	usageArgs(root)
+	completeIDs(a, root)
 	return root
 }
 
@@ -193,7 +194,8 @@ To load completions in every new shell:
   zsh:   reprise completion zsh > "${fpath[1]}/_reprise"
   fish:  reprise completion fish > ~/.config/fish/completions/reprise.fish
 
-and open a new shell. The scripts complete commands and flags. The bash
+and open a new shell. The scripts complete commands and flags, session
+ids (with their titles) and agent names from the store. The bash
 script needs the bash-completion package (_get_comp_words_by_ref), such as
 apt install bash-completion or brew install bash-completion@2.`
 
