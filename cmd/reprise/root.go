@@ -45,6 +45,12 @@ func newCmdIO(a *app, cmd *cobra.Command) cmdIO {
 	return cmdIO{app: a, stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr()}
 }
 
+// Each group of reprise --help lists its commands in the order newRootCmd
+// gives them, the order of use, rather than by name. cobra keeps this in a
+// package variable, so it is set once here, not by each root command, which
+// several goroutines may build at once.
+func init() { cobra.EnableCommandSorting = false }
+
 // commandGroups are the headings reprise --help lists its commands under.
 var commandGroups = []*cobra.Group{
 	{ID: "lifecycle", Title: "Lifecycle (sessions, restores, turns):"},
@@ -159,8 +165,6 @@ command on the agent finishes a restore left midway).`,
 		"how long to wait for a store file another process holds, `DURATION` such as 30s (default $"+lockTimeoutEnv+", else 1s)")
 	a.lockFlag = root.PersistentFlags().Lookup("lock-timeout")
 	root.Flags().BoolVar(&a.version, "version", false, "print reprise's version and build")
-	// Each group lists its commands in the order of cmds: the order of use.
-	cobra.EnableCommandSorting = false
 	for _, g := range commandGroups {
 		if slices.ContainsFunc(cmds, func(cmd *cobra.Command) bool { return cmd.GroupID == g.ID }) {
 			root.AddGroup(g)
