@@ -60,6 +60,29 @@ func TestHelpEverywhere(t *testing.T) {
 	}
 }
 
+// docs/cli.md describes every command of the root command, and the help
+// names the same groups.
+func TestDocsDescribeEveryCommand(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCmd()
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "help" {
+			continue
+		}
+		if !strings.Contains(string(doc), "\n### "+cmd.Name()+"\n") {
+			t.Errorf("docs/cli.md has no section for %s", cmd.Name())
+		}
+	}
+	for _, g := range root.Groups() {
+		if !strings.Contains(string(doc), g.ID+" (") {
+			t.Errorf("docs/cli.md does not name the group %s", g.ID)
+		}
+	}
+}
+
 func TestBadUsageExitsWith2(t *testing.T) {
 	c := newCLI(t)
 	c.session("s1", "hello")
@@ -495,7 +518,7 @@ func TestCompletion(t *testing.T) {
 
 // internalName matches the name of one of reprise's packages used as an
 // error prefix: the user should never see one.
-var internalName = regexp.MustCompile(`\b(reprise|eventlog|boltstore|pgstore|hookexec|schema|projection|lifecycle|fsm): `)
+var internalName = regexp.MustCompile(`\b(` + strings.Join(internalPrefixes, "|") + `): `)
 
 // Bad input gets the exit code docs/cli.md gives it and a message that
 // says what is wrong, in the user's words, and what would work.
