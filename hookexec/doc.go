@@ -7,7 +7,9 @@
 // configures it (LoadSettings, LoadPluginDir, LoadAll, and
 // LoadEnabledPlugins for the plugins Claude Code installed under
 // ~/.claude/plugins that settings enable), or a Go function with the shapes
-// of the Copilot SDK's session hooks.
+// of the Copilot SDK's session hooks. The same files' hooks for events
+// this package does not run (Notification, SubagentStop, ...) are read, to
+// be listed, by LoadOtherHooks and LoadOtherPluginHooks.
 //
 // Scoped holds hooks that belong to one session, with Claude Code's
 // session-hook options (ScopedOptions: a chosen id, an error message, a

@@ -48,9 +48,13 @@ type settingsGroup struct {
 	Hooks   []settingsEntry `json:"hooks"`
 }
 
+// settingsEntry is one hook of a group. Prompt and URL are read only to
+// list the hooks of other types (LoadOtherHooks).
 type settingsEntry struct {
 	Type    string  `json:"type"`
 	Command string  `json:"command"`
+	Prompt  string  `json:"prompt"`
+	URL     string  `json:"url"`
 	Timeout float64 `json:"timeout"` // seconds
 	Shell   string  `json:"shell"`
 }

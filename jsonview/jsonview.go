@@ -32,6 +32,10 @@ type Session struct {
 	Messages     int    `json:"messages"`
 	Created      string `json:"created"`
 	LastRestored string `json:"last_restored,omitempty"`
+	LastActivity string `json:"last_activity"` // its last event, or its last restore if later
+	// Title names the session: its transcript's summary, else its first
+	// prompt's first line.
+	Title string `json:"title,omitempty"`
 	// ImportUnfinished marks a session whose import did not finish.
 	ImportUnfinished bool `json:"import_unfinished,omitempty"`
 	// NewerEvents marks a session holding events written by a newer
@@ -42,7 +46,8 @@ type Session struct {
 // NewSession describes s.
 func NewSession(s projection.SessionInfo) Session {
 	return Session{ID: s.ID, Cwd: s.Cwd, ImportedCwd: s.ImportedCwd, Messages: s.Messages,
-		Created: FormatTime(s.Created), LastRestored: FormatTime(s.LastRestored), ImportUnfinished: s.Importing, NewerEvents: s.Newer}
+		Created: FormatTime(s.Created), LastRestored: FormatTime(s.LastRestored), LastActivity: FormatTime(s.LastActivity),
+		Title: s.Title, ImportUnfinished: s.Importing, NewerEvents: s.Newer}
 }
 
 // Event is one event of the log, its payload decoded.

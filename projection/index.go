@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,7 +33,15 @@ type SessionInfo struct {
 	// than this build reads: what the row shows of them may be incomplete
 	// (a SessionCreated of a newer version leaves Cwd empty).
 	Newer bool
+	// Title names the session for a list: the summary record of an
+	// imported Claude Code transcript, else the first line of its first
+	// user prompt, at most TitleLength characters; "" while it has
+	// neither.
+	Title string
 }
+
+// TitleLength is the longest SessionInfo.Title, in characters.
+const TitleLength = 80
 
 // SessionIndex is the eventlog.Indexer of the session list: one row per
 // session, keyed by its id, dropped when the session is deleted. A store
@@ -45,15 +54,16 @@ type sessionIndex struct{}
 // Name implements eventlog.Indexer. The version changes with the rows'
 // encoding or with what the fold puts in them: a store holding rows of
 // another version builds them again.
-func (sessionIndex) Name() string { return "sessions/2" }
+func (sessionIndex) Name() string { return "sessions/3" }
 
 // A row is fixed fields, so that the common update, one more message,
 // patches bytes instead of decoding and encoding the row, then the two
-// working directories:
+// working directories, the title and the parent:
 //
 //	created u64, messages u64, last restored u64, last activity u64,
-//	flags u8 (1 importing, 2 newer), len(cwd) u32, len(imported cwd) u32,
-//	cwd, imported cwd, parent
+//	flags u8 (1 importing, 2 newer, 4 titled by a summary),
+//	len(cwd) u32, len(imported cwd) u32, len(title) u32,
+//	cwd, imported cwd, title, parent
 const (
 	rowCreated      = 0
 	rowMessages     = 8
@@ -62,10 +72,12 @@ const (
 	rowFlags        = 32
 	rowCwdLen       = 33
 	rowImportedLen  = 37
-	rowFixed        = 41
+	rowTitleLen     = 41
+	rowFixed        = 45
 
-	flagImporting = 1
-	flagNewer     = 2
+	flagImporting    = 1
+	flagNewer        = 2
+	flagSummaryTitle = 4
 )
 
 // Apply implements eventlog.Indexer. An event newer than this build reads
@@ -131,6 +143,31 @@ func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 	switch ev.Type {
 	case schema.TypeMessageAppended: // counting needs no payload, whatever its version
 		binary.BigEndian.PutUint64(row[rowMessages:], binary.BigEndian.Uint64(row[rowMessages:])+1)
+		if binary.BigEndian.Uint32(row[rowTitleLen:]) == 0 && !newer {
+			// Until the session has a title, each message is read for one.
+			p, err := schema.Decode(ev)
+			if err != nil {
+				return err
+			}
+			if title := promptTitle(&p.(*schema.MessageAppended).Message); title != "" {
+				if row, err = retitle(id, row, title, false); err != nil {
+					return err
+				}
+			}
+		}
+	case schema.TypeTranscriptRecord:
+		if row[rowFlags]&flagSummaryTitle != 0 || newer {
+			break
+		}
+		p, err := schema.Decode(ev)
+		if err != nil {
+			return err
+		}
+		if title := summaryTitle(p.(*schema.TranscriptRecord).Record); title != "" {
+			if row, err = retitle(id, row, title, true); err != nil {
+				return err
+			}
+		}
 	case schema.TypeImportStarted:
 		row[rowFlags] |= flagImporting
 	case schema.TypeImportFinished:
@@ -147,8 +184,56 @@ func raise(row []byte, off int, t int64) {
 	}
 }
 
+// promptTitle returns the title a message gives its session: the first
+// line of its text when it is a prompt the user typed (not meta, not a
+// tool's result, not a compaction's summary), clipped; "" otherwise.
+func promptTitle(m *schema.Message) string {
+	if m.Role != "user" || m.IsMeta || m.Summary {
+		return ""
+	}
+	for _, b := range m.Content {
+		if b.Type == "tool_result" {
+			return ""
+		}
+		if b.Type == "text" {
+			if line, _, _ := strings.Cut(strings.TrimSpace(b.Text), "\n"); line != "" {
+				return Clip(strings.TrimSpace(line), TitleLength)
+			}
+		}
+	}
+	return ""
+}
+
+// summaryTitle returns the summary of record, a line of an imported
+// transcript, when it is a summary record; "" otherwise.
+func summaryTitle(record []byte) string {
+	var r struct {
+		Type    string `json:"type"`
+		Summary string `json:"summary"`
+	}
+	if json.Unmarshal(record, &r) != nil || r.Type != "summary" {
+		return ""
+	}
+	return Clip(strings.TrimSpace(r.Summary), TitleLength)
+}
+
+// retitle returns row with title as the session's title; summary marks a
+// title from a summary record, which no prompt replaces.
+func retitle(id string, row []byte, title string, summary bool) ([]byte, error) {
+	s, err := decodeRow(id, row)
+	if err != nil {
+		return nil, err
+	}
+	s.Title = title
+	row = encodeRow(&s)
+	if summary {
+		row[rowFlags] |= flagSummaryTitle
+	}
+	return row, nil
+}
+
 func encodeRow(s *SessionInfo) []byte {
-	row := make([]byte, rowFixed, rowFixed+len(s.Cwd)+len(s.ImportedCwd)+len(s.Parent))
+	row := make([]byte, rowFixed, rowFixed+len(s.Cwd)+len(s.ImportedCwd)+len(s.Title)+len(s.Parent))
 	binary.BigEndian.PutUint64(row[rowCreated:], uint64(s.Created))
 	binary.BigEndian.PutUint64(row[rowMessages:], uint64(s.Messages))
 	binary.BigEndian.PutUint64(row[rowLastRestored:], uint64(s.LastRestored))
@@ -161,8 +246,10 @@ func encodeRow(s *SessionInfo) []byte {
 	}
 	binary.BigEndian.PutUint32(row[rowCwdLen:], uint32(len(s.Cwd)))
 	binary.BigEndian.PutUint32(row[rowImportedLen:], uint32(len(s.ImportedCwd)))
+	binary.BigEndian.PutUint32(row[rowTitleLen:], uint32(len(s.Title)))
 	row = append(row, s.Cwd...)
 	row = append(row, s.ImportedCwd...)
+	row = append(row, s.Title...)
 	return append(row, s.Parent...)
 }
 
@@ -172,7 +259,8 @@ func decodeRow(id string, row []byte) (SessionInfo, error) {
 	}
 	cwd := int(binary.BigEndian.Uint32(row[rowCwdLen:]))
 	imported := int(binary.BigEndian.Uint32(row[rowImportedLen:]))
-	if cwd > len(row)-rowFixed || imported > len(row)-rowFixed-cwd {
+	title := int(binary.BigEndian.Uint32(row[rowTitleLen:]))
+	if cwd > len(row)-rowFixed || imported > len(row)-rowFixed-cwd || title > len(row)-rowFixed-cwd-imported {
 		return SessionInfo{}, rowError(id)
 	}
 	strs := row[rowFixed:]
@@ -181,7 +269,8 @@ func decodeRow(id string, row []byte) (SessionInfo, error) {
 		ID:           id,
 		Cwd:          string(strs[:cwd]),
 		ImportedCwd:  string(strs[cwd : cwd+imported]),
-		Parent:       string(strs[cwd+imported:]),
+		Title:        string(strs[cwd+imported : cwd+imported+title]),
+		Parent:       string(strs[cwd+imported+title:]),
 		Created:      int64(binary.BigEndian.Uint64(row[rowCreated:])),
 		Messages:     int(binary.BigEndian.Uint64(row[rowMessages:])),
 		LastRestored: int64(binary.BigEndian.Uint64(row[rowLastRestored:])),

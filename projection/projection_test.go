@@ -211,7 +211,7 @@ func TestIndexMarksNewerEventsAndGoesOn(t *testing.T) {
 		}
 	}
 	want := []projection.SessionInfo{
-		{ID: "a", Cwd: "/a", Created: 1000, LastActivity: 3000, Messages: 2, Newer: true},
+		{ID: "a", Cwd: "/a", Created: 1000, LastActivity: 3000, Messages: 2, Newer: true, Title: "now"}, // the first prompt it reads
 		{ID: "b", Created: 1000, LastActivity: 1000, Newer: true},
 		{ID: "c", Cwd: "/c", Created: 1000, LastActivity: 2000, Newer: true},
 	}
@@ -270,13 +270,57 @@ func TestSessionRowsRoundTripAndDamageIsCorrupt(t *testing.T) {
 	row, _ := fold.Get("s")
 	got, err := projection.Sessions(map[string][]byte{"s": row})
 	want := []projection.SessionInfo{{ID: "s", Cwd: "/w", ImportedCwd: "/elsewhere", Parent: "p", Created: 1000, Messages: 1,
-		LastRestored: 1000, LastActivity: 3000, Importing: true}}
+		LastRestored: 1000, LastActivity: 3000, Importing: true, Title: "a"}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("rows = %+v, %v\nwant   %+v", got, err, want)
 	}
 	for _, bad := range [][]byte{row[:20], append(bytes.Clone(row[:33]), 0xff, 0xff, 0xff, 0xff)} {
 		if _, err := projection.Sessions(map[string][]byte{"s": bad}); !errors.Is(err, eventlog.ErrCorrupt) || !strings.Contains(err.Error(), " s ") {
 			t.Errorf("damaged row %x: %v, want ErrCorrupt naming s", bad, err)
+		}
+	}
+}
+
+// A session's title is its first typed prompt's first line, unless an
+// imported transcript's summary record names it.
+func TestSessionTitle(t *testing.T) {
+	title := func(payloads ...schema.Payload) string {
+		t.Helper()
+		l := &log{stream: "session/s"}
+		x := projection.NewIndex()
+		for _, p := range append([]schema.Payload{&schema.SessionCreated{ID: "s", Cwd: "/w"}}, payloads...) {
+			if err := x.Apply(l.next(t, p, "")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows, err := x.Sessions()
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("rows = %+v, %v", rows, err)
+		}
+		return rows[0].Title
+	}
+	meta := msg("m", "", "<system-reminder>context</system-reminder>")
+	meta.Message.IsMeta = true
+	answer := msg("a", "", "an answer")
+	answer.Message.Role = "assistant"
+	result := &schema.MessageAppended{Message: schema.Message{UUID: "r", Role: "user", Content: []schema.Block{{Type: "tool_result", Text: "ls output"}}}}
+	summary := &schema.TranscriptRecord{Record: []byte(`{"type":"summary","summary":"Refund test flake","leafUuid":"x"}`)}
+	other := &schema.TranscriptRecord{Record: []byte(`{"type":"system","content":"compacted"}`)}
+	long := strings.Repeat("word ", 40)
+
+	for _, tc := range []struct {
+		name     string
+		payloads []schema.Payload
+		want     string
+	}{
+		{"none yet", nil, ""},
+		{"meta, answers and tool results are no title", []schema.Payload{meta, answer, result}, ""},
+		{"the first prompt's first line", []schema.Payload{meta, msg("1", "", "  Why does TestRefund flake?\nIt fails on CI."), msg("2", "1", "later")}, "Why does TestRefund flake?"},
+		{"clipped", []schema.Payload{msg("1", "", long)}, projection.Clip(strings.TrimSpace(long), projection.TitleLength)},
+		{"a summary record wins over a prompt", []schema.Payload{msg("1", "", "first"), other, summary, msg("2", "1", "later")}, "Refund test flake"},
+	} {
+		if got := title(tc.payloads...); got != tc.want {
+			t.Errorf("%s: title %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

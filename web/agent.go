@@ -2,12 +2,14 @@ package web
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,11 +57,16 @@ type step struct {
 // its hooks did.
 type hookRun struct {
 	Event       string
-	Input       string // the recorded intent, as JSON
+	Given       string // what the recorded intent says the hooks ran for, in words
 	Context     string // the context the hooks returned, joined
 	Interrupted bool
 	Outcomes    []jsonview.Outcome
 	Bars        []hookBar
+	// Whole says that Context cannot be told apart hook by hook (it was
+	// spilled to a file, or its parts do not add up), so the page shows
+	// it once for the run; Spilled is that file's.
+	Whole   bool
+	Spilled *spilled
 }
 
 // hookBar is one hook of a run, as wide as its duration.
@@ -69,7 +76,68 @@ type hookBar struct {
 	Status  string // ok, failed, timeout, cancelled or interrupted
 	Pct     float64
 	Dur     string
-	Spilled *spilled
+	Context string // this hook's own part of the run's context
+}
+
+// escapedLen is the length of s once HTML escapes it: each of < > & " '
+// takes an entity of four or five bytes.
+func escapedLen(s string) int {
+	return len(s) + 3*strings.Count(s, "<") + 3*strings.Count(s, ">") + 4*strings.Count(s, "&") + 4*strings.Count(s, `"`) + 4*strings.Count(s, "'")
+}
+
+// givenLength is the most of each field of an intent a hook run shows.
+const givenLength = 200
+
+// splitContext gives each bar of g its own part of g.Context: the hooks'
+// contexts are joined with newlines in their order, those without any
+// left out, and each outcome records the length of its own. When the
+// lengths do not add up to the whole, g.Whole is set instead.
+func splitContext(g *hookRun) {
+	rest, n := g.Context, 0
+	for i := range g.Bars {
+		size := g.Bars[i].Outcome.ContextLen
+		if size == 0 {
+			continue
+		}
+		if n > 0 {
+			if !strings.HasPrefix(rest, "\n") {
+				g.Whole = true
+				break
+			}
+			rest = rest[1:]
+		}
+		if size > len(rest) {
+			g.Whole = true
+			break
+		}
+		g.Bars[i].Context, rest = rest[:size], rest[size:]
+		n++
+	}
+	if rest != "" {
+		g.Whole = true
+	}
+	if g.Whole {
+		for i := range g.Bars {
+			g.Bars[i].Context = ""
+		}
+	}
+}
+
+// givenText says in words what an intent's payload, as JSON keys and
+// values, gave its hooks: every field but the list of hooks, which the
+// bars show, each cut to givenLength characters (the event's page shows
+// it whole).
+func givenText(payload map[string]any) string {
+	keys := slices.Sorted(maps.Keys(payload))
+	var parts []string
+	for _, k := range keys {
+		v := payload[k]
+		if k == "hooks" || v == nil || v == "" || v == false {
+			continue
+		}
+		parts = append(parts, strings.ReplaceAll(k, "_", " ")+" "+projection.Clip(fmt.Sprint(v), givenLength))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // spilled is output too long to inject, saved to a file.
@@ -264,14 +332,15 @@ func (h *handler) runsByInjected(ctx context.Context) (map[string]run, error) {
 	return out, nil
 }
 
-// runBytes is what r's texts take of a page: the hooks' input, context
-// and spilled output, and a tool call's input, result and reasons.
+// runBytes is what r's texts take of a page: what its hooks were given,
+// their context and spilled output, as the page escapes them, and a tool
+// call's input, result and reasons.
 func runBytes(r run) int {
 	n := toolBytes(r.Tool)
 	for _, g := range r.Hooks {
-		n += len(g.Input) + len(g.Context)
-		if len(g.Bars) > 0 && g.Bars[0].Spilled != nil {
-			n += len(g.Bars[0].Spilled.Text)
+		n += escapedLen(g.Given) + escapedLen(g.Context)
+		if g.Spilled != nil {
+			n += escapedLen(g.Spilled.Text)
 		}
 	}
 	return n
@@ -341,13 +410,11 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 // foldRun adds what event ev with payload p says to r.
 func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 	intent := func(event hookexec.Event) {
-		input := "{}"
+		given := ""
 		if js, err := jsonview.NewEvent(ev); err == nil {
-			if b, err := json.MarshalIndent(js.Payload, "", "  "); err == nil {
-				input = string(b)
-			}
+			given = givenText(js.Payload)
 		}
-		r.Hooks = append(r.Hooks, hookRun{Event: string(event), Input: input})
+		r.Hooks = append(r.Hooks, hookRun{Event: string(event), Given: given})
 	}
 	ran := func(event hookexec.Event, outcomes []schema.HookOutcome, interrupted bool, context string) {
 		if n := len(r.Hooks); n == 0 || r.Hooks[n-1].Event != string(event) || r.Hooks[n-1].Outcomes != nil {
@@ -414,6 +481,7 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 			g.Bars[i] = hookBar{Anchor: r.ID + "-" + g.Event + "-" + itoa(i), Outcome: o, Status: status(o.Status),
 				Dur: duration(int64(o.DurationMS * 1e6))}
 		}
+		splitContext(g)
 	}
 }
 
@@ -474,8 +542,9 @@ func (h *handler) readSpilled(r *run) {
 			continue
 		}
 		if sp := h.spilledOutput(g.Context); sp != nil {
+			g.Spilled, g.Whole = sp, true
 			for i := range g.Bars {
-				g.Bars[i].Spilled = sp
+				g.Bars[i].Context = ""
 			}
 		}
 	}

@@ -166,7 +166,13 @@ func TestLongHookTextsAreShownCutWithALinkToTheWhole(t *testing.T) {
 func TestAgentPagesAreBoundedByBytes(t *testing.T) {
 	runs := []agentRun{startup("r1", "s1", "", "")}
 	for i := range 40 {
-		runs = append(runs, prompt(fmt.Sprintf("p%d", i), "s1", longText(50<<10), fmt.Sprintf("m-%d", i)))
+		// Long prompts, and long contexts, which the page shows whole up
+		// to its share of a message.
+		r := prompt(fmt.Sprintf("p%d", i), "s1", longText(50<<10), fmt.Sprintf("m-%d", i))
+		ran := r.steps[1].(*schema.PromptHookRan)
+		ran.Context = longText(50 << 10)
+		ran.Outcomes[0].ContextLen = len(ran.Context)
+		runs = append(runs, r)
 	}
 	s := serveAgent(t, web.Options{}, nil, runs...)
 	seen, cursor, pages := 0, "0", 0
@@ -397,5 +403,55 @@ func TestAgentPagesWithToolCallsAreBoundedByBytes(t *testing.T) {
 	}
 	if pages < 2 || seen != len(runs) {
 		t.Fatalf("%d pages list %d runs; want the %d runs on several pages", pages+1, seen, len(runs))
+	}
+}
+
+// Each hook's details are its own record: its command, where it came
+// from, status, exit code, duration, stderr and its own part of the run's
+// context, never the run's list of hooks or the context of the others.
+func TestHookDetailsAreEachHooksOwnRecord(t *testing.T) {
+	const first, second = "branch main <ok>", "CI green & fast"
+	run := agentRun{id: "r1", steps: []schema.Payload{
+		&schema.SessionLoaded{Session: "s1", Source: schema.SourceStartup},
+		&schema.SessionStartHookStarted{Session: "s1", Source: schema.SourceStartup, Hooks: []string{"./branch.sh", "./fail.sh >&2", "./ci.sh"}},
+		&schema.SessionStartHookRan{Session: "s1", Source: schema.SourceStartup, Context: first + "\n" + second,
+			Outcomes: []schema.HookOutcome{
+				{Name: "./branch.sh", Source: "/home/me/.claude/settings.json", Status: schema.HookOK, Duration: 12e6, ContextLen: len(first)},
+				{Name: "./fail.sh >&2", Source: "plugin:/opt/p", Status: schema.HookFailed, ExitCode: 3, Duration: 5e6, Error: "exit status 3", Stderr: "no token"},
+				{Name: "./ci.sh", Source: "/src/.claude/settings.json", Status: schema.HookOK, Duration: 30e6, ContextLen: len(second)},
+			}},
+		&schema.ContextInjected{Session: "s1", MessageUUID: "ctx"},
+	}}
+	s := serveAgent(t, web.Options{}, nil, run)
+	body := s.page(t, "/agents/a1")
+	details := strings.Split(body, `<details class="bar `)[1:]
+	if len(details) != 3 {
+		t.Fatalf("the page has %d hook details, want 3:\n%s", len(details), body)
+	}
+	for i, want := range [][]string{
+		{`<dt>command</dt><dd><pre>./branch.sh</pre>`, `<dt>configured in</dt><dd>/home/me/.claude/settings.json</dd>`,
+			`<dt>status</dt><dd>ok</dd>`, `<dt>exit code</dt><dd>0</dd>`, `<dt>duration</dt><dd>12ms</dd>`,
+			`<dt>stderr</dt><dd>none</dd>`, `<dt>its context</dt><dd><pre>branch main &lt;ok&gt;</pre>`},
+		{`<dt>command</dt><dd><pre>./fail.sh &gt;&amp;2</pre>`, `<dt>configured in</dt><dd>plugin:/opt/p</dd>`,
+			`<dt>status</dt><dd>failed</dd>`, `<dt>exit code</dt><dd>3</dd>`, `<pre>exit status 3</pre>`,
+			`<dt>stderr</dt><dd><pre>no token</pre>`, `<dt>its context</dt><dd>none</dd>`},
+		{`<dt>command</dt><dd><pre>./ci.sh</pre>`, `<dt>duration</dt><dd>30ms</dd>`, `<dt>its context</dt><dd><pre>CI green &amp; fast</pre>`},
+	} {
+		end := strings.Index(details[i], "</details>")
+		d := details[i][:end]
+		for _, w := range want {
+			if !strings.Contains(d, w) {
+				t.Errorf("hook %d's details lack %s:\n%s", i+1, w, d)
+			}
+		}
+		for _, never := range []string{`\u003e`, `\u0026`, "./fail.sh &gt;&amp;2, ./ci.sh", "input"} {
+			if strings.Contains(d, never) {
+				t.Errorf("hook %d's details hold %q:\n%s", i+1, never, d)
+			}
+		}
+	}
+	contains(t, "agent page", body, `<p class="given">given session s1, source startup</p>`)
+	if strings.Count(body, "CI green &amp; fast") != 1 {
+		t.Errorf("the second hook's context is shown %d times, want once", strings.Count(body, "CI green &amp; fast"))
 	}
 }

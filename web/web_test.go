@@ -324,7 +324,10 @@ func TestAgentPageShowsEveryHookWithItsOutcome(t *testing.T) {
 		`<dt>exit code</dt><dd>3</dd>`, "<pre>broken</pre>", // the failed hook's stderr
 		`spilled output (`+filepath.Join(filepath.Dir(s.Engine.TranscriptPath("x")), s.Work+"-hook-"),
 		strings.Repeat("x", 12000),            // the whole spilled output
-		`&#34;source&#34;: &#34;startup&#34;`, // the input, as recorded
+		`<p class="given">given session ci-work, source startup</p>`, // what the intent recorded
+		// The spilled run's context cannot be split by hook: shown once.
+		`<dt>its context</dt><dd>5 characters, in the run's context below</dd>`,
+		`<div class="runcontext"><p>the run's context, which its hooks' parts cannot be told apart in</p>`,
 	)
 	crashy := s.page(t, "/agents/crashy")
 	contains(t, "crashy timeline", crashy, `<span class="hook interrupted">interrupted</span> echo ready`, `<span class="badge warn">rolled forward</span>`)

@@ -17,6 +17,7 @@ import (
 
 // appendOptions are the options of append.
 type appendOptions struct {
+	cmdIO
 	session string // SESSION
 	text    string // TEXT, "-" for standard input
 	content string // --content: the content as JSON, "-" for standard input
@@ -25,7 +26,7 @@ type appendOptions struct {
 }
 
 // newAppendCmd returns the append command: add a message to a session.
-func newAppendCmd(a *app) *cobra.Command {
+func newAppendCmd(a *app, runF func(context.Context, *appendOptions) error) *cobra.Command {
 	var o appendOptions
 	cmd := &cobra.Command{
 		Use:   "append SESSION --role user|assistant [--meta] (TEXT | --content JSON)",
@@ -58,7 +59,11 @@ context is.`,
 			if len(args) > 1 {
 				o.text = args[1]
 			}
-			return runAppend(cmd.Context(), a, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runAppend(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVar(&o.role, "role", "", "who wrote the message, `ROLE` user or assistant (required)")
@@ -84,7 +89,7 @@ func checkBlocks(role string, blocks []reprise.Block) error {
 }
 
 // runAppend appends one message to o.session and prints its uuid.
-func runAppend(ctx context.Context, a *app, o appendOptions, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+func runAppend(ctx context.Context, o *appendOptions) (err error) {
 	id, text := o.session, o.text
 	if err := validID("session", id); err != nil {
 		return err
@@ -96,7 +101,7 @@ func runAppend(ctx context.Context, a *app, o appendOptions, stdin io.Reader, st
 		return usagef("--role must be user or assistant, not %q", o.role)
 	}
 	if text == "-" || o.content == "-" {
-		b, err := io.ReadAll(stdin)
+		b, err := io.ReadAll(o.stdin)
 		if err != nil {
 			return fmt.Errorf("read the message from standard input: %w", err)
 		}
@@ -118,21 +123,24 @@ func runAppend(ctx context.Context, a *app, o appendOptions, stdin io.Reader, st
 		m.Content = blocks
 	}
 	m.IsMeta = o.meta
-	e, err := a.openWritable(ctx, stderr)
+	e, err := o.openWritable(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
 	defer closeEngine(e, &err)
+	if id, err = resolveID(ctx, e.Store(), "session", id); err != nil {
+		return err
+	}
 	m, err = e.Append(ctx, id, m)
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return printJSON(stdout, struct {
+	if o.json {
+		return printJSON(o.stdout, struct {
 			Session string `json:"session"`
 			messageJSON
 		}{id, jsonview.NewMessage(m)})
 	}
-	_, err = fmt.Fprintln(stdout, m.UUID)
+	_, err = fmt.Fprintln(o.stdout, m.UUID)
 	return err
 }

@@ -17,11 +17,12 @@ type auditJSON = jsonview.Audit
 
 // auditOptions are the options of audit.
 type auditOptions struct {
+	cmdIO
 	strict bool // --strict: a step in progress fails the audit too
 }
 
 // newAuditCmd returns the audit command: check the whole log.
-func newAuditCmd(a *app) *cobra.Command {
+func newAuditCmd(a *app, runF func(context.Context, *auditOptions) error) *cobra.Command {
 	var o auditOptions
 	cmd := &cobra.Command{
 		Use:   "audit",
@@ -49,7 +50,11 @@ unless --strict is given.`,
   reprise audit --json | jq '.violations[] | .kind'`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runAudit(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runAudit(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "also fail (exit 1) when a restore is in progress")
@@ -58,21 +63,21 @@ unless --strict is given.`,
 
 // runAudit checks the whole log and prints what it found; it fails when it
 // finds a violation.
-func runAudit(ctx context.Context, a *app, o auditOptions, stdout, stderr io.Writer) (err error) {
-	e, err := a.openReadOnly(ctx, stderr)
+func runAudit(ctx context.Context, o *auditOptions) (err error) {
+	e, err := o.openReadOnly(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
 	defer closeEngine(e, &err)
 	rep, err := reprise.Audit(ctx, e.Store())
 	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+		return fmt.Errorf("cannot audit the store: %w", err)
 	}
 	failed := len(rep.Violations) > 0 || o.strict && len(rep.InProgress) > 0
-	if a.json {
-		err = printJSON(stdout, a.newAuditJSON(rep, !failed))
+	if o.json {
+		err = printJSON(o.stdout, o.newAuditJSON(rep, !failed))
 	} else {
-		a.printAudit(stdout, rep, failed)
+		o.printAudit(o.stdout, rep, failed)
 	}
 	switch {
 	case err != nil:

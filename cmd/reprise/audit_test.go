@@ -267,7 +267,7 @@ func TestWriteToADamagedMetaPageIsRefused(t *testing.T) {
 	t.Setenv(boltstore.AcceptDamagedMetaEnv, "1")
 	r = c.run("append", "a", "--role", "assistant", "again")
 	warning := fmt.Sprintf("reprise: warning: opening a store whose newest meta page may be damaged, as asked: "+
-		"its next commit overwrites the page, and the commit it may have held is lost path=%s page=%d damage=zeroed txid=%d lost_txid=%d\n",
+		"its next commit overwrites the page, and the commit it may have held is lost (path %s, page %d, damage zeroed, txid %d, lost_txid %d)\n",
 		c.store, (fallback+1)%2, fallback, fallback+1)
 	if r.code != exitOK || r.stderr != warning {
 		t.Fatalf("append accepting the loss: exit %d, stderr\n%q\nwant\n%q", r.code, r.stderr, warning)
@@ -288,6 +288,12 @@ func TestAuditReportsAKilledRestoreAsInProgressAndFinishRollsItForward(t *testin
 	_, kill := c.hungStart("a")
 	kill()
 	runs, settings := filepath.Join(c.dir, "runs"), filepath.Join(c.dir, "hooks.json")
+
+	var agents []agentJSON
+	c.okJSON(&agents, "agents")
+	if len(agents) != 1 || !agents[0].InProgress || agents[0].State != "starting" || agents[0].Now != "startup restore - -> a in progress (starting)" {
+		t.Fatalf("agents --json after the kill: %+v", agents)
+	}
 
 	out := c.ok("audit")
 	m := regexp.MustCompile(`^agent/ide#2: in progress: restore (\S+): hooks started in state starting with no outcome recorded yet; ` +

@@ -18,7 +18,7 @@ import (
 
 // newBenchCmd returns the bench command: reprise measured against the
 // physical floors of its storage and beside a JSONL file per session.
-func newBenchCmd(a *app) *cobra.Command {
+func newBenchCmd(a *app, runF func(context.Context, *benchOptions) error) *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -66,7 +66,11 @@ error are both a terminal, a progress bar shows how far the run got.`,
   reprise bench --quick --postgres 'postgres://localhost/test?sslmode=disable'`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBench(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runBench(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.quick, "quick", false, "fewer rounds and a smaller scale store, to finish in under a minute")
@@ -79,6 +83,7 @@ error are both a terminal, a progress bar shows how far the run got.`,
 
 // benchOptions are the options of bench.
 type benchOptions struct {
+	cmdIO
 	quick    bool     // --quick
 	markdown bool     // --markdown
 	cacheDir string   // --cache-dir
@@ -92,8 +97,8 @@ const benchPostgresEnv = "REPRISE_BENCH_POSTGRES"
 
 // runBench checks o, then runs the benches next to the store and prints
 // their results.
-func runBench(ctx context.Context, a *app, o benchOptions, stdout, stderr io.Writer) error {
-	if a.json && o.markdown {
+func runBench(ctx context.Context, o *benchOptions) error {
+	if o.json && o.markdown {
 		return usagef("--json and --markdown do not go together")
 	}
 	if o.postgres == "" {
@@ -119,11 +124,11 @@ func runBench(ctx context.Context, a *app, o benchOptions, stdout, stderr io.Wri
 		}
 		o.cacheDir = dir
 	}
-	store, err := a.storePath()
+	store, err := o.storePath()
 	if err != nil {
 		return err
 	}
-	return benchNextTo(ctx, a, store, bench.Options{CacheDir: o.cacheDir, Quick: o.quick, Only: o.only, Postgres: o.postgres}, o.markdown, stdout, stderr)
+	return benchNextTo(ctx, o.app, store, bench.Options{CacheDir: o.cacheDir, Quick: o.quick, Only: o.only, Postgres: o.postgres}, o.markdown, o.stdout, o.stderr)
 }
 
 // benchReport is what bench --json prints.

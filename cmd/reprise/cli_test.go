@@ -14,24 +14,71 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/spf13/cobra"
 )
 
-var commands = []string{"new", "append", "start", "resume", "sessions", "log", "replay", "audit", "import", "export", "hooks", "clear", "compact", "fork", "end", "stop", "finish", "prompt", "demo", "serve", "version"}
-
 func TestHelpEverywhere(t *testing.T) {
 	c := newCLI(t)
-	root := c.ok("--help")
-	for _, name := range commands {
-		if !strings.Contains(root, "  "+name+" ") {
-			t.Errorf("reprise --help does not list %s:\n%s", name, root)
+	help := c.ok("--help")
+	root := newRootCmd()
+	n := 0
+	for _, cmd := range root.Commands() {
+		name := cmd.Name()
+		if name == "help" || name == "completion" {
+			continue
+		}
+		n++
+		if !strings.Contains(help, "  "+name+" ") {
+			t.Errorf("reprise --help does not list %s:\n%s", name, help)
+		}
+		if cmd.GroupID == "" && name != "version" {
+			t.Errorf("%s is in no group of reprise --help", name)
 		}
 		out := c.ok(name, "--help")
 		if !strings.Contains(out, "Examples:\n  reprise "+name) || !strings.Contains(out, "--store") || !strings.Contains(out, "--json") {
 			t.Errorf("reprise %s --help lacks examples or global flags:\n%s", name, out)
+		}
+	}
+	if n < 28 {
+		t.Errorf("the root command has %d commands, want at least 28", n)
+	}
+	// The groups come in this order, each under its heading.
+	last := -1
+	for _, g := range root.Groups() {
+		at := strings.Index(help, "\n"+g.Title+"\n")
+		if at <= last {
+			t.Errorf("reprise --help: group %q missing or out of order:\n%s", g.Title, help)
+		}
+		last = at
+	}
+	if len(root.Groups()) != 5 {
+		t.Errorf("reprise --help has %d groups, want 5", len(root.Groups()))
+	}
+}
+
+// docs/cli.md describes every command of the root command, and the help
+// names the same groups.
+func TestDocsDescribeEveryCommand(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCmd()
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "help" {
+			continue
+		}
+		if !strings.Contains(string(doc), "\n### "+cmd.Name()+"\n") {
+			t.Errorf("docs/cli.md has no section for %s", cmd.Name())
+		}
+	}
+	for _, g := range root.Groups() {
+		if !strings.Contains(string(doc), g.ID+" (") {
+			t.Errorf("docs/cli.md does not name the group %s", g.ID)
 		}
 	}
 }
@@ -183,7 +230,7 @@ func TestSessions(t *testing.T) {
 func TestBareRepriseprintsTheHelp(t *testing.T) {
 	c := newBinaryCLI(t)
 	r := c.run()
-	if r.code != exitOK || r.stderr != "" || r.stdout != c.ok("--help") || !strings.Contains(r.stdout, "Available Commands:") {
+	if r.code != exitOK || r.stderr != "" || r.stdout != c.ok("--help") || !strings.Contains(r.stdout, "\nLifecycle (sessions, restores, turns):\n") {
 		t.Fatalf("reprise: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -242,7 +289,7 @@ func TestVersionString(t *testing.T) {
 func TestSessionsOnAFreshMachine(t *testing.T) {
 	c := newBinaryCLI(t)
 	os.Unsetenv(storeEnv) // restored when the test ends
-	if out := c.ok("sessions"); out != "ID  CWD  MESSAGES  CREATED  LAST RESTORED\n" {
+	if out := c.ok("sessions"); out != "ID  CWD  MESSAGES  CREATED  LAST RESTORED  TITLE\n" {
 		t.Fatalf("sessions: %q", out)
 	}
 	if out := c.ok("sessions", "--json"); out != "[]\n" {
@@ -310,6 +357,7 @@ var jsonRuns = []struct {
 	{"end", []string{"end", "--agent", "ide", "--reason", "complete", "--no-default-settings"}},
 	{"finish", []string{"finish", "--agent", "ide", "--no-default-settings"}},
 	{"sessions", []string{"sessions"}},
+	{"agents", []string{"agents"}},
 	{"log", []string{"log", "a"}},
 	{"replay", []string{"replay", "a"}},
 	{"audit", []string{"audit"}},
@@ -382,6 +430,51 @@ func TestDemoJSON(t *testing.T) {
 		d.Conversation.Session != d.Restores[1].To || len(d.Conversation.Messages) != 4 {
 		t.Fatalf("demo --json = %+v", d)
 	}
+	// The last act: a restore killed after its SessionStart hook ran,
+	// finished by the next call without running it again.
+	k := d.Crash
+	if k.To != d.Restores[1].To || k.From != d.Restores[3].To || !strings.Contains(k.Killed, "killed") || k.HookRuns != 1 ||
+		k.Finished.SessionStart == nil || len(k.Finished.SessionStart.Hooks) != 1 || k.Finished.SessionStart.Hooks[0].Status != "interrupted" ||
+		k.Left == 0 || k.Left >= d.Events[len(d.Events)-1].Position {
+		t.Fatalf("demo --json crash = %+v", k)
+	}
+}
+
+func TestDemoFitsIn100ColumnsAndSaysWhereItsStoreIs(t *testing.T) {
+	c := newCLI(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	out := c.ok("demo")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for i, line := range lines {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("demo line %d is %d columns wide: %s", i+1, n, line)
+		}
+	}
+	for _, want := range []string{
+		"\nlast act: restore ", ", killed after its SessionStart hook ran,\n",
+		"\nthe next call on agent demo-host, in a fresh process, finished it:\n",
+		"  ContextInjected         session=",
+		"\nSessionStart hook project-context: interrupted, as it ran in the killed process\n",
+		"\nit ran 1 time(s) for this restore in all, none after the kill\n",
+		"\nthe temporary store was removed; reprise demo --keep keeps it, reprise demo --serve shows it\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("demo left %v in TMPDIR", entries)
+	}
+
+	out = c.ok("demo", "--keep")
+	m := regexp.MustCompile(`\nthe store stays at (\S+)\nsee it in a browser: reprise --store (\S+) serve\n$`).FindStringSubmatch(out)
+	if m == nil || !strings.HasPrefix(m[1], tmp) {
+		t.Fatalf("demo --keep does not say where its store stays:\n%s", out)
+	}
+	if audit := c.ok("--store", m[1], "audit"); !strings.HasPrefix(audit, "ok: ") {
+		t.Fatalf("audit of the kept store: %s", audit)
+	}
 }
 
 // The completion scripts come out for each shell, and each is valid in
@@ -425,7 +518,7 @@ func TestCompletion(t *testing.T) {
 
 // internalName matches the name of one of reprise's packages used as an
 // error prefix: the user should never see one.
-var internalName = regexp.MustCompile(`\b(reprise|eventlog|boltstore|pgstore|hookexec|schema|projection|lifecycle|fsm): `)
+var internalName = regexp.MustCompile(`\b(` + strings.Join(internalPrefixes, "|") + `): `)
 
 // Bad input gets the exit code docs/cli.md gives it and a message that
 // says what is wrong, in the user's words, and what would work.

@@ -22,10 +22,17 @@ type copyJSON struct {
 	Events int    `json:"events"`
 }
 
+// backupOptions are the options of backup.
+type backupOptions struct {
+	cmdIO
+	file  string // FILE
+	force bool   // --force
+}
+
 // newBackupCmd returns the backup command: a consistent copy of the store
 // as a new bbolt file.
-func newBackupCmd(a *app) *cobra.Command {
-	var force bool
+func newBackupCmd(a *app, runF func(context.Context, *backupOptions) error) *cobra.Command {
+	var o backupOptions
 	cmd := &cobra.Command{
 		Use:   "backup FILE [--force]",
 		Short: "Write a consistent copy of the store to a new bbolt file",
@@ -41,17 +48,28 @@ existing FILE is refused unless --force replaces it.`,
   reprise --store ~/backups/reprise-2026-11-30.db audit`,
 		Args: positional("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runBackup(cmd.Context(), a, args[0], force, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.file = args[0]
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runBackup(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "replace FILE if it exists")
+	cmd.Flags().BoolVar(&o.force, "force", false, "replace FILE if it exists")
 	return cmd
+}
+
+// copyOptions are the options of copy.
+type copyOptions struct {
+	cmdIO
+	to string // --to
 }
 
 // newCopyCmd returns the copy command: the store's events into another,
 // empty store, of any backend.
-func newCopyCmd(a *app) *cobra.Command {
-	var to string
+func newCopyCmd(a *app, runF func(context.Context, *copyOptions) error) *cobra.Command {
+	var o copyOptions
 	cmd := &cobra.Command{
 		Use:   "copy --to (FILE | URL)",
 		Short: "Copy the store into another, empty store, such as a database",
@@ -69,33 +87,37 @@ target; empty it before trying again.`,
   reprise --store 'postgres://reprise@db.internal/reprise' copy --to ./reprise.db`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if to == "" {
+			if o.to == "" {
 				return usagef("--to is required")
 			}
-			return runCopy(cmd.Context(), a, to, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runCopy(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "the target store: a bbolt `FILE` or a postgres:// URL (required)")
+	cmd.Flags().StringVar(&o.to, "to", "", "the target store: a bbolt `FILE` or a postgres:// URL (required)")
 	return cmd
 }
 
 // runBackup copies the store into a new bbolt file at file.
-func runBackup(ctx context.Context, a *app, file string, force bool, stdout, stderr io.Writer) (err error) {
-	if err := refuseSource(a, file); err != nil {
+func runBackup(ctx context.Context, o *backupOptions) (err error) {
+	if err := refuseSource(o.app, o.file); err != nil {
 		return err
 	}
-	if _, err := os.Lstat(file); err == nil && !force {
-		return fmt.Errorf("%s exists; give --force to replace it", file)
+	if _, err := os.Lstat(o.file); err == nil && !o.force {
+		return fmt.Errorf("%s exists; give --force to replace it", o.file)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("cannot write the backup: %w", err)
 	}
-	e, err := a.openReadOnly(ctx, stderr)
+	e, err := o.openReadOnly(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
 	defer closeEngine(e, &err)
-	removeKilledBackups(file)
-	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*")
+	removeKilledBackups(o.file)
+	tmp, err := os.CreateTemp(filepath.Dir(o.file), "."+filepath.Base(o.file)+".*")
 	if err != nil {
 		return fmt.Errorf("cannot write the backup: %w", err)
 	}
@@ -114,30 +136,30 @@ func runBackup(ctx context.Context, a *app, file string, force bool, stdout, std
 	if err := syncFile(tmp.Name()); err != nil {
 		return fmt.Errorf("cannot write the backup: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
+	if err := os.Rename(tmp.Name(), o.file); err != nil {
 		return fmt.Errorf("cannot write the backup: %w", err)
 	}
-	if err := syncFile(filepath.Dir(file)); err != nil {
+	if err := syncFile(filepath.Dir(o.file)); err != nil {
 		return fmt.Errorf("cannot write the backup: %w", err)
 	}
-	return printCopied(a, stdout, file, n)
+	return printCopied(o.app, o.stdout, o.file, n)
 }
 
 // runCopy copies the store into the empty store at to.
-func runCopy(ctx context.Context, a *app, to string, stdout, stderr io.Writer) (err error) {
-	if err := refuseSource(a, to); err != nil {
+func runCopy(ctx context.Context, o *copyOptions) (err error) {
+	if err := refuseSource(o.app, o.to); err != nil {
 		return err
 	}
-	e, err := a.openReadOnly(ctx, stderr)
+	e, err := o.openReadOnly(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
 	defer closeEngine(e, &err)
-	n, err := copyTo(ctx, e.Store(), to, true)
+	n, err := copyTo(ctx, e.Store(), o.to, true)
 	if err != nil {
 		return err
 	}
-	return printCopied(a, stdout, redact(to), n)
+	return printCopied(o.app, o.stdout, redact(o.to), n)
 }
 
 // refuseSource fails when to names the store the command reads.

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -180,7 +179,7 @@ func (a *app) openWritableWith(ctx context.Context, stderr io.Writer, set func(*
 	if err != nil {
 		return nil, err
 	}
-	opts := reprise.Options{Logger: warnLogger(stderr), ServeReads: true, Runner: hookRunnerFromEnv()}
+	opts := reprise.Options{Logger: a.engineLogger(stderr), ServeReads: true, Runner: hookRunnerFromEnv()}
 	if set != nil {
 		set(&opts)
 	}
@@ -377,13 +376,26 @@ func warnLogger(w io.Writer) *slog.Logger {
 	return slog.New(&warnHandler{mu: new(sync.Mutex), w: w})
 }
 
-// warnHandler writes each record of level Warn or above as one line:
-// "reprise: warning: MESSAGE key=value ...", "error" instead of "warning"
-// from level Error.
+// engineLogger returns the logger of the Engine a command opens: warnLogger,
+// without the warning of each failed hook when the command prints every
+// hook's outcome itself (a.hooksReported), so that no failure is told twice.
+func (a *app) engineLogger(w io.Writer) *slog.Logger {
+	return slog.New(&warnHandler{mu: new(sync.Mutex), w: w, skipHooks: a.hooksReported})
+}
+
+// hookFailedMessage is the message of the Engine's warning about a hook
+// that did not succeed.
+const hookFailedMessage = "hook did not succeed"
+
+// warnHandler writes each record of level Warn or above as one line a
+// person reads: "reprise: warning: MESSAGE (key value, ...): ERROR", with
+// "error" instead of "warning" from level Error; the warning about a hook
+// that did not succeed reads "reprise: warning: EVENT hook NAME: STATUS, ERROR".
 type warnHandler struct {
-	mu    *sync.Mutex // shared by the handlers WithAttrs derives
-	w     io.Writer
-	attrs []slog.Attr
+	mu        *sync.Mutex // shared by the handlers WithAttrs derives
+	w         io.Writer
+	attrs     []slog.Attr
+	skipHooks bool // drop the warnings about hooks that did not succeed
 }
 
 // Enabled reports whether l is at least Warn.
@@ -391,28 +403,50 @@ func (h *warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >
 
 // Handle writes r as one line.
 func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == hookFailedMessage && h.skipHooks {
+		return nil
+	}
 	label := "warning"
 	if r.Level >= slog.LevelError {
 		label = "error"
 	}
-	var b strings.Builder
-	b.WriteString("reprise: " + label + ": " + plainMessage(r.Message))
+	values := map[string]string{}
+	var keys []string
 	add := func(a slog.Attr) bool {
-		v := plainMessage(a.Value.String())
-		if v == "" || strings.ContainsAny(v, " \t\n\"=") {
-			v = strconv.Quote(v)
+		if _, dup := values[a.Key]; !dup {
+			keys = append(keys, a.Key)
 		}
-		b.WriteString(" " + a.Key + "=" + v)
+		values[a.Key] = plainMessage(a.Value.String())
 		return true
 	}
 	for _, a := range h.attrs {
 		add(a)
 	}
 	r.Attrs(add)
-	b.WriteByte('\n')
+	var line string
+	if r.Message == hookFailedMessage {
+		line = fmt.Sprintf("%s hook %q: %s", values["event"], values["hook"], values["status"])
+		if e := values["error"]; e != "" {
+			line += ", " + e
+		}
+	} else {
+		line = plainMessage(r.Message)
+		var about []string
+		for _, k := range keys {
+			if k != "error" && values[k] != "" {
+				about = append(about, k+" "+values[k])
+			}
+		}
+		if len(about) > 0 {
+			line += " (" + strings.Join(about, ", ") + ")"
+		}
+		if e := values["error"]; e != "" {
+			line += ": " + e
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, err := io.WriteString(h.w, b.String())
+	_, err := io.WriteString(h.w, "reprise: "+label+": "+line+"\n")
 	return err
 }
 

@@ -18,12 +18,13 @@ import (
 
 // exportOptions are the options of export.
 type exportOptions struct {
+	cmdIO
 	session string // SESSION
 	output  string // -o, "" for standard output
 }
 
 // newExportCmd returns the export command: a session as a Claude Code transcript.
-func newExportCmd(a *app) *cobra.Command {
+func newExportCmd(a *app, runF func(context.Context, *exportOptions) error) *cobra.Command {
 	var o exportOptions
 	cmd := &cobra.Command{
 		Use:   "export SESSION [-o FILE]",
@@ -52,7 +53,11 @@ link, or make the file yours. With -o and --json, export prints
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session = args[0]
-			return runExport(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runExport(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to `FILE`, atomically, instead of standard output")
@@ -61,27 +66,30 @@ link, or make the file yours. With -o and --json, export prints
 
 // runExport writes o.session as a Claude Code transcript to stdout, or to
 // the file o.output.
-func runExport(ctx context.Context, a *app, o exportOptions, stdout, stderr io.Writer) error {
+func runExport(ctx context.Context, o *exportOptions) error {
 	id := o.session
 	if err := validID("session", id); err != nil {
 		return err
 	}
 	export := func(w io.Writer) (err error) {
-		e, err := a.openReadOnly(ctx, stderr)
+		e, err := o.openReadOnly(ctx, o.stderr)
 		if err != nil {
 			return err
 		}
 		defer closeEngine(e, &err)
+		if id, err = resolveID(ctx, e.Store(), "session", id); err != nil {
+			return err
+		}
 		return e.Export(ctx, id, w)
 	}
 	if o.output == "" {
-		return export(stdout)
+		return export(o.stdout)
 	}
 	n, err := exportFile(ctx, export, o.output)
-	if err != nil || !a.json {
+	if err != nil || !o.json {
 		return err
 	}
-	return printJSON(stdout, struct {
+	return printJSON(o.stdout, struct {
 		Session string `json:"session"`
 		File    string `json:"file"`
 		Bytes   int64  `json:"bytes"`
@@ -242,7 +250,7 @@ func copyUntil(ctx context.Context, dst *os.File, src io.Reader) (int64, error) 
 func exportRenamed(export exportFunc, path string) (n int64, err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return 0, err
+		return 0, writeError(path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -250,37 +258,62 @@ func exportRenamed(export exportFunc, path string) (n int64, err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	w := &countingWriter{w: tmp}
+	w := &countingWriter{w: tmp, path: path}
 	if err := export(w); err != nil {
-		return 0, err
+		return 0, err // the store's or the transcript's, or a write's, worded by w
 	}
 	if st, err := os.Stat(path); err == nil {
 		if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-			return 0, err
+			return 0, writeError(path, err)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return 0, err
+		return 0, writeError(path, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return 0, err
+		return 0, writeError(path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return 0, err
+		return 0, writeError(path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return 0, fmt.Errorf("export: %w", err)
+		return 0, writeError(path, err)
 	}
 	return w.n, nil
 }
 
-// countingWriter counts the bytes written through it.
+// writeError says why the transcript could not be written to path, err
+// being the error of a file operation, in terms of path: the temporary
+// file beside it is export's own business.
+func writeError(path string, err error) error {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	switch {
+	case errors.As(err, &pathErr):
+		err = pathErr.Err
+	case errors.As(err, &linkErr):
+		err = linkErr.Err
+	default:
+		return err
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot write %s: the directory %s does not exist", path, filepath.Dir(path))
+	}
+	return fmt.Errorf("cannot write %s: %w", path, err)
+}
+
+// countingWriter counts the bytes written through it. With a path, its
+// errors are worded by writeError for that path.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w    io.Writer
+	n    int64
+	path string
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	if err != nil && c.path != "" {
+		err = writeError(c.path, err)
+	}
 	return n, err
 }

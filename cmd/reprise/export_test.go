@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -240,5 +241,27 @@ func TestExportRefusesADanglingLink(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
 		t.Errorf("export left %v in %s (%v); want the link alone", entries, dir, err)
+	}
+}
+
+func TestExportIntoAMissingDirectorySaysSoWithoutItsTemporaryFile(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "hi")
+	missing := filepath.Join(c.dir, "nodir")
+	r := c.fails(exitFailure, "export", "s", "-o", filepath.Join(missing, "s.jsonl"))
+	want := "reprise: cannot write " + filepath.Join(missing, "s.jsonl") + ": the directory " + missing + " does not exist\n"
+	if r.stderr != want || strings.Contains(r.stderr, ".tmp") {
+		t.Fatalf("stderr = %q, want %q", r.stderr, want)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("export made the directory: %v", err)
+	}
+	// The store's own errors are not taken for the file's.
+	r = c.fails(exitFailure, "export", "nosuch", "-o", filepath.Join(c.dir, "n.jsonl"))
+	if r.stderr != "reprise: session not found: nosuch\n" {
+		t.Fatalf("stderr = %q", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "n.jsonl")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a failed export left its file: %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,12 +22,13 @@ type finishJSON struct {
 
 // finishOptions are the options of finish.
 type finishOptions struct {
+	cmdIO
 	restoreOptions
 }
 
 // newFinishCmd returns the finish command: roll forward what an agent's
 // log ends inside.
-func newFinishCmd(a *app) *cobra.Command {
+func newFinishCmd(a *app, runF func(context.Context, *finishOptions) error) *cobra.Command {
 	var o finishOptions
 	cmd := &cobra.Command{
 		Use:   "finish --agent NAME",
@@ -47,7 +47,11 @@ run are the same. An agent with nothing in progress is left as it is.
   reprise finish --agent ide --settings ./hooks.json --json`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runFinish(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runFinish(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -55,8 +59,8 @@ run are the same. An agent with nothing in progress is left as it is.
 }
 
 // runFinish rolls forward what the agent has in progress and reports it.
-func runFinish(ctx context.Context, a *app, o finishOptions, stdout, stderr io.Writer) (err error) {
-	e, before, err := a.openAgent(ctx, o.restoreOptions, "", "", stderr)
+func runFinish(ctx context.Context, o *finishOptions) (err error) {
+	e, before, err := o.openAgent(ctx, &o.restoreOptions, nil, "", o.stderr)
 	if err != nil {
 		return err
 	}
@@ -82,16 +86,16 @@ func runFinish(ctx context.Context, a *app, o finishOptions, stdout, stderr io.W
 	case before.Prompt != nil:
 		what, out.ID = "prompt run", before.Prompt.ID
 	}
-	if a.json {
-		return printJSON(stdout, out)
+	if o.json {
+		return printJSON(o.stdout, out)
 	}
 	if !out.Finished {
-		_, err = fmt.Fprintf(stdout, "agent %s has nothing in progress; nothing to do\n", o.agent)
+		_, err = fmt.Fprintf(o.stdout, "agent %s has nothing in progress; nothing to do\n", o.agent)
 		return err
 	}
-	fmt.Fprintf(stdout, "agent %s: finished the %s %s, left in state %s\n", o.agent, what, out.ID, out.State)
+	fmt.Fprintf(o.stdout, "agent %s: finished the %s %s, left in state %s\n", o.agent, what, out.ID, out.State)
 	if finished != nil {
-		printRestore(stdout, o.agent, finished)
+		printRestore(o.stdout, o.agent, finished)
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ type hookJSON struct {
 
 // hooksOptions are the options of hooks.
 type hooksOptions struct {
+	cmdIO
 	hooks      hookOptions
 	event      string // --event, "" for all
 	value      string // --source: the SessionStart source, SessionEnd reason or PreCompact trigger
@@ -50,7 +51,7 @@ type hooksOptions struct {
 }
 
 // newHooksCmd returns the hooks command: which hooks a restore would run.
-func newHooksCmd(a *app) *cobra.Command {
+func newHooksCmd(a *app, runF func(context.Context, *hooksOptions) error) *cobra.Command {
 	var o hooksOptions
 	cmd := &cobra.Command{
 		Use:   "hooks [--event EVENT] [--source S] [--session ID]",
@@ -82,7 +83,11 @@ directory; only then is the store read, read-only.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.valueSet = cmd.Flags().Changed("source")
 			o.sessionSet = cmd.Flags().Changed("session")
-			return runHooks(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runHooks(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVar(&o.event, "event", "", "list only `EVENT`, one of the nine reprise runs (SessionStart, PreToolUse, Stop, ...)")
@@ -116,7 +121,7 @@ func hookValue(event hookexec.Event, value string, set bool) string {
 
 // runHooks lists, for each event, the hooks reprise would run, and without
 // --event the hooks found for events it does not run.
-func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Writer) (err error) {
+func runHooks(ctx context.Context, o *hooksOptions) (err error) {
 	events := hookexec.Events
 	if o.event != "" {
 		ev := hookexec.Event(o.event)
@@ -143,16 +148,21 @@ func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Wri
 	// files, and an Engine over an empty log matches them.
 	var e *reprise.Engine
 	if o.session == "" {
-		e = reprise.New(eventlog.NewMemoryStore(), reprise.Options{Logger: warnLogger(stderr)})
+		e = reprise.New(eventlog.NewMemoryStore(), reprise.Options{Logger: warnLogger(o.stderr)})
 	} else {
 		if err := validID("--session", o.session); err != nil {
 			return err
 		}
-		if e, err = a.openReadOnly(ctx, stderr); err != nil {
+		if e, err = o.openReadOnly(ctx, o.stderr); err != nil {
 			return err
 		}
 	}
 	defer closeEngine(e, &err)
+	if o.session != "" {
+		if o.session, err = resolveID(ctx, e.Store(), "session", o.session); err != nil {
+			return err
+		}
+	}
 	dir, found, err := projectDir(ctx, e, o.session)
 	if err != nil {
 		return err
@@ -160,7 +170,7 @@ func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Wri
 	if o.session != "" && !found {
 		return fmt.Errorf("%w: %s", reprise.ErrSessionNotFound, o.session)
 	}
-	paths := o.hooks.load(e, dir, stderr)
+	paths := o.hooks.load(e, dir, o.stderr)
 	var out []hookEventJSON
 	for _, ev := range events {
 		value := hookValue(ev, o.value, o.valueSet)
@@ -181,12 +191,12 @@ func runHooks(ctx context.Context, a *app, o hooksOptions, stdout, stderr io.Wri
 		out = append(out, x)
 	}
 	if o.event == "" {
-		out = append(out, otherEventHooks(paths, o.hooks.plugins, stderr)...)
+		out = append(out, otherEventHooks(paths, o.hooks.plugins, o.stderr)...)
 	}
-	if a.json {
-		return printJSON(stdout, out)
+	if o.json {
+		return printJSON(o.stdout, out)
 	}
-	return printHooks(stdout, out)
+	return printHooks(o.stdout, out)
 }
 
 // joinEvents returns "A, B or C".

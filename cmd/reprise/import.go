@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
 )
 
 // maxSkippedListed is how many skipped lines Import reports.
@@ -33,6 +36,7 @@ type skippedJSON struct {
 
 // importOptions are the options of import.
 type importOptions struct {
+	cmdIO
 	file   string // FILE, "-" for standard input
 	id     string // --id, "" for a new UUID
 	idSet  bool   // --id was given, even empty
@@ -42,7 +46,7 @@ type importOptions struct {
 }
 
 // newImportCmd returns the import command: a Claude Code transcript into a new session.
-func newImportCmd(a *app) *cobra.Command {
+func newImportCmd(a *app, runF func(context.Context, *importOptions) error) *cobra.Command {
 	var o importOptions
 	cmd := &cobra.Command{
 		Use:   "import FILE.jsonl [--id ID] [--cwd DIR] [--strict] [--resume]",
@@ -85,7 +89,11 @@ sessions.`,
 		Args: positional("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.file, o.idSet = args[0], cmd.Flags().Changed("id")
-			return runImport(cmd.Context(), a, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runImport(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVar(&o.id, "id", "", "the new session's `ID` (default a new UUID)")
@@ -97,7 +105,7 @@ sessions.`,
 
 // runImport reads the transcript o.file into a new session and prints
 // what it imported; skipped lines are warned about on stderr.
-func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+func runImport(ctx context.Context, o *importOptions) (err error) {
 	if o.idSet {
 		if err := validID("--id", o.id); err != nil {
 			return err
@@ -113,18 +121,57 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 		}
 	}
 	name := o.file
-	in, size, closeIn, err := openInput(ctx, stdin, name)
+	in, size, closeIn, err := openInput(ctx, o.stdin, name)
 	if err != nil {
 		return err
 	}
 	defer closeIn()
-	e, err := a.openWritable(ctx, stderr)
+	fresh, err := o.missingStoreFile()
 	if err != nil {
 		return err
 	}
-	defer closeEngine(e, &err)
+	e, err := o.openWritable(ctx, o.stderr)
+	if err != nil {
+		return err
+	}
+	err = importInto(ctx, o, e, in, size, cwd)
+	// An import that failed into a store it created leaves no empty store
+	// behind: the next command would find one it never asked for.
+	remove := err != nil && fresh != "" && storeEmpty(ctx, e)
+	closeEngine(e, &err)
+	if remove {
+		if rerr := os.Remove(fresh); rerr != nil {
+			warn(o.stderr, "the empty store %s stays: %v", fresh, rerr)
+		}
+	}
+	return err
+}
+
+// missingStoreFile returns the path of the store when it is a bbolt file
+// that does not exist yet, "" otherwise.
+func (a *app) missingStoreFile() (string, error) {
+	path, err := a.storePath()
+	if err != nil || pgstore.IsURL(path) {
+		return "", err
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return path, nil
+	}
+	return "", nil
+}
+
+// storeEmpty reports whether the store of e holds no stream at all.
+func storeEmpty(ctx context.Context, e *reprise.Engine) bool {
+	err := e.Store().Streams(context.WithoutCancel(ctx), "", func(eventlog.StreamInfo) error { return errFound })
+	return err == nil
+}
+
+// importInto imports the transcript in, of size bytes (0 if unknown), into
+// e, as runImport describes.
+func importInto(ctx context.Context, o *importOptions, e *reprise.Engine, in io.Reader, size int64, cwd string) error {
+	name := o.file
 	opts := reprise.ImportOptions{ID: o.id, Cwd: cwd, Strict: o.strict, Size: size, Resume: o.resume}
-	bar := newProgress(stderr, "importing "+name, size)
+	bar := newProgress(o.stderr, "importing "+name, size)
 	if bar != nil {
 		opts.Progress = bar.update
 	}
@@ -137,10 +184,10 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	for _, s := range rep.Skipped {
-		warn(stderr, "%s: line %d skipped: %s", name, s.Line, s.Err)
+		warn(o.stderr, "%s: line %d skipped: %s", name, s.Line, s.Err)
 	}
 	if len(rep.Skipped) >= maxSkippedListed {
-		warn(stderr, "%s: only the first %d skipped lines are listed", name, maxSkippedListed)
+		warn(o.stderr, "%s: only the first %d skipped lines are listed", name, maxSkippedListed)
 	}
 	if err != nil && ctx.Err() != nil && rep.Session != "" {
 		return importInterrupted(ctx, e, rep.Session, name, err)
@@ -155,15 +202,15 @@ func runImport(ctx context.Context, a *app, o importOptions, stdin io.Reader, st
 	if err != nil {
 		return err
 	}
-	if a.json {
+	if o.json {
 		out := importJSON{Session: rep.Session, Messages: rep.Messages, Records: rep.Records,
 			Skipped: make([]skippedJSON, len(rep.Skipped)), Bytes: rep.Bytes}
 		for i, s := range rep.Skipped {
 			out.Skipped[i] = skippedJSON{Line: s.Line, Error: s.Err}
 		}
-		return printJSON(stdout, out)
+		return printJSON(o.stdout, out)
 	}
-	_, err = fmt.Fprintf(stdout, "%s: %d message(s), %d other record(s), %d skipped line(s), %d bytes\n",
+	_, err = fmt.Fprintf(o.stdout, "%s: %d message(s), %d other record(s), %d skipped line(s), %d bytes\n",
 		rep.Session, rep.Messages, rep.Records, len(rep.Skipped), rep.Bytes)
 	return err
 }

@@ -20,7 +20,7 @@ import (
 type agentStep func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error)
 
 // runAgent opens the agent as openAgent does and runs step on it.
-func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir string, step agentStep, stderr io.Writer) (r *reprise.Restore, err error) {
+func (a *app) runAgent(ctx context.Context, f *restoreOptions, projectOf *string, dir string, step agentStep, stderr io.Writer) (r *reprise.Restore, err error) {
 	e, _, err := a.openAgent(ctx, f, projectOf, dir, stderr)
 	if err != nil {
 		return nil, err
@@ -36,12 +36,14 @@ func (a *app) runAgent(ctx context.Context, f restoreOptions, projectOf, dir str
 }
 
 // openAgent opens the store for writing, with each session's own
-// project's hooks (openHooked), and checks that the session the command
-// works in can be used: dir's, or when dir is empty session projectOf's,
-// or the agent's current session's when that is empty too. It returns the
-// Engine, which the caller closes, and the agent as the log holds it,
-// before Engine.Agent rolls forward a step in flight.
-func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir string, stderr io.Writer) (e *reprise.Engine, before *projection.Agent, err error) {
+// project's hooks (openHooked), makes f.agent and *projectOf, when given,
+// the whole ids they are prefixes of (restoreOptions.resolve), and checks
+// that the session the command works in can be used: dir's, or when dir
+// is empty session *projectOf's, or the agent's current session's when
+// that is nil or empty too. It returns the Engine, which the caller
+// closes, and the agent as the log holds it, before Engine.Agent rolls
+// forward a step in flight.
+func (a *app) openAgent(ctx context.Context, f *restoreOptions, projectOf *string, dir string, stderr io.Writer) (e *reprise.Engine, before *projection.Agent, err error) {
 	if f.agent == "" {
 		return nil, nil, usagef("missing --agent")
 	}
@@ -55,7 +57,14 @@ func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir st
 	if err != nil {
 		return nil, nil, err
 	}
-	if before, err = loadAgent(ctx, e, f, projectOf, dir); err != nil {
+	if err := f.resolve(ctx, e, projectOf); err != nil {
+		return nil, nil, errors.Join(err, e.Close())
+	}
+	session := ""
+	if projectOf != nil {
+		session = *projectOf
+	}
+	if before, err = loadAgent(ctx, e, f, session, dir); err != nil {
 		return nil, nil, errors.Join(err, e.Close())
 	}
 	return e, before, nil
@@ -64,7 +73,7 @@ func (a *app) openAgent(ctx context.Context, f restoreOptions, projectOf, dir st
 // loadAgent reads the agent from the log of e and checks that the session
 // whose directory the command works in, as openAgent describes, can be
 // used.
-func loadAgent(ctx context.Context, e *reprise.Engine, f restoreOptions, projectOf, dir string) (*projection.Agent, error) {
+func loadAgent(ctx context.Context, e *reprise.Engine, f *restoreOptions, projectOf, dir string) (*projection.Agent, error) {
 	before := projection.NewAgent(f.agent)
 	if err := e.Store().ReadStream(ctx, projection.AgentStream(f.agent), 1, before.Apply); err != nil {
 		return nil, err
@@ -95,10 +104,11 @@ func (a *app) report(w io.Writer, agent string, r *reprise.Restore) error {
 
 // clearOptions are the options of clear.
 type clearOptions struct {
+	cmdIO
 	restoreOptions
 }
 
-func newClearCmd(a *app) *cobra.Command {
+func newClearCmd(a *app, runF func(context.Context, *clearOptions) error) *cobra.Command {
 	var o clearOptions
 	cmd := &cobra.Command{
 		Use:   "clear --agent NAME",
@@ -111,7 +121,11 @@ directory current and runs its SessionStart hooks with source "clear".
 		Example: `  reprise clear --agent ide`,
 		Args:    positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runClear(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runClear(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -119,25 +133,27 @@ directory current and runs its SessionStart hooks with source "clear".
 }
 
 // runClear ends the agent's session and starts a fresh one.
-func runClear(ctx context.Context, a *app, o clearOptions, stdout, stderr io.Writer) error {
-	r, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+func runClear(ctx context.Context, o *clearOptions) error {
+	o.hooksReported = true // in the report
+	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.Clear(ctx)
-	}, stderr)
+	}, o.stderr)
 	if err != nil {
 		return err
 	}
-	return a.report(stdout, o.agent, r)
+	return o.report(o.stdout, o.agent, r)
 }
 
 // compactOptions are the options of compact.
 type compactOptions struct {
+	cmdIO
 	restoreOptions
 	summary      string // SUMMARY, "-" for standard input
 	trigger      string // --trigger: manual or auto
 	instructions string // --instructions, for PreCompact hooks
 }
 
-func newCompactCmd(a *app) *cobra.Command {
+func newCompactCmd(a *app, runF func(context.Context, *compactOptions) error) *cobra.Command {
 	var o compactOptions
 	cmd := &cobra.Command{
 		Use:   "compact --agent NAME [--trigger manual|auto] [--instructions TEXT] SUMMARY",
@@ -161,7 +177,11 @@ compaction: nothing is compacted, the block is recorded, and compact exits
 		Args: positional("SUMMARY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.summary = args[0]
-			return runCompact(cmd.Context(), a, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runCompact(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -171,24 +191,25 @@ compaction: nothing is compacted, the block is recorded, and compact exits
 }
 
 // runCompact replaces the agent's conversation so far by o.summary.
-func runCompact(ctx context.Context, a *app, o compactOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+func runCompact(ctx context.Context, o *compactOptions) error {
+	o.hooksReported = true // in the report
 	if o.trigger != "manual" && o.trigger != "auto" {
 		return usagef("--trigger must be manual or auto, not %q", o.trigger)
 	}
 	summary := o.summary
 	if summary == "-" {
-		data, err := io.ReadAll(stdin)
+		data, err := io.ReadAll(o.stdin)
 		if err != nil {
 			return fmt.Errorf("read summary: %w", err)
 		}
 		summary = strings.TrimSpace(string(data))
 	}
-	r, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.Compact(ctx, summary, reprise.WithTrigger(o.trigger), reprise.WithInstructions(o.instructions))
-	}, stderr)
+	}, o.stderr)
 	if errors.Is(err, reprise.ErrCompactionBlocked) && r != nil {
 		// The restore records the block: report it, then fail.
-		if rerr := a.report(stdout, o.agent, r); rerr != nil {
+		if rerr := o.report(o.stdout, o.agent, r); rerr != nil {
 			return rerr
 		}
 		return fmt.Errorf("compaction of %s not done: %w", r.To, err)
@@ -196,17 +217,18 @@ func runCompact(ctx context.Context, a *app, o compactOptions, stdin io.Reader, 
 	if err != nil {
 		return err
 	}
-	return a.report(stdout, o.agent, r)
+	return o.report(o.stdout, o.agent, r)
 }
 
 // forkOptions are the options of fork.
 type forkOptions struct {
+	cmdIO
 	restoreOptions
 	session string // SESSION, the one copied
 	at      string // --at, "" for its last message
 }
 
-func newForkCmd(a *app) *cobra.Command {
+func newForkCmd(a *app, runF func(context.Context, *forkOptions) error) *cobra.Command {
 	var o forkOptions
 	cmd := &cobra.Command{
 		Use:   "fork --agent NAME SESSION [--at MESSAGE]",
@@ -223,7 +245,11 @@ resume: saved, and ended with reason "resume".
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session = args[0]
-			return runFork(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runFork(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -232,27 +258,29 @@ resume: saved, and ended with reason "resume".
 }
 
 // runFork makes a copy of o.session the agent's current session.
-func runFork(ctx context.Context, a *app, o forkOptions, stdout, stderr io.Writer) error {
+func runFork(ctx context.Context, o *forkOptions) error {
+	o.hooksReported = true // in the report
 	if err := validID("session", o.session); err != nil {
 		return err
 	}
-	r, err := a.runAgent(ctx, o.restoreOptions, o.session, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, &o.session, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.Fork(ctx, o.session, o.at)
-	}, stderr)
+	}, o.stderr)
 	if err != nil {
 		return err
 	}
-	return a.report(stdout, o.agent, r)
+	return o.report(o.stdout, o.agent, r)
 }
 
 // endOptions are the options of end.
 type endOptions struct {
+	cmdIO
 	restoreOptions
 	reason string // --reason
 	end    reprise.EndOptions
 }
 
-func newEndCmd(a *app) *cobra.Command {
+func newEndCmd(a *app, runF func(context.Context, *endOptions) error) *cobra.Command {
 	var o endOptions
 	cmd := &cobra.Command{
 		Use:   "end --agent NAME --reason REASON",
@@ -268,7 +296,11 @@ is recorded with their outcomes.
   reprise end --agent ide --reason error --error "model overloaded"`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runEnd(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runEnd(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -279,29 +311,31 @@ is recorded with their outcomes.
 }
 
 // runEnd ends the agent's current session with o.reason.
-func runEnd(ctx context.Context, a *app, o endOptions, stdout, stderr io.Writer) error {
+func runEnd(ctx context.Context, o *endOptions) error {
+	o.hooksReported = true // in the report
 	if o.reason == "" {
 		return usagef("missing --reason")
 	}
 	if !slices.Contains(endReasons, reprise.Reason(o.reason)) {
 		return usagef("--reason must be one of %s, not %q", joinReasons(endReasons), o.reason)
 	}
-	r, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		return agent.End(ctx, reprise.Reason(o.reason), o.end)
-	}, stderr)
+	}, o.stderr)
 	if err != nil {
 		return err
 	}
-	return a.report(stdout, o.agent, r)
+	return o.report(o.stdout, o.agent, r)
 }
 
 // stopOptions are the options of stop.
 type stopOptions struct {
+	cmdIO
 	restoreOptions
 	reason string // --reason: why the turn ended, such as end_turn
 }
 
-func newStopCmd(a *app) *cobra.Command {
+func newStopCmd(a *app, runF func(context.Context, *stopOptions) error) *cobra.Command {
 	var o stopOptions
 	cmd := &cobra.Command{
 		Use:   "stop --agent NAME [--reason REASON]",
@@ -321,7 +355,11 @@ Go function hooks receive it as stopReason.
   reprise stop --agent ide --reason end_turn`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStop(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runStop(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -331,18 +369,19 @@ Go function hooks receive it as stopReason.
 
 // runStop runs the Stop hooks of the agent's current session and prints
 // whether they let it stop.
-func runStop(ctx context.Context, a *app, o stopOptions, stdout, stderr io.Writer) error {
+func runStop(ctx context.Context, o *stopOptions) error {
+	o.hooksReported = true // in the report
 	var res *reprise.StopResult
-	_, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		var err error
 		res, err = agent.Stop(ctx, reprise.WithStopReason(o.reason))
 		return nil, err
-	}, stderr)
+	}, o.stderr)
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return printJSON(stdout, struct {
+	if o.json {
+		return printJSON(o.stdout, struct {
 			Blocked    bool          `json:"blocked"`
 			Capped     bool          `json:"capped"`
 			Reason     string        `json:"reason,omitempty"`
@@ -351,15 +390,16 @@ func runStop(ctx context.Context, a *app, o stopOptions, stdout, stderr io.Write
 			Hooks      []outcomeJSON `json:"hooks"`
 		}{res.Blocked, res.Capped, res.Reason, o.reason, messageUUID(res.Message), jsonview.NewOutcomes(hookexec.Stop, res.Outcomes)})
 	}
+	fmt.Fprintf(o.stdout, "Stop hooks of agent %s:\n", o.agent)
+	printOutcomes(o.stdout, res.Outcomes, false)
 	switch {
 	case res.Capped:
-		fmt.Fprintf(stdout, "hooks not asked: %s\n", res.Reason)
+		fmt.Fprintf(o.stdout, "hooks not asked: %s\n", res.Reason)
 	case res.Blocked:
-		fmt.Fprintf(stdout, "blocked: %s\n", res.Reason)
+		fmt.Fprintf(o.stdout, "blocked: %s\n", res.Reason)
 	default:
-		fmt.Fprintln(stdout, "the agent may stop")
+		fmt.Fprintln(o.stdout, "the agent may stop")
 	}
-	printOutcomes(stdout, res.Outcomes, false)
 	return nil
 }
 

@@ -19,6 +19,7 @@ type eventJSON = jsonview.Event
 // logOptions are the options of log: one of session and agent, or
 // neither with follow.
 type logOptions struct {
+	cmdIO
 	session   string // SESSION
 	agent     string // --agent
 	bySession bool   // SESSION was given, even empty
@@ -26,7 +27,7 @@ type logOptions struct {
 }
 
 // newLogCmd returns the log command: the events of one stream.
-func newLogCmd(a *app) *cobra.Command {
+func newLogCmd(a *app, runF func(context.Context, *logOptions) error) *cobra.Command {
 	var o logOptions
 	cmd := &cobra.Command{
 		Use:   "log (SESSION | --agent NAME | --follow)",
@@ -64,7 +65,11 @@ lets it go between reads, so that it never keeps writers out.`,
 			if len(args) == 1 {
 				o.session, o.bySession = args[0], true
 			}
-			return runLog(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runLog(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVar(&o.agent, "agent", "", "show the restores of agent `NAME` instead of a session")
@@ -74,41 +79,45 @@ lets it go between reads, so that it never keeps writers out.`,
 
 // runLog prints the events of o.session's stream, or of o.agent's when no
 // session is given.
-func runLog(ctx context.Context, a *app, o logOptions, stdout, stderr io.Writer) (err error) {
+func runLog(ctx context.Context, o *logOptions) (err error) {
 	what, stream, id := "agent", projection.AgentStream(o.agent), o.agent
 	if o.bySession {
 		what, stream, id = "session", projection.SessionStream(o.session), o.session
 	}
 	if o.follow && !o.bySession && o.agent == "" {
-		return follow(ctx, a, stderr, 1, func(ev eventlog.Event) error {
-			if a.json {
-				return printEventJSON(stdout, ev)
+		return follow(ctx, o.app, o.stderr, 1, func(ev eventlog.Event) error {
+			if o.json {
+				return printEventJSON(o.stdout, ev)
 			}
-			return printFollowLine(stdout, ev)
+			return printFollowLine(o.stdout, ev)
 		})
 	}
 	if err := validID(what, id); err != nil {
 		return err
 	}
 	show := func(ev eventlog.Event) error {
-		if a.json {
-			return printEventJSON(stdout, ev)
+		if o.json {
+			return printEventJSON(o.stdout, ev)
 		}
-		return printLogLine(stdout, ev)
+		return printLogLine(o.stdout, ev)
 	}
 	if o.follow {
-		return follow(ctx, a, stderr, 1, func(ev eventlog.Event) error {
+		return follow(ctx, o.app, o.stderr, 1, func(ev eventlog.Event) error {
 			if ev.Stream != stream {
 				return nil
 			}
 			return show(ev)
 		})
 	}
-	e, err := a.openReadOnly(ctx, stderr)
+	e, err := o.openReadOnly(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
 	defer closeEngine(e, &err)
+	if id, err = resolveID(ctx, e.Store(), what, id); err != nil {
+		return err
+	}
+	stream = what + "/" + id
 	head, err := e.Store().Head(ctx, stream)
 	if err != nil {
 		return err

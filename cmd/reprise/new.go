@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -14,6 +13,7 @@ import (
 
 // newOptions are the options of new.
 type newOptions struct {
+	cmdIO
 	restoreOptions
 	id       string // --id, "" for a new UUID
 	idSet    bool   // --id was given, even empty
@@ -23,7 +23,7 @@ type newOptions struct {
 }
 
 // newNewCmd returns the new command: create a session.
-func newNewCmd(a *app) *cobra.Command {
+func newNewCmd(a *app, runF func(context.Context, *newOptions) error) *cobra.Command {
 	var o newOptions
 	cmd := &cobra.Command{
 		Use:   "new [--id ID] [--cwd DIR] [--agent NAME [--prompt TEXT]]",
@@ -55,7 +55,11 @@ passed to Go function hooks as initialPrompt.
 			if cmd.Flags().Changed("prompt") && !o.agentSet {
 				return usagef("--prompt needs --agent: it is given to the agent's SessionStart hooks")
 			}
-			return runNew(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runNew(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVar(&o.id, "id", "", "the session's `ID` (default a new UUID)")
@@ -67,7 +71,7 @@ passed to Go function hooks as initialPrompt.
 
 // runNew creates a session and prints its id; with an agent, it also makes
 // the session the agent's current one and prints what happened.
-func runNew(ctx context.Context, a *app, o newOptions, stdout, stderr io.Writer) (err error) {
+func runNew(ctx context.Context, o *newOptions) (err error) {
 	if o.idSet {
 		if err := validID("--id", o.id); err != nil {
 			return err
@@ -83,18 +87,19 @@ func runNew(ctx context.Context, a *app, o newOptions, stdout, stderr io.Writer)
 		return fmt.Errorf("--cwd: %w", err)
 	}
 	if o.agent != "" || o.agentSet {
-		r, err := a.runAgent(ctx, o.restoreOptions, "", cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		o.newAgent = true
+		r, err := o.runAgent(ctx, &o.restoreOptions, nil, cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 			return agent.New(ctx, o.id, cwd, reprise.WithInitialPrompt(o.prompt))
-		}, stderr)
+		}, o.stderr)
 		if err != nil {
 			return err
 		}
-		if !a.json {
-			fmt.Fprintln(stdout, r.To)
+		if !o.json {
+			fmt.Fprintln(o.stdout, r.To)
 		}
-		return a.report(stdout, o.agent, r)
+		return o.report(o.stdout, o.agent, r)
 	}
-	e, err := a.openWritable(ctx, stderr)
+	e, err := o.openWritable(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
@@ -103,12 +108,12 @@ func runNew(ctx context.Context, a *app, o newOptions, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return printJSON(stdout, struct {
+	if o.json {
+		return printJSON(o.stdout, struct {
 			Session string `json:"session"`
 			Cwd     string `json:"cwd"`
 		}{id, cwd})
 	}
-	_, err = fmt.Fprintln(stdout, id)
+	_, err = fmt.Fprintln(o.stdout, id)
 	return err
 }

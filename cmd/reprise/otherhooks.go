@@ -1,15 +1,9 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/reprise-dev/reprise/hookexec"
@@ -22,86 +16,42 @@ var claudeEventOrder = []string{
 	"Notification", "SubagentStart", "SubagentStop",
 }
 
-// foundGroup is one matcher group of a settings file, read only to list
-// its hooks.
-type foundGroup struct {
-	Matcher string `json:"matcher"`
-	Hooks   []struct {
-		Type    string  `json:"type"`
-		Command string  `json:"command"`
-		Prompt  string  `json:"prompt"`
-		URL     string  `json:"url"`
-		Timeout float64 `json:"timeout"` // seconds
-	} `json:"hooks"`
-}
-
-// otherEventHooks reads the settings files at paths and the hooks.json of
-// the plugin directories, and returns, one entry per event, the hooks they
-// configure for events reprise does not run, each event marked as not run.
-// The same event and command found in several places is listed once, at
-// its first place. Files that are missing are skipped; those that cannot
-// be read were already reported when the hooks were loaded, so they are
-// skipped quietly; a group of an unrun event that does not parse is
-// reported as a warning.
+// otherEventHooks lists, one entry per event, the hooks that the settings
+// files at paths and the hooks.json of the plugin directories configure
+// for events reprise does not run, each event marked as not run. The same
+// event and hook found in several places is listed once, at its first
+// place. Files that are missing or cannot be read were already dealt with
+// when the hooks were loaded, so they are skipped quietly; a group of an
+// unrun event that does not parse is reported as a warning.
 func otherEventHooks(paths, pluginDirs []string, stderr io.Writer) []hookEventJSON {
 	byEvent := map[string][]hookJSON{}
 	seen := map[[2]string]bool{}
-	read := func(path, source, root string) {
-		data, err := readSmallFile(path)
+	add := func(hooks []hookexec.OtherHook, bad []error, err error) {
 		if err != nil {
 			return
 		}
-		var f struct {
-			Hooks map[string]json.RawMessage `json:"hooks"`
+		for _, err := range bad {
+			warn(stderr, "%v", err)
 		}
-		if json.Unmarshal(data, &f) != nil {
-			return
-		}
-		for event, raw := range f.Hooks {
-			if slices.Contains(hookexec.Events, hookexec.Event(event)) {
+		for _, h := range hooks {
+			k := [2]string{h.Event, h.Type + "\x00" + h.Text}
+			if seen[k] {
 				continue
 			}
-			var groups []foundGroup
-			if err := json.Unmarshal(raw, &groups); err != nil {
-				warn(stderr, "%s: hooks.%s: %v", path, event, err)
-				continue
+			seen[k] = true
+			x := hookJSON{Name: h.Text, Type: h.Type, Matcher: h.Matcher,
+				TimeoutMS: float64(h.Timeout) / float64(time.Millisecond), Source: h.Source, PluginRoot: h.PluginRoot}
+			if h.Type == "command" {
+				x.Command = h.Text
 			}
-			for _, g := range groups {
-				for _, h := range g.Hooks {
-					name := h.Command
-					switch {
-					case name == "" && h.Prompt != "":
-						name = h.Prompt
-					case name == "" && h.URL != "":
-						name = h.URL
-					}
-					if root != "" {
-						name = strings.ReplaceAll(name, "${CLAUDE_PLUGIN_ROOT}", root)
-					}
-					k := [2]string{event, h.Type + "\x00" + name}
-					if seen[k] {
-						continue
-					}
-					seen[k] = true
-					x := hookJSON{Name: name, Type: h.Type, Matcher: g.Matcher,
-						TimeoutMS: h.Timeout * float64(time.Second/time.Millisecond), Source: source, PluginRoot: root}
-					if h.Type == "command" {
-						x.Command = name
-					}
-					byEvent[event] = append(byEvent[event], x)
-				}
-			}
+			byEvent[h.Event] = append(byEvent[h.Event], x)
 		}
 	}
 	for _, p := range paths {
-		read(p, p, "")
+		add(hookexec.LoadOtherHooks(p))
 	}
 	for _, dir := range pluginDirs {
-		root, err := filepath.Abs(dir)
-		if err != nil {
-			continue
-		}
-		read(filepath.Join(root, "hooks", "hooks.json"), "plugin:"+root, root)
+		add(hookexec.LoadOtherPluginHooks(dir))
 	}
 	names := make([]string, 0, len(byEvent))
 	for ev := range byEvent {
@@ -124,34 +74,4 @@ func otherEventHooks(paths, pluginDirs []string, stderr io.Writer) []hookEventJS
 		out = append(out, hookEventJSON{Event: ev, Run: false, Hooks: byEvent[ev]})
 	}
 	return out
-}
-
-// readSmallFile reads the settings file at path if it is a regular file
-// (a symbolic link to one is fine) of at most hookexec.MaxConfigFileSize
-// bytes. It never waits on a FIFO: the file is opened non-blocking and
-// checked before it is read.
-func readSmallFile(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	if info.Size() > hookexec.MaxConfigFileSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, hookexec.MaxConfigFileSize)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, hookexec.MaxConfigFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > hookexec.MaxConfigFileSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, hookexec.MaxConfigFileSize)
-	}
-	return data, nil
 }

@@ -20,6 +20,7 @@ var errPromptBlocked = errors.New("prompt blocked by a UserPromptSubmit hook")
 
 // promptOptions are the options of prompt.
 type promptOptions struct {
+	cmdIO
 	restoreOptions
 	text string // TEXT, "-" for standard input
 }
@@ -36,7 +37,7 @@ type promptJSON struct {
 	Hooks          []outcomeJSON `json:"hooks"`
 }
 
-func newPromptCmd(a *app) *cobra.Command {
+func newPromptCmd(a *app, runF func(context.Context, *promptOptions) error) *cobra.Command {
 	var o promptOptions
 	cmd := &cobra.Command{
 		Use:   "prompt --agent NAME TEXT",
@@ -59,7 +60,11 @@ the prompt was kept, 1 when a hook blocked it.
 		Args: positional("TEXT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.text = args[0]
-			return runPrompt(cmd.Context(), a, o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runPrompt(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -68,10 +73,11 @@ the prompt was kept, 1 when a hook blocked it.
 
 // runPrompt submits o.text to the agent's current session and prints what
 // became of it.
-func runPrompt(ctx context.Context, a *app, o promptOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+func runPrompt(ctx context.Context, o *promptOptions) error {
+	o.hooksReported = true // in the report
 	text := o.text
 	if text == "-" {
-		data, err := io.ReadAll(stdin)
+		data, err := io.ReadAll(o.stdin)
 		if err != nil {
 			return fmt.Errorf("read prompt: %w", err)
 		}
@@ -84,23 +90,23 @@ func runPrompt(ctx context.Context, a *app, o promptOptions, stdin io.Reader, st
 		res     *reprise.PromptResult
 		session string
 	)
-	_, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		session = agent.Current()
 		var err error
 		res, err = agent.Prompt(ctx, text)
 		return nil, err
-	}, stderr)
+	}, o.stderr)
 	if err != nil {
 		return err
 	}
-	if a.json {
-		err = printJSON(stdout, promptJSON{
+	if o.json {
+		err = printJSON(o.stdout, promptJSON{
 			Agent: o.agent, Session: session, Blocked: res.Blocked, Reason: res.Reason,
 			Message: messageUUID(res.Message), Context: res.Context, ContextMessage: messageUUID(res.ContextMessage),
 			Hooks: jsonview.NewOutcomes(hookexec.UserPromptSubmit, res.Outcomes),
 		})
 	} else {
-		printPrompt(stdout, session, res)
+		printPrompt(o.stdout, session, res)
 	}
 	if err == nil && res.Blocked {
 		err = fmt.Errorf("%w: %s", errPromptBlocked, res.Reason)
@@ -118,7 +124,7 @@ func printPrompt(w io.Writer, session string, res *reprise.PromptResult) {
 	default:
 		fmt.Fprintf(w, "kept in %s\n", session)
 	}
-	fmt.Fprintln(w, "UserPromptSubmit hooks:")
+	fmt.Fprintf(w, "UserPromptSubmit hooks on %s:\n", session)
 	printOutcomes(w, res.Outcomes, false)
 	switch {
 	case res.Context == "":

@@ -29,7 +29,7 @@ func TestPrompt(t *testing.T) {
 	c.ok(with("start", "s")...)
 
 	out := c.ok(with("prompt", "Why does TestRefund flake?")...)
-	if !strings.HasPrefix(out, "kept as message ") || !strings.Contains(out, "UserPromptSubmit hooks:") ||
+	if !strings.HasPrefix(out, "kept as message ") || !strings.Contains(out, "UserPromptSubmit hooks on ") ||
 		!strings.Contains(out, "context added as message ") || !strings.Contains(out, "  remember the style guide\n") {
 		t.Fatalf("prompt printed:\n%s", out)
 	}

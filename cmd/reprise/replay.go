@@ -28,13 +28,14 @@ type messageJSON = jsonview.Message
 
 // replayOptions are the options of replay.
 type replayOptions struct {
+	cmdIO
 	session   string // SESSION
 	format    string // --format
 	formatSet bool   // --format was given
 }
 
 // newReplayCmd returns the replay command: a conversation rebuilt from its events.
-func newReplayCmd(a *app) *cobra.Command {
+func newReplayCmd(a *app, runF func(context.Context, *replayOptions) error) *cobra.Command {
 	var o replayOptions
 	cmd := &cobra.Command{
 		Use:   "replay SESSION [--format text|json|claude]",
@@ -53,7 +54,11 @@ from them alone, as any reader of the log would.
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session, o.formatSet = args[0], cmd.Flags().Changed("format")
-			return runReplay(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runReplay(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVar(&o.format, "format", formatText, "output `FORMAT`: text, json or claude")
@@ -62,27 +67,30 @@ from them alone, as any reader of the log would.
 
 // runReplay rebuilds o.session's conversation from its events and prints
 // it in o.format.
-func runReplay(ctx context.Context, a *app, o replayOptions, stdout, stderr io.Writer) (err error) {
+func runReplay(ctx context.Context, o *replayOptions) (err error) {
 	id, format := o.session, o.format
-	if !o.formatSet && a.json {
+	if !o.formatSet && o.json {
 		format = formatJSON
 	}
 	switch {
 	case format != formatText && format != formatJSON && format != formatClaude:
 		return usagef("--format must be text, json or claude, not %q", format)
-	case format == formatText && a.json:
+	case format == formatText && o.json:
 		return usagef("--json and --format text disagree")
 	}
 	if err := validID("session", id); err != nil {
 		return err
 	}
-	e, err := a.openReadOnly(ctx, stderr)
+	e, err := o.openReadOnly(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
 	defer closeEngine(e, &err)
+	if id, err = resolveID(ctx, e.Store(), "session", id); err != nil {
+		return err
+	}
 	if format == formatClaude {
-		return e.Export(ctx, id, stdout)
+		return e.Export(ctx, id, o.stdout)
 	}
 	conv := projection.NewConversation(id)
 	if err := e.Store().ReadStream(ctx, projection.SessionStream(id), 1, conv.Apply); err != nil {
@@ -95,9 +103,9 @@ func runReplay(ctx context.Context, a *app, o replayOptions, stdout, stderr io.W
 		return fmt.Errorf("%w: %s", reprise.ErrSessionDeleted, id)
 	}
 	if format == formatJSON {
-		return printJSON(stdout, jsonview.NewConversation(conv, conv.Messages))
+		return printJSON(o.stdout, jsonview.NewConversation(conv, conv.Messages))
 	}
-	printConversation(stdout, conv)
+	printConversation(o.stdout, conv)
 	return nil
 }
 

@@ -160,6 +160,23 @@ func projectDir(ctx context.Context, e *reprise.Engine, id string) (dir string, 
 type restoreOptions struct {
 	agent string // --agent
 	hooks hookOptions
+	// newAgent says that --agent may name an agent the log does not hold
+	// yet (start, new --agent): it is taken whole, never as a prefix.
+	newAgent bool
+}
+
+// resolve makes f.agent, unless it may be new, and *session, when given
+// and not empty, the whole ids they are prefixes of in e's store.
+func (f *restoreOptions) resolve(ctx context.Context, e *reprise.Engine, session *string) (err error) {
+	if !f.newAgent {
+		if f.agent, err = resolveID(ctx, e.Store(), "agent", f.agent); err != nil {
+			return err
+		}
+	}
+	if session != nil && *session != "" {
+		*session, err = resolveID(ctx, e.Store(), "session", *session)
+	}
+	return err
 }
 
 // register binds f to --agent and the hook flags on cmd.
@@ -171,17 +188,18 @@ func (f *restoreOptions) register(cmd *cobra.Command) {
 // restoreFunc is Agent.Start or Agent.Restore.
 type restoreFunc func(a *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error)
 
-// restore opens the store for writing, loads the hooks for session id,
+// restore opens the store for writing, loads the hooks for session *id,
 // gets the agent and runs do on it. It returns the agent's session before
-// the restore and the restore, nil when do did nothing.
-func (a *app) restore(ctx context.Context, f restoreOptions, id string, do restoreFunc, stderr io.Writer) (from string, r *reprise.Restore, err error) {
+// the restore and the restore, nil when do did nothing. f.agent and *id
+// become the whole ids they are prefixes of (restoreOptions.resolve).
+func (a *app) restore(ctx context.Context, f *restoreOptions, id *string, do restoreFunc, stderr io.Writer) (from string, r *reprise.Restore, err error) {
 	if f.agent == "" {
 		return "", nil, usagef("missing --agent")
 	}
 	if err := validID("--agent", f.agent); err != nil {
 		return "", nil, err
 	}
-	if err := validID("session", id); err != nil {
+	if err := validID("session", *id); err != nil {
 		return "", nil, err
 	}
 	if err := f.hooks.check(); err != nil {
@@ -192,8 +210,11 @@ func (a *app) restore(ctx context.Context, f restoreOptions, id string, do resto
 		return "", nil, err
 	}
 	defer closeEngine(e, &err)
+	if err := f.resolve(ctx, e, id); err != nil {
+		return "", nil, err
+	}
 	defer func() { err = explainInterrupt(e, f.agent, err) }()
-	if _, _, err := projectDir(ctx, e, id); err != nil {
+	if _, _, err := projectDir(ctx, e, *id); err != nil {
 		return "", nil, err
 	}
 	agent, err := e.Agent(ctx, f.agent)
@@ -201,7 +222,7 @@ func (a *app) restore(ctx context.Context, f restoreOptions, id string, do resto
 		return "", nil, err
 	}
 	from = agent.Current()
-	r, err = do(agent, ctx, id)
+	r, err = do(agent, ctx, *id)
 	return from, r, explainNoSession(err, f.agent)
 }
 
@@ -292,9 +313,13 @@ func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 		if s := strings.TrimSpace(o.Stderr); s != "" {
 			detail += fmt.Sprintf("; stderr %q", projection.Clip(s, 200))
 		}
-		fmt.Fprintf(w, "  %-11s %8s  %s%s  (%s)\n", o.Status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, o.Source)
+		status := string(o.Status)
 		if o.Decision == "block" {
-			fmt.Fprintf(w, "      blocked: %s\n", projection.Clip(o.Reason, 200))
+			status = "blocked" // it ran, and said no
+		}
+		fmt.Fprintf(w, "  %-11s %8s  %s%s  (%s)\n", status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, o.Source)
+		if o.Decision == "block" {
+			fmt.Fprintf(w, "      reason: %s\n", projection.Clip(o.Reason, 200))
 		}
 		if o.Summary != "" {
 			fmt.Fprintf(w, "      session summary: %s\n", projection.Clip(o.Summary, 200))

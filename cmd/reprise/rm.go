@@ -19,6 +19,7 @@ import (
 
 // rmOptions are the options of rm.
 type rmOptions struct {
+	cmdIO
 	sessions  []string // SESSION...
 	olderThan string   // --older-than
 	dryRun    bool     // --dry-run
@@ -39,7 +40,7 @@ type refusedJSON struct {
 }
 
 // newRmCmd returns the rm command: delete sessions.
-func newRmCmd(a *app) *cobra.Command {
+func newRmCmd(a *app, runF func(context.Context, *rmOptions) error) *cobra.Command {
 	var o rmOptions
 	cmd := &cobra.Command{
 		Use:   "rm (SESSION... | --older-than AGE) [--dry-run]",
@@ -75,7 +76,11 @@ finishes the restore.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.sessions = args
-			return runRm(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runRm(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVar(&o.olderThan, "older-than", "", "delete the sessions with no activity for `AGE`, such as 30d, 12h or 90m")
@@ -85,7 +90,7 @@ finishes the restore.`,
 
 // runRm deletes o.sessions, or those inactive for o.olderThan, and lists
 // them.
-func runRm(ctx context.Context, a *app, o rmOptions, stdout, stderr io.Writer) (err error) {
+func runRm(ctx context.Context, o *rmOptions) (err error) {
 	var age time.Duration
 	if o.olderThan != "" {
 		if age, err = parseAge(o.olderThan); err != nil {
@@ -97,17 +102,17 @@ func runRm(ctx context.Context, a *app, o rmOptions, stdout, stderr io.Writer) (
 			return err
 		}
 	}
-	open := a.openWritable
+	open := o.openWritable
 	if o.dryRun {
-		open = a.openReadOnly
+		open = o.openReadOnly
 	}
-	e, err := open(ctx, stderr)
+	e, err := open(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
 	defer closeEngine(e, &err)
 	if o.dryRun {
-		return a.dryRunRm(ctx, e, o, age, stdout)
+		return o.dryRunRm(ctx, e, *o, age, o.stdout)
 	}
 	var gone []reprise.InactiveSession
 	if o.olderThan != "" {
@@ -115,10 +120,10 @@ func runRm(ctx context.Context, a *app, o rmOptions, stdout, stderr io.Writer) (
 	} else {
 		gone, err = deleteSessions(ctx, e, o.sessions)
 	}
-	if err != nil && len(gone) == 0 && !a.json {
+	if err != nil && len(gone) == 0 && !o.json {
 		return err // not "nothing to delete": the error says why
 	}
-	if perr := printDeleted(stdout, a.json, false, gone, nil); perr != nil {
+	if perr := printDeleted(o.stdout, o.json, false, gone, nil); perr != nil {
 		return errors.Join(err, perr)
 	}
 	return err

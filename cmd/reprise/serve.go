@@ -27,6 +27,7 @@ const defaultServeAddr = "127.0.0.1:7777"
 
 // serveOptions are the options of serve.
 type serveOptions struct {
+	cmdIO
 	addr    string // --addr
 	addrSet bool   // --addr was given
 	token   string // --token
@@ -44,7 +45,7 @@ type serveJSON struct {
 }
 
 // newServeCmd returns the serve command: the web view of the store.
-func newServeCmd(a *app) *cobra.Command {
+func newServeCmd(a *app, runF func(context.Context, *serveOptions) error) *cobra.Command {
 	o := serveOptions{addr: defaultServeAddr}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT] [--token TOKEN | --no-token] | serve --socket PATH",
@@ -79,7 +80,11 @@ until interrupted (Ctrl-C).`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.addrSet = cmd.Flags().Changed("addr")
-			return runServe(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runServe(cmd.Context(), &o)
 		},
 	}
 	cmd.Flags().StringVar(&o.addr, "addr", o.addr, "listen on `HOST:PORT`")
@@ -120,8 +125,8 @@ func checkToken(token, from string) error {
 }
 
 // runServe serves the web view of the store until ctx ends.
-func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Writer) error {
-	if err := checkServeOptions(o); err != nil {
+func runServe(ctx context.Context, o *serveOptions) error {
+	if err := checkServeOptions(*o); err != nil {
 		return err
 	}
 	token := o.token
@@ -142,12 +147,12 @@ func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Wri
 				"serve there with a token (leave out --no-token), or listen on a loopback address such as %s", o.addr, defaultServeAddr)
 		}
 	}
-	path, err := a.storePath()
+	path, err := o.storePath()
 	if err != nil {
 		return err
 	}
 	// Fail now, not at the first request, when there is no store to read.
-	e, err := a.openReadOnly(ctx, stderr)
+	e, err := o.openReadOnly(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
@@ -178,7 +183,7 @@ func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Wri
 		return err
 	}
 	defer remove()
-	var h http.Handler = newStoreView(a, stderr)
+	var h http.Handler = newStoreView(o.app, o.stderr)
 	switch {
 	case token != "":
 		h = web.RequireToken(token, h)
@@ -190,13 +195,13 @@ func runServe(ctx context.Context, a *app, o serveOptions, stdout, stderr io.Wri
 		out.URL = serveURL(ln.Addr(), token)
 	}
 	switch {
-	case a.json:
-		err = printJSON(stdout, out)
+	case o.json:
+		err = printJSON(o.stdout, out)
 	case o.socket != "":
-		_, err = fmt.Fprintf(stdout, "serving %s on the socket %s, which only you can reach (Ctrl-C stops): curl --unix-socket %s http://localhost/api/sessions\n",
+		_, err = fmt.Fprintf(o.stdout, "serving %s on the socket %s, which only you can reach (Ctrl-C stops): curl --unix-socket %s http://localhost/api/sessions\n",
 			out.Store, o.socket, shellQuote(o.socket))
 	default:
-		_, err = fmt.Fprintf(stdout, "serving %s at %s (Ctrl-C stops)\n", out.Store, out.URL)
+		_, err = fmt.Fprintf(o.stdout, "serving %s at %s (Ctrl-C stops)\n", out.Store, out.URL)
 	}
 	if err != nil {
 		ln.Close()

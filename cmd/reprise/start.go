@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,6 +12,7 @@ import (
 
 // startOptions are the options of start and resume.
 type startOptions struct {
+	cmdIO
 	restoreOptions
 	session string // SESSION
 	prompt  string // --prompt, start only: the session's first prompt
@@ -20,7 +20,7 @@ type startOptions struct {
 }
 
 // newStartCmd returns the start command: the startup restore.
-func newStartCmd(a *app) *cobra.Command {
+func newStartCmd(a *app, runF func(context.Context, *startOptions) error) *cobra.Command {
 	var o startOptions
 	cmd := &cobra.Command{
 		Use:   "start --agent NAME [--prompt TEXT] [--resume] SESSION",
@@ -29,7 +29,9 @@ func newStartCmd(a *app) *cobra.Command {
 session and runs the SessionStart hooks with source "startup", without any
 SessionEnd hook. Their context is injected into the session as a
 <system-reminder> meta message and printed, so that a host can hand it to
-the model. Nothing is printed when the hooks give no context. Use it when an
+the model. When the hooks give no context, nothing is printed on standard
+output and standard error says so. A hook that fails is warned about on
+standard error, once. Use it when an
 agent host starts, also to resume the session it already had.
 
 --resume says that the host reopens a stored session as it starts, as
@@ -54,7 +56,11 @@ never stop the restore.
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session = args[0]
-			return runStart(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runStart(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -64,28 +70,34 @@ never stop the restore.
 }
 
 // runStart runs the startup restore of o.session and prints its context.
-func runStart(ctx context.Context, a *app, o startOptions, stdout, stderr io.Writer) error {
-	_, r, err := a.restore(ctx, o.restoreOptions, o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
+func runStart(ctx context.Context, o *startOptions) error {
+	o.hooksReported = o.json // in the JSON; the text is the context alone
+	o.newAgent = true // start may give the log a new agent
+	_, r, err := o.restore(ctx, &o.restoreOptions, &o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
 		opts := []reprise.ActionOption{reprise.WithInitialPrompt(o.prompt)}
 		if o.resume {
 			opts = append(opts, reprise.WithResume())
 		}
 		return agent.Start(ctx, id, opts...)
-	}, stderr)
+	}, o.stderr)
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return printJSON(stdout, jsonview.NewRestore(o.agent, o.session, r))
+	if o.json {
+		return printJSON(o.stdout, jsonview.NewRestore(o.agent, o.session, r))
 	}
-	if r != nil && r.Context != "" {
-		_, err = fmt.Fprintln(stdout, r.Context)
+	if r == nil || r.Context == "" {
+		// Standard output stays the context alone, for the host to hand
+		// to the model; the person reading is told there is none.
+		_, err = fmt.Fprintf(o.stderr, "reprise: no SessionStart hook gave context; nothing was injected into %s\n", o.session)
+		return err
 	}
+	_, err = fmt.Fprintln(o.stdout, r.Context)
 	return err
 }
 
 // newResumeCmd returns the resume command: the runtime restore.
-func newResumeCmd(a *app) *cobra.Command {
+func newResumeCmd(a *app, runF func(context.Context, *startOptions) error) *cobra.Command {
 	var o startOptions
 	cmd := &cobra.Command{
 		Use:     "resume --agent NAME SESSION",
@@ -109,7 +121,11 @@ reprise start first.
 		Args: positional("SESSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.session = args[0]
-			return runResume(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runResume(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -117,18 +133,19 @@ reprise start first.
 }
 
 // runResume runs the runtime restore to o.session and prints what happened.
-func runResume(ctx context.Context, a *app, o startOptions, stdout, stderr io.Writer) error {
-	from, r, err := a.restore(ctx, o.restoreOptions, o.session, (*reprise.Agent).Restore, stderr)
+func runResume(ctx context.Context, o *startOptions) error {
+	o.hooksReported = true // in the report
+	from, r, err := o.restore(ctx, &o.restoreOptions, &o.session, (*reprise.Agent).Restore, o.stderr)
 	if err != nil {
 		return err
 	}
 	switch {
-	case a.json:
-		return printJSON(stdout, jsonview.NewRestore(o.agent, o.session, r))
+	case o.json:
+		return printJSON(o.stdout, jsonview.NewRestore(o.agent, o.session, r))
 	case r == nil:
-		fmt.Fprintf(stdout, "agent %s is already on session %s; nothing to do\n", o.agent, from)
+		fmt.Fprintf(o.stdout, "agent %s is already on session %s; nothing to do\n", o.agent, from)
 	default:
-		printRestore(stdout, o.agent, r)
+		printRestore(o.stdout, o.agent, r)
 	}
 	return nil
 }

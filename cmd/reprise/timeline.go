@@ -10,15 +10,16 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// printTimeline writes one line per event: position, stream, seq, type and
-// the fields that matter for that type.
+// printTimeline writes the demo's timeline, one line per event:
+// position, stream, seq, type and the fields that matter for that type,
+// every UUID cut to its first 8 characters.
 func printTimeline(w io.Writer, evs []eventlog.Event) error {
 	for _, ev := range evs {
 		p, err := schema.Decode(ev)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%4d  %-22s %3d  %-24s %s\n", ev.Position, ev.Stream, ev.Seq, ev.Type, projection.Describe(p))
+		fmt.Fprintf(w, "%3d  %-16s %3d  %-23s %s\n", ev.Position, shortIDs(ev.Stream), ev.Seq, ev.Type, shortIDs(projection.Describe(p)))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 // toolOptions are the options of tool and tool-result.
 type toolOptions struct {
+	cmdIO
 	restoreOptions
 	id         string // --tool-use-id
 	name       string // --name, tool
@@ -49,7 +50,7 @@ type toolResultJSON struct {
 	haltJSON
 }
 
-func newToolCmd(a *app) *cobra.Command {
+func newToolCmd(a *app, runF func(context.Context, *toolOptions) error) *cobra.Command {
 	var o toolOptions
 	cmd := &cobra.Command{
 		Use:   "tool --agent NAME --tool-use-id ID --name TOOL [--input JSON] [--permission allow|deny|ask]",
@@ -73,7 +74,11 @@ with and the hooks' context, and exits 0 whatever the decision.
   reprise tool --agent ide --json --tool-use-id toolu_1 --name Bash --input '{"command":"rm -rf build"}' | jq -r .decision`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runTool(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runTool(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -85,7 +90,7 @@ with and the hooks' context, and exits 0 whatever the decision.
 }
 
 // runTool decides on a tool call and prints the decision.
-func runTool(ctx context.Context, a *app, o toolOptions, stdout, stderr io.Writer) error {
+func runTool(ctx context.Context, o *toolOptions) error {
 	switch {
 	case o.id == "" || o.name == "":
 		return usagef("tool needs --tool-use-id and --name")
@@ -97,35 +102,35 @@ func runTool(ctx context.Context, a *app, o toolOptions, stdout, stderr io.Write
 		return usagef("--permission must be allow, deny or ask, not %q", o.permission)
 	}
 	var d *reprise.ToolDecision
-	_, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		var err error
 		d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: o.id, Name: o.name, Input: json.RawMessage(o.input), Permission: o.permission})
 		return nil, err
-	}, stderr)
+	}, o.stderr)
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return printJSON(stdout, toolJSON{Decision: d.Decision, Reason: d.Reason, UpdatedInput: d.Input, Context: d.Context,
+	if o.json {
+		return printJSON(o.stdout, toolJSON{Decision: d.Decision, Reason: d.Reason, UpdatedInput: d.Input, Context: d.Context,
 			Interrupted: d.Interrupted, haltJSON: haltJSON{d.Halted, d.StopReason}})
 	}
-	fmt.Fprintf(stdout, "%s\n", d.Decision)
+	fmt.Fprintf(o.stdout, "%s\n", d.Decision)
 	if d.Reason != "" {
-		fmt.Fprintf(stdout, "reason: %s\n", d.Reason)
+		fmt.Fprintf(o.stdout, "reason: %s\n", d.Reason)
 	}
-	fmt.Fprintf(stdout, "input: %s\n", d.Input)
+	fmt.Fprintf(o.stdout, "input: %s\n", d.Input)
 	if d.Context != "" {
-		fmt.Fprintln(stdout, "context:")
-		printIndented(stdout, d.Context)
+		fmt.Fprintln(o.stdout, "context:")
+		printIndented(o.stdout, d.Context)
 	}
 	if d.Interrupted {
-		fmt.Fprintln(stdout, "interrupted: the call was decided before and has no result; the tool may have run")
+		fmt.Fprintln(o.stdout, "interrupted: the call was decided before and has no result; the tool may have run")
 	}
-	printHalt(stdout, d.Halt)
+	printHalt(o.stdout, d.Halt)
 	return nil
 }
 
-func newToolResultCmd(a *app) *cobra.Command {
+func newToolResultCmd(a *app, runF func(context.Context, *toolOptions) error) *cobra.Command {
 	var o toolOptions
 	cmd := &cobra.Command{
 		Use:   "tool-result --agent NAME --tool-use-id ID (--output JSON | --error TEXT)",
@@ -143,7 +148,11 @@ whether one blocked, and exits 0 either way.
   reprise tool-result --agent ide --tool-use-id toolu_2 --error 'Exit code 1'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runToolResult(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runToolResult(cmd.Context(), &o)
 		},
 	}
 	o.register(cmd)
@@ -155,7 +164,7 @@ whether one blocked, and exits 0 either way.
 
 // runToolResult records a tool call's result and prints what its hooks
 // said.
-func runToolResult(ctx context.Context, a *app, o toolOptions, stdout, stderr io.Writer) error {
+func runToolResult(ctx context.Context, o *toolOptions) error {
 	switch {
 	case o.id == "":
 		return usagef("tool-result needs --tool-use-id")
@@ -167,28 +176,28 @@ func runToolResult(ctx context.Context, a *app, o toolOptions, stdout, stderr io
 		return usagef("--output is not JSON: %q", clip(o.output))
 	}
 	var f *reprise.ToolFeedback
-	_, err := a.runAgent(ctx, o.restoreOptions, "", "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		var err error
 		f, err = agent.PostToolUse(ctx, reprise.ToolResult{ID: o.id, Output: json.RawMessage(o.output), Error: o.failure})
 		return nil, err
-	}, stderr)
+	}, o.stderr)
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return printJSON(stdout, toolResultJSON{Context: f.Context, Blocked: f.Blocked, Reason: f.Reason,
+	if o.json {
+		return printJSON(o.stdout, toolResultJSON{Context: f.Context, Blocked: f.Blocked, Reason: f.Reason,
 			haltJSON: haltJSON{f.Halted, f.StopReason}})
 	}
 	if f.Blocked {
-		fmt.Fprintf(stdout, "blocked: %s\n", f.Reason)
+		fmt.Fprintf(o.stdout, "blocked: %s\n", f.Reason)
 	}
 	if f.Context == "" {
-		fmt.Fprintln(stdout, "no context added")
+		fmt.Fprintln(o.stdout, "no context added")
 	} else {
-		fmt.Fprintln(stdout, "context:")
-		printIndented(stdout, f.Context)
+		fmt.Fprintln(o.stdout, "context:")
+		printIndented(o.stdout, f.Context)
 	}
-	printHalt(stdout, f.Halt)
+	printHalt(o.stdout, f.Halt)
 	return nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -265,5 +267,31 @@ func TestStrictImportSaysWhichLineAndHowToGoOn(t *testing.T) {
 	small := c.writeFile("small.jsonl", "garbage\n"+`{"type":"summary"}`+"\n")
 	if r := c.fails(exitFailure, "import", "--strict", "--id", "small", small); !strings.Contains(r.stderr, small+": bad transcript line 1: not valid JSON; nothing was imported") {
 		t.Errorf("strict import of a first bad line: %s", r.stderr)
+	}
+}
+
+// An import that fails into a store it creates, --resume or not, leaves
+// no store behind; one that fails into an existing store leaves it as it
+// was.
+func TestAFailedImportCreatesNoStore(t *testing.T) {
+	c := newCLI(t)
+	notTranscript := c.writeFile("bad.jsonl", "{}\n")
+	for _, args := range [][]string{
+		{"import", "--resume", "--id", "x", notTranscript},
+		{"import", notTranscript},
+		{"import", "--id", "x", "--strict", c.writeFile("strict.jsonl", "not json\n")},
+	} {
+		r := c.fails(exitFailure, args...)
+		if _, err := os.Stat(c.store); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("reprise %s (%s) left a store: %v", strings.Join(args, " "), r.stderr, err)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(c.store)); len(entries) != 0 {
+			t.Fatalf("reprise %s left files beside the store: %v", strings.Join(args, " "), entries)
+		}
+	}
+	c.ok("new", "--id", "other")
+	c.fails(exitFailure, "import", "--resume", "--id", "x", notTranscript)
+	if got := c.sessionIDs(); got != "other" {
+		t.Fatalf("sessions after a failed import: %q", got)
 	}
 }

@@ -3,16 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 )
 
 // vacuumOptions are the options of vacuum: none of its own.
-type vacuumOptions struct{}
+type vacuumOptions struct{ cmdIO }
 
 // newVacuumCmd returns the vacuum command: remove deleted sessions for good.
-func newVacuumCmd(a *app) *cobra.Command {
+func newVacuumCmd(a *app, runF func(context.Context, *vacuumOptions) error) *cobra.Command {
 	var o vacuumOptions
 	return &cobra.Command{
 		Use:   "vacuum",
@@ -28,18 +27,22 @@ bytes are gone from it. On PostgreSQL the rows are deleted; see
 docs/postgres.md for what the server keeps.
 
 vacuum writes: it waits for the store like any command that writes.`,
-		Example: `  reprise rm "$id" && reprise vacuum
-  reprise vacuum --json`,
+		Example: `  reprise vacuum
+  reprise rm "$id" && reprise vacuum --json`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runVacuum(cmd.Context(), a, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runVacuum(cmd.Context(), &o)
 		},
 	}
 }
 
 // runVacuum vacuums the store and says what went.
-func runVacuum(ctx context.Context, a *app, _ vacuumOptions, stdout, stderr io.Writer) (err error) {
-	e, err := a.openWritable(ctx, stderr)
+func runVacuum(ctx context.Context, o *vacuumOptions) (err error) {
+	e, err := o.openWritable(ctx, o.stderr)
 	if err != nil {
 		return err
 	}
@@ -48,18 +51,18 @@ func runVacuum(ctx context.Context, a *app, _ vacuumOptions, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	if a.json {
+	if o.json {
 		if rep.Sessions == nil {
 			rep.Sessions = []string{}
 		}
-		return printJSON(stdout, struct {
+		return printJSON(o.stdout, struct {
 			Sessions  []string `json:"sessions"`
 			Events    int      `json:"events"`
 			Rewritten int      `json:"rewritten"`
 			Files     int      `json:"files"`
 		}{rep.Sessions, rep.Events, rep.Rewritten, rep.Files})
 	}
-	_, err = fmt.Fprintf(stdout, "removed %d event(s) of %d deleted session(s), blanked %d agent event(s), removed %d file(s)\n",
+	_, err = fmt.Fprintf(o.stdout, "removed %d event(s) of %d deleted session(s), blanked %d agent event(s), removed %d file(s)\n",
 		rep.Events, len(rep.Sessions), rep.Rewritten, rep.Files)
 	return err
 }

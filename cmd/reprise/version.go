@@ -2,8 +2,8 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -63,7 +63,8 @@ func (v versionJSON) String() string {
 
 // newVersionCmd returns the version command, which reprise --version runs
 // too.
-func newVersionCmd(a *app) *cobra.Command {
+func newVersionCmd(a *app, runF func(context.Context, *versionOptions) error) *cobra.Command {
+	var o versionOptions
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print reprise's version and build",
@@ -79,17 +80,24 @@ reprise --version prints the same.`,
   reprise version --json | jq -r .revision`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runVersion(a, cmd.OutOrStdout())
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runVersion(cmd.Context(), &o)
 		},
 	}
 }
 
+// versionOptions are the options of version: none of its own.
+type versionOptions struct{ cmdIO }
+
 // runVersion prints the build's version.
-func runVersion(a *app, stdout io.Writer) error {
+func runVersion(_ context.Context, o *versionOptions) error {
 	v := buildVersion()
-	if a.json {
-		return printJSON(stdout, v)
+	if o.json {
+		return printJSON(o.stdout, v)
 	}
-	_, err := fmt.Fprintln(stdout, v)
+	_, err := fmt.Fprintln(o.stdout, v)
 	return err
 }

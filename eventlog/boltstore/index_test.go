@@ -192,7 +192,11 @@ func appendSessions(t *testing.T, s *Store, from, to, msgs int) {
 			head = 1
 		}
 		for range msgs {
-			rec := eventlog.Record{Stream: stream, Type: schema.TypeMessageAppended, Version: 1, Time: int64(i + 100), Payload: []byte("m")}
+			m := schema.Message{UUID: fmt.Sprint(head), Role: "user", Content: []schema.Block{{Type: "text", Text: "m"}}}
+			rec, err := schema.NewRecord(stream, &schema.MessageAppended{Message: m}, int64(i+100), "")
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := s.Append(ctx, []eventlog.Expect{{Stream: stream, Seq: head}}, []eventlog.Record{rec}); err != nil {
 				t.Fatal(err)
 			}

@@ -1,12 +1,14 @@
 // Package demo runs the demo's story on an Engine: two sessions, example
 // hooks that return context, a startup restore, a runtime restore, a fork
-// and a clear. The reprise demo command prints it; the web view's tests
+// and a clear; then, as its last act, a restore killed mid-way and
+// finished by the next call. The reprise demo command prints it; the web view's tests
 // look at the store it leaves.
 package demo
 
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
@@ -24,7 +26,7 @@ type Run struct {
 
 // Play registers the demo's hooks in e and runs its story on e's store.
 func Play(ctx context.Context, e *reprise.Engine) (*Run, error) {
-	if err := registerHooks(e); err != nil {
+	if err := registerHooks(e, nil); err != nil {
 		return nil, err
 	}
 	var r Run
@@ -82,10 +84,14 @@ func session(ctx context.Context, e *reprise.Engine, cwd string, texts ...string
 	return id, nil
 }
 
-// registerHooks registers the demo's function hooks in e.
-func registerHooks(e *reprise.Engine) error {
+// registerHooks registers the demo's function hooks in e; each run of the
+// SessionStart hook adds one to runs, when given.
+func registerHooks(e *reprise.Engine, runs *atomic.Int32) error {
 	err := e.Hooks().OnSessionStart("project-context", "startup|resume|fork|clear",
 		func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+			if runs != nil {
+				runs.Add(1)
+			}
 			return hookexec.SessionStartOutput{AdditionalContext: fmt.Sprintf("%s session in %s; CI is green on main.", in.Source, in.Cwd)}, nil
 		})
 	if err != nil {

@@ -240,8 +240,17 @@ func TestPagesInABrowser(t *testing.T) {
 	)
 	b.do(t, "click a hook", chromedp.Click(chromedp.CSS(`details.bar.failed > summary`)))
 	exit := get(t, b, "hook details", chromedp.Text(chromedp.CSS(`details.bar[open] .hookinfo`)))
-	if !strings.Contains(exit, "exit code") || !strings.Contains(exit, "3") || !strings.Contains(exit, "broken") {
-		t.Errorf("the failed hook's details say %q", exit)
+	// Its own record, as text: its command, where it came from, status,
+	// exit code, duration, stderr and its own context; not the run's list
+	// of hooks as JSON.
+	for _, want := range []string{"command", "echo broken >&2; exit 3", "configured in", "fixture", "status", "failed",
+		"exit code", "3", "duration", "stderr", "broken", "its context", "none"} {
+		if !strings.Contains(exit, want) {
+			t.Errorf("the failed hook's details lack %q: %q", want, exit)
+		}
+	}
+	if strings.Contains(exit, `\u003e`) || strings.Contains(exit, "input") || strings.Contains(exit, "echo ready") {
+		t.Errorf("the failed hook's details show more than its own record: %q", exit)
 	}
 
 	// A live append: the page shows it without a reload.

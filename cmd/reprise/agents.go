@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/spf13/cobra"
+)
+
+// agentsOptions are the options of agents: none of its own.
+type agentsOptions struct{ cmdIO }
+
+// agentJSON is one agent in the JSON output of agents.
+type agentJSON struct {
+	ID         string `json:"id"`
+	State      string `json:"state"`             // the lifecycle state its log ends in
+	Session    string `json:"session,omitempty"` // its current session
+	Now        string `json:"now"`               // what it is doing now, in words
+	InProgress bool   `json:"in_progress"`       // a step is in flight: the next action, or reprise finish, finishes it
+	Restores   int    `json:"restores"`          // restores finished
+	LastActive string `json:"last_active"`       // the time of its last event
+}
+
+// newAgentsCmd returns the agents command: list the agents.
+func newAgentsCmd(a *app, runF func(context.Context, *agentsOptions) error) *cobra.Command {
+	var o agentsOptions
+	return &cobra.Command{
+		Use:   "agents",
+		Short: "List the agents of the store, their state and what they are doing",
+		Long: `agents lists every agent host the log knows, by name: the state its
+lifecycle is in, its current session, what it is doing now (a restore, a
+prompt's or a Stop's hooks, a compaction, tool calls), how many restores it
+finished, and when it last did anything. A step still in flight when its
+process died shows as in progress: the next command on the agent, or
+reprise finish, finishes it. It reads each agent's events, read-only.
+With --json it prints one JSON array. Where there is no store yet, the
+list is empty.`,
+		Example: `  reprise agents
+  reprise agents --json | jq -r '.[] | select(.in_progress) | .id'`,
+		Args: positional(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.cmdIO = newCmdIO(a, cmd)
+			if runF != nil {
+				return runF(cmd.Context(), &o)
+			}
+			return runAgents(cmd.Context(), &o)
+		},
+	}
+}
+
+// runAgents lists the agents of the store.
+func runAgents(ctx context.Context, o *agentsOptions) (err error) {
+	var agents []agentJSON
+	e, err := o.openReadOnly(ctx, o.stderr)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, pgstore.ErrFormat):
+		// No store yet: no agents either.
+	case err != nil:
+		return err
+	default:
+		defer closeEngine(e, &err)
+		if agents, err = readAgents(ctx, e.Store()); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		return printJSON(o.stdout, append([]agentJSON{}, agents...))
+	}
+	tw := tabwriter.NewWriter(o.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSTATE\tSESSION\tNOW\tRESTORES\tLAST ACTIVE")
+	for _, a := range agents {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.State, orDash(a.Session), a.Now, a.Restores, a.LastActive)
+	}
+	return tw.Flush()
+}
+
+// readAgents folds the stream of every agent of store, in name order.
+func readAgents(ctx context.Context, store eventlog.Store) ([]agentJSON, error) {
+	prefix := projection.AgentStream("")
+	var names []string
+	err := store.Streams(ctx, prefix, func(s eventlog.StreamInfo) error {
+		names = append(names, strings.TrimPrefix(s.Name, prefix))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]agentJSON, 0, len(names))
+	for _, id := range names {
+		a := projection.NewAgent(id)
+		var last int64
+		err := store.ReadStream(ctx, projection.AgentStream(id), 1, func(ev eventlog.Event) error {
+			last = ev.Time
+			return a.Apply(ev)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, agentJSON{ID: id, State: string(a.State), Session: a.Current, Now: agentNow(a),
+			InProgress: a.InFlight() || a.ToolsInFlight > 0, Restores: len(a.History), LastActive: shortTime(last)})
+	}
+	return out, nil
+}
+
+// agentNow says in words what agent a is doing as its log ends.
+func agentNow(a *projection.Agent) string {
+	var now []string
+	switch {
+	case a.Restore != nil && a.Restore.Source == "":
+		now = append(now, fmt.Sprintf("end of %s in progress (%s)", a.Restore.From, a.State))
+	case a.Restore != nil && (a.State == fsm.PreCompacting || a.State == fsm.PreCompacted):
+		now = append(now, fmt.Sprintf("compaction of %s in progress (%s)", a.Restore.From, a.State))
+	case a.Restore != nil:
+		now = append(now, fmt.Sprintf("%s restore %s -> %s in progress (%s)", a.Restore.Source, orDash(a.Restore.From), a.Restore.To, a.State))
+	case a.Stop != nil:
+		now = append(now, "Stop hooks in progress")
+	case a.Prompt != nil:
+		now = append(now, "UserPromptSubmit hooks in progress")
+	}
+	var calls []*projection.ToolCall
+	for _, c := range a.Tools {
+		if c.State != fsm.ToolDone {
+			calls = append(calls, c)
+		}
+	}
+	slices.SortFunc(calls, func(x, y *projection.ToolCall) int { return strings.Compare(x.ID, y.ID) })
+	for _, c := range calls {
+		what := "its hooks in progress"
+		if c.State == fsm.ToolAllowed {
+			what = "decided, waiting for its result"
+		}
+		now = append(now, fmt.Sprintf("tool %s %s: %s", c.Tool, c.ID, what))
+	}
+	switch {
+	case len(now) > 0:
+		return strings.Join(now, "; ")
+	case a.State == fsm.Idle:
+		return "no session yet"
+	}
+	return "nothing in progress"
+}
+
+// orDash returns s, or "-" when s is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestAgentsListsStateSessionAndWhatTheyDo(t *testing.T) {
+	c := newCLI(t)
+	var none []agentJSON
+	c.okJSON(&none, "agents")
+	if none == nil || len(none) != 0 {
+		t.Fatalf("agents on a fresh machine = %#v, want []", none)
+	}
+	if out := c.ok("agents"); out != "AGENT  STATE  SESSION  NOW  RESTORES  LAST ACTIVE\n" {
+		t.Fatalf("agents on a fresh machine printed %q", out)
+	}
+
+	c.session("s1", "hi")
+	c.session("s2", "hi")
+	flags := []string{"--no-default-settings"}
+	c.ok(append([]string{"start", "--agent", "ide", "s1"}, flags...)...)
+	c.ok(append([]string{"resume", "--agent", "ide", "s2"}, flags...)...)
+	c.ok(append([]string{"start", "--agent", "cli", "s1"}, flags...)...)
+	c.ok(append([]string{"tool", "--agent", "cli", "--tool-use-id", "toolu_01", "--name", "Bash", "--input", `{"command":"ls"}`}, flags...)...)
+
+	var agents []agentJSON
+	c.okJSON(&agents, "agents")
+	if len(agents) != 2 {
+		t.Fatalf("agents = %+v", agents)
+	}
+	cli, ide := agents[0], agents[1]
+	if cli.ID != "cli" || cli.State != "active" || cli.Session != "s1" || cli.Restores != 1 || cli.InProgress ||
+		cli.Now != "tool Bash toolu_01: decided, waiting for its result" || !validTime(cli.LastActive) {
+		t.Errorf("cli = %+v", cli)
+	}
+	if ide.ID != "ide" || ide.State != "active" || ide.Session != "s2" || ide.Restores != 2 || ide.Now != "nothing in progress" {
+		t.Errorf("ide = %+v", ide)
+	}
+	out := c.ok("agents")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "AGENT ") ||
+		!strings.HasPrefix(lines[2], "ide    active  s2       nothing in progress  ") {
+		t.Fatalf("agents:\n%s", out)
+	}
+	c.ok(append([]string{"tool-result", "--agent", "cli", "--tool-use-id", "toolu_01", "--output", `{"stdout":""}`}, flags...)...)
+	c.okJSON(&agents, "agents")
+	if agents[0].Now != "nothing in progress" {
+		t.Errorf("cli after the result: %+v", agents[0])
+	}
+}
