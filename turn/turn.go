@@ -146,15 +146,11 @@ type Outcome struct {
 // or in another process on a shared store. A turn that waits for an answer
 // (after a ModelError, or MaxRequests) takes the new prompt with it.
 func (r *Runner) Run(ctx context.Context, prompt string) (*Outcome, error) {
-	release, err := r.hold(ctx)
+	release, t, err := r.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	t, err := r.Agent.Turn(ctx)
-	if err != nil {
-		return nil, err
-	}
 	switch t.Phase {
 	case reprise.TurnTools:
 		return nil, fmt.Errorf("%w: agent %s: the calls of answer %s have no result; Resume finishes them", ErrUnfinished, r.Agent.ID(), t.Answer)
@@ -176,17 +172,25 @@ func (r *Runner) Run(ctx context.Context, prompt string) (*Outcome, error) {
 // Resume drives the turn the log shows unfinished on the agent's current
 // session to its end, from where it stands; with none, it does nothing.
 func (r *Runner) Resume(ctx context.Context) (*Outcome, error) {
-	release, err := r.hold(ctx)
+	release, t, err := r.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	t, err := r.Agent.Turn(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out := &Outcome{Resumed: t.Phase != reprise.TurnOver}
 	return out, r.drive(ctx, out)
+}
+
+// begin takes the agent's turn for this Runner and reads where it stands.
+func (r *Runner) begin(ctx context.Context) (release func(), t reprise.Turn, err error) {
+	if release, err = r.hold(ctx); err != nil {
+		return nil, t, err
+	}
+	if t, err = r.Agent.Turn(ctx); err != nil {
+		release()
+		return nil, t, err
+	}
+	return release, t, nil
 }
 
 // drive takes the turn step by step, each step decided from the log, until

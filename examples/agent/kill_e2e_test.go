@@ -83,6 +83,17 @@ func (f *turnAPI) serve(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// turnEnv is setup's home and project, with the agent pointed at a
+// turnAPI whose Bash calls write to an effects file beside them.
+func turnEnv(t *testing.T) (*env, *turnAPI) {
+	ev := setup(t)
+	api := &turnAPI{t: t, effects: filepath.Join(filepath.Dir(ev.home), "effects"), served: map[int]int{}}
+	api.srv = httptest.NewServer(http.HandlerFunc(api.serve))
+	t.Cleanup(api.srv.Close)
+	ev.api.srv = api.srv
+	return ev, api
+}
+
 // TestKilledMidTurn kills the agent with SIGKILL at random moments while
 // it takes turns of tool calls against a fake Messages API, and resumes
 // the session in a new process each time, as `agent --session ID` does,
@@ -104,12 +115,8 @@ func TestKilledMidTurn(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("seed %d (-kill-seed=%d repeats these kill times), %d kills", seed, seed, *killCount)
 
-	ev := setup(t)
+	ev, api := turnEnv(t)
 	root := filepath.Dir(ev.home)
-	api := &turnAPI{t: t, effects: filepath.Join(root, "effects"), served: map[int]int{}}
-	api.srv = httptest.NewServer(http.HandlerFunc(api.serve))
-	t.Cleanup(api.srv.Close)
-	ev.api.srv = api.srv
 	posts, stops := filepath.Join(root, "post.jsonl"), filepath.Join(root, "stop.jsonl")
 	writeSettings(t, filepath.Join(ev.home, ".claude", "settings.json"), map[string]any{
 		"PostToolUse": []any{map[string]any{"matcher": "Bash", "hooks": []any{command("cat >> '" + posts + "'; echo >> '" + posts + "'")}}},
@@ -361,12 +368,7 @@ func checkExportPairs(t *testing.T, e *reprise.Engine, id string) {
 // --session ID` says so, runs the answer's call once, asks the model for
 // the next answer only, and ends the turn, before it reads a prompt.
 func TestSessionFinishesACutTurn(t *testing.T) {
-	ev := setup(t)
-	root := filepath.Dir(ev.home)
-	api := &turnAPI{t: t, effects: filepath.Join(root, "effects"), served: map[int]int{}}
-	api.srv = httptest.NewServer(http.HandlerFunc(api.serve))
-	t.Cleanup(api.srv.Close)
-	ev.api.srv = api.srv
+	ev, api := turnEnv(t)
 	writeSettings(t, filepath.Join(ev.project, ".claude", "settings.json"), map[string]any{}) // no Stop hook
 	ctx := context.Background()
 	if err := os.MkdirAll(filepath.Dir(ev.store), 0o700); err != nil {
