@@ -73,7 +73,7 @@ type hookRun struct {
 type hookBar struct {
 	Anchor  string
 	Outcome jsonview.Outcome
-	Status  string // ok, failed, timeout, cancelled or interrupted
+	Status  string // ok, failed, timeout, cancelled, interrupted, or blocked
 	Pct     float64
 	Dur     string
 	Context string // this hook's own part of the run's context
@@ -189,32 +189,22 @@ type hookJSON struct {
 // runsPerPage is how many runs an agent page shows unless limit says.
 const runsPerPage = 50
 
-// agentsData lists the agents.
+// agentsData lists the agents, as `reprise agents --json` prints them.
 type agentsData struct {
-	Agents []agentRow
-}
-
-// agentRow is one agent of the list.
-type agentRow struct {
-	ID       string `json:"agent"`
-	State    string `json:"state"`
-	Current  string `json:"current,omitempty"`
-	Restores int    `json:"restores"`
+	Agents []jsonview.Agent `json:"agents"`
 }
 
 // agents lists the agents of the store.
 func (h *handler) agents(r *http.Request) (*view, error) {
-	all, err := h.readAgents(r.Context())
+	all, last, err := h.readAgents(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	d := agentsData{Agents: []agentRow{}}
-	for _, a := range all {
-		d.Agents = append(d.Agents, agentRow{ID: a.ID, State: string(a.State), Current: a.Current, Restores: len(a.History)})
+	d := agentsData{Agents: []jsonview.Agent{}}
+	for i, a := range all {
+		d.Agents = append(d.Agents, jsonview.NewAgent(a, last[i]))
 	}
-	return &view{Template: "agents", Title: "Agents", Data: d, API: struct {
-		Agents []agentRow `json:"agents"`
-	}{d.Agents}}, nil
+	return &view{Template: "agents", Title: "Agents", Data: d, API: d}, nil
 }
 
 // agent shows one agent's runs as a timeline.
@@ -478,7 +468,7 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 		}
 		g.Bars = make([]hookBar, len(g.Outcomes))
 		for i, o := range g.Outcomes {
-			g.Bars[i] = hookBar{Anchor: r.ID + "-" + g.Event + "-" + itoa(i), Outcome: o, Status: status(o.Status),
+			g.Bars[i] = hookBar{Anchor: r.ID + "-" + g.Event + "-" + itoa(i), Outcome: o, Status: status(o),
 				Dur: duration(int64(o.DurationMS * 1e6))}
 		}
 		splitContext(g)
@@ -526,11 +516,17 @@ func spread(r *run) {
 }
 
 // status names the colour of a hook's outcome: a panic is a failure.
-func status(s string) string {
-	if s == schema.HookPanicked {
+// status is how a hook's bar shows outcome o: its status, "blocked" for
+// a hook that ran and said no (as the command line says), and a panic as
+// a failure.
+func status(o jsonview.Outcome) string {
+	switch {
+	case o.Decision == "block":
+		return "blocked"
+	case o.Status == schema.HookPanicked:
 		return schema.HookFailed
 	}
-	return s
+	return o.Status
 }
 
 // readSpilled gives each hook bar of r the output its run spilled to a

@@ -455,3 +455,45 @@ func TestHookDetailsAreEachHooksOwnRecord(t *testing.T) {
 		t.Errorf("the second hook's context is shown %d times, want once", strings.Count(body, "CI green &amp; fast"))
 	}
 }
+
+// TestBlockedHookIsShownBlocked: a Stop hook that ran and said no is shown
+// as blocked, with its reason, as the command line shows it, not as ok.
+func TestBlockedHookIsShownBlocked(t *testing.T) {
+	stop := agentRun{id: "st1", steps: []schema.Payload{
+		&schema.StopHookStarted{Session: "s1", Hooks: []string{"check.sh"}},
+		&schema.StopHookRan{Session: "s1", Blocked: true, Reason: "say which tests ran",
+			Outcomes: []schema.HookOutcome{{Name: "check.sh", Status: schema.HookOK, Decision: "block", Reason: "say which tests ran"}}},
+	}}
+	s := serveAgent(t, web.Options{}, nil, startup("r1", "s1", "", ""), stop)
+	body := s.page(t, "/agents/a1")
+	for _, want := range []string{`<span class="hook blocked">blocked</span> check.sh`, `<dt>status</dt><dd>blocked</dd>`,
+		`<dd>block: say which tests ran</dd>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the agent page lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `<span class="hook ok">ok</span> check.sh`) {
+		t.Error("the blocked hook is shown as ok")
+	}
+}
+
+// TestAgentsAnswerAsTheCommandLine: /api/agents lists each agent as
+// `reprise agents --json` prints it, and the page shows what it is doing.
+func TestAgentsAnswerAsTheCommandLine(t *testing.T) {
+	s := serveAgent(t, web.Options{}, nil, startup("r1", "s1", "", ""))
+	var got struct {
+		Agents []jsonview.Agent `json:"agents"`
+	}
+	s.api(t, "/agents", &got)
+	if len(got.Agents) != 1 {
+		t.Fatalf("agents: %+v", got)
+	}
+	a := got.Agents[0]
+	if a.ID != "a1" || a.State != "active" || a.Session != "s1" || a.Now != "nothing in progress" || a.Restores != 1 ||
+		a.InProgress || a.LastActive == "-" {
+		t.Errorf("agent %+v", a)
+	}
+	if body := s.page(t, "/agents"); !strings.Contains(body, "<dt>now</dt><dd>nothing in progress</dd>") {
+		t.Errorf("the agents page does not say what a1 is doing:\n%s", body)
+	}
+}

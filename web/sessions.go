@@ -133,7 +133,7 @@ func eventAt(ctx context.Context, store eventlog.Store, stream string, seq uint6
 // currentAgents returns, by session, the agents whose current session it
 // is.
 func (h *handler) currentAgents(ctx context.Context) (map[string][]string, error) {
-	agents, err := h.readAgents(ctx)
+	agents, _, err := h.readAgents(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -146,23 +146,30 @@ func (h *handler) currentAgents(ctx context.Context) (map[string][]string, error
 	return out, nil
 }
 
-// readAgents folds every agent stream of the store, in name order.
-func (h *handler) readAgents(ctx context.Context) ([]*projection.Agent, error) {
+// readAgents folds every agent stream of the store, in name order, and
+// says when each last did anything (its last event's time).
+func (h *handler) readAgents(ctx context.Context) ([]*projection.Agent, []int64, error) {
 	var names []string
 	err := h.e.Store().Streams(ctx, "agent/", func(s eventlog.StreamInfo) error {
 		names = append(names, strings.TrimPrefix(s.Name, "agent/"))
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]*projection.Agent, 0, len(names))
+	last := make([]int64, 0, len(names))
 	for _, id := range names {
 		a := projection.NewAgent(id)
-		if err := h.e.Store().ReadStream(ctx, projection.AgentStream(id), 1, a.Apply); err != nil {
-			return nil, fmt.Errorf("read agent %s: %w", id, err)
+		var at int64
+		err := h.e.Store().ReadStream(ctx, projection.AgentStream(id), 1, func(ev eventlog.Event) error {
+			at = ev.Time
+			return a.Apply(ev)
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("read agent %s: %w", id, err)
 		}
-		out = append(out, a)
+		out, last = append(out, a), append(last, at)
 	}
-	return out, nil
+	return out, last, nil
 }

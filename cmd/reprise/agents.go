@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
-	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/spf13/cobra"
 )
@@ -20,15 +19,7 @@ import (
 type agentsOptions struct{ cmdIO }
 
 // agentJSON is one agent in the JSON output of agents.
-type agentJSON struct {
-	ID         string `json:"id"`
-	State      string `json:"state"`             // the lifecycle state its log ends in
-	Session    string `json:"session,omitempty"` // its current session
-	Now        string `json:"now"`               // what it is doing now, in words
-	InProgress bool   `json:"in_progress"`       // a step is in flight: the next action, or reprise finish, finishes it
-	Restores   int    `json:"restores"`          // restores finished
-	LastActive string `json:"last_active"`       // the time of its last event
-}
+type agentJSON = jsonview.Agent
 
 // newAgentsCmd returns the agents command: list the agents.
 func newAgentsCmd(a *app, runF func(context.Context, *agentsOptions) error) *cobra.Command {
@@ -105,48 +96,9 @@ func readAgents(ctx context.Context, store eventlog.Store) ([]agentJSON, error) 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, agentJSON{ID: id, State: string(a.State), Session: a.Current, Now: agentNow(a),
-			InProgress: a.InFlight() || a.ToolsInFlight > 0, Restores: len(a.History), LastActive: shortTime(last)})
+		out = append(out, jsonview.NewAgent(a, last))
 	}
 	return out, nil
-}
-
-// agentNow says in words what agent a is doing as its log ends.
-func agentNow(a *projection.Agent) string {
-	var now []string
-	switch {
-	case a.Restore != nil && a.Restore.Source == "":
-		now = append(now, fmt.Sprintf("end of %s in progress (%s)", a.Restore.From, a.State))
-	case a.Restore != nil && (a.State == fsm.PreCompacting || a.State == fsm.PreCompacted):
-		now = append(now, fmt.Sprintf("compaction of %s in progress (%s)", a.Restore.From, a.State))
-	case a.Restore != nil:
-		now = append(now, fmt.Sprintf("%s restore %s -> %s in progress (%s)", a.Restore.Source, orDash(a.Restore.From), a.Restore.To, a.State))
-	case a.Stop != nil:
-		now = append(now, "Stop hooks in progress")
-	case a.Prompt != nil:
-		now = append(now, "UserPromptSubmit hooks in progress")
-	}
-	var calls []*projection.ToolCall
-	for _, c := range a.Tools {
-		if c.State != fsm.ToolDone {
-			calls = append(calls, c)
-		}
-	}
-	slices.SortFunc(calls, func(x, y *projection.ToolCall) int { return strings.Compare(x.ID, y.ID) })
-	for _, c := range calls {
-		what := "its hooks in progress"
-		if c.State == fsm.ToolAllowed {
-			what = "decided, waiting for its result"
-		}
-		now = append(now, fmt.Sprintf("tool %s %s: %s", c.Tool, c.ID, what))
-	}
-	switch {
-	case len(now) > 0:
-		return strings.Join(now, "; ")
-	case a.State == fsm.Idle:
-		return "no session yet"
-	}
-	return "nothing in progress"
 }
 
 // orDash returns s, or "-" when s is empty.

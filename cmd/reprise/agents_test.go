@@ -48,4 +48,10 @@ func TestAgentsListsStateSessionAndWhatTheyDo(t *testing.T) {
 	if agents[0].Now != "nothing in progress" {
 		t.Errorf("cli after the result: %+v", agents[0])
 	}
+	c.ok(append([]string{"end", "--agent", "ide", "--reason", "complete"}, flags...)...)
+	var ended []agentJSON
+	c.okJSON(&ended, "agents")
+	if ide := ended[1]; ide.State != "idle" || ide.Session != "" || ide.Now != "no session: the last one ended" {
+		t.Errorf("ide after its end: %+v", ide)
+	}
 }

@@ -118,7 +118,11 @@ func runTool(ctx context.Context, o *toolOptions) error {
 	if d.Reason != "" {
 		fmt.Fprintf(o.stdout, "reason: %s\n", d.Reason)
 	}
-	fmt.Fprintf(o.stdout, "input: %s\n", d.Input)
+	if len(d.Input) > 0 {
+		fmt.Fprintf(o.stdout, "input: %s\n", d.Input)
+	}
+	fmt.Fprintf(o.stdout, "PreToolUse hooks of %s:\n", o.id)
+	printOutcomes(o.stdout, d.Outcomes, false)
 	if d.Context != "" {
 		fmt.Fprintln(o.stdout, "context:")
 		printIndented(o.stdout, d.Context)
@@ -191,6 +195,8 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 	if f.Blocked {
 		fmt.Fprintf(o.stdout, "blocked: %s\n", f.Reason)
 	}
+	fmt.Fprintf(o.stdout, "PostToolUse hooks of %s:\n", o.id)
+	printOutcomes(o.stdout, f.Outcomes, false)
 	if f.Context == "" {
 		fmt.Fprintln(o.stdout, "no context added")
 	} else {

@@ -39,7 +39,8 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 		t.Fatalf("tool-result = %+v", f)
 	}
 	out := c.ok(append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"go.mod"`}, flags...)...)
-	if out != "context:\n  lint is clean\n" {
+	if !strings.HasPrefix(out, "PostToolUse hooks of t2:\n  ok ") || !strings.Contains(out, "additionalContext") ||
+		!strings.HasSuffix(out, "\ncontext:\n  lint is clean\n") {
 		t.Fatalf("tool-result again printed %q", out)
 	}
 	if r := c.fails(exitFailure, append([]string{"tool-result", "--tool-use-id", "t9", "--output", `"x"`}, flags...)...); !strings.Contains(r.stderr, "no decision recorded: t9") {
@@ -155,7 +156,8 @@ func TestToolCommandsSayAHookHalts(t *testing.T) {
 	}
 	c.ok(append([]string{"tool", "--tool-use-id", "t2", "--name", "Read", "--permission", "allow"}, flags...)...)
 	out := c.ok(append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"x"`}, flags...)...)
-	if out != "no context added\nhalted: a hook stops the turn: no reason given\n" {
+	if !strings.HasPrefix(out, "PostToolUse hooks of t2:\n  ok ") ||
+		!strings.HasSuffix(out, "\nno context added\nhalted: a hook stops the turn: no reason given\n") {
 		t.Errorf("tool-result printed %q", out)
 	}
 }

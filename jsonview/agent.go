@@ -1,0 +1,78 @@
+package jsonview
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/projection"
+)
+
+// Agent is one agent as `reprise agents --json` prints it and the web
+// view's /api/agents lists it.
+type Agent struct {
+	ID         string `json:"id"`
+	State      string `json:"state"`             // the lifecycle state its log ends in
+	Session    string `json:"session,omitempty"` // its current session
+	Now        string `json:"now"`               // what it is doing now, in words
+	InProgress bool   `json:"in_progress"`       // a step is in flight: the next action, or reprise finish, finishes it
+	Restores   int    `json:"restores"`          // restores finished
+	LastActive string `json:"last_active"`       // the time of its last event, "-" when none
+}
+
+// NewAgent is the Agent of a's fold, whose last event was at lastActive
+// (UTC unix nanoseconds).
+func NewAgent(a *projection.Agent, lastActive int64) Agent {
+	last := "-"
+	if lastActive != 0 {
+		last = time.Unix(0, lastActive).UTC().Format(time.RFC3339)
+	}
+	return Agent{ID: a.ID, State: string(a.State), Session: a.Current, Now: AgentNow(a),
+		InProgress: a.InFlight() || a.ToolsInFlight > 0, Restores: len(a.History), LastActive: last}
+}
+
+// AgentNow says in words what agent a is doing as its log ends.
+func AgentNow(a *projection.Agent) string {
+	var now []string
+	switch {
+	case a.Restore != nil && a.Restore.Source == "":
+		now = append(now, fmt.Sprintf("end of %s in progress (%s)", a.Restore.From, a.State))
+	case a.Restore != nil && (a.State == fsm.PreCompacting || a.State == fsm.PreCompacted):
+		now = append(now, fmt.Sprintf("compaction of %s in progress (%s)", a.Restore.From, a.State))
+	case a.Restore != nil:
+		from := a.Restore.From
+		if from == "" {
+			from = "-"
+		}
+		now = append(now, fmt.Sprintf("%s restore %s -> %s in progress (%s)", a.Restore.Source, from, a.Restore.To, a.State))
+	case a.Stop != nil:
+		now = append(now, "Stop hooks in progress")
+	case a.Prompt != nil:
+		now = append(now, "UserPromptSubmit hooks in progress")
+	}
+	var calls []*projection.ToolCall
+	for _, c := range a.Tools {
+		if c.State != fsm.ToolDone {
+			calls = append(calls, c)
+		}
+	}
+	slices.SortFunc(calls, func(x, y *projection.ToolCall) int { return strings.Compare(x.ID, y.ID) })
+	for _, c := range calls {
+		what := "its hooks in progress"
+		if c.State == fsm.ToolAllowed {
+			what = "decided, waiting for its result"
+		}
+		now = append(now, fmt.Sprintf("tool %s %s: %s", c.Tool, c.ID, what))
+	}
+	switch {
+	case len(now) > 0:
+		return strings.Join(now, "; ")
+	case a.State == fsm.Idle && len(a.History) == 0:
+		return "no session yet"
+	case a.State == fsm.Idle:
+		return "no session: the last one ended"
+	}
+	return "nothing in progress"
+}
