@@ -323,7 +323,7 @@ func TestAgentPageShowsEveryHookWithItsOutcome(t *testing.T) {
 		`restore (startup)`, `compact`, `end`,
 		`<dt>exit code</dt><dd>3</dd>`, "<pre>broken</pre>", // the failed hook's stderr
 		`spilled output (`+filepath.Join(filepath.Dir(s.Engine.TranscriptPath("x")), s.Work+"-hook-"),
-		strings.Repeat("x", 12000),            // the whole spilled output
+		strings.Repeat("x", 12000),                                   // the whole spilled output
 		`<p class="given">given session ci-work, source startup</p>`, // what the intent recorded
 		// The spilled run's context cannot be split by hook: shown once.
 		`<dt>its context</dt><dd>5 characters, in the run's context below</dd>`,
