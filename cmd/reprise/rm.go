@@ -126,7 +126,28 @@ func runRm(ctx context.Context, o *rmOptions) (err error) {
 	if perr := printDeleted(o.stdout, o.json, false, gone, nil); perr != nil {
 		return errors.Join(err, perr)
 	}
+	warnCurrent(ctx, e, gone, o.stderr)
 	return err
+}
+
+// warnCurrent says, for each deleted session that an agent has as its
+// current one, that the agent needs another before its next action.
+func warnCurrent(ctx context.Context, e *reprise.Engine, gone []reprise.InactiveSession, w io.Writer) {
+	if len(gone) == 0 {
+		return
+	}
+	agents, err := readAgents(ctx, e.Store())
+	if err != nil {
+		return // the deletion is done; this is only advice
+	}
+	for _, s := range gone {
+		for _, a := range agents {
+			if a.Session == s.ID {
+				fmt.Fprintf(w, "session %s was the current session of agent %s: give it another with reprise start --agent %s SESSION\n",
+					s.ID, a.ID, a.ID)
+			}
+		}
+	}
 }
 
 // deleteSessions deletes ids and returns those it deleted; the errors of

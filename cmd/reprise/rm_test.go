@@ -332,7 +332,11 @@ func TestAgentCommandsOnADeletedSession(t *testing.T) {
 	c.session("keep", "hello")
 	c.session("sec", "hello")
 	c.ok("start", "--agent", "ag", "--no-default-settings", "keep")
-	c.ok("rm", "keep", "sec")
+	r := c.run("rm", "keep", "sec")
+	if r.code != exitOK || !strings.Contains(r.stderr, "session keep was the current session of agent ag: give it another with reprise start --agent ag SESSION") ||
+		strings.Contains(r.stderr, "session sec was") {
+		t.Fatalf("rm of an agent's current session: exit %d, stderr %q", r.code, r.stderr)
+	}
 	const current = "session was deleted: keep, the current session of agent ag; start another session"
 	for _, args := range [][]string{
 		{"clear", "--agent", "ag"}, {"compact", "--agent", "ag", "summary"},
