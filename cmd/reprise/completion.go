@@ -10,12 +10,15 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
 )
 
 // completeIDs makes the shell complete session ids where a command takes
 // a SESSION (its argument, or --session) and agent names where it takes
-// --agent, from the store the command line names. Sessions come from the
+// --agent, from the store the command line names; the words a flag of a
+// fixed set takes (--format, --role, --trigger, --permission, --event,
+// end's --reason); and directories for --cwd. Sessions come from the
 // session index, each with its title as the description, and agents from
 // the names of their streams, so that completing reads no event even on a
 // large store.
@@ -43,6 +46,34 @@ func completeIDs(a *app, root *cobra.Command) {
 		}
 		if cmd.Flags().Lookup("agent") != nil {
 			_ = cmd.RegisterFlagCompletionFunc("agent", a.completeAgents)
+		}
+		words := map[string][]string{"format": {formatText, "json", "claude"}, "role": {"user", "assistant"},
+			"trigger": {"manual", "auto"}, "permission": {reprise.ToolAllow, reprise.ToolDeny, reprise.ToolAsk}}
+		for _, ev := range hookexec.Events {
+			words["event"] = append(words["event"], string(ev))
+		}
+		if cmd.Name() == "end" {
+			for _, r := range endReasons {
+				words["reason"] = append(words["reason"], string(r))
+			}
+		}
+		for flag, values := range words {
+			if cmd.Flags().Lookup(flag) != nil {
+				_ = cmd.RegisterFlagCompletionFunc(flag, func(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+					var out []string
+					for _, v := range values {
+						if strings.HasPrefix(v, prefix) {
+							out = append(out, v)
+						}
+					}
+					return out, cobra.ShellCompDirectiveNoFileComp
+				})
+			}
+		}
+		if cmd.Flags().Lookup("cwd") != nil {
+			_ = cmd.RegisterFlagCompletionFunc("cwd", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+				return nil, cobra.ShellCompDirectiveFilterDirs
+			})
 		}
 	}
 }

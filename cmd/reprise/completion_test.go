@@ -41,10 +41,19 @@ func TestCompletionOffersSessionsAndAgents(t *testing.T) {
 		{[]string{"hooks", "--session", "ze"}, "zed"},
 		{[]string{"rm", "abc1", "ab"}, "abd2"}, // not the one given already
 		{[]string{"export", "nothing"}, ""},
+		{[]string{"replay", "--format", ""}, "text\njson\nclaude"},
+		{[]string{"end", "--agent", "ide", "--reason", "user"}, "user_exit"},
+		{[]string{"append", "--role", "a"}, "assistant"},
+		{[]string{"hooks", "--event", "PreT"}, "PreToolUse"},
 	} {
 		if got := c.complete(tc.args...); got != tc.want {
 			t.Errorf("completing %q = %q, want %q", tc.args, got, tc.want)
 		}
+	}
+
+	// --cwd offers directories only.
+	if out := c.ok("__complete", "new", "--cwd", ""); !strings.HasSuffix(out, ":16\n") {
+		t.Errorf("completing --cwd: %q, want the directive to filter directories (:16)", out)
 	}
 
 	// Where there is no store, there is nothing to offer, and completing
