@@ -122,6 +122,9 @@ func TestSessionsPageListsLiveSessionsAndMarksUnfinishedImports(t *testing.T) {
 	if !strings.Contains(body, `/sessions/half">half</a> <span class="badge warn">import unfinished</span>`) {
 		t.Errorf("sessions page does not mark the unfinished import:\n%s", body)
 	}
+	if !strings.Contains(body, `<p class="title">line 0</p>`) {
+		t.Errorf("sessions page does not show the import's title, its first prompt:\n%s", body)
+	}
 	var list struct {
 		Sessions []jsonview.Session `json:"sessions"`
 		Next     string             `json:"next_cursor"`
