@@ -126,7 +126,7 @@ func runImport(ctx context.Context, o *importOptions) (err error) {
 		return err
 	}
 	defer closeIn()
-	fresh, err := o.missingStoreFile()
+	fresh, made, err := o.missingStoreFile()
 	if err != nil {
 		return err
 	}
@@ -143,21 +143,33 @@ func runImport(ctx context.Context, o *importOptions) (err error) {
 		if rerr := os.Remove(fresh); rerr != nil {
 			warn(o.stderr, "the empty store %s stays: %v", fresh, rerr)
 		}
+		// And the directories opening it made, while they are empty.
+		for _, dir := range append([]string{reprise.DefaultTranscriptDir(fresh)}, made...) {
+			_ = os.Remove(dir) // fails, as it should, on one that holds anything
+		}
 	}
 	return err
 }
 
 // missingStoreFile returns the path of the store when it is a bbolt file
-// that does not exist yet, "" otherwise.
-func (a *app) missingStoreFile() (string, error) {
+// that does not exist yet, "" otherwise, and the directories above it that
+// do not exist either, deepest first.
+func (a *app) missingStoreFile() (string, []string, error) {
 	path, err := a.storePath()
 	if err != nil || pgstore.IsURL(path) {
-		return "", err
+		return "", nil, err
 	}
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return path, nil
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return "", nil, nil
 	}
-	return "", nil
+	var missing []string
+	for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
+			break
+		}
+		missing = append(missing, dir)
+	}
+	return path, missing, nil
 }
 
 // storeEmpty reports whether the store of e holds no stream at all.

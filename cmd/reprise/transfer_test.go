@@ -289,6 +289,12 @@ func TestAFailedImportCreatesNoStore(t *testing.T) {
 			t.Fatalf("reprise %s left files beside the store: %v", strings.Join(args, " "), entries)
 		}
 	}
+	// Nor the directories it made for a store in new ones.
+	nested := filepath.Join(c.dir, "made", "for", "it.db")
+	c.fails(exitFailure, "--store", nested, "import", notTranscript)
+	if _, err := os.Stat(filepath.Join(c.dir, "made")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed import left the directories it made for its store: %v", err)
+	}
 	c.ok("new", "--id", "other")
 	c.fails(exitFailure, "import", "--resume", "--id", "x", notTranscript)
 	if got := c.sessionIDs(); got != "other" {
