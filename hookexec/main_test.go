@@ -10,15 +10,18 @@ import (
 // The test binary doubles as a hook supervisor and as a host that other
 // tests kill; these variables in its environment say which it is.
 const (
-	// supervisedEnv makes testEnv run command hooks under the supervisor.
+	// supervisedEnv names the supervisor testEnv runs command hooks
+	// under: the test binary itself, or ShellSupervisor.
 	supervisedEnv = "REPRISE_TEST_SUPERVISED"
 	// hostEnv makes the binary a host that runs one supervised hook, with
-	// the command line it names, then exits.
-	hostEnv = "REPRISE_TEST_HOOK_HOST"
+	// the command line it names, then exits; hostSupervisorEnv names its
+	// supervisor ("" for none).
+	hostEnv           = "REPRISE_TEST_HOOK_HOST"
+	hostSupervisorEnv = "REPRISE_TEST_HOOK_HOST_SUPERVISOR"
 )
 
-// testSupervisor is the supervisor of the command tests: none, or the test
-// binary itself when supervisedEnv is set.
+// testSupervisor is the supervisor of the command tests: none, or what
+// supervisedEnv names.
 var testSupervisor string
 
 func TestMain(m *testing.M) {
@@ -26,14 +29,12 @@ func TestMain(m *testing.M) {
 	if line := os.Getenv(hostEnv); line != "" {
 		os.Exit(runHost(line))
 	}
-	if os.Getenv(supervisedEnv) != "" {
-		testSupervisor = SelfExecutable
-	}
+	testSupervisor = os.Getenv(supervisedEnv)
 	os.Exit(m.Run())
 }
 
 // runHost is the test binary as a host: it runs the hook line under the
-// supervisor in the current directory, as a SessionStart hook, and exits 0
+// supervisor hostSupervisorEnv names in the current directory, as a SessionStart hook, and exits 0
 // once it has finished.
 func runHost(line string) int {
 	dir, err := os.Getwd()
@@ -41,6 +42,6 @@ func runHost(line string) int {
 		return 1
 	}
 	h := Hook{Event: SessionStart, Name: "host-hook", Body: Command{Line: line}}
-	runCommand(context.Background(), h, nil, CommandEnv{ProjectDir: dir, supervisor: SelfExecutable}, time.Hour)
+	runCommand(context.Background(), h, nil, CommandEnv{ProjectDir: dir, supervisor: os.Getenv(hostSupervisorEnv)}, time.Hour)
 	return 0
 }

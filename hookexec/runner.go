@@ -31,12 +31,14 @@ type Runner interface {
 // groups, function hooks on goroutines, all in parallel, under their
 // timeouts.
 type Exec struct {
-	// Supervisor, when set, is an executable whose main calls
-	// MaybeSupervise first (SelfExecutable for the running program): each
-	// command hook then runs under a supervisor, started from it, that
-	// kills the hook's process group when this process dies, even by
-	// SIGKILL. Exit codes, output, timeouts and cancellation are as
-	// without it. Linux only; elsewhere it is ignored.
+	// Supervisor, when set, runs each command hook under a supervisor
+	// that kills the hook's process group when this process dies, even by
+	// SIGKILL: ShellSupervisor, the hook's own shell running a short
+	// script (a second shell a hook), or an executable whose main calls
+	// MaybeSupervise first (SelfExecutable for the running program). Exit
+	// codes, output, timeouts and cancellation are the same as without
+	// one; a hook's $PPID is its supervisor's pid. Linux only; elsewhere
+	// it is ignored. Unset, a hook outlives a host that is killed.
 	Supervisor string
 	// InheritEnv, when not nil, names the only variables of this
 	// process's environment that command hooks inherit, such as PATH,

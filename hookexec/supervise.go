@@ -13,6 +13,11 @@ const SupervisorArg = "__reprise-hook-supervisor"
 // running program itself.
 const SelfExecutable = "/proc/self/exe"
 
+// ShellSupervisor names, for Exec.Supervisor, the supervisor the hook's
+// own shell runs: a short script, with no executable of the host's to
+// start, so a program need not call MaybeSupervise for it.
+const ShellSupervisor = "shell"
+
 // MaybeSupervise runs the hook supervisor when the process was started as
 // one (its first argument is SupervisorArg) and then exits with the hook's
 // status, never returning. Otherwise it returns at once. A program whose
@@ -31,10 +36,15 @@ func MaybeSupervise() {
 }
 
 // supervised makes cmd, a hook's command in a process group of its own,
-// start through supervisor, when there is one and the system has
-// supervision.
+// start through supervisor, where the system has supervision: none, the
+// hook's shell (ShellSupervisor), or an executable that calls
+// MaybeSupervise.
 func supervised(cmd *exec.Cmd, supervisor string) {
-	if supervisor != "" {
+	switch supervisor {
+	case "":
+	case ShellSupervisor:
+		superviseShell(cmd)
+	default:
 		superviseCommand(cmd, supervisor)
 	}
 }

@@ -13,6 +13,48 @@ import (
 // that started it dies.
 const parentDeathSignal = syscall.SIGTERM
 
+// shellSupervisor is the script of ShellSupervisor, run by the
+// hook's own shell with the host's pid and the hook's command line as its
+// arguments and the shell's path as $0: it starts the hook as its own
+// "$0 -c LINE", with the supervisor's standard input, and waits for it.
+// When the host dies, Linux sends the supervisor parentDeathSignal, and
+// its trap kills the process group, the hook's children with it, once
+// /proc says the parent is really gone (see supervise). It ends as the
+// hook ended: with its exit status, or by the signal that killed it (a
+// status above 128 is taken as one, as shells report them).
+const shellSupervisor = `parent=$1 line=$2
+shift 2
+gone() {
+	ppid=
+	while read -r k v; do [ "$k" = PPid: ] && { ppid=$v; break; }; done < /proc/$$/status
+	[ "$ppid" != "$parent" ]
+}
+trap 'gone && kill -KILL 0' TERM
+if gone; then kill -KILL 0; fi
+exec 3<&0
+"$0" -c "$line" <&3 3<&- &
+hook=$!
+exec 3<&-
+while :; do
+	wait $hook
+	st=$?
+	kill -0 $hook 2>/dev/null || break
+done
+if [ $st -gt 128 ]; then
+	trap - TERM
+	kill -$((st - 128)) $$
+fi
+exit $st`
+
+// superviseShell makes cmd, a hook's "SHELL -c LINE", start its shell as
+// the hook's supervisor: the shell runs shellSupervisor, which runs LINE
+// in a second shell of the same kind.
+func superviseShell(cmd *exec.Cmd) {
+	shell, line := cmd.Args[0], cmd.Args[2]
+	cmd.Args = []string{shell, "-c", shellSupervisor, shell, strconv.Itoa(os.Getpid()), line}
+	cmd.SysProcAttr.Pdeathsig = parentDeathSignal
+}
+
 // superviseCommand makes cmd start the supervisor, which runs cmd's own
 // command line, with the pid of this process, which it watches.
 func superviseCommand(cmd *exec.Cmd, supervisor string) {

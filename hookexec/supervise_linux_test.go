@@ -17,21 +17,39 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// The command tests, run again with every hook under the supervisor, give
-// the same outcomes: exit codes, context from stdout and JSON, stdin,
+// The command tests, run again with every hook under each supervisor,
+// give the same outcomes: exit codes, context from stdout and JSON, stdin,
 // timeouts, cancellations, a death by a signal, output limits.
 func TestSupervisedCommandsBehaveTheSame(t *testing.T) {
 	if testSupervisor != "" {
-		t.Skip("this run is the supervised one")
+		t.Skip("this run is a supervised one")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCommand", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), supervisedEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the command tests under the supervisor: %v\n%s", err, out)
+	for _, supervisor := range []string{SelfExecutable, ShellSupervisor} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCommand", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), supervisedEnv+"="+supervisor)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the command tests under %s: %v\n%s", supervisor, err, out)
+		}
+		if n := bytes.Count(out, []byte("--- PASS: TestCommand")); n < 15 {
+			t.Fatalf("only %d command tests passed under %s:\n%s", n, supervisor, out)
+		}
 	}
-	if n := bytes.Count(out, []byte("--- PASS: TestCommand")); n < 15 {
-		t.Fatalf("only %d command tests passed under the supervisor:\n%s", n, out)
+}
+
+// Under ShellSupervisor, a hook's parent is its own shell, in the hook's
+// process group, running the supervisor's script.
+func TestShellSupervisorIsTheHooksShell(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	env.supervisor = ShellSupervisor
+	o, text := runTestHook(t, `tr '\0' ' ' < /proc/$PPID/cmdline; echo; ps -o pgid= -p $$ $PPID`, env)
+	lines := strings.Split(text, "\n")
+	if o.Status != schema.HookOK || len(lines) < 3 || !strings.HasPrefix(text, "/bin/sh -c "+shellSupervisor) {
+		t.Fatalf("outcome %+v, context %q: want the shell supervisor's command line and two process groups", o, text)
+	}
+	if a, b := strings.TrimSpace(lines[len(lines)-2]), strings.TrimSpace(lines[len(lines)-1]); a != b {
+		t.Fatalf("the hook is in process group %s, its supervisor in %s", a, b)
 	}
 }
 
@@ -56,22 +74,48 @@ func TestCommandRunsUnderTheSupervisor(t *testing.T) {
 // started in the background are gone.
 func TestSupervisorKillsTheHookWhenTheHostDies(t *testing.T) {
 	t.Parallel()
+	for _, supervisor := range []string{ShellSupervisor, SelfExecutable} {
+		dir := t.TempDir()
+		host := exec.Command(os.Args[0])
+		host.Dir = dir
+		host.Env = append(os.Environ(), hostEnv+"=sleep 300 & echo $! > grandchild; echo $$ > hook; wait",
+			hostSupervisorEnv+"="+supervisor)
+		if err := host.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pids := map[string]int{
+			"hook":       proctest.WaitPid(t, filepath.Join(dir, "hook"), nil),
+			"grandchild": proctest.WaitPid(t, filepath.Join(dir, "grandchild"), nil),
+		}
+		if err := host.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = host.Wait()
+		proctest.AssertGone(t, pids)
+	}
+}
+
+// Without a supervisor, a hook outlives a host that is killed, as the
+// docs say: what a supervisor is for.
+func TestWithoutASupervisorTheHookOutlivesTheHost(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	host := exec.Command(os.Args[0])
 	host.Dir = dir
-	host.Env = append(os.Environ(), hostEnv+"=sleep 300 & echo $! > grandchild; echo $$ > hook; wait")
+	host.Env = append(os.Environ(), hostEnv+"=echo $$ > hook; sleep 300", hostSupervisorEnv+"=")
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pids := map[string]int{
-		"hook":       proctest.WaitPid(t, filepath.Join(dir, "hook"), nil),
-		"grandchild": proctest.WaitPid(t, filepath.Join(dir, "grandchild"), nil),
-	}
+	hook := proctest.WaitPid(t, filepath.Join(dir, "hook"), nil)
+	t.Cleanup(func() { _ = syscall.Kill(-hook, syscall.SIGKILL) })
 	if err := host.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = host.Wait()
-	proctest.AssertGone(t, pids)
+	time.Sleep(200 * time.Millisecond)
+	if err := syscall.Kill(hook, 0); err != nil {
+		t.Fatalf("the hook is gone without a supervisor: %v", err)
+	}
 }
 
 // A parent-death signal that comes while the parent lives (Linux sends it
@@ -79,21 +123,23 @@ func TestSupervisorKillsTheHookWhenTheHostDies(t *testing.T) {
 // hook runs to its end and its answer counts.
 func TestSupervisorIgnoresTheSignalWhileTheHostLives(t *testing.T) {
 	t.Parallel()
-	env := testEnv(t)
-	env.supervisor = SelfExecutable
-	file := filepath.Join(env.ProjectDir, "supervisor")
-	go func() {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			data, _ := os.ReadFile(file)
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
-				_ = syscall.Kill(pid, parentDeathSignal)
-				return
+	for _, supervisor := range []string{ShellSupervisor, SelfExecutable} {
+		env := testEnv(t)
+		env.supervisor = supervisor
+		file := filepath.Join(env.ProjectDir, "supervisor")
+		go func() {
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				data, _ := os.ReadFile(file)
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+					_ = syscall.Kill(pid, parentDeathSignal)
+					return
+				}
 			}
+		}()
+		o, text := runTestHook(t, "echo $PPID > supervisor; sleep 1; echo still here", env)
+		if o.Status != schema.HookOK || text != "still here" {
+			t.Fatalf("supervisor %q: outcome %+v, context %q", supervisor, o, text)
 		}
-	}()
-	o, text := runTestHook(t, "echo $PPID > supervisor; sleep 1; echo still here", env)
-	if o.Status != schema.HookOK || text != "still here" {
-		t.Fatalf("outcome %+v, context %q", o, text)
 	}
 }
 
@@ -133,13 +179,13 @@ func TestSupervisorRefusesToShareItsStartersGroup(t *testing.T) {
 	}
 }
 
-// BenchmarkCommandHook measures one command hook run, bare and under the
-// supervisor; compare the two in one run.
+// BenchmarkCommandHook measures one command hook run, bare, under the
+// shell supervisor and under the executable one; compare them in one run.
 func BenchmarkCommandHook(b *testing.B) {
 	for _, c := range []struct {
 		name       string
 		supervisor string
-	}{{"bare", ""}, {"supervised", SelfExecutable}} {
+	}{{"bare", ""}, {"shell", ShellSupervisor}, {"executable", SelfExecutable}} {
 		b.Run(c.name, func(b *testing.B) {
 			env := CommandEnv{ProjectDir: b.TempDir(), supervisor: c.supervisor}
 			h := Hook{Event: SessionStart, Name: "echo", Body: Command{Line: "echo ok"}}

@@ -12,13 +12,11 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/bench"
 )
 
 func main() {
-	hookexec.MaybeSupervise() // when started as a hook's supervisor, it never returns
-	bench.MaybeServeWriter()  // nor when started as a writer of bench's PostgreSQL figures
+	bench.MaybeServeWriter() // when started as a writer of bench's PostgreSQL figures, it never returns
 	// Warnings logged below the Engine, such as that of a store opened
 	// while accepting a damaged meta page, are the command's warnings.
 	slog.SetDefault(warnLogger(os.Stderr))

@@ -17,7 +17,6 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise"
-	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/bench"
 	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/internal/testkit"
@@ -39,8 +38,7 @@ const (
 var testEnv []string
 
 func TestMain(m *testing.M) {
-	hookexec.MaybeSupervise() // the in-process commands run their hooks under this binary
-	bench.MaybeServeWriter()  // and bench's PostgreSQL writers
+	bench.MaybeServeWriter() // bench's PostgreSQL writers are this binary
 	if path := os.Getenv(holdEnv); path != "" {
 		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != "", os.Getenv(holdServeEnv) != ""))
 	}
