@@ -137,20 +137,30 @@ func ToolUses(m schema.Message) []ToolUse {
 	return uses
 }
 
+// ToolResults returns the tool_use ids of m's tool_result blocks, in
+// order.
+func ToolResults(m schema.Message) []string {
+	var ids []string
+	for _, b := range m.Content {
+		if b.Type != "tool_result" {
+			continue
+		}
+		var r struct {
+			ID string `json:"tool_use_id"`
+		}
+		if json.Unmarshal(b.Raw, &r) == nil {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
+}
+
 // resultIDs returns the tool_use ids that msgs hold a tool_result of.
 func resultIDs(msgs []schema.Message) map[string]bool {
 	ids := map[string]bool{}
 	for _, m := range msgs {
-		for _, b := range m.Content {
-			if b.Type != "tool_result" {
-				continue
-			}
-			var r struct {
-				ID string `json:"tool_use_id"`
-			}
-			if json.Unmarshal(b.Raw, &r) == nil {
-				ids[r.ID] = true
-			}
+		for _, id := range ToolResults(m) {
+			ids[id] = true
 		}
 	}
 	return ids

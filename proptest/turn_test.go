@@ -241,12 +241,9 @@ func resultOrder(conv []reprise.Message) [][]int {
 			orders = append(orders, nil)
 			continue
 		}
-		for _, b := range m.Content {
-			var r struct {
-				ID string `json:"tool_use_id"`
-			}
-			if b.Type == "tool_result" && json.Unmarshal(b.Raw, &r) == nil && len(orders) > 0 {
-				orders[len(orders)-1] = append(orders[len(orders)-1], index[r.ID])
+		for _, id := range projection.ToolResults(m) {
+			if len(orders) > 0 {
+				orders[len(orders)-1] = append(orders[len(orders)-1], index[id])
 			}
 		}
 	}

@@ -315,30 +315,33 @@ func resultsInOrder(answer reprise.Message, rest []reprise.Message) []reprise.Me
 	if len(order) < 2 {
 		return rest
 	}
-	var groups [][]reprise.Message
+	type group struct {
+		msgs []reprise.Message
+		key  int // the place of its call in the answer; after them all for anything else
+	}
+	var groups []group
+	total := len(rest)
 	for len(rest) > 0 {
 		n := 1
 		for n < len(rest) && rest[n].IsMeta {
 			n++
 		}
-		groups = append(groups, rest[:n])
-		rest = rest[n:]
-	}
-	key := func(g []reprise.Message) int {
-		for _, b := range g[0].Content {
-			var r struct {
-				ID string `json:"tool_use_id"`
-			}
-			if b.Type == "tool_result" && json.Unmarshal(b.Raw, &r) == nil {
-				if i, ok := order[r.ID]; ok {
-					return i
-				}
+		g := group{msgs: rest[:n], key: len(order)}
+		for _, id := range projection.ToolResults(rest[0]) {
+			if i, ok := order[id]; ok {
+				g.key = i
+				break
 			}
 		}
-		return len(order)
+		groups = append(groups, g)
+		rest = rest[n:]
 	}
-	slices.SortStableFunc(groups, func(a, b []reprise.Message) int { return cmp.Compare(key(a), key(b)) })
-	return slices.Concat(groups...)
+	slices.SortStableFunc(groups, func(a, b group) int { return cmp.Compare(a.key, b.key) })
+	out := make([]reprise.Message, 0, total)
+	for _, g := range groups {
+		out = append(out, g.msgs...)
+	}
+	return out
 }
 
 // tools takes the calls of t that have no result through their steps,
