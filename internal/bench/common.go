@@ -185,6 +185,23 @@ func readMetric(name string) float64 {
 }
 
 // closeAll closes every closer, returning the first error.
+// teardown closes a runner's Engine and floor database, those it got to
+// open, and removes its directory.
+func teardown(dir string, e *reprise.Engine, floor *rawDB) error {
+	var closers []interface{ Close() error }
+	if e != nil {
+		closers = append(closers, e)
+	}
+	if floor != nil {
+		closers = append(closers, floor)
+	}
+	err := closeAll(closers...)
+	if rerr := os.RemoveAll(dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
 func closeAll(closers ...interface{ Close() error }) error {
 	var first error
 	for _, c := range closers {

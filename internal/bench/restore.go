@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -123,20 +122,7 @@ func (r *restoreRunner) setup(ctx context.Context) error {
 	return err
 }
 
-func (r *restoreRunner) Close() error {
-	var closers []interface{ Close() error }
-	if r.e != nil {
-		closers = append(closers, r.e)
-	}
-	if r.floor != nil {
-		closers = append(closers, r.floor)
-	}
-	err := closeAll(closers...)
-	if rerr := os.RemoveAll(r.dir); err == nil {
-		err = rerr
-	}
-	return err
-}
+func (r *restoreRunner) Close() error { return teardown(r.dir, r.e, r.floor) }
 
 func (r *restoreRunner) Run(ctx context.Context) ([]Sample, error) {
 	var s Sample

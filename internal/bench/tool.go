@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/reprise-dev/reprise"
@@ -71,20 +70,7 @@ func (r *toolRunner) setup(ctx context.Context) (err error) {
 	return err
 }
 
-func (r *toolRunner) Close() error {
-	var closers []interface{ Close() error }
-	if r.e != nil {
-		closers = append(closers, r.e)
-	}
-	if r.floor != nil {
-		closers = append(closers, r.floor)
-	}
-	err := closeAll(closers...)
-	if rerr := os.RemoveAll(r.dir); err == nil {
-		err = rerr
-	}
-	return err
-}
+func (r *toolRunner) Close() error { return teardown(r.dir, r.e, r.floor) }
 
 func (r *toolRunner) Run(ctx context.Context) ([]Sample, error) {
 	var s Sample
