@@ -60,9 +60,9 @@
 //
 // Cancelling the context of an action stops it at the next step boundary
 // with ErrInterrupted: the running hooks are cancelled and recorded, and
-// the next call on the agent finishes the restore. Command hooks outlive a
-// host killed by SIGKILL unless Options.Runner is a hookexec.Exec with a
-// Supervisor (see docs/hooks.md).
+// the next call on the agent finishes the restore. Command hooks die with
+// a host killed by SIGKILL, unless Options.Runner is a hookexec.Exec with
+// NoSupervisor (see docs/hooks.md).
 //
 // On a database several hosts share, a host that cached a session learns
 // that another deleted it at its next action on an agent or write to the

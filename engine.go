@@ -93,7 +93,8 @@ type Options struct {
 	// Files replaces TranscriptDir with another file seam, such as
 	// NewMemoryFiles in tests. The Engine closes it in Close.
 	Files Files
-	// Runner runs the hooks. Nil means hookexec.Exec, the real runner.
+	// Runner runs the hooks. Nil means hookexec.Exec, the real runner,
+	// under which command hooks die with the host, even by SIGKILL.
 	Runner hookexec.Runner
 	// Observer is told about actions, steps, hook runs and appends, for
 	// tracing and metrics. Nil means none.

@@ -33,7 +33,7 @@ type CommandEnv struct {
 	// (so it wins): KEY=value pairs such as TRACEPARENT.
 	Extra []string
 
-	supervisor string   // Exec.Supervisor
+	supervisor string   // Exec.Supervisor: "" or NoSupervisor
 	inherit    []string // Exec.InheritEnv: nil for the whole environment
 }
 
@@ -185,7 +185,8 @@ func (r *commandRun) stoppedBy(ctx context.Context) bool {
 	return r.killed.Load() && !r.state.Exited()
 }
 
-// execute starts h in its own process group and waits for it. When ctx is
+// execute starts h in its own process group, held by the process's
+// supervisor unless env says NoSupervisor, and waits for it. When ctx is
 // done the group is killed with SIGKILL. On a system without process
 // groups it starts nothing and fails with ErrUnsupportedPlatform.
 func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *commandRun {
@@ -222,13 +223,22 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr
 	inOwnGroup(cmd, r)
-	supervised(cmd, env.supervisor)
+	s, err := supervise(cmd, env.supervisor)
+	if err != nil {
+		r.err = err
+		return r
+	}
 	cmd.WaitDelay = outputWaitDelay
-	if err := cmd.Start(); err != nil {
-		r.err = fmt.Errorf("start %s: %w", cmd.Path, err) // the shell, or its supervisor
+	if err := s.start(cmd); err != nil {
+		r.err = fmt.Errorf("start %s: %w", cmd.Path, err)
 		return r
 	}
 	r.err = cmd.Wait()
+	if err := s.ended(); err != nil {
+		// The hook's shell exited without running its line.
+		r.err = err
+		return r
+	}
 	r.state = cmd.ProcessState
 	return r
 }

@@ -38,8 +38,8 @@ func shellQuote(s string) string {
 }
 
 // testEnv is the environment of the command tests: a project and spill
-// directory of their own, and the supervisor when the tests run supervised
-// (see TestSupervisedCommandsBehaveTheSame).
+// directory of their own, and NoSupervisor when the tests run bare (see
+// TestUnsupervisedCommandsBehaveTheSame).
 func testEnv(t *testing.T) CommandEnv {
 	return CommandEnv{
 		ProjectDir: t.TempDir(),

@@ -51,14 +51,16 @@
 // function hook that ignores its context keeps its goroutine until it
 // returns, but the run does not wait for it.
 //
-// A host that dies, even by SIGKILL, takes its command hooks with it only
-// when Exec has a Supervisor (Linux only): each hook then runs under the
-// host's own executable, started with SupervisorArg, which kills the
-// hook's process group when the host is gone; the host calls
-// MaybeSupervise first thing in main. Without it, a hook outlives a host
-// killed by SIGKILL. Linux sends the parent-death signal when the thread
-// that started the supervisor ends, too (golang/go#27505): the supervisor
-// acts only once its parent pid has changed.
+// A host that dies, even by SIGKILL, takes its command hooks with it: by
+// default the process's supervisor, one /bin/sh started with the first
+// hook, holds each running hook's process group and kills it when the
+// host is gone, however it ended (its input is a pipe only the host
+// writes to, so it ends then). A hook waits at its first instruction
+// until the supervisor holds it, so none runs unsupervised even for an
+// instant. Exec{Supervisor: NoSupervisor} runs hooks bare, to outlive a
+// killed host. A supervisor that someone else kills is replaced at the
+// next hook's start or end; until then the running hooks are
+// unsupervised.
 //
 // Configuration files (settings, hooks.json, installed_plugins.json) are
 // read only when they are, or link to, a regular file of at most

@@ -7,25 +7,24 @@ import (
 	"time"
 )
 
-// The test binary doubles as a hook supervisor and as a host that other
-// tests kill; these variables in its environment say which it is.
+// The test binary doubles as a host that other tests kill; these
+// variables in its environment say when it is one.
 const (
-	// supervisedEnv names the supervisor testEnv runs command hooks
-	// under: the test binary itself, or ShellSupervisor.
+	// supervisedEnv, set to NoSupervisor, makes testEnv run command
+	// hooks bare.
 	supervisedEnv = "REPRISE_TEST_SUPERVISED"
 	// hostEnv makes the binary a host that runs one supervised hook, with
 	// the command line it names, then exits; hostSupervisorEnv names its
-	// supervisor ("" for none).
+	// supervisor ("" for the default).
 	hostEnv           = "REPRISE_TEST_HOOK_HOST"
 	hostSupervisorEnv = "REPRISE_TEST_HOOK_HOST_SUPERVISOR"
 )
 
-// testSupervisor is the supervisor of the command tests: none, or what
-// supervisedEnv names.
+// testSupervisor is the supervisor of the command tests: the default, or
+// what supervisedEnv names.
 var testSupervisor string
 
 func TestMain(m *testing.M) {
-	MaybeSupervise()
 	if line := os.Getenv(hostEnv); line != "" {
 		os.Exit(runHost(line))
 	}

@@ -31,14 +31,14 @@ type Runner interface {
 // groups, function hooks on goroutines, all in parallel, under their
 // timeouts.
 type Exec struct {
-	// Supervisor, when set, runs each command hook under a supervisor
-	// that kills the hook's process group when this process dies, even by
-	// SIGKILL: ShellSupervisor, the hook's own shell running a short
-	// script (a second shell a hook), or an executable whose main calls
-	// MaybeSupervise first (SelfExecutable for the running program). Exit
-	// codes, output, timeouts and cancellation are the same as without
-	// one; a hook's $PPID is its supervisor's pid. Linux only; elsewhere
-	// it is ignored. Unset, a hook outlives a host that is killed.
+	// Supervisor is NoSupervisor to run command hooks bare; by default
+	// ("") the process's supervisor holds each hook's process group and
+	// kills it when this process dies, even by SIGKILL, so a hook and
+	// what it started die with the host. The supervisor is one /bin/sh
+	// for the whole process, started with its first hook; exit codes,
+	// output, timeouts, cancellation, $$ and $PPID are the same either
+	// way. A hook's children that outlive the hook itself, or that leave
+	// its process group, are left alone either way.
 	Supervisor string
 	// InheritEnv, when not nil, names the only variables of this
 	// process's environment that command hooks inherit, such as PATH,

@@ -1,50 +1,28 @@
 package hookexec
 
-import (
-	"os"
-	"os/exec"
-)
+// NoSupervisor, as Exec.Supervisor, runs command hooks without the
+// process's supervisor: a hook then outlives a host killed by SIGKILL.
+const NoSupervisor = "none"
 
-// SupervisorArg is the first argument Exec gives its Supervisor: the one
-// that makes MaybeSupervise run the hook supervisor instead of returning.
-const SupervisorArg = "__reprise-hook-supervisor"
-
-// SelfExecutable names, for Exec.Supervisor, the executable of the
-// running program itself.
-const SelfExecutable = "/proc/self/exe"
-
-// ShellSupervisor names, for Exec.Supervisor, the supervisor the hook's
-// own shell runs: a short script, with no executable of the host's to
-// start, so a program need not call MaybeSupervise for it.
+// ShellSupervisor was a supervisor started for each hook.
+//
+// Deprecated: every command hook is supervised by default now, at no
+// measurable cost; ShellSupervisor means the default.
 const ShellSupervisor = "shell"
 
-// MaybeSupervise runs the hook supervisor when the process was started as
-// one (its first argument is SupervisorArg) and then exits with the hook's
-// status, never returning. Otherwise it returns at once. A program whose
-// Exec.Supervisor is its own executable calls it first thing in main.
+// SelfExecutable was a supervisor started for each hook.
 //
-// The supervisor runs on Linux only: it starts the hook's command line in
-// its own process group, with its standard input, output and error, waits
-// for it and ends as the hook ended. When the process that started it dies,
-// even by SIGKILL, it kills the whole process group, so the hook and its
-// children do not outlive reprise.
-func MaybeSupervise() {
-	if len(os.Args) < 2 || os.Args[1] != SupervisorArg {
-		return
-	}
-	os.Exit(supervise(os.Args[2:]))
-}
+// Deprecated: every command hook is supervised by default now, without
+// starting the host's executable; SelfExecutable means the default.
+const SelfExecutable = "/proc/self/exe"
 
-// supervised makes cmd, a hook's command in a process group of its own,
-// start through supervisor, where the system has supervision: none, the
-// hook's shell (ShellSupervisor), or an executable that calls
-// MaybeSupervise.
-func supervised(cmd *exec.Cmd, supervisor string) {
-	switch supervisor {
-	case "":
-	case ShellSupervisor:
-		superviseShell(cmd)
-	default:
-		superviseCommand(cmd, supervisor)
-	}
-}
+// SupervisorArg was the argument that made MaybeSupervise supervise.
+//
+// Deprecated: nothing starts a program with it any more.
+const SupervisorArg = "__reprise-hook-supervisor"
+
+// MaybeSupervise returns at once.
+//
+// Deprecated: the supervisor is a shell the library starts itself, so a
+// program's main need not call anything; a call can be removed.
+func MaybeSupervise() {}

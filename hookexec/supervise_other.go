@@ -1,22 +1,15 @@
-//go:build !linux
+//go:build !unix
 
 package hookexec
 
-import (
-	"fmt"
-	"os"
-	"os/exec"
-)
+import "os/exec"
 
-// superviseCommand leaves cmd as it is: supervision needs Linux's
-// parent-death signal.
-func superviseCommand(*exec.Cmd, string) {}
+// supervision is nothing here: execute refuses command hooks before it
+// would supervise one.
+type supervision struct{}
 
-// superviseShell leaves cmd as it is, as superviseCommand does.
-func superviseShell(*exec.Cmd) {}
+func supervise(*exec.Cmd, string) (*supervision, error) { return nil, nil }
 
-// supervise refuses to run: Exec never starts a supervisor here.
-func supervise([]string) int {
-	fmt.Fprintln(os.Stderr, "hook supervisor: supported on Linux only")
-	return 2
-}
+func (*supervision) start(cmd *exec.Cmd) error { return cmd.Start() }
+
+func (*supervision) ended() error { return nil }

@@ -16,21 +16,16 @@ import (
 	"github.com/reprise-dev/reprise/projection"
 )
 
-// hookRunner runs the hooks of the commands that write: each command hook
-// under a supervisor, the hook's own shell, so that hooks die with reprise
-// even when it is killed (on Linux; elsewhere they run as they are). The
-// shell costs about a third of what starting this executable again does.
-var hookRunner = hookexec.Exec{Supervisor: hookexec.ShellSupervisor}
-
 // hookEnvEnv names the environment variable that, when set, lists the only
 // variables of reprise's environment that command hooks inherit, separated
 // by commas: for example PATH,HOME,LANG.
 const hookEnvEnv = "REPRISE_HOOK_ENV"
 
-// hookRunnerFromEnv returns hookRunner, passing hooks only the variables
+// hookRunnerFromEnv returns the library's runner, under which hooks die
+// with reprise even when it is killed, passing hooks only the variables
 // $REPRISE_HOOK_ENV names when it is set.
 func hookRunnerFromEnv() hookexec.Exec {
-	r := hookRunner
+	var r hookexec.Exec
 	if list := os.Getenv(hookEnvEnv); list != "" {
 		r.InheritEnv = []string{}
 		for _, name := range strings.Split(list, ",") {

@@ -87,7 +87,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
-	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/turn"
 )
@@ -232,9 +231,7 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 		// it: sessions, log and audit read through the agent's socket.
 		ServeReads:   true,
 		StopBlockCap: stopBlockCap,
-		// Hooks die with the agent, even when it is killed (Linux).
-		Runner: hookexec.Exec{Supervisor: hookexec.ShellSupervisor},
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", store, err)
