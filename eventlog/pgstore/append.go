@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 
@@ -85,10 +86,7 @@ func (s *Store) commitGroup(group []*appendReq, join func(size int) []*appendReq
 	if len(live) == 0 {
 		return
 	}
-	ctx := newGroupContext(live[0].ctx)
-	for _, r := range live {
-		ctx.add(r)
-	}
+	ctx := newGroupContext(live)
 	if take := join; take != nil {
 		join = func(size int) []*appendReq {
 			late := take(size)
@@ -150,22 +148,34 @@ func (s *Store) failed(r *appendReq, err error, attempt int) (again bool) {
 
 // groupContext is the context of a group's transaction: it ends once
 // the contexts of all the group's requests have ended, and carries the
-// values of the first's.
+// values of the first's. When one of them can never end, neither can it,
+// and it has no Done channel: the driver then watches nothing, which
+// saves it a goroutine a round trip.
 type groupContext struct {
 	context.Context
-	cancel context.CancelFunc
-	left   atomic.Int64 // the requests whose contexts have not ended
+	cancel context.CancelFunc // nil when it never ends
+	left   atomic.Int64       // the requests whose contexts have not ended
 	stops  []func() bool
 }
 
-func newGroupContext(first context.Context) *groupContext {
-	g := &groupContext{}
-	g.Context, g.cancel = context.WithCancel(context.WithoutCancel(first))
+// newGroupContext returns the context of a group whose requests, so far,
+// are live.
+func newGroupContext(live []*appendReq) *groupContext {
+	g := &groupContext{Context: context.WithoutCancel(live[0].ctx)}
+	if !slices.ContainsFunc(live, func(r *appendReq) bool { return r.ctx.Done() == nil }) {
+		g.Context, g.cancel = context.WithCancel(g.Context)
+	}
+	for _, r := range live {
+		g.add(r)
+	}
 	return g
 }
 
 // add makes g last for r's context too.
 func (g *groupContext) add(r *appendReq) {
+	if g.cancel == nil {
+		return
+	}
 	g.left.Add(1)
 	g.stops = append(g.stops, context.AfterFunc(r.ctx, func() {
 		if g.left.Add(-1) == 0 {
@@ -179,7 +189,9 @@ func (g *groupContext) stop() {
 	for _, stop := range g.stops {
 		stop()
 	}
-	g.cancel()
+	if g.cancel != nil {
+		g.cancel()
+	}
 }
 
 // appendTx runs one append transaction for the requests of group, and
@@ -232,12 +244,19 @@ func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, join fu
 	}
 	b.Queue("UPDATE reprise_position SET last = last + $1 RETURNING last", int64(total))
 	b.Queue("SELECT stream, head FROM reprise_streams WHERE stream = ANY($1) FOR UPDATE", names)
+	var keys [][]byte // of the index rows the fold will read, read here too
 	if x != nil {
 		b.Queue("SELECT last FROM reprise_index WHERE name = $1", x.name())
+		if keys = aheadKeys(x, group); len(keys) > 0 {
+			b.Queue(selectRows, x.name(), keys)
+		}
 	}
-	last, heads, held, err := readCounterAndHeads(q.SendBatch(ctx, &b), own, x != nil)
+	last, heads, held, fetched, err := readCounterAndHeads(q.SendBatch(ctx, &b), own, x != nil, keys)
 	if err != nil {
 		return err
+	}
+	if x != nil && fetched == nil {
+		fetched = make(map[string][]byte) // the fold reads no row ahead but these
 	}
 	prev := uint64(last) - uint64(total) // the last position before the transaction's
 	if join != nil {
@@ -245,14 +264,8 @@ func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, join fu
 			group = slices.Concat(group, late)
 			more, _ := streamsOf(late, seen, nil)
 			names = append(names, more...)
-			if len(more) > 0 {
-				rows, err := q.Query(ctx, "SELECT stream, head FROM reprise_streams WHERE stream = ANY($1) FOR UPDATE", more)
-				if err != nil {
-					return err
-				}
-				if err := scanHeads(rows, heads); err != nil {
-					return err
-				}
+			if err := readLate(ctx, q, x, late, more, heads, fetched); err != nil {
+				return err
 			}
 		}
 	}
@@ -287,7 +300,7 @@ func appendIn(ctx context.Context, q conn, own bool, group []*appendReq, join fu
 	if len(evs) > 0 {
 		queueEvents(&w, cols)
 	}
-	if err := foldIn(ctx, q, &w, x, held, prev, evs); err != nil {
+	if err := foldIn(ctx, q, &w, x, held, prev, evs, fetched); err != nil {
 		return err
 	}
 	if own {
@@ -395,8 +408,9 @@ type headWrites struct {
 // readCounterAndHeads reads the results of the first batch of an append:
 // its BEGIN when own, the last position the counter reached, the heads of
 // the expected streams that exist and, when indexed, the last position the
-// index's rows hold (-1 when the store holds none of them).
-func readCounterAndHeads(br pgx.BatchResults, own, indexed bool) (last int64, heads map[string]uint64, held int64, err error) {
+// index's rows hold (-1 when the store holds none of them) and the rows
+// of keys, when there are any (see scanRows).
+func readCounterAndHeads(br pgx.BatchResults, own, indexed bool, keys [][]byte) (last int64, heads map[string]uint64, held int64, rows map[string][]byte, err error) {
 	defer func() {
 		if cerr := br.Close(); err == nil {
 			err = cerr
@@ -404,28 +418,95 @@ func readCounterAndHeads(br pgx.BatchResults, own, indexed bool) (last int64, he
 	}()
 	if own {
 		if _, err := br.Exec(); err != nil {
-			return 0, nil, 0, err
+			return 0, nil, 0, nil, err
 		}
 	}
 	if err := br.QueryRow().Scan(&last); errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil, 0, fmt.Errorf("%w: the position counter's row is missing", eventlog.ErrCorrupt)
+		return 0, nil, 0, nil, fmt.Errorf("%w: the position counter's row is missing", eventlog.ErrCorrupt)
 	} else if err != nil {
-		return 0, nil, 0, err
+		return 0, nil, 0, nil, err
 	}
-	rows, err := br.Query()
+	result, err := br.Query()
 	if err != nil {
-		return 0, nil, 0, err
+		return 0, nil, 0, nil, err
 	}
 	heads = make(map[string]uint64)
-	if err := scanHeads(rows, heads); err != nil || !indexed {
-		return last, heads, -1, err
+	if err := scanHeads(result, heads); err != nil || !indexed {
+		return last, heads, -1, nil, err
 	}
 	if err := br.QueryRow().Scan(&held); errors.Is(err, pgx.ErrNoRows) {
-		return last, heads, -1, nil
+		held = -1
 	} else if err != nil {
-		return 0, nil, 0, err
+		return 0, nil, 0, nil, err
 	}
-	return last, heads, held, nil
+	if len(keys) > 0 {
+		if result, err = br.Query(); err == nil {
+			rows, err = scanRows(result, keys)
+		}
+	}
+	return last, heads, held, rows, err
+}
+
+// readLate reads, in one round trip, the heads of the streams more that
+// the late requests expect and that the group did not, locked as the
+// group's are, and the rows of x the late requests' fold reads that
+// fetched lacks, into heads and fetched.
+func readLate(ctx context.Context, q conn, x *indexing, late []*appendReq, more []string, heads map[string]uint64, fetched map[string][]byte) error {
+	var keys [][]byte
+	if x != nil {
+		for _, key := range aheadKeys(x, late) {
+			if _, ok := fetched[string(key)]; !ok {
+				keys = append(keys, key)
+			}
+		}
+	}
+	if len(more) == 0 && len(keys) == 0 {
+		return nil
+	}
+	var b pgx.Batch
+	if len(more) > 0 {
+		b.Queue("SELECT stream, head FROM reprise_streams WHERE stream = ANY($1) FOR UPDATE", more)
+	}
+	if len(keys) > 0 {
+		b.Queue(selectRows, x.name(), keys)
+	}
+	br := q.SendBatch(ctx, &b)
+	defer br.Close()
+	if len(more) > 0 {
+		rows, err := br.Query()
+		if err == nil {
+			err = scanHeads(rows, heads)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if len(keys) > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		got, err := scanRows(rows, keys)
+		if err != nil {
+			return err
+		}
+		maps.Copy(fetched, got)
+	}
+	return br.Close()
+}
+
+// aheadKeys returns the keys of x's rows that folding the records of
+// group reads, learnt from their trial fold as events without positions,
+// for the append's first round trip to read them with the counter.
+func aheadKeys(x *indexing, group []*appendReq) [][]byte {
+	var evs []eventlog.Event
+	for _, r := range group {
+		for _, rec := range r.recs {
+			evs = append(evs, eventlog.Event{Stream: rec.Stream, Type: rec.Type, Version: rec.Version,
+				Time: rec.Time, RestoreID: rec.RestoreID, Payload: rec.Payload})
+		}
+	}
+	return rowKeys(x.kept.ix, evs)
 }
 
 // execAll reads the results of the n statements of a batch. It returns

@@ -3,6 +3,9 @@ package pgstore
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/reprise-dev/reprise/eventlog"
 )
 
@@ -35,3 +38,48 @@ func Groups(s *Store) int64 { return s.groups.Load() }
 
 // Queued returns how many appends wait in s's queue for a group commit.
 func Queued(s *Store) int { return s.queue.Waiting() }
+
+// AppendRoundTrips appends recs to s as one request, with its expect, on
+// a connection that counts the round trips the append makes, and returns
+// their number.
+func AppendRoundTrips(ctx context.Context, s *Store, expect []eventlog.Expect, recs []eventlog.Record) (int, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Release()
+	q := &countingConn{conn: c}
+	r := &appendReq{ctx: ctx, expect: expect, recs: recs}
+	x := s.indexing()
+	if err := appendIn(ctx, q, true, []*appendReq{r}, nil, x); err != nil {
+		return q.trips, err
+	}
+	s.indexed(x)
+	return q.trips, r.err
+}
+
+// countingConn is a conn that counts its calls, each a round trip.
+type countingConn struct {
+	conn
+	trips int
+}
+
+func (c *countingConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	c.trips++
+	return c.conn.Exec(ctx, sql, args...)
+}
+
+func (c *countingConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	c.trips++
+	return c.conn.Query(ctx, sql, args...)
+}
+
+func (c *countingConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	c.trips++
+	return c.conn.QueryRow(ctx, sql, args...)
+}
+
+func (c *countingConn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	c.trips++
+	return c.conn.SendBatch(ctx, b)
+}

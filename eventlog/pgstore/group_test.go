@@ -358,11 +358,26 @@ func TestGroupFoldsIntoIndex(t *testing.T) {
 // append waits for it and two more queue up behind it: once the counter is
 // free, the three commit in one transaction, the later two checked after
 // the first, so that the one expecting what the first changed conflicts.
+// On a store that keeps an index, the late appends' rows are folded too.
 func TestAppendsQueuedMeanwhileJoinTheGroup(t *testing.T) {
 	t.Parallel()
+	for _, indexed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("indexed=%v", indexed), func(t *testing.T) {
+			t.Parallel()
+			appendsJoinTheGroup(t, indexed)
+		})
+	}
+}
+
+func appendsJoinTheGroup(t *testing.T, indexed bool) {
 	ctx := context.Background()
 	db := newDB(t)
 	s := db.open(t, pgstore.Options{})
+	if indexed {
+		if err := s.Index(ctx, tally{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "z"}}, []eventlog.Record{rec("z", "z1")}); err != nil {
 		t.Fatal(err)
 	}
@@ -401,5 +416,11 @@ func TestAppendsQueuedMeanwhileJoinTheGroup(t *testing.T) {
 	checkLog(t, s, []string{"z1", "a1", "z2", "c1"})
 	if h := head(t, s, "c"); h != 1 {
 		t.Errorf("Head(c) = %d, want 1", h)
+	}
+	if indexed {
+		checkRows(t, s)
+		if rows, _ := storedRows(t, s); rows["z"] != "2" || rows["a"] != "1" || rows["c"] != "1" {
+			t.Errorf("rows = %v, want z 2, a 1, c 1", rows)
+		}
 	}
 }

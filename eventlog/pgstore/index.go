@@ -183,20 +183,23 @@ func readHeld(br pgx.BatchResults, skip int) (held int64, err error) {
 // rows as q's transaction reads them, and queues in b the writes of the rows that
 // changed and of their new last position. held is the last position the
 // rows hold, read under the counter's lock; -1 when the store holds none
-// of the index's rows. It folds only when the rows hold every event up to
-// prev: when they lag by at most catchUpLimit positions it folds the
-// events they miss first; further behind, it leaves them to the next
-// Index. A failure of the fold itself is kept in x and queues nothing.
-func foldIn(ctx context.Context, q conn, b *pgx.Batch, x *indexing, held int64, prev uint64, evs []eventlog.Event) error {
+// of the index's rows. fetched holds the rows read ahead (see scanRows);
+// with fetched nil, foldIn reads ahead itself, in one query, those the
+// events of many streams need (see readAhead). It folds only when the
+// rows hold every event up to prev: when they lag by at most
+// catchUpLimit positions it folds the events they miss first; further
+// behind, it leaves them to the next Index. A failure of the fold itself
+// is kept in x and queues nothing.
+func foldIn(ctx context.Context, q conn, b *pgx.Batch, x *indexing, held int64, prev uint64, evs []eventlog.Event, fetched map[string][]byte) error {
 	if x == nil || len(evs) == 0 || held < 0 || uint64(held) > prev || prev-uint64(held) > catchUpLimit {
 		return nil
 	}
 	ix := x.kept.ix
-	r := &rowReader{ctx: ctx, q: q, name: ix.Name()}
+	r := &rowReader{ctx: ctx, q: q, name: ix.Name(), fetched: fetched}
 	fold := eventlog.NewFold(r.get)
 	err := r.foldLog(fold, ix, held, int64(prev))
-	if err == nil {
-		err = r.prefetch(ix, evs)
+	if err == nil && fetched == nil {
+		err = r.readAhead(ix, evs)
 	}
 	for i := 0; err == nil && i < len(evs); i++ {
 		err = r.apply(fold, ix, evs[i])
@@ -245,17 +248,33 @@ type rowReader struct {
 	err     error             // the database's first error; the transaction is then aborted
 }
 
-// prefetch reads in one query the rows that folding evs with ix would
-// otherwise read one query at a time, as a group of appends to many
-// sessions does. It learns their keys from a trial fold of evs over no
-// rows, whose outcome it drops; a key the real fold asks for that the trial
-// did not is still read on its own. Events of one stream, such as a long
-// transcript's, are left to the real fold, as they seldom need more than
-// a row or two.
-func (r *rowReader) prefetch(ix eventlog.Indexer, evs []eventlog.Event) error {
+// readAhead reads in one query the rows that folding evs with ix would
+// otherwise read one query at a time, as a load of many sessions does.
+// Events of one stream, such as a long transcript's, are left to the
+// fold, as they seldom need more than a row or two.
+func (r *rowReader) readAhead(ix eventlog.Indexer, evs []eventlog.Event) error {
 	if !slices.ContainsFunc(evs, func(ev eventlog.Event) bool { return ev.Stream != evs[0].Stream }) {
 		return nil
 	}
+	keys := rowKeys(ix, evs)
+	if len(keys) < 2 { // one query either way
+		return nil
+	}
+	rows, err := r.q.Query(r.ctx, selectRows, r.name, keys)
+	if err != nil {
+		return err
+	}
+	r.fetched, err = scanRows(rows, keys)
+	return err
+}
+
+// selectRows reads the rows of index $1 whose keys are in $2.
+const selectRows = "SELECT key, value FROM reprise_index_rows WHERE name = $1 AND key = ANY($2)"
+
+// rowKeys returns the keys of the rows that folding evs with ix reads,
+// learnt from a trial fold over no rows, whose outcome it drops. A key the
+// real fold asks for that the trial did not is still read on its own.
+func rowKeys(ix eventlog.Indexer, evs []eventlog.Event) [][]byte {
 	var keys [][]byte
 	trial := eventlog.NewFold(func(key string) ([]byte, error) {
 		keys = append(keys, []byte(key)) // once: the trial remembers it
@@ -264,26 +283,25 @@ func (r *rowReader) prefetch(ix eventlog.Indexer, evs []eventlog.Event) error {
 	for _, ev := range evs {
 		_ = trial.Apply(ix, ev)
 	}
-	if len(keys) < 2 { // one query either way
-		return nil
-	}
-	rows, err := r.q.Query(r.ctx, "SELECT key, value FROM reprise_index_rows WHERE name = $1 AND key = ANY($2)", r.name, keys)
-	if err != nil {
-		return err
-	}
-	r.fetched = make(map[string][]byte, len(keys))
+	return keys
+}
+
+// scanRows reads rows of keys and values, of a query for keys, into a map
+// that holds every key: nil for one without a row.
+func scanRows(rows pgx.Rows, keys [][]byte) (map[string][]byte, error) {
+	fetched := make(map[string][]byte, len(keys))
 	for _, key := range keys {
-		r.fetched[string(key)] = nil
+		fetched[string(key)] = nil
 	}
 	var key, value []byte
-	_, err = pgx.ForEachRow(rows, []any{&key, &value}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&key, &value}, func() error {
 		if value == nil {
 			value = []byte{} // a row, though empty
 		}
-		r.fetched[string(key)] = value
+		fetched[string(key)] = value
 		return nil
 	})
-	return err
+	return fetched, err
 }
 
 // get is the Fold's read of the row of key.

@@ -296,3 +296,42 @@ func TestIndexBulkAppendWritesOneRow(t *testing.T) {
 		t.Fatalf("a bulk append of %d events, then an append of one, wrote %d rows; want 2", len(recs), writes)
 	}
 }
+
+// An append to a store that keeps an index makes two round trips, the
+// fold's rows read in the first with the counter; so does one that
+// creates its stream, and one of many streams. The rows then hold what a
+// fold of the whole log makes.
+func TestIndexedAppendTakesTwoRoundTrips(t *testing.T) {
+	db := newDB(t)
+	ctx := context.Background()
+	s := db.open(t, pgstore.Options{})
+	if err := s.Index(ctx, tally{}); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "a", 2)
+	rec := func(stream string) eventlog.Record {
+		return eventlog.Record{Stream: stream, Type: "pgstore.Test", Version: 1, Time: 1, Payload: []byte("x")}
+	}
+	for _, c := range []struct {
+		name   string
+		expect []eventlog.Expect
+		recs   []eventlog.Record
+	}{
+		{"one event", []eventlog.Expect{{Stream: "a", Seq: 2}}, []eventlog.Record{rec("a")}},
+		{"a new stream", []eventlog.Expect{{Stream: "b", Seq: 0}}, []eventlog.Record{rec("b"), rec("b")}},
+		{"three streams", []eventlog.Expect{{Stream: "a", Seq: 3}, {Stream: "b", Seq: 2}, {Stream: "c", Seq: 0}},
+			[]eventlog.Record{rec("a"), rec("b"), rec("c")}},
+	} {
+		trips, err := pgstore.AppendRoundTrips(ctx, s, c.expect, c.recs)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if trips != 2 {
+			t.Errorf("%s: %d round trips, want 2", c.name, trips)
+		}
+	}
+	checkRows(t, s)
+	if rows, _ := storedRows(t, s); rows["a"] != "4" || rows["b"] != "3" || rows["c"] != "1" {
+		t.Fatalf("rows %v, want a 4, b 3, c 1", rows)
+	}
+}

@@ -109,7 +109,7 @@ func loadTx(ctx context.Context, tx pgx.Tx, evs []eventlog.Event, x *indexing) e
 			return err
 		}
 	}
-	if err := foldIn(ctx, tx, &b, x, held, uint64(last), evs); err != nil {
+	if err := foldIn(ctx, tx, &b, x, held, uint64(last), evs, nil); err != nil {
 		return err
 	}
 	return tx.SendBatch(ctx, &b).Close()
