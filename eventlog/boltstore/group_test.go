@@ -32,7 +32,7 @@ func TestGroupFailuresStayAlone(t *testing.T) {
 		request(ctx, []eventlog.Expect{{Stream: "a", Seq: 2}, {Stream: "b", Seq: 1}}, record("b", "b2"), record("a", "a3")),
 		request(ctx, []eventlog.Expect{{Stream: "stream/0", Seq: 2}}, record("stream/0", "stale")),
 	}
-	s.commitGroup(group)
+	s.commitGroup(group, nil)
 
 	var conflict *eventlog.ConflictError
 	if err := group[1].err; !errors.As(err, &conflict) || conflict.Stream != "a" || conflict.Expected != 0 || conflict.Actual != 2 {
@@ -80,6 +80,46 @@ func TestGroupFailuresStayAlone(t *testing.T) {
 	}
 }
 
+// Requests that queue up while a group's transaction is written join it:
+// one commit holds them all, each checked after the requests before it, and
+// join is asked for them with the size of the group so far until it has
+// none.
+func TestQueuedRequestsJoinTheGroup(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
+	defer s.Close()
+	group := []*appendReq{request(ctx, []eventlog.Expect{{Stream: "a"}}, record("a", "a1"), record("a", "a2"))}
+	late := [][]*appendReq{
+		{request(ctx, []eventlog.Expect{{Stream: "a"}}, record("a", "lost"))}, // a moved earlier in the group
+		{request(ctx, []eventlog.Expect{{Stream: "a", Seq: 2}}, record("a", "a3")), request(ctx, []eventlog.Expect{{Stream: "b"}}, record("b", "b1"))},
+	}
+	var sizes []int
+	join := func(size int) []*appendReq {
+		sizes = append(sizes, size)
+		if len(late) == 0 {
+			return nil
+		}
+		next := late[0]
+		late = late[1:]
+		return next
+	}
+	commits := s.commits.Load()
+	s.commitGroup(group, join)
+	if n := s.commits.Load() - commits; n != 1 {
+		t.Errorf("%d commits, want 1", n)
+	}
+	if fmt.Sprint(sizes) != "[2 3 5]" {
+		t.Errorf("join was asked for sizes %v, want [2 3 5]", sizes)
+	}
+	var got []string
+	for _, ev := range readAll(t, s) {
+		got = append(got, string(ev.Payload))
+	}
+	if fmt.Sprint(got) != "[a1 a2 a3 b1]" {
+		t.Errorf("the store holds %v, want [a1 a2 a3 b1]", got)
+	}
+}
+
 func TestGroupOnClosedStore(t *testing.T) {
 	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
 	s.Close()
@@ -87,7 +127,7 @@ func TestGroupOnClosedStore(t *testing.T) {
 		request(context.Background(), []eventlog.Expect{{Stream: "a"}}, record("a", "1")),
 		request(context.Background(), []eventlog.Expect{{Stream: "b"}}, record("b", "1")),
 	}
-	s.commitGroup(group)
+	s.commitGroup(group, nil)
 	for i, r := range group {
 		if !errors.Is(r.err, eventlog.ErrClosed) || r.evs != nil {
 			t.Errorf("request %d on a closed store: %v, %v; want ErrClosed", i, r.evs, r.err)

@@ -217,7 +217,7 @@ func TestGroupFoldsOnlyWhatCommits(t *testing.T) {
 		request(ctx, []eventlog.Expect{{Stream: "a"}}, record("a", "a1")),
 		request(ctx, []eventlog.Expect{{Stream: "a"}}, record("a", "lost")), // conflicts
 		request(ctx, []eventlog.Expect{{Stream: "b"}}, record("b", "b1")),
-	})
+	}, nil)
 	if rows, last := heldRows(t, s, storetest.Counts); !maps.Equal(rows, map[string]string{"a": "1 a1", "b": "1 b1"}) || last != 2 {
 		t.Fatalf("after a group with a conflict the rows = %v up to %d", rows, last)
 	}
@@ -226,7 +226,7 @@ func TestGroupFoldsOnlyWhatCommits(t *testing.T) {
 		request(ctx, []eventlog.Expect{{Stream: "b", Seq: 1}}, record("b", "poison")),
 		request(ctx, []eventlog.Expect{{Stream: "c"}}, record("c", "c1")),
 	}
-	s.commitGroup(group)
+	s.commitGroup(group, nil)
 	for i, r := range group {
 		if r.err != nil {
 			t.Fatalf("request %d: a failed fold failed the append: %v", i, r.err)

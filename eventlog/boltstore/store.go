@@ -465,16 +465,20 @@ func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eve
 		return nil, err
 	}
 	r := &appendReq{ctx: ctx, expect: expect, recs: recs}
-	s.queue.Do(r, func(group []*appendReq, _ func(int) []*appendReq) { s.commitGroup(group) })
+	s.queue.Do(r, s.commitGroup)
 	return r.evs, r.err
 }
 
-// commitGroup writes the requests of group in one transaction. A request
-// whose context ended or whose expectations do not hold against the heads
-// as the requests before it left them fails alone and writes nothing. If
-// the transaction as a whole fails, each request is tried again in a
-// transaction of its own, so that one request's failure is never another's.
-func (s *Store) commitGroup(group []*appendReq) {
+// commitGroup writes the requests of group in one transaction, with those
+// join returns once group's are written (join may be nil): the requests
+// that queued up meanwhile, such as those of the writers the last commit
+// woke, who would otherwise wait for the next. A request whose context
+// ended or whose expectations do not hold against the heads as the
+// requests before it left them fails alone and writes nothing. If the
+// transaction as a whole fails, each request is tried again in a
+// transaction of its own, so that one request's failure is never
+// another's.
+func (s *Store) commitGroup(group []*appendReq, join func(size int) []*appendReq) {
 	s.commits.Add(1)
 	s.ixMu.Lock()
 	var k *keeper
@@ -490,22 +494,15 @@ func (s *Store) commitGroup(group []*appendReq) {
 		// default, saves writing and later reading pages.
 		b.positions.FillPercent = 1
 		b.events.FillPercent = 1
-		for _, r := range group {
-			if r.err = r.ctx.Err(); r.err != nil {
-				continue
+		size := 0
+		for i := 0; i < len(group); i++ {
+			r := group[i]
+			size += len(r.recs)
+			if err := write(b, k, r); err != nil {
+				return err
 			}
-			prev := lastPosition(b)
-			r.evs, r.err = appendTo(b, r.expect, r.recs)
-			var partial *partialWrite
-			if errors.As(r.err, &partial) {
-				return partial.err
-			}
-			// Only the requests that succeed are folded, each after the
-			// ones before it.
-			if r.err == nil {
-				if err := k.fold(prev, r.evs); err != nil {
-					return err
-				}
+			if i == len(group)-1 && join != nil {
+				group = append(group, join(size)...)
 			}
 		}
 		if recentSize(b.recent) <= recentLimit {
@@ -525,8 +522,27 @@ func (s *Store) commitGroup(group []*appendReq) {
 		return
 	}
 	for _, r := range group {
-		s.commitGroup([]*appendReq{r})
+		s.commitGroup([]*appendReq{r}, nil)
 	}
+}
+
+// write writes r into b, in a group's transaction, and folds its events
+// with k when it succeeds, each request after the ones before it. It
+// returns an error only when the transaction must be rolled back.
+func write(b buckets, k *keeper, r *appendReq) error {
+	if r.err = r.ctx.Err(); r.err != nil {
+		return nil
+	}
+	prev := lastPosition(b)
+	r.evs, r.err = appendTo(b, r.expect, r.recs)
+	var partial *partialWrite
+	if errors.As(r.err, &partial) {
+		return partial.err
+	}
+	if r.err == nil {
+		return k.fold(prev, r.evs)
+	}
+	return nil
 }
 
 // partialWrite is an error that struck after a request had written part of
