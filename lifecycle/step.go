@@ -887,17 +887,19 @@ func messages(now int64, s *Session, extra *schema.Message) Ready {
 	if len(s.Pending) > 0 {
 		ready.Saves = []Saved{{Session: s.ID, N: len(s.Pending)}}
 	}
+	appended := make([]schema.MessageAppended, n)
 	parent := s.LastUUID
-	for i := range n {
-		var m schema.Message
+	for i := range appended {
+		m := &appended[i].Message
 		if i < len(s.Pending) {
-			m = s.Pending[i]
+			*m = s.Pending[i]
 		} else {
-			m = *extra
+			*m = *extra
 		}
 		m.ParentUUID, parent = parent, m.UUID
-		ready = add(ready, stream, &schema.MessageAppended{Message: m}, now, "")
+		ready.Payloads = append(ready.Payloads, &appended[i])
 	}
+	ready.Records = schema.AppendMessageRecords(ready.Records, stream, appended, now)
 	return ready
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/reprise-dev/reprise/eventlog"
 )
 
 func TestFastMessageEncoding(t *testing.T) {
@@ -40,6 +42,39 @@ func TestFastMessageEncoding(t *testing.T) {
 		if len(want) > messageSize(&m) {
 			t.Fatalf("message %d takes %d bytes, more than messageSize's %d", i, len(want), messageSize(&m))
 		}
+	}
+}
+
+// AppendMessageRecords makes, after the records already there, the
+// records NewRecord makes one by one, and a payload of one cannot grow
+// into the next's bytes.
+func TestAppendMessageRecordsAsNewRecord(t *testing.T) {
+	ms := []MessageAppended{
+		{Message: Message{UUID: "u1", Role: "user", Content: []Block{{Type: "text", Text: "hello"}}}},
+		{Message: Message{UUID: "u2", ParentUUID: "u1", Role: "assistant", Content: []Block{{Type: "text", Text: strings.Repeat("y", 500)}}}},
+		{Message: Message{UUID: "u3", ParentUUID: "u2", Role: "user", IsMeta: true, Attachment: []byte(`{"a":1}`)}},
+	}
+	first, err := NewRecord("other", &SessionCreated{ID: "s"}, 7, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := AppendMessageRecords([]eventlog.Record{first}, "session/s", ms, 42)
+	if len(recs) != 4 || !reflect.DeepEqual(recs[0], first) {
+		t.Fatalf("records %v: want the first kept and three more", recs)
+	}
+	for i := range ms {
+		want, err := NewRecord("session/s", &ms[i], 42, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(recs[i+1], want) {
+			t.Errorf("record %d = %+v, want %+v", i, recs[i+1], want)
+		}
+	}
+	next := slices.Clone(recs[2].Payload)
+	_ = append(recs[1].Payload, 0xff)
+	if !bytes.Equal(recs[2].Payload, next) {
+		t.Error("appending to a payload changed the next one")
 	}
 }
 

@@ -481,6 +481,26 @@ func messageSize(m *Message) int {
 	return n
 }
 
+// AppendMessageRecords appends to recs the records of ms, messages for
+// stream stamped with time (UTC unix nanoseconds), as NewRecord makes
+// them, their payloads encoded into one allocation: a long save makes one
+// instead of one a message.
+func AppendMessageRecords(recs []eventlog.Record, stream string, ms []MessageAppended, time int64) []eventlog.Record {
+	size := 0
+	for i := range ms {
+		size += messageSize(&ms[i].Message)
+	}
+	arena := make([]byte, 0, size)
+	v := Version(TypeMessageAppended)
+	for i := range ms {
+		start := len(arena)
+		arena = appendMessageAppended(arena, &ms[i])
+		recs = append(recs, eventlog.Record{Stream: stream, Type: TypeMessageAppended, Version: v, Time: time,
+			Payload: arena[start:len(arena):len(arena)]})
+	}
+	return recs
+}
+
 // NewRecord encodes p as a record for stream, stamped with time (UTC unix
 // nanoseconds), restoreID and the current version of p's type.
 func NewRecord(stream string, p Payload, time int64, restoreID string) (eventlog.Record, error) {
