@@ -25,7 +25,8 @@ var restoreFuncBench = Bench{
 }
 
 // restoreCommandBench is target 6: a runtime restore with one trivial
-// command hook, against its appends x F1 plus a bare os/exec of the same
+// command hook, run by the library's default runner (under the process's
+// supervisor), against its appends x F1 plus a bare os/exec of the same
 // command with the same stdin (F4), done in the restore's order.
 var restoreCommandBench = Bench{
 	Name: "restore-command",
