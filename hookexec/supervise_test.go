@@ -145,18 +145,20 @@ func TestSupervisorHoldsTheRunningHooksOnly(t *testing.T) {
 
 	// Kill the supervisor; the next hook starts another.
 	hooksWatcher.mu.Lock()
-	old := hooksWatcher.pid
+	old := hooksWatcher.cmd.Process.Pid
 	hooksWatcher.mu.Unlock()
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for proctest.Alive(old) {
+	// Without /proc a zombie counts as alive: wait no longer than it
+	// takes a SIGKILL to land.
+	for deadline := time.Now().Add(2 * time.Second); proctest.Alive(old) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	run("echo $$ > running2; sleep 300")
 	running["running2"] = proctest.WaitPid(t, filepath.Join(dir, "running2"), nil)
 	hooksWatcher.mu.Lock()
-	if hooksWatcher.pid == old {
+	if hooksWatcher.cmd.Process.Pid == old {
 		t.Errorf("the killed supervisor %d was not replaced", old)
 	}
 	hooksWatcher.mu.Unlock()
@@ -199,6 +201,22 @@ func TestAHookNoSupervisorHoldsDoesNotRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(env.ProjectDir, "ran")); !os.IsNotExist(err) {
 		t.Fatalf("the line ran: %v", err)
+	}
+}
+
+// A line the shell cannot parse ends as it does bare: exit 2 and the
+// shell's message, not an error of the gate it never read.
+func TestUnparsableLineEndsAsBare(t *testing.T) {
+	t.Parallel()
+	var got [2]schema.HookOutcome
+	for i, supervisor := range []string{NoSupervisor, ""} {
+		env := testEnv(t)
+		env.supervisor = supervisor
+		got[i], _ = runTestHook(t, `echo "unterminated`, env)
+	}
+	bare, supervised := got[0], got[1]
+	if supervised.Status != schema.HookFailed || supervised.ExitCode != 2 || supervised.Stderr != bare.Stderr || bare.Stderr == "" {
+		t.Fatalf("supervised %+v, bare %+v: want both failed with exit 2 and the shell's message", supervised, bare)
 	}
 }
 

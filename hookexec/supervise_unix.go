@@ -41,7 +41,7 @@ const gateScript = "read -r _ <&3 || exit 1; exec 3<&-; "
 type watcher struct {
 	mu     sync.Mutex
 	in     *os.File     // the supervisor's standard input; nil when none runs
-	pid    int          // the supervisor's process
+	cmd    *exec.Cmd    // the supervisor, reaped once its input breaks
 	groups map[int]bool // the process groups of the hooks running now
 }
 
@@ -85,6 +85,8 @@ func (w *watcher) tell(line string) error {
 		}
 		w.in.Close()
 		w.in = nil
+		_ = w.cmd.Process.Kill() // it is gone or going: no one reads its input
+		_ = w.cmd.Wait()
 	}
 	return w.start()
 }
@@ -105,7 +107,6 @@ func (w *watcher) start() error {
 		in.Close()
 		return fmt.Errorf("start the hook supervisor: %w", err)
 	}
-	go func() { _ = cmd.Wait() }() // reaps it, should it end before the host
 	var all []byte
 	for group := range w.groups {
 		all = append(strconv.AppendInt(append(all, '+', ' '), int64(group), 10), '\n')
@@ -114,7 +115,7 @@ func (w *watcher) start() error {
 		in.Close()
 		return fmt.Errorf("hook supervisor: %w", err)
 	}
-	w.in, w.pid = in, cmd.Process.Pid
+	w.in, w.cmd = in, cmd
 	return nil
 }
 
@@ -159,7 +160,9 @@ func (s *supervision) start(cmd *exec.Cmd) error {
 		return nil
 	}
 	s.group = cmd.Process.Pid
-	_, s.err = s.gate.Write([]byte{'\n'})
+	// A shell that is gone already (its line did not parse) ran nothing
+	// and ends as it would bare; the broken gate is no error of its own.
+	_, _ = s.gate.Write([]byte{'\n'})
 	return nil
 }
 
