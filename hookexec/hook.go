@@ -215,11 +215,12 @@ func (h Hook) CommandLine() string {
 }
 
 // MaxCommandSize is the longest command a command hook may have, in bytes.
-// The command reaches the shell as one argument of /bin/sh -c, and Linux
-// refuses to start a program (E2BIG) with an argument of 128 KiB or more,
-// counting its terminating NUL (MAX_ARG_STRLEN). A longer command could
-// never run, so it is refused where it is configured.
-const MaxCommandSize = 128<<10 - 1
+// The command reaches the shell as one argument of /bin/sh -c, after the
+// supervisor's gate, and Linux refuses to start a program (E2BIG) with an
+// argument of 128 KiB or more, counting its terminating NUL
+// (MAX_ARG_STRLEN). A longer command could never run, so it is refused
+// where it is configured.
+const MaxCommandSize = 128<<10 - 1 - len(gateScript)
 
 // maxNameCommand is the longest command that is its hook's name whole.
 const maxNameCommand = 1024

@@ -38,7 +38,9 @@ type Exec struct {
 	// for the whole process, started with its first hook; exit codes,
 	// output, timeouts, cancellation, $$ and $PPID are the same either
 	// way. A hook's children that outlive the hook itself, or that leave
-	// its process group, are left alone either way.
+	// its process group, are left alone either way. Any value but
+	// NoSupervisor means the default (docs/hooks.md says what the
+	// supervisor's gate shows of itself).
 	Supervisor string
 	// InheritEnv, when not nil, names the only variables of this
 	// process's environment that command hooks inherit, such as PATH,

@@ -1,5 +1,14 @@
 package hookexec
 
+// gateScript goes before a supervised hook's command line: the hook's
+// shell waits, on descriptor 3, for the host to say that the supervisor
+// holds the hook's group, then closes it and runs the line. If the host
+// dies first, or could not tell the supervisor, the descriptor ends
+// without a line and the shell exits without running anything, so no
+// moment exists in which a hook runs unsupervised. It is one line with
+// the command's first, so the line numbers a shell reports stay the same.
+const gateScript = "read -r _ <&3 || exit 1; exec 3<&-; "
+
 // NoSupervisor, as Exec.Supervisor, runs command hooks without the
 // process's supervisor: a hook then outlives a host killed by SIGKILL.
 const NoSupervisor = "none"

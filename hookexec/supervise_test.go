@@ -78,6 +78,47 @@ func TestSupervisorKillsTheHookWhenTheHostDies(t *testing.T) {
 	proctest.AssertGone(t, pids)
 }
 
+// When a signal ends the host's whole process group, as a terminal's or a
+// service manager's does, the supervisor, in a group of its own, outlives
+// the host and kills the hook.
+func TestSupervisorKillsTheHookWhenTheHostsGroupIsSignalled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	host := exec.Command(os.Args[0])
+	host.Dir = dir
+	host.Env = append(os.Environ(), hostEnv+"=trap '' TERM; echo $$ > hook; sleep 300 & wait", hostSupervisorEnv+"=")
+	host.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hook := proctest.WaitPid(t, filepath.Join(dir, "hook"), nil)
+	if err := syscall.Kill(-host.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = host.Wait()
+	proctest.AssertGone(t, map[string]int{"hook": hook})
+}
+
+// The supervisor holds none of the host's output, where a parent may
+// wait for its end: its standard output and error are /dev/null.
+func TestSupervisorHoldsNoneOfTheHostsOutput(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc to read a process's descriptors from")
+	}
+	if o, _ := runTestHook(t, "true", CommandEnv{ProjectDir: t.TempDir()}); o.Status != schema.HookOK {
+		t.Fatalf("outcome %+v", o)
+	}
+	hooksWatcher.mu.Lock()
+	pid := hooksWatcher.cmd.Process.Pid
+	hooksWatcher.mu.Unlock()
+	for _, fd := range []string{"1", "2"} {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd)); err != nil || target != os.DevNull {
+			t.Errorf("the supervisor's descriptor %s is %q (%v), want %s", fd, target, err, os.DevNull)
+		}
+	}
+}
+
 // With NoSupervisor, a hook outlives a host that is killed, as the docs
 // say: what the supervisor is for.
 func TestWithoutASupervisorTheHookOutlivesTheHost(t *testing.T) {
@@ -183,6 +224,7 @@ func endSupervisor() {
 	if hooksWatcher.in != nil {
 		hooksWatcher.in.Close()
 		hooksWatcher.in = nil
+		_ = hooksWatcher.cmd.Wait()
 	}
 }
 

@@ -16,9 +16,10 @@ import (
 // process group starts and "- GROUP" when the hook has ended. Its input
 // ends only when the last writer is gone, the host, however it ended:
 // then it kills every group it still holds with SIGKILL, and exits. It
-// leads a process group of its own, so the signals a terminal sends the
-// host's group do not reach it, and it ignores them anyway.
-const watcherScript = `trap '' HUP INT QUIT
+// leads a process group of its own, so the signals sent to the host's
+// group do not reach it, and it ignores the usual signals anyway: its end
+// is the end of its input.
+const watcherScript = `trap '' HUP INT QUIT TERM USR1 USR2 ALRM
 groups=' '
 while read -r op group; do
 	case $op$groups in
@@ -27,15 +28,6 @@ while read -r op group; do
 	esac
 done
 for group in $groups; do kill -s KILL -- "-$group"; done 2>/dev/null`
-
-// gateScript goes before a supervised hook's command line: the hook's
-// shell waits, on descriptor 3, for the host to say that the supervisor
-// holds the hook's group, then closes it and runs the line. If the host
-// dies first, or could not tell the supervisor, the descriptor ends
-// without a line and the shell exits without running anything, so no
-// moment exists in which a hook runs unsupervised. It is one line with
-// the command's first, so the line numbers a shell reports stay the same.
-const gateScript = "read -r _ <&3 || exit 1; exec 3<&-; "
 
 // watcher is the running process's supervisor of command hooks.
 type watcher struct {
@@ -113,6 +105,8 @@ func (w *watcher) start() error {
 	}
 	if _, err := in.Write(all); err != nil {
 		in.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 		return fmt.Errorf("hook supervisor: %w", err)
 	}
 	w.in, w.cmd = in, cmd
