@@ -73,6 +73,36 @@ func TestCoreDependsOnNoIO(t *testing.T) {
 	}
 }
 
+// TestViewsReadThroughProjection checks that the command line, the web
+// view and their shared JSON shapes read an agent's state through the
+// root and projection, never the stepper's or the state machine's own
+// packages: those are the core's to change.
+func TestViewsReadThroughProjection(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	out, err := exec.Command(gobin, "list", "-f", "{{.ImportPath}}:{{join .Imports \" \"}}", "./cmd/reprise", "./web", "./jsonview").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("go list listed %d packages, want 3:\n%s", len(lines), out)
+	}
+	for _, line := range lines {
+		pkg, imports, _ := strings.Cut(line, ":")
+		if !strings.Contains(imports, "github.com/reprise-dev/reprise") {
+			t.Fatalf("%s imports nothing of reprise: %q", pkg, imports)
+		}
+		for _, imp := range strings.Fields(imports) {
+			if imp == "github.com/reprise-dev/reprise/fsm" || imp == "github.com/reprise-dev/reprise/lifecycle" {
+				t.Errorf("%s imports %s", pkg, imp)
+			}
+		}
+	}
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

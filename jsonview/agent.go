@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -39,7 +38,7 @@ func AgentNow(a *projection.Agent) string {
 	switch {
 	case a.Restore != nil && a.Restore.Source == "":
 		now = append(now, fmt.Sprintf("end of %s in progress (%s)", a.Restore.From, a.State))
-	case a.Restore != nil && (a.State == fsm.PreCompacting || a.State == fsm.PreCompacted):
+	case a.Restore != nil && a.Compacting():
 		now = append(now, fmt.Sprintf("compaction of %s in progress (%s)", a.Restore.From, a.State))
 	case a.Restore != nil:
 		from := a.Restore.From
@@ -54,14 +53,14 @@ func AgentNow(a *projection.Agent) string {
 	}
 	var calls []*projection.ToolCall
 	for _, c := range a.Tools {
-		if c.State != fsm.ToolDone {
+		if !c.Done() {
 			calls = append(calls, c)
 		}
 	}
 	slices.SortFunc(calls, func(x, y *projection.ToolCall) int { return strings.Compare(x.ID, y.ID) })
 	for _, c := range calls {
 		what := "its hooks in progress"
-		if c.State == fsm.ToolAllowed {
+		if c.Decided() {
 			what = "decided, waiting for its result"
 		}
 		now = append(now, fmt.Sprintf("tool %s %s: %s", c.Tool, c.ID, what))
@@ -69,9 +68,9 @@ func AgentNow(a *projection.Agent) string {
 	switch {
 	case len(now) > 0:
 		return strings.Join(now, "; ")
-	case a.State == fsm.Idle && len(a.History) == 0:
+	case a.Idle() && len(a.History) == 0:
 		return "no session yet"
-	case a.State == fsm.Idle:
+	case a.Idle():
 		return "no session: the last one ended"
 	}
 	return "nothing in progress"

@@ -173,6 +173,28 @@ func NewAgent(id string) *Agent { return &Agent{ID: id, State: fsm.Idle} }
 // prompt, stop or compaction that the next action on the agent finishes.
 func (a *Agent) InFlight() bool { return fsm.InFlight(a.State) }
 
+// Compacting reports whether the step the agent's log ends inside is a
+// compaction's.
+func (a *Agent) Compacting() bool {
+	return a.State == fsm.PreCompacting || a.State == fsm.PreCompacted
+}
+
+// Idle reports whether the agent has no current session: none yet, or
+// the last one ended.
+func (a *Agent) Idle() bool { return a.State == fsm.Idle }
+
+// HooksRunning reports whether the call's hooks may be running: a step
+// of it began and was not recorded as ended.
+func (c *ToolCall) HooksRunning() bool { return fsm.ToolInFlight(c.State) }
+
+// Decided reports whether the call may run and its result is not recorded
+// yet.
+func (c *ToolCall) Decided() bool { return c.State == fsm.ToolAllowed }
+
+// Done reports whether the call is over: denied, or its result and hooks
+// recorded.
+func (c *ToolCall) Done() bool { return c.State == fsm.ToolDone }
+
 // Apply folds the next event of the agent's stream into a. A step the
 // lifecycle table does not allow from the current state, or a step of a
 // different restore than the one in flight, is an error and leaves a

@@ -15,7 +15,6 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
@@ -390,7 +389,7 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 		r := &runs[i]
 		r.InProgress = a.InFlight() && r.ID == inFlight
 		if c := a.Tools[r.ID]; r.Tool != nil && c != nil {
-			r.InProgress = fsm.ToolInFlight(c.State) // its hooks may be running
+			r.InProgress = c.HooksRunning()
 		}
 		spread(r)
 	}
