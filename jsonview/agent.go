@@ -1,11 +1,13 @@
 package jsonview
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -74,4 +76,33 @@ func AgentNow(a *projection.Agent) string {
 		return "no session: the last one ended"
 	}
 	return "nothing in progress"
+}
+
+// ReadAgents folds the stream of every agent of store, in name order, and
+// returns each with the time of its last event (UTC unix nanoseconds).
+func ReadAgents(ctx context.Context, store eventlog.Store) ([]*projection.Agent, []int64, error) {
+	prefix := projection.AgentStream("")
+	var names []string
+	err := store.Streams(ctx, prefix, func(s eventlog.StreamInfo) error {
+		names = append(names, strings.TrimPrefix(s.Name, prefix))
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	agents := make([]*projection.Agent, 0, len(names))
+	last := make([]int64, 0, len(names))
+	for _, id := range names {
+		a := projection.NewAgent(id)
+		var at int64
+		err := store.ReadStream(ctx, projection.AgentStream(id), 1, func(ev eventlog.Event) error {
+			at = ev.Time
+			return a.Apply(ev)
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("read agent %s: %w", id, err)
+		}
+		agents, last = append(agents, a), append(last, at)
+	}
+	return agents, last, nil
 }

@@ -195,7 +195,7 @@ type agentsData struct {
 
 // agents lists the agents of the store.
 func (h *handler) agents(r *http.Request) (*view, error) {
-	all, last, err := h.readAgents(r.Context())
+	all, last, err := jsonview.ReadAgents(r.Context(), h.e.Store())
 	if err != nil {
 		return nil, err
 	}

@@ -133,7 +133,7 @@ func eventAt(ctx context.Context, store eventlog.Store, stream string, seq uint6
 // currentAgents returns, by session, the agents whose current session it
 // is.
 func (h *handler) currentAgents(ctx context.Context) (map[string][]string, error) {
-	agents, _, err := h.readAgents(ctx)
+	agents, _, err := jsonview.ReadAgents(ctx, h.e.Store())
 	if err != nil {
 		return nil, err
 	}
@@ -144,32 +144,4 @@ func (h *handler) currentAgents(ctx context.Context) (map[string][]string, error
 		}
 	}
 	return out, nil
-}
-
-// readAgents folds every agent stream of the store, in name order, and
-// says when each last did anything (its last event's time).
-func (h *handler) readAgents(ctx context.Context) ([]*projection.Agent, []int64, error) {
-	var names []string
-	err := h.e.Store().Streams(ctx, "agent/", func(s eventlog.StreamInfo) error {
-		names = append(names, strings.TrimPrefix(s.Name, "agent/"))
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	out := make([]*projection.Agent, 0, len(names))
-	last := make([]int64, 0, len(names))
-	for _, id := range names {
-		a := projection.NewAgent(id)
-		var at int64
-		err := h.e.Store().ReadStream(ctx, projection.AgentStream(id), 1, func(ev eventlog.Event) error {
-			at = ev.Time
-			return a.Apply(ev)
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("read agent %s: %w", id, err)
-		}
-		out, last = append(out, a), append(last, at)
-	}
-	return out, last, nil
 }

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/jsonview"
-	"github.com/reprise-dev/reprise/projection"
 	"github.com/spf13/cobra"
 )
 
@@ -76,27 +74,13 @@ func runAgents(ctx context.Context, o *agentsOptions) (err error) {
 
 // readAgents folds the stream of every agent of store, in name order.
 func readAgents(ctx context.Context, store eventlog.Store) ([]agentJSON, error) {
-	prefix := projection.AgentStream("")
-	var names []string
-	err := store.Streams(ctx, prefix, func(s eventlog.StreamInfo) error {
-		names = append(names, strings.TrimPrefix(s.Name, prefix))
-		return nil
-	})
+	agents, last, err := jsonview.ReadAgents(ctx, store)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]agentJSON, 0, len(names))
-	for _, id := range names {
-		a := projection.NewAgent(id)
-		var last int64
-		err := store.ReadStream(ctx, projection.AgentStream(id), 1, func(ev eventlog.Event) error {
-			last = ev.Time
-			return a.Apply(ev)
-		})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, jsonview.NewAgent(a, last))
+	out := make([]agentJSON, len(agents))
+	for i, a := range agents {
+		out[i] = jsonview.NewAgent(a, last[i])
 	}
 	return out, nil
 }
