@@ -496,18 +496,29 @@ func readLate(ctx context.Context, q conn, x *indexing, late []*appendReq, more 
 }
 
 // aheadKeys returns the keys of x's rows that folding the records of
-// group reads, learnt from their trial fold as events without positions,
-// for the append's first round trip to read them with the counter.
+// group reads, learnt from a trial fold of them as events without
+// positions, for the append's first round trip to read them with the
+// counter. Only the first aheadPerStream records of each stream are
+// tried: a long save to one session reads its row at the first, and the
+// trial of the rest would cost a fold of its own.
 func aheadKeys(x *indexing, group []*appendReq) [][]byte {
 	var evs []eventlog.Event
+	tried := map[string]int{}
 	for _, r := range group {
 		for _, rec := range r.recs {
+			if tried[rec.Stream] == aheadPerStream {
+				continue
+			}
+			tried[rec.Stream]++
 			evs = append(evs, eventlog.Event{Stream: rec.Stream, Type: rec.Type, Version: rec.Version,
 				Time: rec.Time, RestoreID: rec.RestoreID, Payload: rec.Payload})
 		}
 	}
 	return rowKeys(x.kept.ix, evs)
 }
+
+// aheadPerStream is how many records of each stream aheadKeys tries.
+const aheadPerStream = 4
 
 // execAll reads the results of the n statements of a batch. It returns
 // the first error, and otherwise the command tag of the last statement.
