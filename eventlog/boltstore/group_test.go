@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -117,6 +118,43 @@ func TestQueuedRequestsJoinTheGroup(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[a1 a2 a3 b1]" {
 		t.Errorf("the store holds %v, want [a1 a2 a3 b1]", got)
+	}
+}
+
+// When a group's transaction fails after requests joined it, every
+// request is tried again alone, the joined ones too: the one that broke
+// the transaction fails on its own, and the others land.
+func TestJoinedRequestsAreTriedAgainAlone(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
+	defer s.Close()
+	long := strings.Repeat("x", 40<<10) // a key longer than bbolt takes: the put fails after the checks
+	group := []*appendReq{request(ctx, []eventlog.Expect{{Stream: "a"}}, record("a", "a1"))}
+	late := []*appendReq{
+		request(ctx, []eventlog.Expect{{Stream: "b"}}, record("b", "b1")),
+		request(ctx, []eventlog.Expect{{Stream: long}}, record(long, "broken")),
+		request(ctx, []eventlog.Expect{{Stream: "c"}}, record("c", "c1")),
+	}
+	joined := false
+	s.commitGroup(group, func(int) []*appendReq {
+		if joined {
+			return nil
+		}
+		joined = true
+		return late
+	})
+	all := append(group, late...)
+	for i, r := range all {
+		if (r.err != nil) != (i == 2) {
+			t.Errorf("request %d: %v", i, r.err)
+		}
+	}
+	var got []string
+	for _, ev := range readAll(t, s) {
+		got = append(got, string(ev.Payload))
+	}
+	if fmt.Sprint(got) != "[a1 b1 c1]" {
+		t.Errorf("the store holds %v, want [a1 b1 c1]", got)
 	}
 }
 
