@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"text/tabwriter"
 
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/spf13/cobra"
 )
@@ -51,7 +48,7 @@ func runAgents(ctx context.Context, o *agentsOptions) (err error) {
 	var agents []agentJSON
 	e, err := o.openReadOnly(ctx, o.stderr)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, pgstore.ErrFormat):
+	case isNoStore(err):
 		// No store yet: no agents either.
 	case err != nil:
 		return err

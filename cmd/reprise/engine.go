@@ -328,6 +328,12 @@ func openError(path string, err error) error {
 	return userError{fmt.Sprintf("cannot open the store %s: %s", redact(path), err.Error()), err}
 }
 
+// isNoStore reports whether err, from openReadOnly, says there is no
+// store yet: a listing then lists nothing.
+func isNoStore(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, pgstore.ErrFormat)
+}
+
 // noStore says that a command that only reads found no store at path.
 func noStore(path string, err error) error {
 	return userError{fmt.Sprintf("no store at %s (reprise new or reprise import creates one)", redact(path)), err}

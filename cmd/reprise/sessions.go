@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/spf13/cobra"
@@ -179,7 +176,7 @@ func runSessions(ctx context.Context, o *sessionsOptions) (err error) {
 	var sessions []projection.SessionInfo
 	e, err := o.openReadOnly(ctx, o.stderr)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, pgstore.ErrFormat):
+	case isNoStore(err):
 		// No store yet, as on a fresh machine: no sessions either.
 	case err != nil:
 		return err
