@@ -2,12 +2,13 @@ package reprise
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/reprise-dev/reprise/internal/uuid"
 )
 
 // MaxIDLen bounds session and agent ids.
@@ -81,17 +82,5 @@ func newUUID() string {
 	clear(uuids.buf[uuids.next : uuids.next+16]) // handed out once
 	uuids.next += 16
 	uuids.Unlock()
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], b[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], b[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], b[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], b[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], b[10:])
-	return string(s[:])
+	return uuid.V4(b)
 }

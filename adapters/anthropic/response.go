@@ -12,6 +12,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/internal/uuid"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -164,9 +165,7 @@ func encodeLine(v any) ([]byte, error) {
 func newUUID() string {
 	var b [16]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	return uuid.V4(b)
 }
 
 // Usage returns the usage recorded with m: the message.usage of its Record,

@@ -3,11 +3,12 @@ package bench
 import (
 	"bufio"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/reprise-dev/reprise/internal/uuid"
 )
 
 // The JSONL peer is what a host keeps transcripts in when it has no
@@ -33,23 +34,12 @@ func newPeerMessage(session string, i int) peerMessage {
 	return peerMessage{UUID: newUUID(), Role: m.Role, Text: m.Content[0].Text, SessionID: session, Timestamp: time.Now().UTC()}
 }
 
-// newUUID returns a random (version 4) UUID.
+// newUUID returns a random (version 4) UUID, its bytes read from the
+// system's generator each time, as a host writing JSONL does.
 func newUUID() string {
 	var b [16]byte
 	rand.Read(b[:]) // never fails: it panics instead
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], b[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], b[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], b[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], b[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], b[10:])
-	return string(s[:])
+	return uuid.V4(b)
 }
 
 // peerFile is one session's transcript file, open for appending.
