@@ -320,13 +320,7 @@ func TestHaltLeavesNoCallWithoutResult(t *testing.T) {
 		Body: hookexec.Command{Line: `echo '{"continue": false, "stopReason": "enough"}'`}}); err != nil {
 		t.Fatal(err)
 	}
-	stops := 0
-	if err := e.Hooks().OnStop("count", func(ctx context.Context, in hookexec.StopInput) (hookexec.StopOutput, error) {
-		stops++
-		return hookexec.StopOutput{}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	stops := countStops(t, e)
 	out, err := runner.Run(context.Background(), "go")
 	if err != nil {
 		t.Fatal(err)
@@ -341,8 +335,8 @@ user result:t2="Not run: a hook stopped the turn."! result:t3="Not run: a hook s
 	if got := shape(t, e, "s"); got != want {
 		t.Errorf("conversation:\n%s\nwant:\n%s", got, want)
 	}
-	if r.count("t2")+r.count("t3") != 0 || stops != 0 {
-		t.Errorf("t2 and t3 ran %d times, Stop hooks %d; want none", r.count("t2")+r.count("t3"), stops)
+	if r.count("t2")+r.count("t3") != 0 || *stops != 0 {
+		t.Errorf("t2 and t3 ran %d times, Stop hooks %d; want none", r.count("t2")+r.count("t3"), *stops)
 	}
 	tn, err := runner.Agent.Turn(context.Background())
 	if err != nil || tn.Phase != reprise.TurnOver {
@@ -466,13 +460,7 @@ func TestATurnOnAnotherSessionLeavesThisOneOver(t *testing.T) {
 	s := &script{answers: []reprise.Message{answer("done on s")}}
 	var r runs
 	e, runner := newRunner(t, s, &r)
-	stops := 0
-	if err := e.Hooks().OnStop("count", func(ctx context.Context, in hookexec.StopInput) (hookexec.StopOutput, error) {
-		stops++
-		return hookexec.StopOutput{}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	stops := countStops(t, e)
 	if _, err := runner.Run(ctx, "go"); err != nil {
 		t.Fatal(err)
 	}
@@ -491,8 +479,8 @@ func TestATurnOnAnotherSessionLeavesThisOneOver(t *testing.T) {
 		t.Fatalf("back on s: %+v, %v; want the turn over", tn, err)
 	}
 	out, err := runner.Resume(ctx)
-	if err != nil || out.Resumed || stops != 2 {
-		t.Errorf("Resume back on s: %+v, %v, Stop hooks ran %d times; want nothing done and 2 runs", out, err, stops)
+	if err != nil || out.Resumed || *stops != 2 {
+		t.Errorf("Resume back on s: %+v, %v, Stop hooks ran %d times; want nothing done and 2 runs", out, err, *stops)
 	}
 }
 
@@ -633,4 +621,18 @@ func TestEveryRequestHasResultsInAnswerOrder(t *testing.T) {
 	if want := []string{"", "t1 t2", "t1 t2 t3 t4"}; !slices.Equal(orders, want) {
 		t.Errorf("the requests' results: %q, want %q", orders, want)
 	}
+}
+
+// countStops adds to e a Stop hook that lets the agent stop and counts
+// its runs.
+func countStops(t *testing.T, e *reprise.Engine) *int {
+	t.Helper()
+	stops := new(int)
+	if err := e.Hooks().OnStop("count", func(ctx context.Context, in hookexec.StopInput) (hookexec.StopOutput, error) {
+		*stops++
+		return hookexec.StopOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return stops
 }
