@@ -561,3 +561,27 @@ func runText(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeout 
 	o, a := runCommand(ctx, h, stdin, env, timeout)
 	return o, a.text
 }
+
+// A command hook without a timeout of its own gets its event's default
+// from the table of events: 30 seconds on UserPromptSubmit, as in Claude
+// Code, where it used to get ten minutes.
+func TestCommandHooksDefaultToTheirEventsTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		event Event
+		want  time.Duration
+	}{
+		{UserPromptSubmit, 30 * time.Second},
+		{PreToolUse, DefaultCommandTimeout},
+		{SessionEnd, DefaultSessionEndCommandTimeout},
+		{Event("MessageDisplay"), 10 * time.Second},
+	} {
+		h := Hook{Event: tc.event, Body: Command{Line: "true"}}
+		if got := commandTimeout(h); got != tc.want {
+			t.Errorf("%s: default timeout %v, want %v", tc.event, got, tc.want)
+		}
+		h.Timeout = 3 * time.Second
+		if got := commandTimeout(h); got != h.Timeout {
+			t.Errorf("%s: a hook's own timeout %v became %v", tc.event, h.Timeout, got)
+		}
+	}
+}

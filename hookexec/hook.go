@@ -30,13 +30,15 @@ const (
 // is shared: read it, never change it.
 var Events = schema.HookEvents
 
-// Default timeouts for hooks that set none of their own.
+// Default timeouts for hooks that set none of their own. A command hook's
+// default is its event's, from schema.Events: DefaultCommandTimeout on most
+// events, 30 seconds on UserPromptSubmit, 10 on MessageDisplay.
 const (
 	DefaultFuncTimeout    = 5 * time.Second
 	DefaultCommandTimeout = 600 * time.Second
 	// DefaultSessionEndCommandTimeout is the short budget of SessionEnd
 	// command hooks: a session that is being left should not wait long.
-	DefaultSessionEndCommandTimeout = 1500 * time.Millisecond
+	DefaultSessionEndCommandTimeout = schema.SessionEndBudget
 )
 
 // SessionStartInput is what a SessionStart hook receives. Messages is the

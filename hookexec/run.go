@@ -248,13 +248,14 @@ func texts(answers []answer) []string {
 	return out
 }
 
-// commandTimeout is h's own timeout or the default for its event.
+// commandTimeout is h's own timeout or the default for its event, from
+// the table of events.
 func commandTimeout(h Hook) time.Duration {
-	switch {
-	case h.Timeout > 0:
+	if h.Timeout > 0 {
 		return h.Timeout
-	case h.Event == SessionEnd:
-		return DefaultSessionEndCommandTimeout
+	}
+	if spec, ok := schema.LookupEvent(h.Event); ok {
+		return spec.Timeout
 	}
 	return DefaultCommandTimeout
 }

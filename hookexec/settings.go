@@ -17,30 +17,25 @@ import (
 	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/internal/private"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // pluginRootVar is replaced by the plugin directory in plugin commands.
 const pluginRootVar = "${CLAUDE_PLUGIN_ROOT}"
 
-// settingsFile is the part of a Claude Code settings file, or of a plugin's
-// hooks/hooks.json, that this package reads. encoding/json ignores every
-// other key, including the events this package does not run.
-type settingsFile struct {
-	Hooks *settingsEvents `json:"hooks"`
-}
-
-type settingsEvents struct {
-	SessionStart     []settingsGroup `json:"SessionStart"`
-	SessionEnd       []settingsGroup `json:"SessionEnd"`
-	Stop             []settingsGroup `json:"Stop"`
-	UserPromptSubmit []settingsGroup `json:"UserPromptSubmit"`
-	PreCompact       []settingsGroup `json:"PreCompact"`
-
-	PreToolUse         []settingsGroup `json:"PreToolUse"`
-	PermissionRequest  []settingsGroup `json:"PermissionRequest"`
-	PostToolUse        []settingsGroup `json:"PostToolUse"`
-	PostToolUseFailure []settingsGroup `json:"PostToolUseFailure"`
-}
+// settingsEvents is the part of a Claude Code settings file's, or a
+// plugin's hooks/hooks.json's, "hooks" object that this package reads: a
+// struct type with one []settingsGroup field for each event it runs, named and tagged as the event: decoding into it
+// reports a malformed group at its place in the file, while a malformed
+// event this package does not run cannot fail the file.
+var settingsEvents = func() reflect.Type {
+	fields := make([]reflect.StructField, len(Events))
+	for i, e := range Events {
+		fields[i] = reflect.StructField{Name: string(e), Type: reflect.TypeFor[[]settingsGroup](),
+			Tag: reflect.StructTag(`json:"` + string(e) + `"`)}
+	}
+	return reflect.StructOf(fields)
+}()
 
 // settingsGroup is one matcher and the hooks it selects.
 type settingsGroup struct {
@@ -59,12 +54,12 @@ type settingsEntry struct {
 	Shell   string  `json:"shell"`
 }
 
-// LoadSettings reads one Claude Code settings file and returns its
-// SessionStart, SessionEnd, Stop, UserPromptSubmit and PreCompact command
-// hooks, in that order, each in file order. Each hook's Name and Command
-// are the configured command and its Source is path. The matchers of Stop
-// and UserPromptSubmit hooks are ignored, as Claude Code ignores them;
-// PreCompact hooks match on the trigger ("manual" or "auto").
+// LoadSettings reads one Claude Code settings file and returns its command
+// hooks of the events this package runs, event by event in the order of
+// Events, each in file order. Each hook's Name and Command are the
+// configured command and its Source is path. Each event matches on the
+// field schema.Events names for it; the matchers of events that have none
+// (Stop, UserPromptSubmit) are ignored, as Claude Code ignores them.
 //
 // The file must be a JSON object. Hooks of other events, hooks whose type
 // is not "command" ("prompt", "http", "agent", ...) and keys this package
@@ -254,35 +249,23 @@ func readConfigFile(path string) ([]byte, error) {
 
 // parseSettings turns the contents of the file at path into hooks.
 func parseSettings(data []byte, path, source string) ([]Hook, error) {
-	var f settingsFile
-	if err := json.Unmarshal(data, &f); err != nil {
+	events := reflect.New(settingsEvents)
+	if err := json.Unmarshal(data, &struct {
+		Hooks any `json:"hooks"`
+	}{events.Interface()}); err != nil {
 		return nil, settingsJSONError(data, path, err)
 	}
 	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
 		return nil, fmt.Errorf("%w: %s: not a JSON object", ErrBadConfig, path)
 	}
-	if f.Hooks == nil {
-		return nil, nil
-	}
 	var hooks []Hook
-	for _, ev := range []struct {
-		name   Event
-		groups []settingsGroup
-	}{
-		{SessionStart, f.Hooks.SessionStart},
-		{SessionEnd, f.Hooks.SessionEnd},
-		{Stop, f.Hooks.Stop},
-		{UserPromptSubmit, f.Hooks.UserPromptSubmit},
-		{PreCompact, f.Hooks.PreCompact},
-		{PreToolUse, f.Hooks.PreToolUse},
-		{PermissionRequest, f.Hooks.PermissionRequest},
-		{PostToolUse, f.Hooks.PostToolUse},
-		{PostToolUseFailure, f.Hooks.PostToolUseFailure},
-	} {
-		for i, g := range ev.groups {
-			at := fmt.Sprintf("hooks.%s[%d]", ev.name, i)
+	for k, event := range Events {
+		groups := events.Elem().Field(k).Interface().([]settingsGroup)
+		spec, _ := schema.LookupEvent(event)
+		for i, g := range groups {
+			at := fmt.Sprintf("hooks.%s[%d]", event, i)
 			matcher := g.Matcher
-			if ev.name == Stop || ev.name == UserPromptSubmit {
+			if spec.Rule == schema.MatchNone {
 				matcher = "" // as in Claude Code, these events have no matcher: they run every time
 			}
 			m, err := ParseMatcher(matcher)
@@ -297,7 +280,7 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 				if !ok {
 					continue
 				}
-				h.Event, h.Source, h.Matcher = ev.name, source, m
+				h.Event, h.Source, h.Matcher = event, source, m
 				hooks = append(hooks, h)
 			}
 		}
