@@ -19,6 +19,16 @@ var (
 	ErrBadHook = errors.New("hookexec: invalid hook")
 )
 
+// ErrUntrusted is returned when a configuration file (a settings file, a
+// plugin's hooks.json, installed_plugins.json) could have been written by
+// another user: the file, or a directory above it, belongs to someone other
+// than the running user or root, or may be written by other users (a
+// directory that others may write is allowed only when it is sticky, as
+// /tmp is). Its message names the file and what is wrong with it. A
+// project directory another user re-created, in a shared /tmp for
+// example, is refused this way, so its hooks never run as you.
+var ErrUntrusted = errors.New("hookexec: configuration file another user could have written")
+
 // ErrHookIDInUse is returned by Scoped.AddWith when the id asked for names
 // another hook of the same session.
 var ErrHookIDInUse = errors.New("hookexec: session hook id in use")

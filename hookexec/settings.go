@@ -235,6 +235,9 @@ func readConfigFile(path string) ([]byte, error) {
 	if info.Size() > MaxConfigFileSize {
 		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadConfig, path, MaxConfigFileSize)
 	}
+	if err := checkWriters(path, info); err != nil {
+		return nil, err
+	}
 	// The file may grow between Stat and the read: read one byte beyond the
 	// cap to notice.
 	data, err := io.ReadAll(io.LimitReader(f, MaxConfigFileSize+1))
@@ -245,6 +248,28 @@ func readConfigFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrBadConfig, path, MaxConfigFileSize)
 	}
 	return data, nil
+}
+
+// checkWriters refuses, with ErrUntrusted, the configuration file at path,
+// whose opened file info is, when another user could have written it: the
+// file must belong to the running user or root and be writable by no one
+// else, and so must every directory above it, both where path names it
+// and where its symbolic links lead, or be sticky.
+func checkWriters(path string, info fs.FileInfo) error {
+	if !private.TrustedOwner(info) {
+		return fmt.Errorf("%w: %s belongs to another user", ErrUntrusted, path)
+	}
+	if private.OthersMayWrite(info) {
+		return fmt.Errorf("%w: %s may be written by other users (mode %04o)", ErrUntrusted, path, info.Mode().Perm())
+	}
+	if err := private.CheckAncestors(path, ErrUntrusted); err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil || real == path {
+		return err
+	}
+	return private.CheckAncestors(real, ErrUntrusted)
 }
 
 // parseSettings turns the contents of the file at path into hooks.

@@ -20,6 +20,17 @@ func OwnedByUser(info fs.FileInfo) bool {
 	return ok && int(st.Uid) == os.Getuid()
 }
 
+// TrustedOwner reports whether info is of a file the running user or root
+// owns: no other user could have written it.
+func TrustedOwner(info fs.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && (int(st.Uid) == os.Getuid() || st.Uid == 0)
+}
+
+// OthersMayWrite reports whether info's mode lets its group or everyone
+// write it.
+func OthersMayWrite(info fs.FileInfo) bool { return info.Mode().Perm()&0o022 != 0 }
+
 // CheckAncestors refuses a path whose parents another user could rename it
 // out of, or swap for a directory of theirs: each directory above it,
 // symbolic links resolved, must belong to the user or to root, and one
