@@ -54,8 +54,9 @@
 // A host that dies, even by SIGKILL, takes its command hooks with it: by
 // default the process's supervisor, one /bin/sh started with the first
 // hook, holds each running hook's process group and kills it when the
-// host is gone, however it ended (its input is a pipe only the host
-// writes to, so it ends then). A hook waits at its first instruction
+// host is gone, however it ended (its input is a socket only the host
+// holds, which no hook inherits or can open through /proc, so it ends
+// then). A hook waits at its first instruction
 // until the supervisor holds it, so none runs unsupervised even for an
 // instant. Exec{Supervisor: NoSupervisor} runs hooks bare, to outlive a
 // killed host. A supervisor that someone else kills is replaced at the

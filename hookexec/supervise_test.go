@@ -304,3 +304,36 @@ func BenchmarkCommandHook(b *testing.B) {
 		})
 	}
 }
+
+// A hook cannot reach the supervisor's input: it runs as the same user,
+// but the input is a socket, which /proc/PID/fd/0 does not open, so the
+// hook can neither tell the supervisor to forget its group nor hold the
+// input open past the host's end. When the host is killed, the hook that
+// tried dies with it.
+func TestAHookCannotWriteToOrHoldTheSupervisorsInput(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc to reach another process's descriptors through")
+	}
+	dir := t.TempDir()
+	// The hook finds its host's supervisor: the sibling whose command line
+	// is the supervisor's script.
+	line := `for p in /proc/[0-9]*; do
+  [ "$(awk '{print $4}' $p/stat 2>/dev/null)" = "$PPID" ] && grep -q 'groups=' $p/cmdline 2>/dev/null && sup=${p#/proc/}
+done
+if [ -z "$sup" ]; then echo "no supervisor" > result
+elif (exec 9>/proc/$sup/fd/0) 2>/dev/null; then exec 9>/proc/$sup/fd/0; echo "- $$" >&9; echo forged > result
+else echo refused > result; fi
+echo $$ > hook; sleep 300`
+	host := startHost(t, dir, line, "")
+	hook := proctest.WaitPid(t, filepath.Join(dir, "hook"), nil)
+	t.Cleanup(func() { _ = syscall.Kill(-hook, syscall.SIGKILL) })
+	if result, _ := os.ReadFile(filepath.Join(dir, "result")); string(result) != "refused\n" {
+		t.Errorf("the hook reaching for the supervisor's input: %q, want refused", result)
+	}
+	if err := host.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = host.Wait()
+	proctest.AssertGone(t, map[string]int{"hook": hook})
+}

@@ -84,8 +84,14 @@ func (w *watcher) tell(line string) error {
 }
 
 // start starts a supervisor and tells it every group that runs.
+//
+// Its input is one end of a Unix socket pair, not a pipe: a hook runs as
+// the same user as the supervisor, and could open a pipe of the
+// supervisor's through /proc/PID/fd/0, to write "- GROUP" itself or to
+// hold the input open past the host's end, and so outlive the host. A
+// socket cannot be opened through /proc, so only the host writes to it.
 func (w *watcher) start() error {
-	r, in, err := os.Pipe()
+	r, in, err := socketPair()
 	if err != nil {
 		return fmt.Errorf("start the hook supervisor: %w", err)
 	}
@@ -111,6 +117,23 @@ func (w *watcher) start() error {
 	}
 	w.in, w.cmd = in, cmd
 	return nil
+}
+
+// socketPair returns the two ends of a new Unix stream socket pair, each
+// closed on exec. It holds syscall.ForkLock while it marks them, as os.Pipe
+// does, so that no hook started meanwhile inherits an end.
+func socketPair() (r, w *os.File, err error) {
+	syscall.ForkLock.RLock()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return nil, nil, os.NewSyscallError("socketpair", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "hook supervisor input"), os.NewFile(uintptr(fds[1]), "hook supervisor"), nil
 }
 
 // supervision is one command hook under the process's supervisor.
