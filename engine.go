@@ -344,11 +344,11 @@ func (e *Engine) projectHooks(ctx context.Context, id string) *hookexec.Registry
 	}
 	hooks, errs := hookexec.LoadAll(paths, nil)
 	for _, err := range errs {
-		e.warnOnce("settings file skipped", err)
+		e.warnOnce(skipped(err, "settings file skipped"), err)
 	}
 	plugins, errs := hookexec.LoadEnabledPlugins(home, cwd, paths)
 	for _, err := range errs {
-		e.warnOnce("installed plugin skipped", err)
+		e.warnOnce(skipped(err, "installed plugin skipped"), err)
 	}
 	hooks = append(hooks, plugins...)
 	reg := hookexec.NewRegistry()
@@ -356,6 +356,15 @@ func (e *Engine) projectHooks(ctx context.Context, id string) *hookexec.Registry
 		e.warnOnce("settings hook skipped", err)
 	}
 	return reg
+}
+
+// skipped is the warning for err, an error loading hooks: msg, or, when
+// the file loaded but some of its matchers cannot run, says so.
+func skipped(err error, msg string) string {
+	if hookexec.OnlyMatchers(err) {
+		return "hook matcher ignored: its hooks never run"
+	}
+	return msg
 }
 
 // warnOnce logs msg with err the first time this Engine meets that error:

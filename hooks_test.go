@@ -268,15 +268,17 @@ func TestSettingsMergeMatchersAndStdin(t *testing.T) {
 	}
 }
 
-func TestInvalidMatcherIsAConfigError(t *testing.T) {
+// An invalid matcher matches nothing and is reported; its file's other
+// hooks, and the other files, still load.
+func TestInvalidMatcherMatchesNothingAndIsReported(t *testing.T) {
 	bad := writeSettings(t, "bad.json", `{"hooks": {"SessionStart": [{"matcher": "(resume", "hooks": [{"type": "command", "command": "true"}]}]}}`)
 	good := writeSettings(t, "good.json", strings.Replace(sessionStartOnly, "COMMAND", "HOOKS/plain.sh", 1))
 	hooks, errs := hookexec.LoadAll([]string{bad, good}, nil)
 	if len(errs) != 1 || !errors.Is(errs[0], hookexec.ErrBadMatcher) || !strings.Contains(errs[0].Error(), bad) {
 		t.Fatalf("errors = %v", errs)
 	}
-	if len(hooks) != 1 {
-		t.Fatalf("the good file's hooks were not loaded: %v", hooks)
+	if len(hooks) != 2 || hooks[0].Matcher.Match("resume") || !hooks[1].Matcher.Match("resume") {
+		t.Fatalf("want the bad matcher's hook matching nothing and the good file's hook: %v", hooks)
 	}
 }
 

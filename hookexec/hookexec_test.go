@@ -34,6 +34,24 @@ func TestMatcherFollowsClaudeCodeRules(t *testing.T) {
 		{"^st", "restart", false},
 		{"sume", "resume", false},  // plain words are exact
 		{"(sume)", "resume", true}, // a regular expression is unanchored
+		// Claude Code 2.1.328's exact lists: split on '|' or ',', spaces
+		// trimmed, '-' allowed.
+		{"Edit, Write", "Write", true},
+		{"Edit, Write", "Edit", true},
+		{"Edit, Write", "Edit, Write", false},
+		{"startup,resume", "resume", true},
+		{"startup , resume|clear", "clear", true},
+		{"code-reviewer", "code-reviewer", true},
+		{"code-reviewer", "my-code-reviewer", false}, // a list, not an unanchored pattern
+		{"Edit|Write", "MultiEdit", false},
+		{"mcp__memory__.*", "mcp__memory__create", true},
+		{"mcp__memory__.*", "mcp__github__create", false},
+		// Task is the Agent tool's former name: each matches the other.
+		{"Task", "Agent", true},
+		{"Agent", "Task", true},
+		{"Ta.k", "Agent", true},
+		{"Bash|Task", "Agent", true},
+		{"Bash", "Agent", false},
 	}
 	for _, c := range cases {
 		m, err := hookexec.ParseMatcher(c.matcher)
@@ -46,6 +64,29 @@ func TestMatcherFollowsClaudeCodeRules(t *testing.T) {
 	}
 	if _, err := hookexec.ParseMatcher("res(ume"); !errors.Is(err, hookexec.ErrBadMatcher) {
 		t.Fatalf("invalid regexp: err = %v, want ErrBadMatcher", err)
+	}
+	// On FileChanged and StopFailure only '|' joins a list: a comma or a
+	// space makes a regular expression, as in Claude Code.
+	for _, c := range []struct {
+		event   hookexec.Event
+		matcher string
+		value   string
+		want    bool
+	}{
+		{"FileChanged", "app-config", "old-app-config", true}, // '-' is no list character there: an unanchored pattern
+		{"FileChanged", "Makefile|go_mod", "go_mod", true},
+		{"StopFailure", "rate_limit, overloaded", "overloaded", false},
+		{"StopFailure", "rate_limit|overloaded", "overloaded", true},
+		{"SessionStart", "startup, resume", "resume", true},
+		{hookexec.Stop, "never", "anything", true}, // Stop has no matcher: it is ignored
+	} {
+		m, err := hookexec.ParseMatcherFor(c.event, c.matcher)
+		if err != nil {
+			t.Fatalf("ParseMatcherFor(%s, %q): %v", c.event, c.matcher, err)
+		}
+		if got := m.Match(c.value); got != c.want {
+			t.Errorf("%s %q.Match(%q) = %v, want %v", c.event, c.matcher, c.value, got, c.want)
+		}
 	}
 }
 

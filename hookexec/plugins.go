@@ -111,8 +111,11 @@ func LoadEnabledPlugins(home, projectDir string, settings []string) ([]Hook, []e
 			errs = append(errs, fmt.Errorf("hookexec: plugin %s: not cached at %s: %w", p.ID, p.Dir, fs.ErrNotExist))
 		case errors.Is(err, fs.ErrNotExist):
 			// no hooks/hooks.json: a plugin without hooks
+		case err != nil && !OnlyMatchers(err):
+			errs = append(errs, fmt.Errorf("hookexec: plugin %s: %w", p.ID, err))
 		case err != nil:
 			errs = append(errs, fmt.Errorf("hookexec: plugin %s: %w", p.ID, err))
+			hooks = append(hooks, hs...)
 		default:
 			hooks = append(hooks, hs...)
 		}

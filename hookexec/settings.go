@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/internal/private"
-	"github.com/reprise-dev/reprise/schema"
 )
 
 // pluginRootVar is replaced by the plugin directory in plugin commands.
@@ -73,8 +72,12 @@ type settingsEntry struct {
 // without waiting on it.
 //
 // A missing file returns an error matching os.ErrNotExist. A malformed,
-// oversized or irregular file returns an error matching ErrBadConfig, and
-// also ErrBadMatcher when a matcher is not a valid regular expression.
+// oversized or irregular file returns an error matching ErrBadConfig. A
+// matcher that is not a regular expression Go can compile (Claude Code's
+// are JavaScript's, which has lookarounds) matches nothing, as Claude Code
+// ignores an invalid one: the file's hooks are returned with an error
+// matching ErrBadMatcher (and not ErrBadConfig: see OnlyMatchers) that
+// names each such matcher.
 func LoadSettings(path string) ([]Hook, error) {
 	return loadHooksFile(path, path)
 }
@@ -93,7 +96,7 @@ func LoadPluginDir(dir string) ([]Hook, error) {
 		return nil, fmt.Errorf("hookexec: plugin directory: %w", err)
 	}
 	hooks, err := loadHooksFile(filepath.Join(root, "hooks", "hooks.json"), "plugin:"+root)
-	if err != nil {
+	if err != nil && !OnlyMatchers(err) {
 		return nil, err
 	}
 	for i := range hooks {
@@ -104,7 +107,15 @@ func LoadPluginDir(dir string) ([]Hook, error) {
 		}
 		hooks[i].Body, hooks[i].Name = c, CommandName(c.Line)
 	}
-	return hooks, nil
+	return hooks, err
+}
+
+// OnlyMatchers reports whether err, from LoadSettings or LoadPluginDir,
+// says only that some matchers could not be compiled: the file's hooks
+// were returned with it, and those of the bad matchers never run. Report
+// it as a warning.
+func OnlyMatchers(err error) bool {
+	return errors.Is(err, ErrBadMatcher) && !errors.Is(err, ErrBadConfig)
 }
 
 // SettingsLocation is a settings file and the scope it configures: "user",
@@ -145,8 +156,11 @@ func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 		hs, err := LoadSettings(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
+		case err != nil && !OnlyMatchers(err):
+			errs = append(errs, err)
 		case err != nil:
 			errs = append(errs, err)
+			hooks = append(hooks, hs...)
 		default:
 			hooks = append(hooks, hs...)
 		}
@@ -161,7 +175,6 @@ func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 		}
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
 		hooks = append(hooks, hs...)
 	}
@@ -284,18 +297,16 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 		return nil, fmt.Errorf("%w: %s: not a JSON object", ErrBadConfig, path)
 	}
 	var hooks []Hook
+	var bad []error
 	for k, event := range Events {
 		groups := events.Elem().Field(k).Interface().([]settingsGroup)
-		spec, _ := schema.LookupEvent(event)
 		for i, g := range groups {
 			at := fmt.Sprintf("hooks.%s[%d]", event, i)
-			matcher := g.Matcher
-			if spec.Rule == schema.MatchNone {
-				matcher = "" // as in Claude Code, these events have no matcher: they run every time
-			}
-			m, err := ParseMatcher(matcher)
+			m, err := ParseMatcherFor(event, g.Matcher)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %s: %s.matcher: %w", ErrBadConfig, path, at, err)
+				// As in Claude Code, the matcher matches nothing and the
+				// rest of the file loads.
+				bad = append(bad, fmt.Errorf("%s: %s.matcher: %w; its hooks never run", path, at, err))
 			}
 			for j, e := range g.Hooks {
 				h, ok, err := settingsHook(e)
@@ -310,7 +321,7 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 			}
 		}
 	}
-	return hooks, nil
+	return hooks, errors.Join(bad...)
 }
 
 // settingsHook converts one hook entry. It reports false for entries of a

@@ -239,14 +239,37 @@ func TestTimeoutsAreSeconds(t *testing.T) {
 	}
 }
 
-func TestInvalidMatcherIsBadConfigAndBadMatcher(t *testing.T) {
+// A matcher Go cannot compile matches nothing, with an error that names
+// the file and the matcher, and the rest of the file loads: Claude Code
+// ignores such a matcher with a warning, where reprise used to refuse the
+// whole file. A JavaScript lookahead, valid for Claude Code, says why Go
+// cannot run it.
+func TestAnInvalidMatcherMatchesNothingAndTheFileLoads(t *testing.T) {
 	path := fixture("bad_matcher.json")
-	_, err := hookexec.LoadSettings(path)
-	if !errors.Is(err, hookexec.ErrBadConfig) || !errors.Is(err, hookexec.ErrBadMatcher) {
-		t.Fatalf("err = %v, want ErrBadConfig and ErrBadMatcher", err)
+	hooks, err := hookexec.LoadSettings(path)
+	if !errors.Is(err, hookexec.ErrBadMatcher) || errors.Is(err, hookexec.ErrBadConfig) || !hookexec.OnlyMatchers(err) {
+		t.Fatalf("err = %v, want ErrBadMatcher alone", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, path+": hooks.SessionEnd[0].matcher") {
 		t.Errorf("message %q does not name the file and matcher", msg)
+	}
+	if len(hooks) != 1 || hooks[0].Matcher.Match("clear") || hooks[0].Matcher.Match("") {
+		t.Fatalf("hooks %+v: want the one hook, matching nothing", hooks)
+	}
+
+	lookahead := filepath.Join(t.TempDir(), "settings.json")
+	data := `{"hooks": {"PreToolUse": [
+		{"matcher": "^(?!Read)Bash", "hooks": [{"type": "command", "command": "echo js"}]},
+		{"matcher": "Edit, Bash", "hooks": [{"type": "command", "command": "echo list"}]}]}}`
+	if err := os.WriteFile(lookahead, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hooks, errs := hookexec.LoadAll([]string{lookahead}, nil)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "JavaScript") || !strings.Contains(errs[0].Error(), "^(?!Read)Bash") {
+		t.Fatalf("errors %v: want one naming the lookahead and why", errs)
+	}
+	if len(hooks) != 2 || hooks[0].Matcher.Match("Bash") || !hooks[1].Matcher.Match("Bash") {
+		t.Fatalf("hooks %+v: want the lookahead's matching nothing and the list's matching Bash", hooks)
 	}
 }
 
