@@ -46,12 +46,19 @@ func TestMatcherFollowsClaudeCodeRules(t *testing.T) {
 		{"Edit|Write", "MultiEdit", false},
 		{"mcp__memory__.*", "mcp__memory__create", true},
 		{"mcp__memory__.*", "mcp__github__create", false},
-		// Task is the Agent tool's former name: each matches the other.
+		// A tool's other names in Claude Code: Task is the Agent tool's
+		// former name, Artifact a family, mcp__workspace__bash stands in
+		// for Bash.
 		{"Task", "Agent", true},
-		{"Agent", "Task", true},
 		{"Ta.k", "Agent", true},
 		{"Bash|Task", "Agent", true},
 		{"Bash", "Agent", false},
+		{"Agent", "Task", false}, // a host's own Task tool is no Agent
+		{"KillBash", "TaskStop", true},
+		{"Artifact", "ArtifactComments", true},
+		{"Bash", "mcp__workspace__bash", true},
+		{"^Bash$", "mcp__workspace__bash", true},
+		{"Bash", "mcp__other__bash", false},
 	}
 	for _, c := range cases {
 		m, err := hookexec.ParseMatcher(c.matcher)

@@ -18,9 +18,11 @@ import (
 // ("Edit, Write", "startup,resume", "code-reviewer"); on FileChanged and
 // StopFailure only letters, digits, '_' and '|' make one.
 //
-// A tool's former name matches as its name does: "Task", the Agent tool's
-// name before it was renamed, matches Agent calls, and "Agent" matches a
-// host's Task calls.
+// A tool is also matched by the other names Claude Code 2.1.328 knows it
+// by (toolNames): its former names ("Task" matches Agent calls, "KillBash"
+// TaskStop calls), the family a tool belongs to ("Artifact" matches
+// ArtifactComments), and the built-in tool an MCP tool of Claude Code's own
+// stands in for ("Bash" matches mcp__workspace__bash).
 type Matcher struct {
 	text  string
 	any   bool
@@ -34,8 +36,24 @@ var (
 	narrowList = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
 )
 
-// toolAliases are the tools known by a second name.
-var toolAliases = map[string]string{"Task": "Agent", "Agent": "Task"}
+// toolNames are, for each tool Claude Code 2.1.328 knows by other names,
+// those names: former names, family names, and the built-in tool a tool of
+// its own MCP server stands in for.
+var toolNames = map[string][]string{
+	"Agent":                     {"Task"},
+	"TaskStop":                  {"KillShell", "KillBash"},
+	"ListAgents":                {"ListPeers"},
+	"SendUserMessage":           {"Brief"},
+	"ListMcpResourcesTool":      {"ListMcpResources"},
+	"ReadMcpResourceTool":       {"ReadMcpResource"},
+	"ReadMcpResourceDirTool":    {"ReadMcpResourceDir"},
+	"SetGoal":                   {"ProposeGoal"},
+	"ArtifactComments":          {"Artifact"},
+	"ArtifactData":              {"Artifact"},
+	"ArtifactCheck":             {"Artifact"},
+	"mcp__workspace__bash":      {"Bash"},
+	"mcp__workspace__web_fetch": {"WebFetch"},
+}
 
 // ParseMatcher compiles a matcher with the rule of most events (a list
 // may use ',' and spaces). An invalid regular expression returns an error
@@ -101,14 +119,10 @@ func (m Matcher) Match(value string) bool {
 	case m.any, m.re == nil && m.words == nil:
 		return true
 	case m.re != nil:
-		if m.re.MatchString(value) {
-			return true
-		}
-		alias, ok := toolAliases[value]
-		return ok && m.re.MatchString(alias)
+		return m.re.MatchString(value) || slices.ContainsFunc(toolNames[value], m.re.MatchString)
 	}
-	alias := toolAliases[value]
-	return slices.Contains(m.words, value) || alias != "" && slices.Contains(m.words, alias)
+	return slices.Contains(m.words, value) ||
+		slices.ContainsFunc(toolNames[value], func(name string) bool { return slices.Contains(m.words, name) })
 }
 
 // String returns the matcher as written.
