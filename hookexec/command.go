@@ -35,6 +35,7 @@ type CommandEnv struct {
 
 	supervisor string   // Exec.Supervisor: "" or NoSupervisor
 	inherit    []string // Exec.InheritEnv: nil for the whole environment
+	session    string   // CLAUDE_CODE_SESSION_ID: the session the hooks run for
 }
 
 // clock returns env's clock.
@@ -196,10 +197,21 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 		return r
 	}
 	body, _ := h.Body.(Command)
+	if body.Unrunnable != "" {
+		r.err = errors.New(body.Unrunnable)
+		return r
+	}
 	shell, err := shellPath(body.Shell)
 	if err != nil {
 		r.err = err
 		return r
+	}
+	if body.PluginData != "" {
+		// Claude Code makes a plugin's data directory before its hooks run.
+		if err := os.MkdirAll(body.PluginData, 0o700); err != nil {
+			r.err = fmt.Errorf("plugin data directory: %w", err)
+			return r
+		}
 	}
 	if env.ProjectDir == "" {
 		// Never reprise's own working directory: a hook belongs to a project.
@@ -217,7 +229,7 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 			return r
 		}
 	}
-	cmd := exec.CommandContext(ctx, shell, "-c", body.Line)
+	cmd := exec.CommandContext(ctx, shell, commandArgs(body, env.ProjectDir)...)
 	cmd.Dir = env.ProjectDir
 	cmd.Env = commandEnviron(h, env)
 	cmd.Stdin = bytes.NewReader(stdin)
@@ -243,10 +255,41 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 	return r
 }
 
+// execScript is the shell line of a hook that runs a program without a
+// shell of its own (exec form, or a powershell hook): /bin/sh only replaces
+// itself with its arguments, untouched, so that the supervisor's gate goes
+// before it as before any command line.
+const execScript = `exec "$0" "$@"`
+
+// powershell is the program that runs hooks whose shell is "powershell".
+const powershell = "pwsh"
+
+// commandArgs returns the arguments after the shell of the hook body runs
+// with, in project: "-c" and its line, or for a program run without a
+// shell, execScript and the program's words, ${CLAUDE_PROJECT_DIR} in them
+// replaced by project.
+func commandArgs(body Command, project string) []string {
+	switch {
+	case body.Args != nil:
+		words := append([]string{"-c", execScript, body.Line}, body.Args...)
+		for i := 2; i < len(words); i++ {
+			words[i] = strings.ReplaceAll(words[i], projectDirVar, project)
+		}
+		return words
+	case body.Shell == "powershell":
+		return []string{"-c", execScript, powershell, "-NoProfile", "-NonInteractive", "-Command", body.Line}
+	}
+	return []string{"-c", body.Line}
+}
+
+// projectDirVar is replaced by the project directory in exec-form hooks,
+// which no shell expands.
+const projectDirVar = "${CLAUDE_PROJECT_DIR}"
+
 // shellPath returns the shell that runs a hook whose shell is name.
 func shellPath(name string) (string, error) {
 	switch name {
-	case "", "sh":
+	case "", "sh", "powershell":
 		return "/bin/sh", nil
 	case "bash":
 		path, err := exec.LookPath("bash")
@@ -258,29 +301,51 @@ func shellPath(name string) (string, error) {
 	return "", fmt.Errorf("unsupported shell %q", name)
 }
 
-// commandEnviron returns the environment of h: the process's own (only
-// the variables env.inherit names, when it is not nil), without inherited
-// CLAUDE_PLUGIN_ROOT and CLAUDE_ENV_FILE, plus the variables env and h
-// set.
+// commandEnviron returns the environment of h as Claude Code gives it: the
+// process's own (only the variables env.inherit names, when it is not
+// nil), without the variables Claude Code sets itself when inherited and
+// without OTEL_* (the host's telemetry settings are not a hook's), plus
+// CLAUDECODE=1, CLAUDE_CODE_SESSION_ID, CLAUDE_PROJECT_DIR, a plugin's
+// CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA and CLAUDE_PLUGIN_OPTION_*, the
+// CLAUDE_ENV_FILE of the events that have one, and env.Extra last.
 func commandEnviron(h Hook, env CommandEnv) []string {
-	vars := make([]string, 0, len(os.Environ())+3)
+	c, _ := h.Body.(Command)
+	vars := make([]string, 0, len(os.Environ())+6+len(c.PluginEnv)+len(env.Extra))
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "CLAUDE_PLUGIN_ROOT" || name == "CLAUDE_ENV_FILE" {
+		if setForHooks(name) || strings.HasPrefix(name, "OTEL_") {
 			continue
 		}
 		if env.inherit == nil || slices.Contains(env.inherit, name) {
 			vars = append(vars, kv)
 		}
 	}
-	vars = append(vars, "CLAUDE_PROJECT_DIR="+env.ProjectDir)
-	if c, _ := h.Body.(Command); c.PluginRoot != "" {
+	vars = append(vars, "CLAUDECODE=1", "CLAUDE_PROJECT_DIR="+env.ProjectDir)
+	if env.session != "" {
+		vars = append(vars, "CLAUDE_CODE_SESSION_ID="+env.session)
+	}
+	if c.PluginRoot != "" {
 		vars = append(vars, "CLAUDE_PLUGIN_ROOT="+c.PluginRoot)
 	}
+	if c.PluginData != "" {
+		vars = append(vars, "CLAUDE_PLUGIN_DATA="+c.PluginData)
+	}
+	vars = append(vars, c.PluginEnv...)
 	if env.EnvFile != "" {
 		vars = append(vars, "CLAUDE_ENV_FILE="+env.EnvFile)
 	}
 	return append(vars, env.Extra...)
+}
+
+// setForHooks reports whether name is a variable commandEnviron sets, or
+// leaves unset, itself: an inherited value would say something of the
+// host, not of the hook.
+func setForHooks(name string) bool {
+	switch name {
+	case "CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_ENV_FILE":
+		return true
+	}
+	return strings.HasPrefix(name, "CLAUDE_PLUGIN_OPTION_")
 }
 
 // exitCode returns the exit code of a finished hook; a hook killed by a

@@ -33,10 +33,6 @@ func hookCommand(t *testing.T, name string, args ...string) string {
 	return strings.Join(parts, " ")
 }
 
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // testEnv is the environment of the command tests: a project and spill
 // directory of their own, and NoSupervisor when the tests run bare (see
 // TestUnsupervisedCommandsBehaveTheSame).
@@ -133,7 +129,7 @@ func TestCommandThatCannotStartFails(t *testing.T) {
 		t.Fatalf("missing working dir: outcome %+v", o)
 	}
 
-	h := Hook{Name: "ps", Body: Command{Line: "echo hi", Shell: "powershell"}}
+	h := Hook{Name: "fish", Body: Command{Line: "echo hi", Shell: "fish"}}
 	o, _ = runText(context.Background(), h, nil, testEnv(t), time.Second)
 	if o.Status != schema.HookFailed || !strings.Contains(o.Error, "unsupported shell") {
 		t.Fatalf("unknown shell: outcome %+v", o)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -187,13 +188,51 @@ type Body interface {
 }
 
 // Command is the body of a command hook: a shell command run with
-// /bin/sh -c, or with bash when Shell is "bash".
+// /bin/sh -c, or with bash when Shell is "bash"; or, in exec form, a
+// program and its arguments, run without a shell.
 type Command struct {
-	Line  string
+	Line string
+	// Args, when not nil (an empty list included), makes the hook exec
+	// form, as a settings file's "args" does: Line is the program, looked
+	// up on PATH when it has no '/', and it runs with Args and no shell, so
+	// no word of either is split, globbed or expanded. ${CLAUDE_PROJECT_DIR}
+	// in any of them is replaced by the project directory when it runs.
+	Args  []string
 	Shell string
 	// PluginRoot is the plugin directory of a plugin hook: already
-	// substituted for ${CLAUDE_PLUGIN_ROOT} in Line, and exported to it.
+	// substituted for ${CLAUDE_PLUGIN_ROOT} in Line (and Args), and
+	// exported to it.
 	PluginRoot string
+	// PluginData is the plugin's data directory, already substituted for
+	// ${CLAUDE_PLUGIN_DATA} and exported to it as CLAUDE_PLUGIN_DATA; it is
+	// made, private to the user, when the hook runs.
+	PluginData string
+	// PluginEnv are the plugin's options as CLAUDE_PLUGIN_OPTION_KEY=value.
+	PluginEnv []string
+	// Unrunnable, when not empty, says why the hook fails whenever it
+	// runs, such as a plugin option its arguments name that is not set.
+	Unrunnable string
+}
+
+// String returns the command as one shell line: Line, or in exec form the
+// program and its arguments, each quoted where a shell would split it.
+func (c Command) String() string {
+	if c.Args == nil {
+		return c.Line
+	}
+	words := make([]string, 0, 1+len(c.Args))
+	for _, w := range append([]string{c.Line}, c.Args...) {
+		words = append(words, shellQuote(w))
+	}
+	return strings.Join(words, " ")
+}
+
+// shellQuote returns w as a shell would read it back as one word.
+func shellQuote(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 func (c Command) runsOn(Event) bool            { return c.Line != "" }
@@ -209,11 +248,11 @@ func (h Hook) IsCommand() bool {
 	return ok
 }
 
-// CommandLine returns the command of a command hook, "" for a function
-// hook.
+// CommandLine returns the command of a command hook as one shell line
+// (Command.String), "" for a function hook.
 func (h Hook) CommandLine() string {
 	c, _ := h.Body.(Command)
-	return c.Line
+	return c.String()
 }
 
 // MaxCommandSize is the longest command a command hook may have, in bytes.
@@ -243,10 +282,13 @@ func CommandName(line string) string {
 	return fmt.Sprintf("%s… (%d bytes, sha256 %x)", head, len(line), sha256.Sum256([]byte(line)))
 }
 
-// checkCommand refuses a command line too long to run.
-func checkCommand(line string) error {
-	if len(line) > MaxCommandSize {
-		return fmt.Errorf("a command of %d bytes is longer than the %d bytes the system can run", len(line), MaxCommandSize)
+// checkCommand refuses a command line, or in exec form a program or an
+// argument, too long to run.
+func checkCommand(words ...string) error {
+	for _, w := range words {
+		if len(w) > MaxCommandSize {
+			return fmt.Errorf("a command of %d bytes is longer than the %d bytes the system can run", len(w), MaxCommandSize)
+		}
 	}
 	return nil
 }
@@ -272,8 +314,10 @@ func validate(h Hook) error {
 	if h.Timeout < 0 {
 		return fmt.Errorf("%w: %q has a negative timeout", ErrBadHook, name)
 	}
-	if err := checkCommand(h.CommandLine()); err != nil {
-		return fmt.Errorf("%w: %q: %w", ErrBadHook, CommandName(h.CommandLine()), err)
+	if c, ok := h.Body.(Command); ok {
+		if err := checkCommand(append([]string{c.Line}, c.Args...)...); err != nil {
+			return fmt.Errorf("%w: %q: %w", ErrBadHook, CommandName(h.CommandLine()), err)
+		}
 	}
 	return nil
 }

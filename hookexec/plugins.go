@@ -103,9 +103,10 @@ func EnabledPlugins(home, projectDir string, settings []string) ([]InstalledPlug
 // report as warnings; they never stop the others.
 func LoadEnabledPlugins(home, projectDir string, settings []string) ([]Hook, []error) {
 	plugins, errs := EnabledPlugins(home, projectDir, settings)
+	options := pluginOptions(settings)
 	var hooks []Hook
 	for _, p := range plugins {
-		hs, err := LoadPluginDir(p.Dir)
+		hs, err := loadPlugin(p.Dir, p.ID, options[p.ID])
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && !isDir(p.Dir):
 			errs = append(errs, fmt.Errorf("hookexec: plugin %s: not cached at %s: %w", p.ID, p.Dir, fs.ErrNotExist))
@@ -121,6 +122,42 @@ func LoadEnabledPlugins(home, projectDir string, settings []string) ([]Hook, []e
 		}
 	}
 	return hooks, errs
+}
+
+// pluginOptions merges the plugin options of the settings files, later
+// files winning key by key: pluginConfigs.ID.options, each value as text
+// (a string as it is, a number, boolean or other value as JSON writes
+// it). Values a plugin keeps as secrets, outside settings files, are not
+// read.
+func pluginOptions(settings []string) map[string]map[string]string {
+	out := make(map[string]map[string]string)
+	for _, path := range settings {
+		data, err := readConfigFile(path)
+		if err != nil {
+			continue // missing, or reported by LoadSettings
+		}
+		var f struct {
+			PluginConfigs map[string]struct {
+				Options map[string]json.RawMessage `json:"options"`
+			} `json:"pluginConfigs"`
+		}
+		if json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		for id, c := range f.PluginConfigs {
+			for k, raw := range c.Options {
+				var text string
+				if json.Unmarshal(raw, &text) != nil {
+					text = string(bytes.TrimSpace(raw))
+				}
+				if out[id] == nil {
+					out[id] = make(map[string]string)
+				}
+				out[id][k] = text
+			}
+		}
+	}
+	return out
 }
 
 // enabledPluginIDs merges the enabledPlugins of the settings files, later

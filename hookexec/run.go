@@ -36,6 +36,7 @@ type endStdin struct {
 // and the additional context of those that succeeded, joined with newlines
 // in configuration order. Command hooks run with env.
 func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string) {
+	env.session = in.SessionID
 	stdin, _ := json.Marshal(startStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionStart, CommandSource(in.Source)}) // strings always marshal
 	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(SessionStartFunc)(ctx, in)
@@ -53,7 +54,7 @@ func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, en
 func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome {
 	reason := CommandReason(in.Reason)
 	stdin, _ := json.Marshal(endStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionEnd, reason, reason})
-	env.EnvFile = ""
+	env.EnvFile, env.session = "", in.SessionID
 	fin := in
 	fin.Reason = FunctionReason(in.Reason)
 	outcomes, _ := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
@@ -80,7 +81,7 @@ type stopStdin struct {
 func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
 	stdin, _ := json.Marshal(stopStdin{in.SessionID, in.TranscriptPath, in.Cwd, in.PromptID,
 		cmpString(in.PermissionMode, DefaultPermissionMode), Stop, in.StopHookActive, in.LastAssistantMessage})
-	env.EnvFile = ""
+	env.EnvFile, env.session = "", in.SessionID
 	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(StopFunc)(ctx, in)
 		return answer{text: out.Reason, block: out.Decision == "block"}, err
@@ -125,7 +126,7 @@ type promptStdin struct {
 func RunPrompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, text string) {
 	stdin, _ := json.Marshal(promptStdin{in.SessionID, in.TranscriptPath, in.Cwd, cmpString(in.PermissionMode, DefaultPermissionMode),
 		UserPromptSubmit, in.Prompt, in.PromptID})
-	env.EnvFile = ""
+	env.EnvFile, env.session = "", in.SessionID
 	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PromptFunc)(ctx, in)
 		if out.Decision == "block" {
@@ -151,7 +152,7 @@ type preCompactStdin struct {
 // when any hook blocked the compaction; reason joins their reasons.
 func RunPreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
 	stdin, _ := json.Marshal(preCompactStdin{in.SessionID, in.TranscriptPath, in.Cwd, PreCompact, in.Trigger, in.CustomInstructions})
-	env.EnvFile = ""
+	env.EnvFile, env.session = "", in.SessionID
 	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PreCompactFunc)(ctx, in)
 		return answer{text: out.Reason, block: out.Decision == "block"}, err

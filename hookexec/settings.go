@@ -7,13 +7,18 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/internal/private"
@@ -45,12 +50,13 @@ type settingsGroup struct {
 // settingsEntry is one hook of a group. Prompt and URL are read only to
 // list the hooks of other types (LoadOtherHooks).
 type settingsEntry struct {
-	Type    string  `json:"type"`
-	Command string  `json:"command"`
-	Prompt  string  `json:"prompt"`
-	URL     string  `json:"url"`
-	Timeout float64 `json:"timeout"` // seconds
-	Shell   string  `json:"shell"`
+	Type    string    `json:"type"`
+	Command string    `json:"command"`
+	Args    *[]string `json:"args"` // present: exec form
+	Prompt  string    `json:"prompt"`
+	URL     string    `json:"url"`
+	Timeout float64   `json:"timeout"` // seconds
+	Shell   string    `json:"shell"`
 }
 
 // LoadSettings reads one Claude Code settings file and returns its command
@@ -64,8 +70,9 @@ type settingsEntry struct {
 // is not "command" ("prompt", "http", "agent", ...) and keys this package
 // does not know are skipped without error. A "timeout" is in seconds and may
 // be fractional; an absent or zero timeout leaves the default for the hook's
-// kind. A "shell" of "bash" runs the command with bash; other shells are
-// ignored.
+// kind. A "shell" of "bash" runs the command with bash, "powershell" with
+// pwsh (a configuration error where pwsh is not installed); another shell
+// is a configuration error. "args" makes the hook exec form (Command.Args).
 //
 // The file may be a symbolic link, but what it leads to must be a regular
 // file of at most MaxConfigFileSize bytes; a FIFO or device is refused
@@ -84,9 +91,12 @@ func LoadSettings(path string) ([]Hook, error) {
 
 // LoadPluginDir reads the hooks of the plugin in dir from
 // dir/hooks/hooks.json, which has the shape of a settings file. Every
-// ${CLAUDE_PLUGIN_ROOT} in a command is replaced by the absolute, cleaned
-// dir, which is also each hook's PluginRoot; each hook's Source is "plugin:"
-// followed by that dir.
+// ${CLAUDE_PLUGIN_ROOT} in a command (and in an exec-form hook's program
+// and arguments) is replaced by the absolute, cleaned dir, which is also
+// each hook's PluginRoot; each hook's Source is "plugin:" followed by that
+// dir. The plugin's id is its name (plugin.json's, else the directory's)
+// followed by "@inline", as Claude Code names a plugin it was given by
+// directory; its data directory (PluginDataDir) is each hook's PluginData.
 //
 // A plugin without hooks/hooks.json returns an error matching
 // os.ErrNotExist; other errors follow LoadSettings.
@@ -95,19 +105,123 @@ func LoadPluginDir(dir string) ([]Hook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hookexec: plugin directory: %w", err)
 	}
-	hooks, err := loadHooksFile(filepath.Join(root, "hooks", "hooks.json"), "plugin:"+root)
+	return loadPlugin(root, pluginName(root)+"@inline", nil)
+}
+
+// loadPlugin reads the hooks of the plugin id in root, with its options.
+func loadPlugin(root, id string, options map[string]string) ([]Hook, error) {
+	path := filepath.Join(root, "hooks", "hooks.json")
+	hooks, err := loadHooksFile(path, "plugin:"+root)
 	if err != nil && !OnlyMatchers(err) {
 		return nil, err
 	}
+	data := PluginDataDir(id)
+	env := make([]string, 0, len(options))
+	for _, k := range slices.Sorted(maps.Keys(options)) {
+		env = append(env, "CLAUDE_PLUGIN_OPTION_"+optionVar(k)+"="+options[k])
+	}
 	for i := range hooks {
 		c := hooks[i].Body.(Command)
-		c.Line, c.PluginRoot = strings.ReplaceAll(c.Line, pluginRootVar, root), root
-		if err := checkCommand(c.Line); err != nil {
-			return nil, fmt.Errorf("%w: %s: with %s replaced, %w", ErrBadConfig, filepath.Join(root, "hooks", "hooks.json"), pluginRootVar, err)
+		c.PluginRoot, c.PluginData, c.PluginEnv = root, data, env
+		c.Line = strings.ReplaceAll(c.Line, pluginRootVar, root)
+		if c.Args == nil && strings.Contains(c.Line, "${user_config.") {
+			// As in Claude Code: a shell would parse the value again.
+			c.Unrunnable = "a plugin hook's shell-form command names ${user_config.*}: use the exec form (\"args\") or read $CLAUDE_PLUGIN_OPTION_<KEY>"
 		}
-		hooks[i].Body, hooks[i].Name = c, CommandName(c.Line)
+		if c.Args != nil {
+			words := append([]string{c.Line}, c.Args...)
+			for j, w := range words {
+				w = strings.ReplaceAll(strings.ReplaceAll(w, pluginRootVar, root), pluginDataVar, data)
+				var missing error
+				if words[j], missing = userConfig(w, options); missing != nil {
+					c.Unrunnable = missing.Error()
+				}
+			}
+			c.Line, c.Args = words[0], words[1:]
+		}
+		if err := checkCommand(append([]string{c.Line}, c.Args...)...); err != nil {
+			return nil, fmt.Errorf("%w: %s: with %s replaced, %w", ErrBadConfig, path, pluginRootVar, err)
+		}
+		hooks[i].Body, hooks[i].Name = c, CommandName(c.String())
 	}
 	return hooks, err
+}
+
+// pluginDataVar is replaced by the plugin's data directory in exec-form
+// plugin hooks; shell-form ones read it from their environment.
+const pluginDataVar = "${CLAUDE_PLUGIN_DATA}"
+
+// userConfigRef is a ${user_config.KEY} reference.
+var userConfigRef = regexp.MustCompile(`\$\{user_config\.([^}]+)\}`)
+
+// userConfig replaces each ${user_config.KEY} in w by the plugin option
+// KEY, and says which one is not set.
+func userConfig(w string, options map[string]string) (string, error) {
+	var missing error
+	w = userConfigRef.ReplaceAllStringFunc(w, func(ref string) string {
+		key := userConfigRef.FindStringSubmatch(ref)[1]
+		v, ok := options[key]
+		if !ok && missing == nil {
+			missing = fmt.Errorf("plugin option %q is not set: give it in pluginConfigs of a settings file", key)
+		}
+		return v
+	})
+	return w, missing
+}
+
+// optionVar is the name of a plugin option's variable after
+// CLAUDE_PLUGIN_OPTION_: the key upper-cased, each character other than
+// a letter, digit or '_' made '_'.
+func optionVar(key string) string {
+	return strings.ToUpper(strings.Map(func(r rune) rune {
+		if r == '_' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '_'
+	}, key))
+}
+
+// pluginName is the name of the plugin in root: its
+// .claude-plugin/plugin.json's "name", else the directory's name.
+func pluginName(root string) string {
+	if data, err := readConfigFile(filepath.Join(root, ".claude-plugin", "plugin.json")); err == nil {
+		var manifest struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(data, &manifest) == nil && manifest.Name != "" {
+			return manifest.Name
+		}
+	}
+	return filepath.Base(root)
+}
+
+// PluginDataDir returns the data directory of plugin id
+// ("name@marketplace"), as Claude Code 2.1.328 places it:
+// plugins/data/ID in the user's Claude directory (CLAUDE_CONFIG_DIR, else
+// ~/.claude), or under CLAUDE_CODE_PLUGIN_CACHE_DIR when that is set, each
+// character of the id other than a letter, digit, '-' or '_' made '-'. A
+// hook of the plugin gets it as CLAUDE_PLUGIN_DATA, made when the hook
+// runs; "" when there is no home directory.
+func PluginDataDir(id string) string {
+	base := os.Getenv("CLAUDE_CODE_PLUGIN_CACHE_DIR")
+	if base == "" {
+		config := os.Getenv("CLAUDE_CONFIG_DIR")
+		if config == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return ""
+			}
+			config = filepath.Join(home, ".claude")
+		}
+		base = filepath.Join(config, "plugins")
+	}
+	safe := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '-'
+	}, id)
+	return filepath.Join(base, "data", safe)
 }
 
 // OnlyMatchers reports whether err, from LoadSettings or LoadPluginDir,
@@ -337,17 +451,28 @@ func settingsHook(e settingsEntry) (Hook, bool, error) {
 	if strings.TrimSpace(e.Command) == "" {
 		return Hook{}, false, errors.New("command: empty")
 	}
-	if err := checkCommand(e.Command); err != nil {
+	body := Command{Line: e.Command}
+	if e.Args != nil {
+		body.Args = append([]string{}, *e.Args...)
+	}
+	if err := checkCommand(append([]string{body.Line}, body.Args...)...); err != nil {
 		return Hook{}, false, fmt.Errorf("command: %w", err)
 	}
 	if e.Timeout < 0 || e.Timeout*float64(time.Second) >= math.MaxInt64 {
 		return Hook{}, false, fmt.Errorf("timeout: %v seconds is out of range", e.Timeout)
 	}
-	body := Command{Line: e.Command}
-	if e.Shell == "bash" {
-		body.Shell = "bash"
+	switch e.Shell {
+	case "", "bash":
+		body.Shell = e.Shell
+	case "powershell":
+		if _, err := exec.LookPath(powershell); err != nil {
+			return Hook{}, false, fmt.Errorf("shell: powershell hooks need %s, which is not installed here", powershell)
+		}
+		body.Shell = e.Shell
+	default:
+		return Hook{}, false, fmt.Errorf("shell: %q is not a shell hooks run in (bash or powershell)", e.Shell)
 	}
-	return Hook{Name: CommandName(e.Command), Body: body, Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
+	return Hook{Name: CommandName(body.String()), Body: body, Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
 }
 
 // settingsJSONError describes a json.Unmarshal error of the file at path

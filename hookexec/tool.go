@@ -353,7 +353,7 @@ func validJSON(raw json.RawMessage) json.RawMessage {
 // in and returns their outcomes and what they decided together. Command
 // hooks run with env, whose EnvFile is ignored.
 func RunPreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision) {
-	env.EnvFile = ""
+	env.EnvFile, env.session = "", in.SessionID
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PreToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PreToolUseFunc)(ctx, in)
 		a := answer{reason: out.PermissionDecisionReason, context: out.AdditionalContext, replace: validJSON(out.ModifiedArgs)}
@@ -371,7 +371,7 @@ func RunPreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandE
 // decided: Allow, Deny, or "" when none answered. Only command hooks serve
 // this event.
 func RunPermissionRequest(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision) {
-	env.EnvFile = ""
+	env.EnvFile, env.session = "", in.SessionID
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PermissionRequest), env, in.Messages, func(context.Context, Hook) (answer, error) {
 		return answer{}, errors.New("no Go hook serves PermissionRequest")
 	})
@@ -413,7 +413,7 @@ func decide(answers []answer) ToolDecision {
 // RunPostToolUse runs the PostToolUse hooks of a tool call that succeeded,
 // with in.Response, and returns their outcomes and what they said.
 func RunPostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback) {
-	env.EnvFile = ""
+	env.EnvFile, env.session = "", in.SessionID
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PostToolUseFunc)(ctx, in)
 		return answer{context: out.AdditionalContext, replace: validJSON(out.ModifiedResult)}, err
@@ -425,7 +425,7 @@ func RunPostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env Command
 // that failed, with in.Error, and returns their outcomes and what they
 // said.
 func RunPostToolUseFailure(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback) {
-	env.EnvFile = ""
+	env.EnvFile, env.session = "", in.SessionID
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUseFailure), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(ErrorOccurredFunc)(ctx, in)
 		return answer{handling: out.ErrorHandling, reason: out.UserNotification}, err
