@@ -265,7 +265,7 @@ func New(store eventlog.Store, opts Options) *Engine {
 		e.files = files.Temp()
 	}
 	if e.runner == nil {
-		e.runner = hookexec.Exec{}
+		e.runner = hookexec.Exec{Logger: e.log}
 	}
 	if x, ok := store.(eventlog.Indexed); ok {
 		err := x.Index(context.Background(), projection.SessionIndex)

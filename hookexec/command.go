@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -33,9 +34,19 @@ type CommandEnv struct {
 	// (so it wins): KEY=value pairs such as TRACEPARENT.
 	Extra []string
 
-	supervisor string   // Exec.Supervisor: "" or NoSupervisor
-	inherit    []string // Exec.InheritEnv: nil for the whole environment
-	session    string   // CLAUDE_CODE_SESSION_ID: the session the hooks run for
+	supervisor string       // Exec.Supervisor: "" or NoSupervisor
+	inherit    []string     // Exec.InheritEnv: nil for the whole environment
+	session    string       // CLAUDE_CODE_SESSION_ID: the session the hooks run for
+	log        *slog.Logger // Exec.Logger: where warnings go; nil for slog.Default
+}
+
+// warn logs a warning of a hook run.
+func (env CommandEnv) warn(msg string, args ...any) {
+	log := env.log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn(msg, args...)
 }
 
 // clock returns env's clock.

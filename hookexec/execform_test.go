@@ -68,8 +68,10 @@ func TestExecFormHooksAreTheSameOnlyWithTheSameArguments(t *testing.T) {
 	bare := Hook{Event: SessionStart, Body: Command{Line: "node"}}
 	a2 := a
 	a2.Source = "other.json"
-	if got := Dedupe([]Hook{a, b, bare, a2}); len(got) != 3 {
-		t.Fatalf("deduped to %d hooks, want a, b and bare node", len(got))
+	gated := a
+	gated.If = "Bash(git *)" // the same command under a condition is another hook, as in Claude Code
+	if got := Dedupe([]Hook{a, b, bare, a2, gated}); len(got) != 4 {
+		t.Fatalf("deduped to %d hooks, want a, b, bare node and the gated a", len(got))
 	}
 }
 

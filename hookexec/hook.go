@@ -174,7 +174,12 @@ type Hook struct {
 	Source  string // where it was configured: "function", a settings file, "plugin:<dir>"
 	Matcher Matcher
 	Timeout time.Duration // 0 means the default for its kind
-	Body    Body
+	// If is a permission rule ("Bash(git *)", "Edit(*.ts)") that a tool
+	// call must meet for the hook to run, as a settings file's "if" says;
+	// on an event that is not a tool's the hook never runs. "" runs it
+	// whenever its matcher selects it.
+	If   string
+	Body Body
 
 	scoped string // the id of a session-scoped hook, which tells it apart
 }

@@ -2,6 +2,7 @@ package hookexec
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -50,6 +51,9 @@ type Exec struct {
 	// (CLAUDE_PROJECT_DIR, CLAUDE_ENV_FILE, CLAUDE_PLUGIN_ROOT) and
 	// CommandEnv.Extra.
 	InheritEnv []string
+	// Logger receives the warnings of hook runs, such as a hook's "if"
+	// that cannot be evaluated for a call; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 var _ Runner = Exec{}
@@ -58,6 +62,7 @@ var _ Runner = Exec{}
 func (x Exec) env(env CommandEnv) CommandEnv {
 	env.supervisor = x.Supervisor
 	env.inherit = x.InheritEnv
+	env.log = x.Logger
 	return env
 }
 

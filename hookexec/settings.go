@@ -57,6 +57,7 @@ type settingsEntry struct {
 	URL     string    `json:"url"`
 	Timeout float64   `json:"timeout"` // seconds
 	Shell   string    `json:"shell"`
+	If      string    `json:"if"`
 }
 
 // LoadSettings reads one Claude Code settings file and returns its command
@@ -295,22 +296,23 @@ func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 	return hooks, errs
 }
 
-// Dedupe returns hooks without the command hooks whose event and command
-// equal those of an earlier one: the same command configured in several
-// places runs once, whatever its matcher or source. Function hooks are all
+// Dedupe returns hooks without the command hooks whose event, command
+// (with an exec-form hook's arguments) and "if" equal those of an earlier
+// one: the same command configured in several places runs once, whatever
+// its matcher or source. Function hooks are all
 // kept. Order is preserved. Apply it to the hooks that matched, so that a
 // copy whose matcher selects the value is not lost to one whose matcher
 // does not.
 func Dedupe(hooks []Hook) []Hook {
 	type key struct {
-		event   Event
-		command string
+		event         Event
+		command, rule string
 	}
 	seen := make(map[key]bool)
 	out := make([]Hook, 0, len(hooks))
 	for _, h := range hooks {
 		if h.IsCommand() {
-			k := key{h.Event, h.CommandLine()}
+			k := key{h.Event, h.CommandLine(), h.If}
 			if seen[k] {
 				continue
 			}
@@ -472,7 +474,8 @@ func settingsHook(e settingsEntry) (Hook, bool, error) {
 	default:
 		return Hook{}, false, fmt.Errorf("shell: %q is not a shell hooks run in (bash or powershell)", e.Shell)
 	}
-	return Hook{Name: CommandName(body.String()), Body: body, Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
+	return Hook{Name: CommandName(body.String()), Body: body, If: e.If,
+		Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
 }
 
 // settingsJSONError describes a json.Unmarshal error of the file at path

@@ -195,6 +195,22 @@ func toolEvent(event Event) bool {
 	return event == PreToolUse || event == PermissionRequest || event == PostToolUse || event == PostToolUseFailure
 }
 
+// meetingIf returns the hooks whose "if" the call in meets, warning of
+// each whose "if" cannot be evaluated (such a hook runs).
+func meetingIf(hooks []Hook, in ToolInput, env CommandEnv) []Hook {
+	out := hooks[:0:0]
+	for _, h := range hooks {
+		holds, warning := ifHolds(h.If, in)
+		if warning != "" {
+			env.warn("hook condition not evaluated", "hook", h.Name, "source", h.Source, "why", warning)
+		}
+		if holds {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // toolOutput is the JSON a tool event's command hook may print.
 type toolOutput struct {
 	Decision           string `json:"decision"`
@@ -354,6 +370,7 @@ func validJSON(raw json.RawMessage) json.RawMessage {
 // hooks run with env, whose EnvFile is ignored.
 func RunPreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision) {
 	env.EnvFile, env.session = "", in.SessionID
+	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PreToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PreToolUseFunc)(ctx, in)
 		a := answer{reason: out.PermissionDecisionReason, context: out.AdditionalContext, replace: validJSON(out.ModifiedArgs)}
@@ -372,6 +389,7 @@ func RunPreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandE
 // this event.
 func RunPermissionRequest(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision) {
 	env.EnvFile, env.session = "", in.SessionID
+	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PermissionRequest), env, in.Messages, func(context.Context, Hook) (answer, error) {
 		return answer{}, errors.New("no Go hook serves PermissionRequest")
 	})
@@ -414,6 +432,7 @@ func decide(answers []answer) ToolDecision {
 // with in.Response, and returns their outcomes and what they said.
 func RunPostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback) {
 	env.EnvFile, env.session = "", in.SessionID
+	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PostToolUseFunc)(ctx, in)
 		return answer{context: out.AdditionalContext, replace: validJSON(out.ModifiedResult)}, err
@@ -426,6 +445,7 @@ func RunPostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env Command
 // said.
 func RunPostToolUseFailure(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolFeedback) {
 	env.EnvFile, env.session = "", in.SessionID
+	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUseFailure), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(ErrorOccurredFunc)(ctx, in)
 		return answer{handling: out.ErrorHandling, reason: out.UserNotification}, err

@@ -45,6 +45,9 @@ func FunctionReason(r schema.Reason) schema.Reason {
 // Selects reports whether h runs for value, the source, reason or trigger
 // of its event as the log records it, translated to the words h receives.
 func (h Hook) Selects(value string) bool {
+	if h.If != "" && !toolEvent(h.Event) {
+		return false // Claude Code evaluates "if" on tool calls only
+	}
 	if value == AnyTool && toolEvent(h.Event) {
 		return true
 	}
