@@ -2,6 +2,7 @@ package hookexec
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,10 +35,11 @@ type CommandEnv struct {
 	// (so it wins): KEY=value pairs such as TRACEPARENT.
 	Extra []string
 
-	supervisor string       // Exec.Supervisor: "" or NoSupervisor
-	inherit    []string     // Exec.InheritEnv: nil for the whole environment
-	session    string       // CLAUDE_CODE_SESSION_ID: the session the hooks run for
-	log        *slog.Logger // Exec.Logger: where warnings go; nil for slog.Default
+	supervisor string        // Exec.Supervisor: "" or NoSupervisor
+	inherit    []string      // Exec.InheritEnv: nil for the whole environment
+	session    string        // CLAUDE_CODE_SESSION_ID: the session the hooks run for
+	log        *slog.Logger  // Exec.Logger: where warnings go; nil for slog.Default
+	budget     time.Duration // the time every command hook of the run has; 0 for each its own
 }
 
 // warn logs a warning of a hook run.
@@ -89,6 +91,37 @@ type commandRun struct {
 // the context it contributes. The hook's whole process group is killed when
 // timeout passes or ctx is done.
 func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeout time.Duration) (schema.HookOutcome, answer) {
+	o, a := runCommandOnce(ctx, h, stdin, env, timeout)
+	if h.OnFailure == OnFailureBlock && failureBlocks(h.Event) && (o.Status == schema.HookFailed || o.Status == schema.HookTimedOut) {
+		// "onFailure": "block": the failure counts as exit 2. The outcome
+		// keeps its status: the hook did fail.
+		reason := cmp.Or(o.Stderr, o.Error, o.Status)
+		a.reason, a.text = reason, reason
+		a.decision, o.Decision = "block", "block"
+		if h.Event == PreToolUse {
+			a.decision, o.Decision = Deny, Deny
+		}
+		o.Reason = reason
+	}
+	return o, a
+}
+
+// OnFailureBlock, as a hook's "onFailure", makes its failure (it could
+// not start, it timed out, it exited with a code other than 0 or 2) count
+// as exit code 2, so that what the event guards is blocked.
+const OnFailureBlock = "block"
+
+// failureBlocks reports whether "onFailure": "block" applies on event:
+// Claude Code ignores it on Stop, SubagentStop, TaskCompleted and
+// TeammateIdle, where exit 2 keeps the agent going, and on the events
+// whose exit 2 blocks nothing.
+func failureBlocks(event Event) bool {
+	spec, _ := schema.LookupEvent(event)
+	return spec.ExitTwo == schema.ExitTwoBlocks || spec.ExitTwo == schema.ExitTwoBlocksUser
+}
+
+// runCommandOnce is runCommand without the hook's onFailure.
+func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeout time.Duration) (schema.HookOutcome, answer) {
 	if timeout <= 0 {
 		timeout = DefaultCommandTimeout
 	}

@@ -3,6 +3,7 @@ package hookexec
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -579,5 +580,85 @@ func TestCommandHooksDefaultToTheirEventsTimeout(t *testing.T) {
 		if got := commandTimeout(h); got != h.Timeout {
 			t.Errorf("%s: a hook's own timeout %v became %v", tc.event, h.Timeout, got)
 		}
+	}
+}
+
+// SessionEnd's command hooks share one budget, as in Claude Code: 1.5
+// seconds, raised to the longest timeout a hook that is not a plugin's
+// asks for (at most a minute), and to CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS.
+func TestSessionEndHooksShareOneBudget(t *testing.T) {
+	cmd := func(timeout time.Duration, source string) Hook {
+		return Hook{Event: SessionEnd, Source: source, Timeout: timeout, Body: Command{Line: "true"}}
+	}
+	for _, tc := range []struct {
+		hooks []Hook
+		env   string
+		want  time.Duration
+	}{
+		{nil, "", 1500 * time.Millisecond},
+		{[]Hook{cmd(0, "settings.json")}, "", 1500 * time.Millisecond},
+		{[]Hook{cmd(time.Second, "a.json"), cmd(5*time.Second, "b.json")}, "", 5 * time.Second},
+		{[]Hook{cmd(10*time.Minute, "a.json")}, "", time.Minute},
+		{[]Hook{cmd(30*time.Second, "plugin:/p")}, "", 1500 * time.Millisecond},
+		{[]Hook{cmd(5*time.Second, "a.json")}, "20000", 20 * time.Second},
+		{[]Hook{cmd(5*time.Second, "a.json")}, "100", 5 * time.Second},
+	} {
+		t.Setenv("CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS", tc.env)
+		if got := SessionEndBudget(tc.hooks); got != tc.want {
+			t.Errorf("hooks %v, env %q: budget %v, want %v", tc.hooks, tc.env, got, tc.want)
+		}
+	}
+	// A hook with no timeout of its own runs as long as the longest asks:
+	// both of these finish, where the first used to be cut at 1.5 s.
+	t.Setenv("CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS", "")
+	env := testEnv(t)
+	hooks := []Hook{
+		{Event: SessionEnd, Name: "slow", Source: "a.json", Body: Command{Line: "sleep 2"}},
+		{Event: SessionEnd, Name: "asks", Source: "b.json", Timeout: 4 * time.Second, Body: Command{Line: "true"}},
+	}
+	outcomes := RunSessionEnd(context.Background(), hooks, SessionEndInput{SessionID: "s", Cwd: env.ProjectDir, Reason: schema.ReasonOther}, env)
+	for _, o := range outcomes {
+		if o.Status != schema.HookOK {
+			t.Errorf("%s: %+v", o.Name, o)
+		}
+	}
+}
+
+// "onFailure": "block" makes a hook's failure count as exit 2 where exit 2
+// blocks: a gate that crashes or cannot start denies rather than allows.
+// On Stop it is ignored, as in Claude Code, and without it a failure
+// blocks nothing.
+func TestOnFailureBlockTurnsAFailureIntoExitTwo(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	gate := func(line, onFailure string) Hook {
+		return Hook{Event: PreToolUse, Name: line, OnFailure: onFailure, Body: Command{Line: line}}
+	}
+	call := ToolInput{SessionID: "s", Cwd: env.ProjectDir, ToolName: "Bash", ToolUseID: "t", ToolInput: json.RawMessage(`{"command":"ls"}`)}
+	for _, tc := range []struct {
+		hook Hook
+		want string
+	}{
+		{gate("echo broken >&2; exit 1", OnFailureBlock), Deny},
+		{gate("no-such-gate-here", OnFailureBlock), Deny},
+		{gate("echo broken >&2; exit 1", ""), ""},
+		{gate("echo broken >&2; exit 1", "continue"), ""},
+		{gate("exit 0", OnFailureBlock), ""},
+	} {
+		outcomes, d := RunPreToolUse(context.Background(), []Hook{tc.hook}, call, env)
+		if d.Decision != tc.want {
+			t.Errorf("%q onFailure %q: decision %q (%+v), want %q", tc.hook.Name, tc.hook.OnFailure, d.Decision, outcomes, tc.want)
+		}
+		if tc.want == Deny && (outcomes[0].Status != schema.HookFailed || d.Reason == "") {
+			t.Errorf("%q: the outcome %+v should stay failed, with the reason %q", tc.hook.Name, outcomes[0], d.Reason)
+		}
+	}
+	slow := Hook{Event: PreCompact, Name: "slow", OnFailure: OnFailureBlock, Timeout: 100 * time.Millisecond, Body: Command{Line: "sleep 5"}}
+	if _, blocked, _ := RunPreCompact(context.Background(), []Hook{slow}, PreCompactInput{SessionID: "s", Cwd: env.ProjectDir, Trigger: "manual"}, env); !blocked {
+		t.Error("a PreCompact hook that timed out with onFailure block did not block the compaction")
+	}
+	stop := Hook{Event: Stop, Name: "stop", OnFailure: OnFailureBlock, Body: Command{Line: "exit 1"}}
+	if _, blocked, _ := RunStop(context.Background(), []Hook{stop}, StopInput{SessionID: "s", Cwd: env.ProjectDir}, env); blocked {
+		t.Error("onFailure block kept the agent going on Stop, where Claude Code ignores it")
 	}
 }

@@ -178,8 +178,13 @@ type Hook struct {
 	// call must meet for the hook to run, as a settings file's "if" says;
 	// on an event that is not a tool's the hook never runs. "" runs it
 	// whenever its matcher selects it.
-	If   string
-	Body Body
+	If string
+	// OnFailure is OnFailureBlock to make the hook's failure block what
+	// its event guards, as exit 2 does; "" or "continue" reports it only.
+	OnFailure string
+	// StatusMessage is what a host shows while the hook runs.
+	StatusMessage string
+	Body          Body
 
 	scoped string // the id of a session-scoped hook, which tells it apart
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +54,7 @@ func RunSessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, en
 // RunSessionEnd runs hooks in parallel with in and returns their outcomes.
 // Command hooks run with env, whose EnvFile is ignored.
 func RunSessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome {
+	env.budget = SessionEndBudget(hooks)
 	reason := CommandReason(in.Reason)
 	stdin, _ := json.Marshal(endStdin{in.SessionID, in.TranscriptPath, in.Cwd, SessionEnd, reason, reason})
 	env.EnvFile, env.session = "", in.SessionID
@@ -223,12 +226,12 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, msg
 	var wg sync.WaitGroup
 	for i, h := range hooks {
 		if h.IsCommand() && i != last {
-			wg.Go(func() { outcomes[i], answers[i] = runCommand(ctx, h, stdin, env, commandTimeout(h)) })
+			wg.Go(func() { outcomes[i], answers[i] = runCommand(ctx, h, stdin, env, env.timeout(h)) })
 		}
 	}
 	if last >= 0 {
 		h := hooks[last]
-		outcomes[last], answers[last] = runCommand(ctx, h, stdin, env, commandTimeout(h))
+		outcomes[last], answers[last] = runCommand(ctx, h, stdin, env, env.timeout(h))
 	}
 	for _, f := range funcs {
 		outcomes[f.index], answers[f.index] = f.wait()
@@ -247,6 +250,50 @@ func texts(answers []answer) []string {
 		out[i] = a.text
 	}
 	return out
+}
+
+// timeout is how long command hook h may run: the budget all the hooks of
+// the run share, when it has one (SessionEnd), else commandTimeout.
+func (env CommandEnv) timeout(h Hook) time.Duration {
+	if env.budget > 0 {
+		return env.budget
+	}
+	return commandTimeout(h)
+}
+
+// SessionEndBudget returns the time the command hooks of one SessionEnd
+// share, as Claude Code 2.1.328 reckons it: 1.5 seconds, raised to the
+// longest timeout a hook that is not a plugin's asks for, at most 60
+// seconds, and raised again to CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS
+// milliseconds when that is set, at most an hour. All the hooks run at
+// once, each until the budget is spent.
+func SessionEndBudget(hooks []Hook) time.Duration {
+	var longest time.Duration
+	for _, h := range hooks {
+		if h.IsCommand() && !strings.HasPrefix(h.Source, "plugin:") {
+			longest = max(longest, h.Timeout)
+		}
+	}
+	budget := max(schema.SessionEndBudget, min(longest, time.Minute))
+	if ms, err := strconv.ParseInt(os.Getenv("CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS"), 10, 64); err == nil && ms > 0 {
+		budget = max(budget, time.Duration(min(ms, int64(time.Hour/time.Millisecond)))*time.Millisecond)
+	}
+	return budget
+}
+
+// Timeout returns how long h may run when it runs alone: its own timeout,
+// else for a command hook its event's default (on SessionEnd, the budget
+// it has by itself: SessionEndBudget), else DefaultFuncTimeout.
+func Timeout(h Hook) time.Duration {
+	switch {
+	case !h.IsCommand() && h.Timeout > 0:
+		return h.Timeout
+	case !h.IsCommand():
+		return DefaultFuncTimeout
+	case h.Event == SessionEnd:
+		return SessionEndBudget([]Hook{h})
+	}
+	return commandTimeout(h)
 }
 
 // commandTimeout is h's own timeout or the default for its event, from

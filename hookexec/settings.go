@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/internal/private"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // pluginRootVar is replaced by the plugin directory in plugin commands.
@@ -58,6 +59,11 @@ type settingsEntry struct {
 	Timeout float64   `json:"timeout"` // seconds
 	Shell   string    `json:"shell"`
 	If      string    `json:"if"`
+	// OnFailure and StatusMessage are acted on; Once, Async, AsyncRewake
+	// and Cloud are read so that LoadSettings can say what it does with
+	// them (docs/hooks.md).
+	OnFailure     string `json:"onFailure"`
+	StatusMessage string `json:"statusMessage"`
 }
 
 // LoadSettings reads one Claude Code settings file and returns its command
@@ -112,7 +118,17 @@ func LoadPluginDir(dir string) ([]Hook, error) {
 // loadPlugin reads the hooks of the plugin id in root, with its options.
 func loadPlugin(root, id string, options map[string]string) ([]Hook, error) {
 	path := filepath.Join(root, "hooks", "hooks.json")
-	hooks, err := loadHooksFile(path, "plugin:"+root)
+	file, err := readConfigFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(file, &top) == nil && top["hooks"] == nil {
+		// Claude Code refuses such a file ("expected record"), where
+		// reading it as no hooks would hide the mistake.
+		return nil, fmt.Errorf("%w: %s: no top-level \"hooks\" object: a plugin's hooks.json has the shape {\"hooks\": {EVENT: [...]}}", ErrBadConfig, path)
+	}
+	hooks, err := parseSettings(file, path, "plugin:"+root)
 	if err != nil && !OnlyMatchers(err) {
 		return nil, err
 	}
@@ -425,7 +441,7 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 				bad = append(bad, fmt.Errorf("%s: %s.matcher: %w; its hooks never run", path, at, err))
 			}
 			for j, e := range g.Hooks {
-				h, ok, err := settingsHook(e)
+				h, ok, err := settingsHook(event, e)
 				if err != nil {
 					return nil, fmt.Errorf("%w: %s: %s.hooks[%d].%s", ErrBadConfig, path, at, j, err)
 				}
@@ -442,12 +458,16 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 
 // settingsHook converts one hook entry. It reports false for entries of a
 // type other than "command". Its errors start with the offending key.
-func settingsHook(e settingsEntry) (Hook, bool, error) {
-	switch e.Type {
-	case "command":
-	case "":
+func settingsHook(event Event, e settingsEntry) (Hook, bool, error) {
+	spec, _ := schema.LookupEvent(event)
+	switch {
+	case e.Type == "":
 		return Hook{}, false, errors.New("type: missing")
-	default:
+	case !slices.Contains([]schema.HookType{schema.HookCommand, schema.HookHTTP, schema.HookMCPTool, schema.HookPrompt, schema.HookAgent}, schema.HookType(e.Type)):
+		return Hook{}, false, fmt.Errorf("type: %q is not a hook type (command, http, mcp_tool, prompt or agent)", e.Type)
+	case !spec.Accepts(schema.HookType(e.Type)):
+		return Hook{}, false, fmt.Errorf("type: %s hooks do not run on %s, as Claude Code refuses them there (it takes %s)", e.Type, event, typeList(spec.Types))
+	case e.Type != string(schema.HookCommand):
 		return Hook{}, false, nil
 	}
 	if strings.TrimSpace(e.Command) == "" {
@@ -474,8 +494,22 @@ func settingsHook(e settingsEntry) (Hook, bool, error) {
 	default:
 		return Hook{}, false, fmt.Errorf("shell: %q is not a shell hooks run in (bash or powershell)", e.Shell)
 	}
-	return Hook{Name: CommandName(body.String()), Body: body, If: e.If,
+	switch e.OnFailure {
+	case "", "continue", OnFailureBlock:
+	default:
+		return Hook{}, false, fmt.Errorf("onFailure: %q is neither continue nor block", e.OnFailure)
+	}
+	return Hook{Name: CommandName(body.String()), Body: body, If: e.If, OnFailure: e.OnFailure, StatusMessage: e.StatusMessage,
 		Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
+}
+
+// typeList joins hook types for a message.
+func typeList(types []schema.HookType) string {
+	words := make([]string, len(types))
+	for i, t := range types {
+		words[i] = string(t)
+	}
+	return strings.Join(words, ", ")
 }
 
 // settingsJSONError describes a json.Unmarshal error of the file at path

@@ -467,3 +467,43 @@ func TestCommandSizeCap(t *testing.T) {
 		t.Errorf("CommandName of a short command = %q", got)
 	}
 }
+
+// Configuration errors Claude Code reports are errors naming the file: a
+// hook type its event does not take, a type that does not exist, and a
+// plugin's hooks.json without its top-level "hooks".
+func TestConfigurationErrorsClaudeCodeReports(t *testing.T) {
+	for name, tc := range map[string]struct{ file, want string }{
+		"http on SessionStart": {`{"hooks": {"SessionStart": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:1/"}]}]}}`,
+			"hooks.SessionStart[0].hooks[0].type: http hooks do not run on SessionStart"},
+		"prompt on PreCompact": {`{"hooks": {"PreCompact": [{"hooks": [{"type": "prompt", "prompt": "p"}]}]}}`,
+			"prompt hooks do not run on PreCompact"},
+		"no such type": {`{"hooks": {"Stop": [{"hooks": [{"type": "script", "command": "x"}]}]}}`,
+			`"script" is not a hook type`},
+		"no such onFailure": {`{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "onFailure": "retry"}]}]}}`,
+			`onFailure: "retry" is neither continue nor block`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "settings.json")
+			if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := hookexec.LoadSettings(path)
+			if !errors.Is(err, hookexec.ErrBadConfig) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrBadConfig naming the file and %q", err, tc.want)
+			}
+		})
+	}
+	plugin := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(plugin, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The events at the top, as a settings file's "hooks" value: a common
+	// mistake that loaded silently as no hooks.
+	bare := `{"SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}`
+	if err := os.WriteFile(filepath.Join(plugin, "hooks", "hooks.json"), []byte(bare), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hookexec.LoadPluginDir(plugin); !errors.Is(err, hookexec.ErrBadConfig) || !strings.Contains(err.Error(), `no top-level "hooks"`) {
+		t.Fatalf("hooks.json without hooks: %v", err)
+	}
+}

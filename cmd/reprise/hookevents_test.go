@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -91,5 +92,33 @@ func TestHooksEveryEventAndOthersFound(t *testing.T) {
 	}
 	for _, path := range []string{fifo, big} {
 		c.fails(exitUsage, "hooks", "--no-default-settings", "--settings", path)
+	}
+}
+
+// reprise hooks shows what a hook's keys make of it: an exec form's
+// arguments, its "if", its onFailure and its status message, in text and
+// in JSON.
+func TestHooksShowTheKeysOfEachHook(t *testing.T) {
+	c := newCLI(t)
+	path := filepath.Join(c.dir, "keys.json")
+	settings := `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard",
+		"args": ["--strict", "two words"], "if": "Bash(rm *)", "onFailure": "block", "statusMessage": "Checking rm"}]}]}}`
+	if err := os.WriteFile(path, []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := c.ok("hooks", "--no-default-settings", "--settings", path, "--event", "PreToolUse", "--source", "Bash")
+	for _, want := range []string{"guard --strict 'two words'", "if Bash(rm *)", "(a failure blocks)", `status: "Checking rm"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("hooks lacks %q:\n%s", want, out)
+		}
+	}
+	var events []hookEventJSON
+	c.okJSON(&events, "hooks", "--no-default-settings", "--settings", path, "--event", "PreToolUse", "--source", "Bash")
+	if len(events) != 1 || len(events[0].Hooks) != 1 {
+		t.Fatalf("hooks --json = %+v", events)
+	}
+	h := events[0].Hooks[0]
+	if h.Command != "guard" || len(h.Args) != 2 || h.Args[1] != "two words" || h.If != "Bash(rm *)" || h.OnFailure != "block" || h.StatusMessage != "Checking rm" {
+		t.Fatalf("hook %+v", h)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,6 +38,12 @@ type hookJSON struct {
 	TimeoutMS  float64 `json:"timeout_ms"`
 	Source     string  `json:"source"`
 	PluginRoot string  `json:"plugin_root,omitempty"`
+	// Args are an exec-form hook's arguments; If, OnFailure and
+	// StatusMessage its keys of those names.
+	Args          []string `json:"args,omitempty"`
+	If            string   `json:"if,omitempty"`
+	OnFailure     string   `json:"on_failure,omitempty"`
+	StatusMessage string   `json:"status_message,omitempty"`
 }
 
 // hooksOptions are the options of hooks.
@@ -211,23 +218,13 @@ func joinEvents(events []hookexec.Event) string {
 // newHookJSON describes h for JSON output, with its effective timeout.
 func newHookJSON(h hookexec.Hook) hookJSON {
 	c, isCommand := h.Body.(hookexec.Command)
-	out := hookJSON{Name: h.Name, Type: "function", Command: c.Line, Shell: c.Shell,
-		Matcher: h.Matcher.String(), Source: h.Source, PluginRoot: c.PluginRoot}
-	timeout := h.Timeout
+	out := hookJSON{Name: h.Name, Type: "function", Command: c.Line, Shell: c.Shell, Args: c.Args,
+		Matcher: h.Matcher.String(), Source: h.Source, PluginRoot: c.PluginRoot,
+		If: h.If, OnFailure: h.OnFailure, StatusMessage: h.StatusMessage}
 	if isCommand {
 		out.Type = "command"
 	}
-	if timeout == 0 {
-		switch {
-		case !isCommand:
-			timeout = hookexec.DefaultFuncTimeout
-		case h.Event == hookexec.SessionEnd:
-			timeout = hookexec.DefaultSessionEndCommandTimeout
-		default:
-			timeout = hookexec.DefaultCommandTimeout
-		}
-	}
-	out.TimeoutMS = float64(timeout) / float64(time.Millisecond)
+	out.TimeoutMS = float64(hookexec.Timeout(h)) / float64(time.Millisecond)
 	return out
 }
 
@@ -271,6 +268,15 @@ func printHooks(w io.Writer, events []hookEventJSON) error {
 			name := h.Name
 			if !ev.Run && h.Type != "command" {
 				name = h.Type + ": " + name
+			}
+			if h.If != "" {
+				name += "  if " + h.If
+			}
+			if h.OnFailure == hookexec.OnFailureBlock {
+				name += "  (a failure blocks)"
+			}
+			if h.StatusMessage != "" {
+				name += "  status: " + strconv.Quote(h.StatusMessage)
 			}
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", j+1, matcher, timeout, name, h.Source)
 		}
