@@ -106,6 +106,25 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 	return o, a
 }
 
+// wrongEventName says what is wrong when stdout is a JSON answer whose
+// hookSpecificOutput.hookEventName names another event than event, and
+// returns "" otherwise.
+func wrongEventName(stdout []byte, event Event) string {
+	b := bytes.TrimSpace(stdout)
+	if !bytes.HasPrefix(b, []byte("{")) {
+		return ""
+	}
+	var out struct {
+		Specific struct {
+			Event string `json:"hookEventName"`
+		} `json:"hookSpecificOutput"`
+	}
+	if json.Unmarshal(b, &out) != nil || out.Specific.Event == "" || out.Specific.Event == string(event) {
+		return ""
+	}
+	return fmt.Sprintf("hook returned incorrect event name: expected %q but got %q", event, out.Specific.Event)
+}
+
 // OnFailureBlock, as a hook's "onFailure", makes its failure (it could
 // not start, it timed out, it exited with a code other than 0 or 2) count
 // as exit code 2, so that what the event guards is blocked.
@@ -140,6 +159,10 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		o.Stderr = excerpt(r.stderr.buf)
 	case r.state == nil:
 		o.Status, o.Error = schema.HookFailed, r.err.Error()
+	case r.state.Success() && wrongEventName(r.stdout.buf, h.Event) != "":
+		// As in Claude Code: an answer meant for another event is an
+		// error, and nothing of it is used.
+		o.Status, o.Error = schema.HookFailed, wrongEventName(r.stdout.buf, h.Event)
 	case toolEvent(h.Event):
 		a := toolAnswer(&o, h.Event, r, env)
 		readControl(&o, r)

@@ -662,3 +662,24 @@ func TestOnFailureBlockTurnsAFailureIntoExitTwo(t *testing.T) {
 		t.Error("onFailure block kept the agent going on Stop, where Claude Code ignores it")
 	}
 }
+
+// An answer whose hookSpecificOutput names another event is an error, as
+// in Claude Code, and nothing of it is used: not its context, not its
+// decision.
+func TestAnAnswerForAnotherEventIsAnError(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	o, text := runTestHook(t, `echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "misplaced"}}'`, env)
+	if o.Status != schema.HookFailed || !strings.Contains(o.Error, `expected "SessionStart" but got "PreToolUse"`) || text != "" {
+		t.Fatalf("outcome %+v, context %q", o, text)
+	}
+	o, text = runTestHook(t, `echo '{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "right"}}'`, env)
+	if o.Status != schema.HookOK || text != "right" {
+		t.Fatalf("the right event: outcome %+v, context %q", o, text)
+	}
+	call := ToolInput{SessionID: "s", Cwd: env.ProjectDir, ToolName: "Bash", ToolUseID: "t", ToolInput: json.RawMessage(`{}`)}
+	deny := Hook{Event: PreToolUse, Name: "deny", Body: Command{Line: `echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "permissionDecision": "deny"}}'`}}
+	if outcomes, d := RunPreToolUse(context.Background(), []Hook{deny}, call, env); d.Decision != "" || outcomes[0].Status != schema.HookFailed {
+		t.Fatalf("a deny named for another event: decision %q, %+v", d.Decision, outcomes)
+	}
+}
