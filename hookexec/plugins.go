@@ -102,6 +102,9 @@ func EnabledPlugins(home, projectDir string, settings []string) ([]InstalledPlug
 // other plugins' hooks are still returned. The errors are for the caller to
 // report as warnings; they never stop the others.
 func LoadEnabledPlugins(home, projectDir string, settings []string) ([]Hook, []error) {
+	if p := policyOf(settings); p.managedOnly || p.noneAtAll {
+		return nil, nil // only managed settings' own hooks may run
+	}
 	plugins, errs := EnabledPlugins(home, projectDir, settings)
 	options := pluginOptions(settings)
 	var hooks []Hook

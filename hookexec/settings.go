@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -249,8 +250,8 @@ func OnlyMatchers(err error) bool {
 	return errors.Is(err, ErrBadMatcher) && !errors.Is(err, ErrBadConfig)
 }
 
-// SettingsLocation is a settings file and the scope it configures: "user",
-// "project" or "local".
+// SettingsLocation is a settings file and the scope it configures:
+// "user", "project", "local" or "managed".
 type SettingsLocation struct {
 	Path  string
 	Scope string
@@ -259,8 +260,11 @@ type SettingsLocation struct {
 // DefaultSettingsPaths returns where Claude Code keeps its settings, in the
 // order they apply: the user's home/.claude/settings.json, then the
 // project's projectDir/.claude/settings.json and the uncommitted
-// projectDir/.claude/settings.local.json. An empty home omits the first; an
-// empty projectDir omits the other two. The files need not exist.
+// projectDir/.claude/settings.local.json, then the managed settings an
+// administrator put in ManagedSettingsDir: managed-settings.json and the
+// .json files of managed-settings.d, in name order. An empty home omits the
+// first; an empty projectDir omits the project's two. The files need not
+// exist.
 func DefaultSettingsPaths(home, projectDir string) []SettingsLocation {
 	var out []SettingsLocation
 	if home != "" {
@@ -272,7 +276,71 @@ func DefaultSettingsPaths(home, projectDir string) []SettingsLocation {
 			SettingsLocation{Path: filepath.Join(projectDir, ".claude", "settings.local.json"), Scope: "local"},
 		)
 	}
+	dir := ManagedSettingsDir()
+	out = append(out, SettingsLocation{Path: filepath.Join(dir, "managed-settings.json"), Scope: "managed"})
+	dropIns, _ := filepath.Glob(filepath.Join(dir, "managed-settings.d", "*.json"))
+	slices.Sort(dropIns)
+	for _, p := range dropIns {
+		out = append(out, SettingsLocation{Path: p, Scope: "managed"})
+	}
 	return out
+}
+
+// ManagedSettingsEnv names the variable that, when set, is the managed
+// settings directory in place of the platform's, so that a test or a
+// sandbox keeps to a directory of its own.
+const ManagedSettingsEnv = "REPRISE_MANAGED_SETTINGS_DIR"
+
+// ManagedSettingsDir returns the directory of managed settings, where
+// Claude Code 2.1.328 reads them: /Library/Application Support/ClaudeCode
+// on macOS, /etc/claude-code elsewhere; ManagedSettingsEnv overrides it.
+func ManagedSettingsDir() string {
+	if dir := os.Getenv(ManagedSettingsEnv); dir != "" {
+		return dir
+	}
+	if runtime.GOOS == "darwin" {
+		return "/Library/Application Support/ClaudeCode"
+	}
+	return "/etc/claude-code"
+}
+
+// isManaged reports whether the settings file at path is a managed one.
+func isManaged(path string) bool {
+	dir := ManagedSettingsDir()
+	return path == filepath.Join(dir, "managed-settings.json") || filepath.Dir(path) == filepath.Join(dir, "managed-settings.d")
+}
+
+// hookPolicy is what settings files say of which hooks may run: managed
+// settings may allow only their own hooks (allowManagedHooksOnly) or turn
+// every hook off (disableAllHooks); another file's disableAllHooks turns
+// off every hook but the managed ones.
+type hookPolicy struct {
+	managedOnly, noneAtAll bool
+}
+
+// policyOf reads the hook policy of the settings files.
+func policyOf(settings []string) hookPolicy {
+	var p hookPolicy
+	for _, path := range settings {
+		data, err := readConfigFile(path)
+		if err != nil {
+			continue // missing, or reported by LoadSettings
+		}
+		var f struct {
+			ManagedOnly bool `json:"allowManagedHooksOnly"`
+			DisableAll  bool `json:"disableAllHooks"`
+		}
+		if json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		switch managed := isManaged(path); {
+		case managed && f.DisableAll:
+			p.noneAtAll = true
+		case managed && f.ManagedOnly, f.DisableAll:
+			p.managedOnly = true
+		}
+	}
+	return p
 }
 
 // LoadAll loads every settings file, then every plugin directory, and
@@ -283,7 +351,14 @@ func DefaultSettingsPaths(home, projectDir string) []SettingsLocation {
 func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 	var hooks []Hook
 	var errs []error
+	policy := policyOf(settings)
+	if policy.noneAtAll {
+		return nil, nil
+	}
 	for _, path := range settings {
+		if policy.managedOnly && !isManaged(path) {
+			continue
+		}
 		hs, err := LoadSettings(path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -297,6 +372,9 @@ func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 		}
 	}
 	for _, dir := range pluginDirs {
+		if policy.managedOnly {
+			break
+		}
 		hs, err := LoadPluginDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, statErr := os.Stat(dir); statErr != nil {

@@ -75,23 +75,80 @@ func matching(hooks []hookexec.Hook, event hookexec.Event, value string) []hooke
 }
 
 func TestDefaultSettingsPaths(t *testing.T) {
+	managed := t.TempDir()
+	t.Setenv(hookexec.ManagedSettingsEnv, managed)
 	home, proj := filepath.Join("h", "ann"), filepath.Join("src", "app")
+	policy := hookexec.SettingsLocation{Path: filepath.Join(managed, "managed-settings.json"), Scope: "managed"}
 	want := []hookexec.SettingsLocation{
 		{Path: filepath.Join(home, ".claude", "settings.json"), Scope: "user"},
 		{Path: filepath.Join(proj, ".claude", "settings.json"), Scope: "project"},
 		{Path: filepath.Join(proj, ".claude", "settings.local.json"), Scope: "local"},
+		policy,
 	}
 	if got := hookexec.DefaultSettingsPaths(home, proj); !reflect.DeepEqual(got, want) {
 		t.Errorf("both: %v, want %v", got, want)
 	}
-	if got := hookexec.DefaultSettingsPaths(home, ""); !reflect.DeepEqual(got, want[:1]) {
+	if got := hookexec.DefaultSettingsPaths(home, ""); !reflect.DeepEqual(got, []hookexec.SettingsLocation{want[0], policy}) {
 		t.Errorf("no project: %v", got)
 	}
 	if got := hookexec.DefaultSettingsPaths("", proj); !reflect.DeepEqual(got, want[1:]) {
 		t.Errorf("no home: %v", got)
 	}
-	if got := hookexec.DefaultSettingsPaths("", ""); len(got) != 0 {
+	if got := hookexec.DefaultSettingsPaths("", ""); !reflect.DeepEqual(got, want[3:]) {
 		t.Errorf("neither: %v", got)
+	}
+	// The drop-in files of managed-settings.d come after, in name order.
+	dropIns := filepath.Join(managed, "managed-settings.d")
+	if err := os.MkdirAll(dropIns, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"20-b.json", "10-a.json", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dropIns, name), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := hookexec.DefaultSettingsPaths("", "")
+	if len(got) != 3 || got[1].Path != filepath.Join(dropIns, "10-a.json") || got[2].Path != filepath.Join(dropIns, "20-b.json") || got[2].Scope != "managed" {
+		t.Errorf("with drop-ins: %v", got)
+	}
+}
+
+// Managed settings' hooks run with the others; allowManagedHooksOnly
+// leaves only theirs, a managed disableAllHooks none, and another file's
+// disableAllHooks all but the managed ones, plugins included.
+func TestManagedSettingsDecideWhichHooksRun(t *testing.T) {
+	managed := t.TempDir()
+	t.Setenv(hookexec.ManagedSettingsEnv, managed)
+	dir := t.TempDir()
+	write := func(path, command, extra string) {
+		t.Helper()
+		text := `{` + extra + `"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "` + command + `"}]}]}}`
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user, policy := filepath.Join(dir, "settings.json"), filepath.Join(managed, "managed-settings.json")
+	plugin := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(plugin, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(plugin, "hooks", "hooks.json"), "echo plugin", "")
+	for _, tc := range []struct {
+		userExtra, managedExtra string
+		want                    []string
+	}{
+		{"", "", []string{"echo user", "echo managed", "echo plugin"}},
+		{"", `"allowManagedHooksOnly": true, `, []string{"echo managed"}},
+		{`"allowManagedHooksOnly": true, `, "", []string{"echo user", "echo managed", "echo plugin"}}, // read from managed settings only
+		{`"disableAllHooks": true, `, "", []string{"echo managed"}},
+		{"", `"disableAllHooks": true, `, []string{}},
+	} {
+		write(user, "echo user", tc.userExtra)
+		write(policy, "echo managed", tc.managedExtra)
+		hooks, errs := hookexec.LoadAll([]string{user, policy}, []string{plugin})
+		if len(errs) != 0 || !reflect.DeepEqual(commands(hooks), tc.want) {
+			t.Errorf("user %q, managed %q: %q (%v), want %q", tc.userExtra, tc.managedExtra, commands(hooks), errs, tc.want)
+		}
 	}
 }
 
