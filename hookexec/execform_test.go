@@ -185,3 +185,50 @@ func TestPowershellWithoutPwshIsAConfigurationError(t *testing.T) {
 		t.Fatalf("err = %v, want ErrBadConfig naming the file and pwsh", err)
 	}
 }
+
+// A plugin's .claude-plugin/plugin.json may add hooks with its "hooks"
+// field, as Claude Code reads it: a hooks file's path relative to the
+// plugin, hooks inline, or a list of either, beside hooks/hooks.json or
+// without it.
+func TestPluginManifestHooks(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, text string) {
+		t.Helper()
+		path := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hook := func(command string) string {
+		return `{"SessionStart": [{"hooks": [{"type": "command", "command": "` + command + `"}]}]}`
+	}
+	write("extra/more.json", `{"hooks": `+hook("echo file")+`}`)
+	write(".claude-plugin/plugin.json", `{"name": "tools", "hooks": ["./extra/more.json", `+hook("echo inline ${CLAUDE_PLUGIN_ROOT}")+`]}`)
+	hooks, err := LoadPluginDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range hooks {
+		got = append(got, h.CommandLine())
+	}
+	if want := []string{"echo file", "echo inline " + root}; !slicesEqual(got, want) {
+		t.Fatalf("hooks %q, want %q", got, want)
+	}
+	if hooks[0].Source != "plugin:"+root || hooks[0].Body.(Command).PluginData != PluginDataDir("tools@inline") {
+		t.Errorf("hook %+v", hooks[0])
+	}
+
+	write("hooks/hooks.json", `{"hooks": `+hook("echo main")+`}`)
+	write(".claude-plugin/plugin.json", `{"name": "tools", "hooks": "extra/more.json"}`)
+	if hooks, err := LoadPluginDir(root); err != nil || len(hooks) != 2 || hooks[0].CommandLine() != "echo main" {
+		t.Fatalf("beside hooks/hooks.json: %d hooks, %v", len(hooks), err)
+	}
+	write(".claude-plugin/plugin.json", `{"name": "tools", "hooks": "../../etc/hooks.json"}`)
+	if _, err := LoadPluginDir(root); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "outside the plugin") {
+		t.Fatalf("a path out of the plugin: %v", err)
+	}
+}

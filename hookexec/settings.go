@@ -119,20 +119,20 @@ func LoadPluginDir(dir string) ([]Hook, error) {
 // loadPlugin reads the hooks of the plugin id in root, with its options.
 func loadPlugin(root, id string, options map[string]string) ([]Hook, error) {
 	path := filepath.Join(root, "hooks", "hooks.json")
-	file, err := readConfigFile(path)
-	if err != nil {
+	hooks, err := loadPluginHooksFile(path, root)
+	if err != nil && !OnlyMatchers(err) && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(file, &top) == nil && top["hooks"] == nil {
-		// Claude Code refuses such a file ("expected record"), where
-		// reading it as no hooks would hide the mistake.
-		return nil, fmt.Errorf("%w: %s: no top-level \"hooks\" object: a plugin's hooks.json has the shape {\"hooks\": {EVENT: [...]}}", ErrBadConfig, path)
+	more, merr := manifestHooks(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && merr == nil && more == nil:
+		return nil, err // neither hooks/hooks.json nor a manifest's hooks
+	case merr != nil && !OnlyMatchers(merr):
+		return nil, merr
+	case errors.Is(err, fs.ErrNotExist):
+		err = nil
 	}
-	hooks, err := parseSettings(file, path, "plugin:"+root)
-	if err != nil && !OnlyMatchers(err) {
-		return nil, err
-	}
+	hooks, err = append(hooks, more...), errors.Join(err, merr)
 	data := PluginDataDir(id)
 	env := make([]string, 0, len(options))
 	for _, k := range slices.Sorted(maps.Keys(options)) {
@@ -163,6 +163,79 @@ func loadPlugin(root, id string, options map[string]string) ([]Hook, error) {
 		hooks[i].Body, hooks[i].Name = c, CommandName(c.String())
 	}
 	return hooks, err
+}
+
+// loadPluginHooksFile reads a plugin's hooks file at path, which must have
+// a top-level "hooks" (or "modules": Claude Code's JavaScript hooks
+// modules, which reprise does not run).
+func loadPluginHooksFile(path, root string) ([]Hook, error) {
+	file, err := readConfigFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(file, &top) == nil && top["hooks"] == nil && top["modules"] == nil {
+		// Claude Code refuses such a file ("expected record"), where
+		// reading it as no hooks would hide the mistake.
+		return nil, fmt.Errorf("%w: %s: no top-level \"hooks\" object: a plugin's hooks.json has the shape {\"hooks\": {EVENT: [...]}}", ErrBadConfig, path)
+	}
+	return parseSettings(file, path, "plugin:"+root)
+}
+
+// manifestHooks reads the hooks that the plugin's
+// .claude-plugin/plugin.json adds with its "hooks" field, as Claude Code
+// does: the path of a hooks file relative to the plugin root, hooks inline
+// ({EVENT: [...]}), or a list of either. A plugin without a manifest, or
+// whose manifest has no hooks, has none.
+func manifestHooks(root string) ([]Hook, error) {
+	path := filepath.Join(root, ".claude-plugin", "plugin.json")
+	data, err := readConfigFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var manifest struct {
+		Hooks json.RawMessage `json:"hooks"`
+	}
+	if err := json.Unmarshal(data, &manifest); err != nil {
+		return nil, settingsJSONError(data, path, err)
+	}
+	entries := []json.RawMessage{manifest.Hooks}
+	if raw := bytes.TrimSpace(manifest.Hooks); len(raw) > 0 && raw[0] == '[' {
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return nil, settingsJSONError(data, path, err)
+		}
+	}
+	var hooks []Hook
+	var bad []error
+	for _, entry := range entries {
+		entry = bytes.TrimSpace(entry)
+		var file string
+		switch {
+		case len(entry) == 0 || bytes.Equal(entry, []byte("null")):
+			continue
+		case json.Unmarshal(entry, &file) == nil:
+			target := filepath.Join(root, filepath.FromSlash(file))
+			if rel, err := filepath.Rel(root, target); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return nil, fmt.Errorf("%w: %s: hooks: %q is outside the plugin", ErrBadConfig, path, file)
+			}
+			hs, err := loadPluginHooksFile(target, root)
+			if err != nil && !OnlyMatchers(err) {
+				return nil, err
+			}
+			hooks, bad = append(hooks, hs...), append(bad, err)
+		default:
+			wrapped := append(append([]byte(`{"hooks":`), entry...), '}')
+			hs, err := parseSettings(wrapped, path, "plugin:"+root)
+			if err != nil && !OnlyMatchers(err) {
+				return nil, err
+			}
+			hooks, bad = append(hooks, hs...), append(bad, err)
+		}
+	}
+	return hooks, errors.Join(bad...)
 }
 
 // pluginDataVar is replaced by the plugin's data directory in exec-form
