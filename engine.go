@@ -1,6 +1,7 @@
 package reprise
 
 import (
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
@@ -299,6 +300,17 @@ func (e *Engine) AddSessionHookWith(id string, h hookexec.Hook, opts hookexec.Sc
 		return "", err
 	}
 	return e.scoped.AddWith(id, h, opts)
+}
+
+// AddFrontmatterHooks adds to session id the hooks of a skill's or
+// subagent's frontmatter, as hookexec.Scoped.AddFrontmatter reads them
+// (its "once" honoured), and returns their ids for RemoveSessionHook when
+// the skill or subagent ends.
+func (e *Engine) AddFrontmatterHooks(id, source string, hooks json.RawMessage) ([]string, error) {
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	return e.scoped.AddFrontmatter(id, source, hooks)
 }
 
 // SessionHooks lists session id's own hooks of event (every event for ""),

@@ -187,6 +187,7 @@ type Hook struct {
 	Body          Body
 
 	scoped string // the id of a session-scoped hook, which tells it apart
+	once   bool   // the entry's "once", which only frontmatter honours
 }
 
 // Body is what a hook runs: a Command, or the Go function type of its event

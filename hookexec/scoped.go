@@ -1,6 +1,7 @@
 package hookexec
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -137,6 +138,34 @@ func (set *scopedSet) taken(id string) bool {
 }
 
 // Remove takes hook id away from session and reports whether it was there.
+// AddFrontmatter adds to session, as session-scoped hooks, the hooks that
+// the frontmatter of a skill or subagent configures, for as long as the
+// skill or subagent is active: hooks is the frontmatter's "hooks" value as
+// JSON (a host that reads YAML frontmatter gives it converted), in the
+// shape of a settings file's "hooks" ({EVENT: [{matcher, hooks: [...]}]}),
+// and source names the file, such as "skill:deploy". Unlike in settings
+// files, a hook's "once" is honoured: it is removed after its first ok
+// outcome. It returns the hooks' ids, for Remove when the skill ends; on
+// an error (ErrBadConfig naming source) nothing is added.
+func (s *Scoped) AddFrontmatter(session, source string, hooks json.RawMessage) ([]string, error) {
+	wrapped := append(append([]byte(`{"hooks":`), hooks...), '}')
+	parsed, err := parseSettings(wrapped, source, source)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range parsed {
+		if err := validate(h); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadConfig, source, err)
+		}
+	}
+	ids := make([]string, len(parsed))
+	for i, h := range parsed {
+		// Valid, and with no id asked for: AddWith cannot fail.
+		ids[i], _ = s.AddWith(session, h, ScopedOptions{Once: h.once})
+	}
+	return ids, nil
+}
+
 func (s *Scoped) Remove(session, id string) bool {
 	v, ok := s.sessions.Load(session)
 	if !ok {

@@ -2,9 +2,11 @@ package hookexec_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -340,5 +342,37 @@ func TestScopedIsSafeForConcurrentUse(t *testing.T) {
 	}
 	if calls.Load() == 0 {
 		t.Error("no OnSuccess call")
+	}
+}
+
+// A skill's or subagent's frontmatter hooks are added to a session with
+// their "once" honoured, as Claude Code honours it there, and removed by
+// their ids when the skill ends.
+func TestFrontmatterHooksHonourOnce(t *testing.T) {
+	var s hookexec.Scoped
+	frontmatter := json.RawMessage(`{"PreToolUse": [{"matcher": "Bash", "hooks": [
+		{"type": "command", "command": "echo every", "if": "Bash(git *)"},
+		{"type": "command", "command": "echo first", "once": true}]}]}`)
+	ids, err := s.AddFrontmatter("s1", "skill:deploy", frontmatter)
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("ids %v, %v", ids, err)
+	}
+	hooks := s.Match("s1", hookexec.PreToolUse, "Bash")
+	if len(hooks) != 2 || hooks[0].If != "Bash(git *)" {
+		t.Fatalf("matched %+v", hooks)
+	}
+	ok := []schema.HookOutcome{{Name: hooks[0].Name, Source: hookexec.ScopedSource, Status: schema.HookOK}, {Name: hooks[1].Name, Source: hookexec.ScopedSource, Status: schema.HookOK}}
+	s.Settle("s1", hooks, ok)
+	if left := s.Match("s1", hookexec.PreToolUse, "Bash"); len(left) != 1 || left[0].CommandLine() != "echo every" {
+		t.Fatalf("after one run: %+v, want only the hook without once", left)
+	}
+	for _, id := range ids {
+		s.Remove("s1", id)
+	}
+	if left := s.Match("s1", hookexec.PreToolUse, "Bash"); len(left) != 0 {
+		t.Fatalf("after the skill ended: %+v", left)
+	}
+	if _, err := s.AddFrontmatter("s1", "skill:bad", json.RawMessage(`{"PreToolUse": [{"hooks": [{"type": "command", "command": ""}]}]}`)); !errors.Is(err, hookexec.ErrBadConfig) || !strings.Contains(err.Error(), "skill:bad") {
+		t.Fatalf("bad frontmatter: %v", err)
 	}
 }

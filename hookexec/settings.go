@@ -65,6 +65,7 @@ type settingsEntry struct {
 	// them (docs/hooks.md).
 	OnFailure     string `json:"onFailure"`
 	StatusMessage string `json:"statusMessage"`
+	Once          bool   `json:"once"` // honoured only in frontmatter (AddFrontmatter)
 }
 
 // LoadSettings reads one Claude Code settings file and returns its command
@@ -650,7 +651,7 @@ func settingsHook(event Event, e settingsEntry) (Hook, bool, error) {
 	default:
 		return Hook{}, false, fmt.Errorf("onFailure: %q is neither continue nor block", e.OnFailure)
 	}
-	return Hook{Name: CommandName(body.String()), Body: body, If: e.If, OnFailure: e.OnFailure, StatusMessage: e.StatusMessage,
+	return Hook{Name: CommandName(body.String()), Body: body, If: e.If, OnFailure: e.OnFailure, StatusMessage: e.StatusMessage, once: e.Once,
 		Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
 }
 
