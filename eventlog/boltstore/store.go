@@ -33,9 +33,11 @@ const DefaultTimeout = time.Second
 // read as they are; a write-open brings them to the current layout (adds
 // the recent bucket, drops the heads bucket of layouts 1 and 2) and marks
 // them with it, since builds that know only an older layout would misread
-// what this one writes: batches, from layout 5 on.
+// what this one writes: batches, from layout 5 on, and from layout 6 a
+// write-ahead log beside the file whose records the file may not hold
+// yet, which an older build would not see.
 const (
-	layoutVersion = 5
+	layoutVersion = 6
 	oldestLayout  = 1
 )
 
@@ -85,6 +87,10 @@ type Options struct {
 	// opens its store through package reprise accepts the loss.
 	AcceptDamagedMeta bool
 
+	// walWrap, when set, wraps each log segment file: tests inject
+	// failed writes and syncs with it.
+	walWrap func(walFile) walFile
+
 	// Logger receives the warning of an accepted damaged meta page, and
 	// the one of an index the store stops keeping because its fold failed. Nil
 	// means slog.Default().
@@ -110,8 +116,10 @@ type Store struct {
 	mu sync.RWMutex // held shared by every call and exclusively by Close
 	db *bolt.DB     // nil once closed
 
-	queue   *group.Queue[*appendReq] // the appends waiting to be committed
-	commits atomic.Int64             // group commits attempted, for tests
+	queue   *group.Queue[*appendReq] // the appends waiting to be logged
+	w       *writer                  // the write-ahead log; nil when read-only
+	commits atomic.Int64             // bbolt group commits attempted, for tests
+	logs    atomic.Int64             // groups written to the log, for tests
 
 	// ixMu is held by Index, and by every write around its transaction,
 	// so that no write commits between Index bringing the rows up to date
@@ -187,6 +195,15 @@ func Open(path string, opts Options) (*Store, error) {
 	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db, log: opts.logger(),
 		queue: group.New(func(r *appendReq) int { return len(r.recs) }, maxGroupRecords)}
 	if err := s.initLayout(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if opts.ReadOnly {
+		err = s.checkLogApplied()
+	} else {
+		err = s.openLog(opts)
+	}
+	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -465,7 +482,11 @@ func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eve
 		return nil, err
 	}
 	r := &appendReq{ctx: ctx, expect: expect, recs: recs}
-	s.queue.Do(r, s.commitGroup)
+	if s.w == nil {
+		s.queue.Do(r, s.commitGroup) // read-only: it fails
+	} else {
+		s.queue.Do(r, s.logGroup)
+	}
 	return r.evs, r.err
 }
 
@@ -684,6 +705,9 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	if err := s.caughtUp(ctx); err != nil {
+		return 0, err
+	}
 	if err := eventlog.ValidateStream(stream); err != nil {
 		return 0, err
 	}
@@ -704,6 +728,9 @@ func (s *Store) LastPosition(ctx context.Context) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	if err := s.caughtUp(ctx); err != nil {
+		return 0, err
+	}
 	var last uint64
 	err := s.view(func(tx *bolt.Tx, _ *guard) error {
 		b, err := s.buckets(tx)
@@ -720,6 +747,9 @@ func (s *Store) LastPosition(ctx context.Context) (uint64, error) {
 // memory-mapped file and is valid only until fn returns.
 func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn func(eventlog.Event) error) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.caughtUp(ctx); err != nil {
 		return err
 	}
 	if err := eventlog.ValidateStream(stream); err != nil {
@@ -774,6 +804,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 // memory-mapped file and is valid only until fn returns.
 func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event) error) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.caughtUp(ctx); err != nil {
 		return err
 	}
 	from = max(from, 1)
@@ -912,6 +945,9 @@ func (s *Store) Streams(ctx context.Context, prefix string, fn func(eventlog.Str
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.caughtUp(ctx); err != nil {
+		return err
+	}
 	return s.view(func(tx *bolt.Tx, g *guard) error {
 		b, err := s.buckets(tx)
 		if err != nil {
@@ -947,6 +983,19 @@ func (s *Store) Streams(ctx context.Context, prefix string, fn func(eventlog.Str
 // Close implements eventlog.Store. It waits for calls in progress; a second
 // Close returns eventlog.ErrClosed.
 func (s *Store) Close() error {
+	if s.w != nil {
+		// No append is logged from now on; the log is applied first.
+		s.w.logMu.Lock()
+		defer s.w.logMu.Unlock()
+		s.mu.RLock()
+		closed := s.db == nil
+		s.mu.RUnlock()
+		if !closed {
+			if err := s.closeLog(); err != nil {
+				s.log.Warn("boltstore: a log segment is left for the next open, which finds it applied", "path", s.path, "error", err)
+			}
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.db == nil {
