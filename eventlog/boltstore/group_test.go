@@ -101,11 +101,11 @@ func testGroupFailuresStayAlone(t *testing.T, commit func(*Store) func([]*append
 // none.
 func TestQueuedRequestsJoinTheGroup(t *testing.T) {
 	for name, commit := range groupCommits {
-		t.Run(name, func(t *testing.T) { testQueuedRequestsJoinTheGroup(t, commit) })
+		t.Run(name, func(t *testing.T) { testQueuedRequestsJoinTheGroup(t, name, commit) })
 	}
 }
 
-func testQueuedRequestsJoinTheGroup(t *testing.T, commit func(*Store) func([]*appendReq, func(int) []*appendReq)) {
+func testQueuedRequestsJoinTheGroup(t *testing.T, name string, commit func(*Store) func([]*appendReq, func(int) []*appendReq)) {
 	ctx := context.Background()
 	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
 	defer s.Close()
@@ -124,9 +124,14 @@ func testQueuedRequestsJoinTheGroup(t *testing.T, commit func(*Store) func([]*ap
 		late = late[1:]
 		return next
 	}
-	commits := s.commits.Load() + s.logs.Load()
+	// The log's applier commits to bbolt meanwhile: count the log's writes.
+	counter := &s.commits
+	if name == "log" {
+		counter = &s.logs
+	}
+	commits := counter.Load()
 	commit(s)(group, join)
-	if n := s.commits.Load() + s.logs.Load() - commits; n != 1 {
+	if n := counter.Load() - commits; n != 1 {
 		t.Errorf("%d commits, want 1", n)
 	}
 	if fmt.Sprint(sizes) != "[2 3 5]" {
