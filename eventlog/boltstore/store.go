@@ -121,6 +121,8 @@ type Store struct {
 	commits atomic.Int64             // bbolt group commits attempted, for tests
 	logs    atomic.Int64             // groups written to the log, for tests
 
+	logSyncs, boltCommits atomic.Int64 // see Syncs
+
 	// ixMu is held by Index, and by every write around its transaction,
 	// so that no write commits between Index bringing the rows up to date
 	// and ix being set.
@@ -151,8 +153,9 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	info, err := os.Lstat(path)
+	created := errors.Is(err, fs.ErrNotExist)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly:
+	case created && !opts.ReadOnly:
 		// A new store.
 	case err != nil:
 		return nil, fmt.Errorf("boltstore: open: %w", err)
@@ -201,7 +204,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.ReadOnly {
 		err = s.checkLogApplied()
 	} else {
-		err = s.openLog(opts)
+		err = s.openLog(opts, created)
 	}
 	if err != nil {
 		_ = db.Close()
@@ -705,11 +708,12 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := s.caughtUp(ctx); err != nil {
-		return 0, err
-	}
 	if err := eventlog.ValidateStream(stream); err != nil {
 		return 0, err
+	}
+	// The head of a stream with appends not yet applied is the last one's.
+	if seq, ok, err := s.tailHead(stream); err != nil || ok {
+		return seq, err
 	}
 	var head uint64
 	err := s.view(func(tx *bolt.Tx, _ *guard) error {
@@ -749,13 +753,13 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.caughtUp(ctx); err != nil {
-		return err
-	}
 	if err := eventlog.ValidateStream(stream); err != nil {
 		return err
 	}
 	from = max(from, 1)
+	if err := s.streamCaughtUp(ctx, stream, from); err != nil {
+		return err
+	}
 	return s.view(func(tx *bolt.Tx, g *guard) error {
 		b, err := s.buckets(tx)
 		if err != nil {
@@ -1046,6 +1050,7 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("boltstore: commit to %s: %w", s.path, err)
 		}
+		s.boltCommits.Add(1)
 		return nil
 	})
 }

@@ -485,3 +485,51 @@ func TestLoadPurgeCompactDrainTheLog(t *testing.T) {
 		t.Errorf("the store holds %d events, want 103", len(got))
 	}
 }
+
+func TestOpenRefusesSegmentsOfARemovedStore(t *testing.T) {
+	path, _ := crashedStore(t)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "log segments") {
+		t.Fatalf("open of a removed store with its log left: %v, want ErrFormat naming the segments", err)
+	}
+	if len(segmentsBeside(t, path)) != 1 {
+		t.Error("the refused open removed the segment")
+	}
+}
+
+// TestReadsSeeEveryAcknowledgedAppend reads each append back at once,
+// while others append to other streams: Head answers from what the log
+// acknowledged, ReadStream waits for the apply of the events it returns.
+func TestReadsSeeEveryAcknowledgedAppend(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{NoSync: true})
+	defer s.Close()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			stream := fmt.Sprintf("w/%d", w)
+			for i := range 200 {
+				ev, err := appendOne(s, stream, uint64(i), fmt.Sprint(i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if head, err := s.Head(ctx, stream); err != nil || head != ev.Seq {
+					t.Errorf("%s: Head after append %d = %d, %v", stream, ev.Seq, head, err)
+					return
+				}
+				var got []string
+				if err := s.ReadStream(ctx, stream, ev.Seq, func(ev eventlog.Event) error {
+					got = append(got, string(ev.Payload))
+					return nil
+				}); err != nil || len(got) != 1 || got[0] != fmt.Sprint(i) {
+					t.Errorf("%s: ReadStream from %d after appending it = %v, %v", stream, ev.Seq, got, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -26,7 +26,8 @@ type writer struct {
 	buf   []byte          // the record being written; logMu
 
 	mu       sync.Mutex
-	pending  []entry       // acknowledged, not yet applied, in order
+	tail     map[string]head // heads of the streams pending holds, for reads
+	pending  []entry         // acknowledged, not yet applied, in order
 	acked    uint64        // the last acknowledged position
 	applied  uint64        // the last position committed to bbolt
 	applying bool          // an applier goroutine is running
@@ -43,17 +44,23 @@ type head struct{ seq, pos uint64 }
 const maxApplyRecords = maxGroupRecords
 
 // openLog replays the log of a store opened for writing into bbolt,
-// removes its segments and readies the writer: see Open.
-func (s *Store) openLog(opts Options) error {
+// removes its segments and readies the writer: see Open. A store that
+// Open has just created has no log: segments beside it belong to a file
+// removed since, and are not replayed into a new one.
+func (s *Store) openLog(opts Options, created bool) error {
 	segs, err := listSegments(s.path)
 	if err != nil {
 		return err
+	}
+	if created && len(segs) > 0 {
+		return fmt.Errorf("%w: %s was created, but log segments of a store of that name are beside it, from %s on; move them away to start afresh, or put the store's file back",
+			ErrFormat, s.path, segs[0].path)
 	}
 	last, err := s.lastApplied()
 	if err != nil {
 		return err
 	}
-	w := &writer{noSync: opts.NoSync, wrap: opts.walWrap, heads: map[string]head{},
+	w := &writer{noSync: opts.NoSync, wrap: opts.walWrap, heads: map[string]head{}, tail: map[string]head{},
 		acked: last, applied: last, moved: make(chan struct{})}
 	if len(segs) > 0 {
 		w.nextSeg = segs[len(segs)-1].num + 1
@@ -203,6 +210,9 @@ func (s *Store) logGroup(group []*appendReq, join func(size int) []*appendReq) {
 	w.mu.Lock()
 	w.pending = append(w.pending, e)
 	w.acked = e.last()
+	for _, ev := range evs {
+		w.tail[ev.Stream] = head{ev.Seq, ev.Position}
+	}
 	start := !w.applying
 	w.applying = true
 	w.mu.Unlock()
@@ -358,6 +368,7 @@ func (s *Store) writeRecord(evs []eventlog.Event) (entry, error) {
 	}
 	if err == nil && !w.noSync {
 		err = seg.f.Sync()
+		s.logSyncs.Add(1)
 	}
 	if err != nil {
 		err = fmt.Errorf("%w: %s: %w", ErrLogFailed, seg.path, err)
@@ -411,6 +422,11 @@ func (s *Store) applyLoop() {
 		w.mu.Lock()
 		w.pending = w.pending[len(batch):]
 		w.applied = batch[len(batch)-1].last()
+		for stream, h := range w.tail {
+			if h.pos <= w.applied {
+				delete(w.tail, stream)
+			}
+		}
 		close(w.moved)
 		w.moved = make(chan struct{})
 		// The segments before the one written hold only applied records.
@@ -471,12 +487,49 @@ func expects(expect []eventlog.Expect, stream string) bool {
 // caughtUp waits until bbolt holds every append acknowledged before the
 // call, so that a read sees them; it fails once the store has failed.
 func (s *Store) caughtUp(ctx context.Context) error {
-	w := s.w
-	if w == nil {
+	if s.w == nil {
 		return nil // read-only: there is no log
 	}
-	w.mu.Lock()
-	target := w.acked
+	s.w.mu.Lock()
+	return s.waitApplied(ctx, s.w.acked)
+}
+
+// streamCaughtUp waits until bbolt holds the events of stream from seq
+// from on that were acknowledged before the call: those a read of the
+// stream from there returns. A stream none of whose pending events is at
+// or after from needs no wait, which spares the reads that look for what
+// other writers appended, and find nothing, the wait for the apply.
+func (s *Store) streamCaughtUp(ctx context.Context, stream string, from uint64) error {
+	if s.w == nil {
+		return nil
+	}
+	s.w.mu.Lock()
+	var target uint64
+	if h, ok := s.w.tail[stream]; ok && h.seq >= from {
+		target = h.pos
+	}
+	return s.waitApplied(ctx, target)
+}
+
+// tailHead returns the head of stream as the acknowledged appends left
+// it, when bbolt does not hold them all yet.
+func (s *Store) tailHead(stream string) (seq uint64, ok bool, err error) {
+	if s.w == nil {
+		return 0, false, nil
+	}
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	if s.w.failed != nil {
+		return 0, false, s.w.failed
+	}
+	h, ok := s.w.tail[stream]
+	return h.seq, ok, nil
+}
+
+// waitApplied waits until bbolt holds position target, with w.mu held,
+// which it releases.
+func (s *Store) waitApplied(ctx context.Context, target uint64) error {
+	w := s.w
 	for w.failed == nil && w.applied < target {
 		moved := w.moved
 		w.mu.Unlock()
@@ -549,4 +602,18 @@ func (s *Store) closeLog() error {
 		return nil
 	}
 	return s.retireSegments()
+}
+
+// Syncs counts the syncs a store has made: those of its log, one for each
+// group of appends, which an append waits for, and the bbolt commits
+// applying the log, each of which syncs the file twice (its pages, then
+// its meta page) and which no append waits for.
+type Syncs struct {
+	Log         int64
+	BoltCommits int64
+}
+
+// Syncs returns the syncs s has made since it was opened.
+func (s *Store) Syncs() Syncs {
+	return Syncs{Log: s.logSyncs.Load(), BoltCommits: s.boltCommits.Load()}
 }
