@@ -28,13 +28,13 @@ type writer struct {
 	mu       sync.Mutex
 	tail     map[string]head // heads of the streams pending holds, for reads
 	pending  []entry         // acknowledged, not yet applied, in order
-	acked    uint64        // the last acknowledged position
-	applied  uint64        // the last position committed to bbolt
-	applying bool          // an applier goroutine is running
-	moved    chan struct{} // closed when applied or failed change
-	failed   error         // a write, sync or apply failed: see ErrLogFailed
-	segs     []*segment    // not yet removed, oldest first; the last is written
-	nextSeg  uint64        // the number of the next segment
+	acked    uint64          // the last acknowledged position
+	applied  uint64          // the last position committed to bbolt
+	applying bool            // an applier goroutine is running
+	moved    chan struct{}   // closed when applied or failed change
+	failed   error           // a write, sync or apply failed: see ErrLogFailed
+	segs     []*segment      // not yet removed, oldest first; the last is written
+	nextSeg  uint64          // the number of the next segment
 }
 
 // head is a stream's head as the log's records left it.
