@@ -21,10 +21,10 @@ import (
 const killStoreEnv = "REPRISE_TEST_KILL_STORE"
 
 // killPayload is the payload of stream's event seq: its name and sequence,
-// then up to 48 KiB, so that the log rotates within a few hundred appends.
+// then up to 96 KiB, so that the log rotates within a few hundred appends.
 func killPayload(stream string, seq uint64) []byte {
 	head := fmt.Sprintf("%s#%d ", stream, seq)
-	return []byte(head + strings.Repeat("x", int(seq*7919%(48<<10))))
+	return []byte(head + strings.Repeat("x", int(seq*7919%(96<<10))))
 }
 
 // TestAppendKillHelper is the process TestKilledWhileAppending kills: four
@@ -83,7 +83,7 @@ func TestKilledWhileAppending(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.db")
 	all := map[string][]acked{} // by stream, in order
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
-	unapplied := 0
+	unapplied, rotated := 0, 0
 	const rounds = 8
 	for round := range rounds {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestAppendKillHelper$", "-test.count=1")
@@ -119,6 +119,15 @@ func TestKilledWhileAppending(t *testing.T) {
 			t.Fatalf("round %d: helper ended with %v after %d appends, want death by SIGKILL\n%s", round, err, n, stderr.String())
 		}
 
+		// Each process's log starts at segment 0, the write-open before
+		// it having removed the segments: a later one means it rotated.
+		segs, err := listSegments(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(segs) > 0 && segs[len(segs)-1].num > 0 {
+			rotated++
+		}
 		// A reader either sees every acknowledged append or refuses.
 		r, err := Open(path, Options{ReadOnly: true})
 		switch {
@@ -137,7 +146,7 @@ func TestKilledWhileAppending(t *testing.T) {
 		checkAcked(t, s, round, all)
 		s.Close()
 	}
-	t.Logf("%d of %d kills left acknowledged appends in the log only", unapplied, rounds)
+	t.Logf("%d of %d kills left acknowledged appends in the log only, the log rotated in %d", unapplied, rounds, rotated)
 }
 
 // checkAcked checks that s holds every acknowledged append, once, as it
