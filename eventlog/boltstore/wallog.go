@@ -227,14 +227,16 @@ func (s *Store) logGroup(group []*appendReq, join func(size int) []*appendReq) {
 // Payloads point into it).
 func (s *Store) number(group *[]*appendReq, join func(size int) []*appendReq) ([]eventlog.Event, error) {
 	w := s.w
-	// Under w.mu, applied and bbolt agree: a head the records no longer
-	// hold (its position is applied) is read from bbolt, in a transaction
-	// begun now, which holds it.
+	// A head is the group's own, else the unapplied records', else
+	// bbolt's. The heads whose positions are applied are dropped, and the
+	// read transaction begun, under w.mu: bbolt holds what was dropped,
+	// and no apply can drop another head meanwhile, as only this writer
+	// drops them.
 	var (
-		evs  []eventlog.Event
-		pos  uint64
-		tx   *bolt.Tx
-		heat map[string]uint64 // heads as this group leaves them
+		evs     []eventlog.Event
+		pos     uint64
+		tx      *bolt.Tx
+		grouped = map[string]uint64{} // heads as this group leaves them
 	)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -265,7 +267,7 @@ func (s *Store) number(group *[]*appendReq, join func(size int) []*appendReq) ([
 		return nil, err
 	}
 	headOf := func(stream string) (uint64, error) {
-		if seq, ok := heat[stream]; ok {
+		if seq, ok := grouped[stream]; ok {
 			return seq, nil
 		}
 		if h, ok := w.heads[stream]; ok {
@@ -279,7 +281,6 @@ func (s *Store) number(group *[]*appendReq, join func(size int) []*appendReq) ([
 		})
 		return seq, err
 	}
-	heat = map[string]uint64{}
 	size := 0
 	for i := 0; i < len(*group); i++ {
 		r := (*group)[i]
@@ -287,7 +288,7 @@ func (s *Store) number(group *[]*appendReq, join func(size int) []*appendReq) ([
 		r.evs, r.err = s.numberOne(r, headOf, pos)
 		if r.err == nil {
 			for _, ev := range r.evs {
-				heat[ev.Stream] = ev.Seq
+				grouped[ev.Stream] = ev.Seq
 			}
 			pos += uint64(len(r.evs))
 			evs = append(evs, r.evs...)
