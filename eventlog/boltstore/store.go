@@ -474,9 +474,9 @@ type appendReq struct {
 }
 
 // Append implements eventlog.Store. Appends that arrive while another is
-// being committed are committed together by one of them, in one bbolt
-// transaction and so one fsync; each keeps its own atomicity and its own
-// expectations (see the package documentation).
+// being logged are logged together by one of them, in one record of the
+// write-ahead log and so one fdatasync; each keeps its own atomicity and
+// its own expectations (see the package documentation).
 func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -493,7 +493,8 @@ func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eve
 	return r.evs, r.err
 }
 
-// commitGroup writes the requests of group in one transaction, with those
+// commitGroup writes the requests of group in one bbolt transaction, as
+// the log's applier does, with those
 // join returns once group's are written (join may be nil): the requests
 // that queued up meanwhile, such as those of the writers the last commit
 // woke, who would otherwise wait for the next. A request whose context
