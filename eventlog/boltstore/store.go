@@ -494,13 +494,11 @@ func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eve
 }
 
 // commitGroup writes the requests of group in one bbolt transaction, as
-// the log's applier does, with those
-// join returns once group's are written (join may be nil): the requests
-// that queued up meanwhile, such as those of the writers the last commit
-// woke, who would otherwise wait for the next. A request whose context
-// ended or whose expectations do not hold against the heads as the
-// requests before it left them fails alone and writes nothing. If the
-// transaction as a whole fails, each request is tried again in a
+// the log's applier does, with those join returns once group's are written
+// (join may be nil): the requests that queued up meanwhile. A request
+// whose context ended or whose expectations do not hold against the heads
+// as the requests before it left them fails alone and writes nothing. If
+// the transaction as a whole fails, each request is tried again in a
 // transaction of its own, so that one request's failure is never
 // another's.
 func (s *Store) commitGroup(group []*appendReq, join func(size int) []*appendReq) {
