@@ -22,7 +22,7 @@ func storedValues(t *testing.T, s *Store, stream string) [][2]uint64 {
 	t.Helper()
 	var out [][2]uint64
 	prefix := []byte(stream + "\x00")
-	if err := s.db.View(func(tx *bolt.Tx) error {
+	if err := s.applied(t).View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(eventsBucket).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			n, err := valueCount(v)
@@ -65,7 +65,7 @@ func TestAppendStoresABatchUnderItsFirstKey(t *testing.T) {
 		t.Fatalf("stored values (first seq, events) = %v, want %v", got, vals)
 	}
 	// A single event is stored as an envelope alone, as before batches.
-	if err := s.db.View(func(tx *bolt.Tx) error {
+	if err := s.applied(t).View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(eventsBucket).Get(eventKey("s", 4))
 		if _, err := decodeEvent("s", 4, v); err != nil {
 			return fmt.Errorf("the value of s#4 is not an envelope: %w", err)
@@ -350,7 +350,7 @@ func FuzzBatchValue(f *testing.F) {
 		f.Fatal(err)
 	}
 	var good []byte
-	if err := s.db.View(func(tx *bolt.Tx) error {
+	if err := s.applied(f).View(func(tx *bolt.Tx) error {
 		good = bytes.Clone(tx.Bucket(eventsBucket).Get(eventKey("s", 1)))
 		return nil
 	}); err != nil {
@@ -367,7 +367,7 @@ func FuzzBatchValue(f *testing.F) {
 		if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: "s"}}, recs); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := s.applied(t).Update(func(tx *bolt.Tx) error {
 			return tx.Bucket(eventsBucket).Put(eventKey("s", 1), value)
 		}); err != nil {
 			t.Fatal(err)
@@ -435,9 +435,9 @@ func testAppendsAfterALargeAppend(t *testing.T, large int) {
 	}
 	for _, stream := range []string{"s", "a"} {
 		for i := range 10 {
-			before := pageAlloc(s)
+			before := pageAlloc(t, s)
 			appendTo(stream, 1)
-			if bytes := pageAlloc(s) - before; bytes > 32<<10 {
+			if bytes := pageAlloc(t, s) - before; bytes > 32<<10 {
 				t.Errorf("append %d to %s after the large one allocates %d bytes of pages", i+1, stream, bytes)
 			}
 		}
@@ -449,7 +449,7 @@ func testAppendsAfterALargeAppend(t *testing.T, large int) {
 
 // pageAlloc returns the bytes of pages the store's transactions have
 // allocated.
-func pageAlloc(s *Store) int64 {
-	stats := s.db.Stats().TxStats
+func pageAlloc(tb testing.TB, s *Store) int64 {
+	stats := s.applied(tb).Stats().TxStats
 	return stats.GetPageAlloc()
 }

@@ -24,7 +24,7 @@
 //	                                                        then, unless the run is one event, its length
 //	                                                        (4 bytes, big-endian)
 //	recent     the newest runs, as in positions; its sequence is the last position given
-//	meta       "format"                                  -> the layout version (one byte, 3 to 5)
+//	meta       "format"                                  -> the layout version (one byte, 3 to 6)
 //
 // and, once a purge has removed events, a fifth:
 //
@@ -153,23 +153,58 @@
 // enough (under a quarter of a page) for bbolt to keep them inside the root
 // page too, and three pages for an append to one of 2,000 sessions.
 //
-// # Appends and group commit
+// # Appends, the write-ahead log and group commit
 //
-// An append checks every expectation against its stream's head, then writes
-// its events and runs together, in one bbolt write transaction whose
-// commit is the fsync that makes it durable. Appends that arrive while a
-// commit is under way wait for it, then the oldest of them commits all
-// that waited, up to 65,536 records, in one transaction and one fsync:
-// under concurrency, appends share their fsyncs without any delay being
-// added when there is none. Within a group each append stays atomic and
-// conditional: its expectations are checked against the heads as the
-// appends before it in the group left them, and one that does not hold,
-// or whose context ended, fails alone and writes nothing. If the
-// transaction itself fails, each append of the group is tried again in a
-// transaction of its own, so that no append fails for another's sake.
-// The index's rows are folded request by request, each after the ones
-// before it in the group, and only for requests that succeed; a group
-// that fails and is tried again alone folds again.
+// An append is acknowledged once its events are in the write-ahead log, a
+// series of segment files beside the store (STORE.wal.N: see wal.go for
+// their format), and the log is synced: one fdatasync (F_FULLFSYNC on
+// macOS), where a bbolt commit syncs twice, its pages and then its meta
+// page. Appends that arrive while a record is being written and synced
+// wait for it, then the oldest of them writes all that waited, up to
+// 65,536 records, as one record with one sync: under concurrency, appends
+// share their syncs without any delay being added when there is none.
+// Within a group each append stays atomic and conditional: its
+// expectations are checked, before anything is written, against the
+// heads the writer holds in memory for the streams with appends not yet
+// applied, else against bbolt's (the file lock makes the process the one
+// writer), as the appends before it in the group left them; one that does
+// not hold, or whose context ended, fails alone and writes nothing.
+//
+// A write or a sync of the log that fails is never retried: the kernel may
+// have dropped the pages it could not write and report the next sync a
+// success. Every later call, reads included, fails with ErrLogFailed until
+// the store is closed and opened again, which replays the log.
+//
+// A background applier commits the acknowledged records to bbolt in
+// batches, one transaction for many records, through the same writes an
+// append made before the log (batches of envelopes, runs, the index's
+// rows), and checks that each event lands at the sequence and position the
+// log gave it. The last position the file holds, committed in the same
+// transaction, is the log's applied position. Segments are preallocated
+// to 8 MiB and the log moves to a new one when a record would take it
+// past that; a segment whose records are all applied is removed once the
+// log has moved on. Close applies everything and removes every segment;
+// so do Compact, Purge and Load before they change the file themselves.
+//
+// Reads see every acknowledged append. Head answers from the heads the
+// writer holds for a stream with appends not yet applied; ReadStream
+// waits for the apply only when the stream has pending events it would
+// return (from the sequence it reads from on), so the read that looks for
+// what other writers appended, and finds nothing, does not wait; ReadAll,
+// Streams, LastPosition, Index, ReadIndex and CheckMeta wait until the
+// file holds every append acknowledged before the call.
+//
+// Open replays, in order, every complete record after the position the
+// file holds into bbolt before it returns, then removes the segments. A
+// record that is torn or damaged at the end of the log is an append a
+// crash cut short, never acknowledged, and is cut off; one followed by a
+// good record, in its segment or a later one, is eventlog.ErrCorrupt
+// naming the segment and the offset, and nothing is changed. A read-only
+// open of a store whose log holds appends its file does not (the holder
+// was killed) fails with ErrUnapplied: a write-open applies them. Stores
+// of layout 6 may have such a log, which is why a write-open marks them
+// so, and why builds that know layouts up to 5 refuse them with ErrFormat
+// rather than read a file that lacks acknowledged appends.
 //
 // # Caveats
 //

@@ -46,3 +46,16 @@ func (e *DamagedMetaError) Error() string {
 
 // Unwrap returns ErrDamagedMeta.
 func (e *DamagedMetaError) Unwrap() error { return ErrDamagedMeta }
+
+// ErrLogFailed is returned by every call on a store, reads included, after
+// writing or syncing its write-ahead log failed, or applying it to the
+// file did: the appends acknowledged before are safe in the log, the one
+// that failed may or may not be, and the store must be closed and opened
+// again, which replays the log. A failed sync is never retried.
+var ErrLogFailed = errors.New("boltstore: the write-ahead log failed; reopen the store")
+
+// ErrUnapplied is returned by Open for a store opened read-only whose
+// write-ahead log holds acknowledged appends its file does not, as the
+// log of a process killed while holding the store does: a read would miss
+// them. Opening the store for writing once applies them.
+var ErrUnapplied = errors.New("boltstore: the write-ahead log holds appends not yet applied")

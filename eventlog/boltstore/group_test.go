@@ -17,11 +17,25 @@ func request(ctx context.Context, expect []eventlog.Expect, recs ...eventlog.Rec
 	return &appendReq{ctx: ctx, expect: expect, recs: recs}
 }
 
+// groupCommits are the two ways a store commits a group: to the log, as
+// Append does, and to bbolt, as the log's applier does.
+var groupCommits = map[string]func(*Store) func([]*appendReq, func(int) []*appendReq){
+	"log":   func(s *Store) func([]*appendReq, func(int) []*appendReq) { return s.logGroup },
+	"bbolt": func(s *Store) func([]*appendReq, func(int) []*appendReq) { return s.commitGroup },
+}
+
 func TestGroupFailuresStayAlone(t *testing.T) {
+	for name, commit := range groupCommits {
+		t.Run(name, func(t *testing.T) { testGroupFailuresStayAlone(t, commit) })
+	}
+}
+
+func testGroupFailuresStayAlone(t *testing.T, commit func(*Store) func([]*appendReq, func(int) []*appendReq)) {
 	ctx := context.Background()
 	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
 	defer s.Close()
 	fill(t, s, 1, 3) // stream/0 at 3, positions 1 to 3
+	s.applied(t)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 
@@ -33,7 +47,7 @@ func TestGroupFailuresStayAlone(t *testing.T) {
 		request(ctx, []eventlog.Expect{{Stream: "a", Seq: 2}, {Stream: "b", Seq: 1}}, record("b", "b2"), record("a", "a3")),
 		request(ctx, []eventlog.Expect{{Stream: "stream/0", Seq: 2}}, record("stream/0", "stale")),
 	}
-	s.commitGroup(group, nil)
+	commit(s)(group, nil)
 
 	var conflict *eventlog.ConflictError
 	if err := group[1].err; !errors.As(err, &conflict) || conflict.Stream != "a" || conflict.Expected != 0 || conflict.Actual != 2 {
@@ -86,6 +100,12 @@ func TestGroupFailuresStayAlone(t *testing.T) {
 // join is asked for them with the size of the group so far until it has
 // none.
 func TestQueuedRequestsJoinTheGroup(t *testing.T) {
+	for name, commit := range groupCommits {
+		t.Run(name, func(t *testing.T) { testQueuedRequestsJoinTheGroup(t, name, commit) })
+	}
+}
+
+func testQueuedRequestsJoinTheGroup(t *testing.T, name string, commit func(*Store) func([]*appendReq, func(int) []*appendReq)) {
 	ctx := context.Background()
 	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
 	defer s.Close()
@@ -104,9 +124,14 @@ func TestQueuedRequestsJoinTheGroup(t *testing.T) {
 		late = late[1:]
 		return next
 	}
-	commits := s.commits.Load()
-	s.commitGroup(group, join)
-	if n := s.commits.Load() - commits; n != 1 {
+	// The log's applier commits to bbolt meanwhile: count the log's writes.
+	counter := &s.commits
+	if name == "log" {
+		counter = &s.logs
+	}
+	commits := counter.Load()
+	commit(s)(group, join)
+	if n := counter.Load() - commits; n != 1 {
 		t.Errorf("%d commits, want 1", n)
 	}
 	if fmt.Sprint(sizes) != "[2 3 5]" {
@@ -181,7 +206,7 @@ func TestConcurrentAppendsShareCommits(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t, filepath.Join(t.TempDir(), "events.db"), Options{})
 	defer s.Close()
-	before := s.commits.Load()
+	before := s.logs.Load()
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -211,7 +236,7 @@ func TestConcurrentAppendsShareCommits(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	commits := s.commits.Load() - before
+	commits := s.logs.Load() - before
 	appends := int64(workers * perWorker * 6 / 5)
 	t.Logf("%d appends in %d commits", appends, commits)
 	if commits >= appends {

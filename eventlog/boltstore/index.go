@@ -33,6 +33,9 @@ func (s *Store) Index(ctx context.Context, ix eventlog.Indexer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.caughtUp(ctx); err != nil {
+		return err
+	}
 	if s.readOnly {
 		return eventlog.ErrReadOnly
 	}
@@ -124,6 +127,9 @@ func indexHeld(tx *bolt.Tx) (string, uint64, error) {
 // position in one read transaction.
 func (s *Store) ReadIndex(ctx context.Context, name string, fn func(key string, value []byte) error) (uint64, error) {
 	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.caughtUp(ctx); err != nil {
 		return 0, err
 	}
 	var last uint64

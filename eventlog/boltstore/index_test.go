@@ -258,15 +258,15 @@ func TestIndexPagesPerAppend(t *testing.T) {
 			mustIndex(t, s, projection.SessionIndex)
 		}
 		appendSessions(t, s, 0, sessions, 1)
-		before := pageCount(s)
+		before := pageCount(t, s)
 		appendSessions(t, s, sessions/2, sessions/2+1, appends)
-		pages[kept] = float64(pageCount(s)-before) / appends
+		pages[kept] = float64(pageCount(t, s)-before) / appends
 		if kept {
 			rows, last := heldRows(t, s, projection.SessionIndex)
 			if len(rows) != sessions || last != lastOf(t, s) {
 				t.Fatalf("the index holds %d rows up to %d", len(rows), last)
 			}
-			if err := s.db.View(func(tx *bolt.Tx) error {
+			if err := s.applied(t).View(func(tx *bolt.Tx) error {
 				depth = tx.Bucket(indexBucket).Stats().Depth
 				return nil
 			}); err != nil {
@@ -283,7 +283,7 @@ func TestIndexPagesPerAppend(t *testing.T) {
 }
 
 // pageCount returns the pages the store's transactions have allocated.
-func pageCount(s *Store) int64 {
-	stats := s.db.Stats().TxStats
+func pageCount(tb testing.TB, s *Store) int64 {
+	stats := s.applied(tb).Stats().TxStats
 	return stats.GetPageCount()
 }

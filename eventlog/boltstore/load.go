@@ -21,6 +21,11 @@ func (s *Store) Load(ctx context.Context, evs []eventlog.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return s.exclusive(ctx, func() error { return s.load(evs) })
+}
+
+// load is Load, once the log is applied.
+func (s *Store) load(evs []eventlog.Event) error {
 	s.ixMu.Lock()
 	defer s.ixMu.Unlock()
 	var k *keeper

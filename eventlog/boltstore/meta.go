@@ -53,6 +53,10 @@ func (s *Store) CheckMeta(ctx context.Context) ([2]MetaPage, error) {
 	if err := ctx.Err(); err != nil {
 		return pages, err
 	}
+	// The file is checked once it holds every append acknowledged.
+	if err := s.caughtUp(ctx); err != nil {
+		return pages, err
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {

@@ -54,6 +54,11 @@ func testCheckMeta(t *testing.T, appends int) {
 		if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "session/s", Seq: uint64(i)}}, []eventlog.Record{rec}); err != nil {
 			t.Fatal(err)
 		}
+		// A read waits for the log to be applied: each append is then a
+		// bbolt commit of its own, as the damage below needs.
+		if err := s.ReadAll(ctx, 0, func(eventlog.Event) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pages, err := s.CheckMeta(ctx) // while open for writing
 	if err != nil {
@@ -100,6 +105,9 @@ func appendN(t *testing.T, n int) string {
 	for i := range n {
 		rec := eventlog.Record{Stream: "session/s", Type: "T", Version: 1, Payload: []byte{byte(i)}}
 		if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: "session/s", Seq: uint64(i)}}, []eventlog.Record{rec}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReadAll(context.Background(), 0, func(eventlog.Event) error { return nil }); err != nil { // one commit each: see testCheckMeta
 			t.Fatal(err)
 		}
 	}

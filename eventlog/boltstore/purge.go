@@ -47,6 +47,17 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 	if err := eventlog.CheckPurge(p); err != nil {
 		return nil, err
 	}
+	var evs []eventlog.Event
+	err := s.exclusive(ctx, func() error {
+		var err error
+		evs, err = s.purge(p)
+		return err
+	})
+	return evs, err
+}
+
+// purge is Purge, once the log is applied.
+func (s *Store) purge(p eventlog.Purge) ([]eventlog.Event, error) {
 	var (
 		evs []eventlog.Event
 		k   *keeper
@@ -91,7 +102,7 @@ func (s *Store) Purge(ctx context.Context, p eventlog.Purge) ([]eventlog.Event, 
 	for i := range evs {
 		evs[i].Payload = bytes.Clone(evs[i].Payload)
 	}
-	return evs, s.Compact(ctx)
+	return evs, s.compact()
 }
 
 // purgeIn removes and rewrites the events p names and records the gaps.
@@ -353,6 +364,11 @@ func (s *Store) Compact(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	return s.exclusive(ctx, s.compact)
+}
+
+// compact is Compact, once the log is applied.
+func (s *Store) compact() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.db == nil {

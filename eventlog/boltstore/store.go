@@ -33,9 +33,11 @@ const DefaultTimeout = time.Second
 // read as they are; a write-open brings them to the current layout (adds
 // the recent bucket, drops the heads bucket of layouts 1 and 2) and marks
 // them with it, since builds that know only an older layout would misread
-// what this one writes: batches, from layout 5 on.
+// what this one writes: batches, from layout 5 on, and from layout 6 a
+// write-ahead log beside the file whose records the file may not hold
+// yet, which an older build would not see.
 const (
-	layoutVersion = 5
+	layoutVersion = 6
 	oldestLayout  = 1
 )
 
@@ -85,6 +87,10 @@ type Options struct {
 	// opens its store through package reprise accepts the loss.
 	AcceptDamagedMeta bool
 
+	// walWrap, when set, wraps each log segment file: tests inject
+	// failed writes and syncs with it.
+	walWrap func(walFile) walFile
+
 	// Logger receives the warning of an accepted damaged meta page, and
 	// the one of an index the store stops keeping because its fold failed. Nil
 	// means slog.Default().
@@ -110,8 +116,12 @@ type Store struct {
 	mu sync.RWMutex // held shared by every call and exclusively by Close
 	db *bolt.DB     // nil once closed
 
-	queue   *group.Queue[*appendReq] // the appends waiting to be committed
-	commits atomic.Int64             // group commits attempted, for tests
+	queue   *group.Queue[*appendReq] // the appends waiting to be logged
+	w       *writer                  // the write-ahead log; nil when read-only
+	commits atomic.Int64             // bbolt group commits attempted, for tests
+	logs    atomic.Int64             // groups written to the log, for tests
+
+	logSyncs, boltCommits atomic.Int64 // see Syncs
 
 	// ixMu is held by Index, and by every write around its transaction,
 	// so that no write commits between Index bringing the rows up to date
@@ -143,8 +153,9 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	info, err := os.Lstat(path)
+	created := errors.Is(err, fs.ErrNotExist)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly:
+	case created && !opts.ReadOnly:
 		// A new store.
 	case err != nil:
 		return nil, fmt.Errorf("boltstore: open: %w", err)
@@ -187,6 +198,15 @@ func Open(path string, opts Options) (*Store, error) {
 	s := &Store{path: path, readOnly: opts.ReadOnly, timeout: opts.Timeout, db: db, log: opts.logger(),
 		queue: group.New(func(r *appendReq) int { return len(r.recs) }, maxGroupRecords)}
 	if err := s.initLayout(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if opts.ReadOnly {
+		err = s.checkLogApplied()
+	} else {
+		err = s.openLog(opts, created)
+	}
+	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -454,9 +474,9 @@ type appendReq struct {
 }
 
 // Append implements eventlog.Store. Appends that arrive while another is
-// being committed are committed together by one of them, in one bbolt
-// transaction and so one fsync; each keeps its own atomicity and its own
-// expectations (see the package documentation).
+// being logged are logged together by one of them, in one record of the
+// write-ahead log and so one fdatasync; each keeps its own atomicity and
+// its own expectations (see the package documentation).
 func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eventlog.Record) ([]eventlog.Event, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -465,17 +485,20 @@ func (s *Store) Append(ctx context.Context, expect []eventlog.Expect, recs []eve
 		return nil, err
 	}
 	r := &appendReq{ctx: ctx, expect: expect, recs: recs}
-	s.queue.Do(r, s.commitGroup)
+	if s.w == nil {
+		s.queue.Do(r, s.commitGroup) // read-only: it fails
+	} else {
+		s.queue.Do(r, s.logGroup)
+	}
 	return r.evs, r.err
 }
 
-// commitGroup writes the requests of group in one transaction, with those
-// join returns once group's are written (join may be nil): the requests
-// that queued up meanwhile, such as those of the writers the last commit
-// woke, who would otherwise wait for the next. A request whose context
-// ended or whose expectations do not hold against the heads as the
-// requests before it left them fails alone and writes nothing. If the
-// transaction as a whole fails, each request is tried again in a
+// commitGroup writes the requests of group in one bbolt transaction, as
+// the log's applier does, with those join returns once group's are written
+// (join may be nil): the requests that queued up meanwhile. A request
+// whose context ended or whose expectations do not hold against the heads
+// as the requests before it left them fails alone and writes nothing. If
+// the transaction as a whole fails, each request is tried again in a
 // transaction of its own, so that one request's failure is never
 // another's.
 func (s *Store) commitGroup(group []*appendReq, join func(size int) []*appendReq) {
@@ -687,6 +710,10 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 	if err := eventlog.ValidateStream(stream); err != nil {
 		return 0, err
 	}
+	// The head of a stream with appends not yet applied is the last one's.
+	if seq, ok, err := s.tailHead(stream); err != nil || ok {
+		return seq, err
+	}
 	var head uint64
 	err := s.view(func(tx *bolt.Tx, _ *guard) error {
 		b, err := s.buckets(tx)
@@ -702,6 +729,9 @@ func (s *Store) Head(ctx context.Context, stream string) (uint64, error) {
 // LastPosition implements eventlog.Positioner.
 func (s *Store) LastPosition(ctx context.Context) (uint64, error) {
 	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.caughtUp(ctx); err != nil {
 		return 0, err
 	}
 	var last uint64
@@ -726,6 +756,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 		return err
 	}
 	from = max(from, 1)
+	if err := s.streamCaughtUp(ctx, stream, from); err != nil {
+		return err
+	}
 	return s.view(func(tx *bolt.Tx, g *guard) error {
 		b, err := s.buckets(tx)
 		if err != nil {
@@ -774,6 +807,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 // memory-mapped file and is valid only until fn returns.
 func (s *Store) ReadAll(ctx context.Context, from uint64, fn func(eventlog.Event) error) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.caughtUp(ctx); err != nil {
 		return err
 	}
 	from = max(from, 1)
@@ -912,6 +948,9 @@ func (s *Store) Streams(ctx context.Context, prefix string, fn func(eventlog.Str
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := s.caughtUp(ctx); err != nil {
+		return err
+	}
 	return s.view(func(tx *bolt.Tx, g *guard) error {
 		b, err := s.buckets(tx)
 		if err != nil {
@@ -947,6 +986,19 @@ func (s *Store) Streams(ctx context.Context, prefix string, fn func(eventlog.Str
 // Close implements eventlog.Store. It waits for calls in progress; a second
 // Close returns eventlog.ErrClosed.
 func (s *Store) Close() error {
+	if s.w != nil {
+		// No append is logged from now on; the log is applied first.
+		s.w.logMu.Lock()
+		defer s.w.logMu.Unlock()
+		s.mu.RLock()
+		closed := s.db == nil
+		s.mu.RUnlock()
+		if !closed {
+			if err := s.closeLog(); err != nil {
+				s.log.Warn("boltstore: a log segment is left for the next open, which finds it applied", "path", s.path, "error", err)
+			}
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.db == nil {
@@ -997,6 +1049,7 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("boltstore: commit to %s: %w", s.path, err)
 		}
+		s.boltCommits.Add(1)
 		return nil
 	})
 }

@@ -548,6 +548,7 @@ func TestFileShrunkWhileOpen(t *testing.T) {
 	s := mustOpen(t, path, Options{})
 	defer s.Close()
 	fill(t, s, 4, 100)
+	s.applied(t)
 	if err := os.Truncate(path, 2*int64(os.Getpagesize())); err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +579,7 @@ func TestMemoryFaultNamesTheStream(t *testing.T) {
 	// pages hold (bbolt grows the file beyond it), until a cut lands in
 	// an event: the read must name it.
 	var size int64
-	if err := s.db.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+	if err := s.applied(t).View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	page := int64(os.Getpagesize())

@@ -116,10 +116,12 @@ func (r *bulkSaveRunner) save(ctx context.Context) (whole, took time.Duration, g
 			err = fmt.Errorf("saved %d messages, want %d", n, bulkMessages)
 		}
 		if err == nil {
-			after, err = fileSize(path)
+			err = e.Export(ctx, id, &out)
 		}
 		if err == nil {
-			err = e.Export(ctx, id, &out)
+			// After the export, which read the session back, once the
+			// store's log was applied to the file.
+			after, err = fileSize(path)
 		}
 		return took, err
 	}()

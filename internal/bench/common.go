@@ -97,6 +97,24 @@ func (c *countingStore) Append(ctx context.Context, expect []eventlog.Expect, re
 	return c.Store.Append(ctx, expect, recs)
 }
 
+// syncs returns the syncs the bbolt store under c has made, none for a
+// store that does not count them.
+func (c *countingStore) syncs() boltstore.Syncs {
+	if s, ok := c.Store.(interface{ Syncs() boltstore.Syncs }); ok {
+		return s.Syncs()
+	}
+	return boltstore.Syncs{}
+}
+
+// syncNote says what the appends of one operation cost in syncs: the log's,
+// which the operation waited for, against the two of a bbolt commit each
+// append took before the store kept a log; and the bbolt commits applying
+// the log in the background, per operation over the run.
+func syncNote(appends, logSyncs int64, commits float64) string {
+	return fmt.Sprintf("%d appends: %d fdatasyncs waited for (%d before the write-ahead log, 2 a commit), and %.1f bbolt commits applying it in the background",
+		appends, logSyncs, 2*appends, commits)
+}
+
 func (c *countingStore) Close() error {
 	if c.shared {
 		return nil

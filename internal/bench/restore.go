@@ -54,6 +54,9 @@ type restoreRunner struct {
 	command bool
 	appends int64 // appends of the last restore
 	hookAt  int64 // of which were made before its SessionStart hooks ran
+	syncs   int64 // log syncs of the last restore
+	runs    int64
+	commits int64 // bbolt commits over the restores
 	n       int
 }
 
@@ -132,7 +135,7 @@ func (r *restoreRunner) Run(ctx context.Context) ([]Sample, error) {
 		if r.agent.Current() == target {
 			target = r.ids[1]
 		}
-		before := r.store.appends.Load()
+		before, syncs := r.store.appends.Load(), r.store.syncs()
 		d, err := timed(func() error {
 			res, err := r.agent.Restore(ctx, target)
 			if err == nil && res == nil {
@@ -142,6 +145,10 @@ func (r *restoreRunner) Run(ctx context.Context) ([]Sample, error) {
 		})
 		r.appends = r.store.appends.Load() - before
 		r.hookAt = r.store.started.Load() - before
+		after := r.store.syncs()
+		r.syncs = after.Log - syncs.Log
+		r.runs++
+		r.commits += after.BoltCommits - syncs.BoltCommits
 		s.Reprise.Time = d
 		return err
 	}
@@ -205,7 +212,7 @@ func (r *restoreRunner) exec() (time.Duration, error) {
 }
 
 func (r *restoreRunner) Note(string) string {
-	note := fmt.Sprintf("%d appends a restore", r.appends)
+	note := "a restore's " + syncNote(r.appends, r.syncs, float64(r.commits)/float64(max(r.runs, 1)))
 	if r.command {
 		note += fmt.Sprintf(", the hook run after the first %d; hook: %s", r.hookAt, hookCommand)
 	}

@@ -29,6 +29,9 @@ type toolRunner struct {
 	floor   *rawDB
 	value   []byte
 	appends int64 // of the last call
+	syncs   int64 // log syncs of the last call
+	calls   int64
+	commits int64 // bbolt commits over the calls
 	n       int
 }
 
@@ -81,7 +84,7 @@ func (r *toolRunner) Run(ctx context.Context) ([]Sample, error) {
 		if _, err := r.e.Append(ctx, r.session, reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "tool_use", Raw: use}}}); err != nil {
 			return err
 		}
-		before := r.store.appends.Load()
+		before, syncs := r.store.appends.Load(), r.store.syncs()
 		d, err := timed(func() error {
 			dec, err := r.agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`), Permission: reprise.ToolAllow})
 			if err == nil && dec.Decision != reprise.ToolAllow {
@@ -93,6 +96,10 @@ func (r *toolRunner) Run(ctx context.Context) ([]Sample, error) {
 			return err
 		})
 		r.appends = r.store.appends.Load() - before
+		after := r.store.syncs()
+		r.syncs = after.Log - syncs.Log
+		r.calls++
+		r.commits += after.BoltCommits - syncs.BoltCommits
 		s.Reprise.Time = d
 		return err
 	}
@@ -109,5 +116,5 @@ func (r *toolRunner) Run(ctx context.Context) ([]Sample, error) {
 }
 
 func (r *toolRunner) Note(string) string {
-	return fmt.Sprintf("%d appends a call", r.appends)
+	return "a call's " + syncNote(r.appends, r.syncs, float64(r.commits)/float64(max(r.calls, 1)))
 }

@@ -119,6 +119,12 @@ func WriteStore(tb testing.TB, evs []eventlog.Event) string {
 			tb.Fatal(err)
 		}
 		heads[ev.Stream]++
+		// Reading it back waits for the store's log to be applied: each
+		// event is a bbolt commit of its own, as tests that damage the
+		// file expect.
+		if err := s.ReadStream(context.Background(), ev.Stream, heads[ev.Stream], func(eventlog.Event) error { return nil }); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	return path
 }
