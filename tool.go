@@ -188,6 +188,11 @@ func jsonOr(raw json.RawMessage, otherwise string) []byte {
 // a second action on the same call meanwhile is ErrAgentBusy.
 func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()) (*lifecycle.ToolReport, projection.ToolCall, error) {
 	id := act.Tool.ID
+	release, err := a.lockCall(ctx, id)
+	if err != nil {
+		return nil, projection.ToolCall{}, err
+	}
+	defer release()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.tools[id] {
