@@ -124,17 +124,20 @@ func (a *Agent) lockStream(ctx context.Context) (release func(), err error) {
 // until it has recorded how they ended, so that another one can tell the
 // hooks of a live process from a dead one's. It must be taken before a.mu,
 // because a store may wait for a free lock slot while the calls of this
-// process that hold the others need a.mu to end.
-func (a *Agent) lockCall(ctx context.Context, id string) (release func(), err error) {
+// process that hold the others need a.mu to end. The context it returns
+// ends if the lock is lost (eventlog.Hold): the call's hooks are then
+// cancelled, as when the caller gives up, since another process may close
+// them.
+func (a *Agent) lockCall(ctx context.Context, id string) (held context.Context, release func(), err error) {
 	locker, ok := a.e.store.(eventlog.StreamLocker)
 	if !ok {
-		return func() {}, nil
+		return ctx, func() {}, nil
 	}
-	release, err = locker.TryLock(ctx, "tool/"+a.id+"/"+id)
+	held, release, err = eventlog.Hold(ctx, locker, "tool/"+a.id+"/"+id)
 	if errors.Is(err, eventlog.ErrBusy) {
-		return nil, fmt.Errorf("%w: agent %s: tool call %s: %w", ErrAgentBusy, a.id, id, err)
+		return nil, nil, fmt.Errorf("%w: agent %s: tool call %s: %w", ErrAgentBusy, a.id, id, err)
 	}
-	return release, err
+	return held, release, err
 }
 
 // closeOrphans closes, as interrupted, the tool calls whose hooks the log
@@ -145,7 +148,7 @@ func (a *Agent) lockCall(ctx context.Context, id string) (release func(), err er
 func (a *Agent) closeOrphans(ctx context.Context) error {
 	var dead []string
 	for _, id := range a.orphanTools() {
-		release, err := a.lockCall(ctx, id)
+		_, release, err := a.lockCall(ctx, id)
 		if errors.Is(err, ErrAgentBusy) {
 			continue
 		}

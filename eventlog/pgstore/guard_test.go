@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
@@ -195,4 +196,48 @@ func helperGuard() error {
 	}
 	fmt.Println(d.Decision)
 	return nil
+}
+
+// TestAGuardWhoseLockIsLostIsCancelled ends the database session of a
+// tool call's lock while its PreToolUse guard runs: another process may
+// now close the guard, so its own process cancels it at once, as when its
+// caller gives up, records that, and says the lock was lost; the call is
+// then denied, its guard never run again.
+func TestAGuardWhoseLockIsLostIsCancelled(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	started, gate := filepath.Join(dir, "started"), filepath.Join(dir, "gate")
+	s := db.open(t, pgstore.Options{})
+	e := newEngine(t, s, dir)
+	answerWithTwoCalls(t, e, dir)
+	guardHook(t, e, started, gate)
+	done := make(chan error, 1)
+	go func() {
+		_, err := testkit.Agent(t, e, agentID).PreToolUse(ctx, bash("toolu_1"))
+		done <- err
+	}()
+	waitFor(t, "the guard to start", func() bool { _, err := os.Stat(started); return err == nil })
+	db.terminateLock(t, s, "tool/"+agentID+"/toolu_1")
+	select {
+	case err := <-done:
+		if !errors.Is(err, eventlog.ErrLockLost) {
+			t.Errorf("the call whose lock was lost: %v, want ErrLockLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the guard still runs after its call's lock was lost")
+	}
+	if err := os.Remove(started); err != nil {
+		t.Fatal(err)
+	}
+	next := newEngine(t, db.open(t, pgstore.Options{}), dir)
+	guardHook(t, next, started, gate)
+	d, err := testkit.Agent(t, next, agentID).PreToolUse(ctx, bash("toolu_1"))
+	if err != nil || d.Decision != reprise.ToolDeny || statuses(d.Outcomes) != schema.HookCancelled {
+		t.Errorf("the call asked again: %+v, %v; want denied, its guard cancelled", d, err)
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Error("the guard ran again")
+	}
 }
