@@ -95,12 +95,8 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 			return nil, err
 		}
 		if !a.loaded {
-			// A new process: the tool calls whose hooks the log shows
-			// running are a dead process's.
-			for orphans := a.orphanTools(); len(orphans) > 0; orphans = a.orphanTools() {
-				if _, err := a.step(ctx, lifecycle.Action{Kind: lifecycle.Continue, Orphans: orphans}); err != nil {
-					return nil, err
-				}
+			if err := a.closeOrphans(ctx); err != nil {
+				return nil, err
 			}
 		}
 		a.loaded = true
@@ -120,6 +116,68 @@ func (a *Agent) lockStream(ctx context.Context) (release func(), err error) {
 		return nil, fmt.Errorf("%w: agent %s: %w", ErrAgentBusy, a.id, err)
 	}
 	return release, err
+}
+
+// lockCall takes the lock of tool call id of the agent in a store that
+// has locks, and fails with ErrAgentBusy while another holder has it: a
+// process holds it from before it records the call's hooks as started
+// until it has recorded how they ended, so that another one can tell the
+// hooks of a live process from a dead one's. It must be taken before a.mu,
+// because a store may wait for a free lock slot while the calls of this
+// process that hold the others need a.mu to end. The context it returns
+// ends if the lock is lost (eventlog.Hold): the call's hooks are then
+// cancelled, as when the caller gives up, since another process may close
+// them.
+func (a *Agent) lockCall(ctx context.Context, id string) (held context.Context, release func(), err error) {
+	locker, ok := a.e.store.(eventlog.StreamLocker)
+	if !ok {
+		return ctx, func() {}, nil
+	}
+	held, release, err = eventlog.Hold(ctx, locker, "tool/"+a.id+"/"+id)
+	if errors.Is(err, eventlog.ErrBusy) {
+		return nil, nil, fmt.Errorf("%w: agent %s: tool call %s: %w", ErrAgentBusy, a.id, id, err)
+	}
+	return held, release, err
+}
+
+// closeOrphans closes, as interrupted, the tool calls whose hooks the log
+// shows running in a process that is gone: those whose lock it can take.
+// The calls of a process that is alive, whose locks it holds, are left to
+// it. a.mu must be held, and no call of this process may be running on
+// the agent: a new Agent's first read.
+func (a *Agent) closeOrphans(ctx context.Context) error {
+	var dead []string
+	for _, id := range a.orphanTools() {
+		_, release, err := a.lockCall(ctx, id)
+		if errors.Is(err, ErrAgentBusy) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		defer release()
+		dead = append(dead, id)
+	}
+	if len(dead) == 0 {
+		return nil
+	}
+	// A live process may have ended a call's hooks, and let its lock go,
+	// after the log was read.
+	if err := a.sync(ctx); err != nil {
+		return err
+	}
+	for {
+		dead = slices.DeleteFunc(dead, func(id string) bool {
+			c := a.view.Tools[id]
+			return c == nil || !fsm.ToolInFlight(c.State)
+		})
+		if len(dead) == 0 {
+			return nil
+		}
+		if _, err := a.step(ctx, lifecycle.Action{Kind: lifecycle.Continue, Orphans: dead}); err != nil {
+			return err
+		}
+	}
 }
 
 // ID returns the agent's id.
@@ -299,7 +357,7 @@ func (a *Agent) decide(ctx, wctx context.Context, d *lifecycle.Driver, act lifec
 		a.e.log.Warn(ready.Report.Warning, "agent", a.id, "state", a.view.State)
 	}
 	if len(ready.Records) > 0 {
-		err = a.append(actx, d, ready, views)
+		err = a.append(actx, d, act, ready, views)
 	}
 	var failed *appendError
 	if errors.As(err, &failed) {
@@ -396,10 +454,13 @@ type appendError struct{ err error }
 
 func (e *appendError) Error() string { return e.err.Error() }
 
-// append writes ready's records and folds them into the agent and the
-// sessions. A moved agent stream means another process won the agent:
-// ErrAgentBusy. The sessions of views must be locked.
-func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, ready lifecycle.Ready, views *sessionViews) error {
+// append writes ready's records, a step of act, and folds them into the
+// agent and the sessions. A moved agent stream means another process won
+// the agent, ErrAgentBusy, unless act is a tool call's and the agent is
+// still between actions: the other process stepped another call of the
+// answer, and the stepper decides again from what it wrote. The sessions
+// of views must be locked.
+func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, act lifecycle.Action, ready lifecycle.Ready, views *sessionViews) error {
 	for _, rec := range ready.Records {
 		if s := views.byID[projection.SessionID(rec.Stream)]; s != nil && s.conv.Deleted {
 			// Nothing follows a tombstone, whatever a stale step decided.
@@ -410,6 +471,14 @@ func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, ready lifecycle
 	var conflict *eventlog.ConflictError
 	switch {
 	case errors.As(err, &conflict) && conflict.Stream == a.stream:
+		if toolAction(act) {
+			if rerr := a.e.store.ReadStream(ctx, a.stream, a.view.Head+1, a.view.Apply); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			if !fsm.InFlight(a.view.State) {
+				return &appendError{err: err}
+			}
+		}
 		return fmt.Errorf("%w: agent %s moved: %w", ErrAgentBusy, a.id, err)
 	case err != nil:
 		if errors.As(err, &conflict) {

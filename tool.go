@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/lifecycle"
@@ -188,6 +190,11 @@ func jsonOr(raw json.RawMessage, otherwise string) []byte {
 // a second action on the same call meanwhile is ErrAgentBusy.
 func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()) (*lifecycle.ToolReport, projection.ToolCall, error) {
 	id := act.Tool.ID
+	ctx, release, err := a.lockCall(ctx, id)
+	if err != nil {
+		return nil, projection.ToolCall{}, err
+	}
+	defer release()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.tools[id] {
@@ -200,6 +207,9 @@ func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()
 	defer delete(a.tools, id)
 	prepare()
 	rep, err := a.step(ctx, act)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, eventlog.ErrLockLost) {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
 	var c projection.ToolCall
 	if call := a.view.Tools[id]; call != nil {
 		c = *call

@@ -18,7 +18,9 @@ type VacuumReport = vacuum.Report
 // copies of their text in agent events (hook output and context,
 // prompts, summaries, reasons; schema.Redact says which), whose events
 // stay so that the agents' lifecycles still audit, and their transcript,
-// env and spilled-output files. A Vacuumed event in schema.VacuumStream,
+// env and spilled-output files. It also blanks the text of prompts the
+// hooks blocked from their intents, which stores of older builds kept,
+// leaving the prompts' SHA-256 and length; their sessions stay. A Vacuumed event in schema.VacuumStream,
 // written in the same transaction, says what went, so that Audit accepts
 // the gaps. A bbolt file is then compacted, so the bytes are gone from it.
 // A store that does not implement eventlog.Purger is ErrNoVacuum. It is a

@@ -33,6 +33,13 @@
 // implements: it removes events for good, leaving gaps in sequences and
 // positions that reads pass over. Nothing else ever changes a stored event.
 //
+// StreamLocker is an optional interface of stores shared by several
+// processes (and, as LocalLocks, of those one process owns). A lock of a
+// database can be lost while held, when the session holding it ends:
+// Hold returns, with the lock, a context that ends then (LockHolder), so
+// that a holder doing its work under it stops before another holder's
+// work and its own interleave.
+//
 // Backends live in their own packages and are the caller's choice:
 // boltstore (an embedded bbolt file, with its own envelope encoding) and
 // pgstore (PostgreSQL). remote reads a store through the process that

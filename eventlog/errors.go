@@ -18,6 +18,11 @@ var (
 	// usually another process, has the stream's lock.
 	ErrBusy = errors.New("eventlog: stream is held by another process")
 
+	// ErrLockLost is the cause of the context of a lock taken with Hold
+	// when the lock is lost while held: the database session holding it
+	// ended, and another holder may take it.
+	ErrLockLost = errors.New("eventlog: stream lock lost")
+
 	// ErrClosed is returned by any call on a closed Store.
 	ErrClosed = errors.New("eventlog: store is closed")
 

@@ -104,6 +104,36 @@ type StreamLocker interface {
 	TryLock(ctx context.Context, stream string) (release func(), err error)
 }
 
+// LockHolder is implemented by a StreamLocker whose locks can be lost
+// while held, as a database's are when the session holding one ends (its
+// connection fails, an administrator ends it): another holder may then
+// take the lock, and the first must stop doing what the lock guards.
+type LockHolder interface {
+	StreamLocker
+	// Hold takes stream's lock as TryLock does and returns, with its
+	// release, a context derived from ctx that ends as soon as the lock
+	// is lost, with an error matching ErrLockLost as its cause, and ends
+	// when the lock is released.
+	Hold(ctx context.Context, stream string) (held context.Context, release func(), err error)
+}
+
+// Hold takes stream's lock from l as l.TryLock does, and returns with its
+// release a context derived from ctx that ends when the lock is released
+// and, on a store whose locks can be lost (LockHolder), as soon as it is
+// lost. A holder that does its work under that context stops at its next
+// step once another may have taken the lock.
+func Hold(ctx context.Context, l StreamLocker, stream string) (held context.Context, release func(), err error) {
+	if h, ok := l.(LockHolder); ok {
+		return h.Hold(ctx, stream)
+	}
+	unlock, err := l.TryLock(ctx, stream)
+	if err != nil {
+		return nil, nil, err
+	}
+	held, cancel := context.WithCancel(ctx)
+	return held, func() { cancel(); unlock() }, nil
+}
+
 // MaxStreamLen bounds stream names so they fit in any backend's keys.
 const MaxStreamLen = 512
 

@@ -726,8 +726,7 @@ func prompt(in Input, id string) (Ready, error) {
 		return keepPrompt(in, id, in.Action.Prompt, "", nil, nil)
 	}
 	promptID := in.NewID()
-	ready := withAgentStep(in, flush(in, id), in.NewID(), &schema.PromptHookStarted{Session: id, Prompt: in.Action.Prompt,
-		PromptID: promptID, Hooks: matched.Hooks})
+	ready := withAgentStep(in, flush(in, id), in.NewID(), schema.NewPromptHookStarted(id, in.Action.Prompt, promptID, matched.Hooks))
 	ready.Effect = RunHooks{Event: schema.HookUserPromptSubmit, Session: id, Hooks: matched.Hooks,
 		Prompt: in.Action.Prompt, PromptID: promptID}
 	return ready, nil
@@ -736,7 +735,9 @@ func prompt(in Input, id string) (Ready, error) {
 // prompted records the UserPromptSubmit hooks' outcomes: a blocked prompt
 // is not kept; otherwise the prompt and the hooks' context are appended
 // with the outcome. A run its process died in keeps no prompt: the host
-// learns it from the log and may submit again.
+// learns it from the log and may submit again. The prompt's text is the
+// action's: the intent holds only its digest, and only the action that
+// ran the hooks has their outcome.
 func prompted(in Input) (Ready, error) {
 	pr := in.Agent.Prompt
 	ran, cut := hooksRan(in, pr.Hooks)
@@ -753,7 +754,11 @@ func prompted(in Input) (Ready, error) {
 		return ready, nil
 	}
 	step := &schema.PromptHookRan{Session: pr.Session, Outcomes: ran.Outcomes, Context: ran.Context}
-	return keepPrompt(in, pr.Session, pr.Text, ran.Context, ran.Outcomes, step)
+	text := pr.Text // an intent of an older build
+	if text == "" {
+		text = in.Action.Prompt
+	}
+	return keepPrompt(in, pr.Session, text, ran.Context, ran.Outcomes, step)
 }
 
 // keepPrompt appends the prompt as a user message after s's pending ones,

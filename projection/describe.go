@@ -83,6 +83,9 @@ func Describe(p schema.Payload) string {
 		}
 		return fmt.Sprintf("session=%s active=%v%s hooks=%s", p.Session, p.Active, reason, hookList(p.Hooks))
 	case *schema.PromptHookStarted:
+		if p.Prompt == "" && p.PromptSHA256 != "" {
+			return fmt.Sprintf("session=%s prompt=sha256:%.12s len=%d hooks=%s", p.Session, p.PromptSHA256, p.PromptLen, hookList(p.Hooks))
+		}
 		return fmt.Sprintf("session=%s prompt=%q hooks=%s", p.Session, Clip(p.Prompt, 40), hookList(p.Hooks))
 	case *schema.PromptHookRan:
 		switch {

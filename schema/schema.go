@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sync"
 
@@ -230,12 +232,38 @@ type StopHookRan struct {
 }
 
 // PromptHookStarted is the durable intent recorded before UserPromptSubmit
-// hooks run on a prompt the user submitted, which is not kept yet.
+// hooks run on a prompt the user submitted, which is not kept yet. The
+// intent holds the prompt's SHA-256 (hex) and length in bytes, not its
+// text, so that a prompt the hooks block (a pasted secret, say) is never
+// written: the process that runs the hooks keeps the text, and writes it
+// as a user message only if they let it through. Intents written before
+// PromptSHA256 existed hold the text in Prompt instead; Forget replaces it.
 type PromptHookStarted struct {
-	Session  string   `msgpack:"session"`
-	Prompt   string   `msgpack:"prompt"`
-	PromptID string   `msgpack:"promptid"`
-	Hooks    []string `msgpack:"hooks,omitempty"`
+	Session      string   `msgpack:"session"`
+	Prompt       string   `msgpack:"prompt"`
+	PromptID     string   `msgpack:"promptid"`
+	Hooks        []string `msgpack:"hooks,omitempty"`
+	PromptSHA256 string   `msgpack:"promptsha256,omitempty"`
+	PromptLen    int      `msgpack:"promptlen,omitempty"`
+}
+
+// NewPromptHookStarted returns the intent of running hooks on prompt in
+// session: the prompt's digest and length, without its text.
+func NewPromptHookStarted(session, prompt, promptID string, hooks []string) *PromptHookStarted {
+	p := &PromptHookStarted{Session: session, Prompt: prompt, PromptID: promptID, Hooks: hooks}
+	p.Forget()
+	return p
+}
+
+// Forget replaces the text of the intent's prompt by its SHA-256 and
+// length, and reports whether there was text to replace.
+func (p *PromptHookStarted) Forget() bool {
+	if p.Prompt == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(p.Prompt))
+	p.PromptSHA256, p.PromptLen, p.Prompt = hex.EncodeToString(sum[:]), len(p.Prompt), ""
+	return true
 }
 
 // PromptHookRan records the UserPromptSubmit hooks' outcomes. Unless a hook

@@ -145,12 +145,12 @@ type Outcome struct {
 // reprise.ErrAgentBusy while another Runner drives the agent's turn, here
 // or in another process on a shared store. A turn that waits for an answer
 // (after a ModelError, or MaxRequests) takes the new prompt with it.
-func (r *Runner) Run(ctx context.Context, prompt string) (*Outcome, error) {
-	release, t, err := r.begin(ctx)
+func (r *Runner) Run(ctx context.Context, prompt string) (_ *Outcome, err error) {
+	ctx, release, t, err := r.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer func() { err = lost(ctx, err); release() }()
 	switch t.Phase {
 	case reprise.TurnTools:
 		return nil, fmt.Errorf("%w: agent %s: the calls of answer %s have no result; Resume finishes them", ErrUnfinished, r.Agent.ID(), t.Answer)
@@ -171,26 +171,28 @@ func (r *Runner) Run(ctx context.Context, prompt string) (*Outcome, error) {
 
 // Resume drives the turn the log shows unfinished on the agent's current
 // session to its end, from where it stands; with none, it does nothing.
-func (r *Runner) Resume(ctx context.Context) (*Outcome, error) {
-	release, t, err := r.begin(ctx)
+func (r *Runner) Resume(ctx context.Context) (_ *Outcome, err error) {
+	ctx, release, t, err := r.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer func() { err = lost(ctx, err); release() }()
 	out := &Outcome{Resumed: t.Phase != reprise.TurnOver}
 	return out, r.drive(ctx, out)
 }
 
 // begin takes the agent's turn for this Runner and reads where it stands.
-func (r *Runner) begin(ctx context.Context) (release func(), t reprise.Turn, err error) {
-	if release, err = r.hold(ctx); err != nil {
-		return nil, t, err
+// The turn goes on under the context it returns, which ends if the turn's
+// lock is lost.
+func (r *Runner) begin(ctx context.Context) (held context.Context, release func(), t reprise.Turn, err error) {
+	if held, release, err = r.hold(ctx); err != nil {
+		return ctx, nil, t, err
 	}
-	if t, err = r.Agent.Turn(ctx); err != nil {
+	if t, err = r.Agent.Turn(held); err != nil {
 		release()
-		return nil, t, err
+		return ctx, nil, t, err
 	}
-	return release, t, nil
+	return held, release, t, nil
 }
 
 // drive takes the turn step by step, each step decided from the log, until
@@ -588,25 +590,37 @@ type holder struct {
 
 // hold takes the agent's turn for this Runner: in this process, and, on a
 // store that locks, across processes; or fails with reprise.ErrAgentBusy.
-func (r *Runner) hold(ctx context.Context) (release func(), err error) {
+// The context it returns ends when the lock is lost (its database session
+// ended): another process may then take the turn, and this one stops at
+// its next step.
+func (r *Runner) hold(ctx context.Context) (_ context.Context, release func(), err error) {
 	if r.Engine == nil || r.Agent == nil || r.Model == nil {
-		return nil, errors.New("turn: a Runner needs an Engine, an Agent and a Model")
+		return nil, nil, errors.New("turn: a Runner needs an Engine, an Agent and a Model")
 	}
 	key := holder{r.Engine, r.Agent.ID()}
 	if _, taken := held.LoadOrStore(key, true); taken {
-		return nil, fmt.Errorf("%w: agent %s: another Runner drives its turn", reprise.ErrAgentBusy, r.Agent.ID())
+		return nil, nil, fmt.Errorf("%w: agent %s: another Runner drives its turn", reprise.ErrAgentBusy, r.Agent.ID())
 	}
 	locker, ok := r.Engine.Store().(eventlog.StreamLocker)
 	if !ok {
-		return func() { held.Delete(key) }, nil
+		return ctx, func() { held.Delete(key) }, nil
 	}
-	unlock, err := locker.TryLock(ctx, "turn/"+r.Agent.ID())
+	ctx, unlock, err := eventlog.Hold(ctx, locker, "turn/"+r.Agent.ID())
 	if err != nil {
 		held.Delete(key)
 		if errors.Is(err, eventlog.ErrBusy) {
-			return nil, fmt.Errorf("%w: agent %s: another process drives its turn: %w", reprise.ErrAgentBusy, r.Agent.ID(), err)
+			return nil, nil, fmt.Errorf("%w: agent %s: another process drives its turn: %w", reprise.ErrAgentBusy, r.Agent.ID(), err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return func() { unlock(); held.Delete(key) }, nil
+	return ctx, func() { unlock(); held.Delete(key) }, nil
+}
+
+// lost adds to err, the error of a turn held under ctx, that the turn's
+// lock was lost, when that is what stopped it.
+func lost(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, eventlog.ErrLockLost) && !errors.Is(err, eventlog.ErrLockLost) {
+		return fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
 }

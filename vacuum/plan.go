@@ -32,7 +32,8 @@ type Plan struct {
 // Read reads the log of store for what a vacuum removes: every event of
 // each deleted session's stream but its tombstone, and every agent event
 // that holds a copy of such a session's text, rewritten without it
-// (schema.Redact). It only reads. The purge is conditional on the heads
+// (schema.Redact), and every intent of a blocked prompt that holds its
+// text, rewritten with its digest instead. It only reads. The purge is conditional on the heads
 // it read: a store that moved meanwhile makes the purge conflict, and the
 // caller reads again.
 func Read(ctx context.Context, store eventlog.Store) (*Plan, error) {
@@ -102,11 +103,11 @@ func (plan *Plan) session(ctx context.Context, store eventlog.Store, info eventl
 }
 
 // agents adds to plan every agent event that holds text of a deleted
-// session, rewritten without it.
+// session, rewritten without it, and every intent of a prompt the hooks
+// blocked that holds the prompt's text, as intents written before
+// schema.PromptHookStarted.PromptSHA256 existed do, rewritten with its
+// digest instead.
 func (plan *Plan) agents(ctx context.Context, store eventlog.Store) error {
-	if len(plan.Gone) == 0 {
-		return nil
-	}
 	var agents []string
 	if err := store.Streams(ctx, "agent/", func(info eventlog.StreamInfo) error {
 		agents = append(agents, info.Name)
@@ -116,10 +117,27 @@ func (plan *Plan) agents(ctx context.Context, store eventlog.Store) error {
 	}
 	gone := func(id string) bool { return plan.Gone[id] }
 	for _, stream := range agents {
-		err := store.ReadStream(ctx, stream, 1, func(ev eventlog.Event) error {
+		blocked, err := blockedPrompts(ctx, store, stream)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", stream, err)
+		}
+		if len(plan.Gone) == 0 && len(blocked) == 0 {
+			continue
+		}
+		err = store.ReadStream(ctx, stream, 1, func(ev eventlog.Event) error {
+			if len(plan.Gone) == 0 && (ev.Type != schema.TypePromptHookStarted || !blocked[ev.RestoreID]) {
+				return nil
+			}
 			p, err := schema.Decode(ev)
-			if err != nil || p == nil || !schema.Redact(p, gone) {
+			if err != nil || p == nil {
 				return err
+			}
+			changed := schema.Redact(p, gone)
+			if intent, ok := p.(*schema.PromptHookStarted); ok && blocked[ev.RestoreID] {
+				changed = intent.Forget() || changed
+			}
+			if !changed {
+				return nil
 			}
 			rec, err := schema.NewRecord(ev.Stream, p, ev.Time, ev.RestoreID)
 			if err != nil {
@@ -135,6 +153,23 @@ func (plan *Plan) agents(ctx context.Context, store eventlog.Store) error {
 	}
 	plan.Report.Rewritten = len(plan.Purge.Rewrite)
 	return nil
+}
+
+// blockedPrompts returns the runs of UserPromptSubmit hooks on stream, by
+// restore id, that blocked their prompt.
+func blockedPrompts(ctx context.Context, store eventlog.Store, stream string) (map[string]bool, error) {
+	blocked := map[string]bool{}
+	err := store.ReadStream(ctx, stream, 1, func(ev eventlog.Event) error {
+		if ev.Type != schema.TypePromptHookRan {
+			return nil
+		}
+		p, err := schema.Decode(ev)
+		if ran, ok := p.(*schema.PromptHookRan); ok && ran.Blocked {
+			blocked[ev.RestoreID] = true
+		}
+		return err
+	})
+	return blocked, err
 }
 
 // positionRanges turns positions into sorted runs of consecutive ones.

@@ -14,7 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/jsonview"
+	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // rmOptions are the options of rm.
@@ -123,6 +126,9 @@ func runRm(ctx context.Context, o *rmOptions) (err error) {
 	if err != nil && len(gone) == 0 && !o.json {
 		return err // not "nothing to delete": the error says why
 	}
+	if cerr := countTombstoned(ctx, e.Store(), gone); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
 	if perr := printDeleted(o.stdout, o.json, false, gone, nil); perr != nil {
 		return errors.Join(err, perr)
 	}
@@ -169,6 +175,30 @@ func deleteSessions(ctx context.Context, e *reprise.Engine, ids []string) ([]rep
 		gone = append(gone, reprise.InactiveSession{SessionInfo: info})
 	}
 	return gone, errors.Join(errs...)
+}
+
+// countTombstoned sets the message count of each session rm deleted to
+// the one its tombstone records: messages other writers appended after
+// rm first read the session, and before the tombstone, count too.
+func countTombstoned(ctx context.Context, store eventlog.Store, gone []reprise.InactiveSession) error {
+	for i := range gone {
+		stream := projection.SessionStream(gone[i].ID)
+		head, err := store.Head(ctx, stream)
+		if err != nil {
+			return err
+		}
+		err = store.ReadStream(ctx, stream, head, func(ev eventlog.Event) error {
+			p, err := schema.Decode(ev)
+			if tomb, ok := p.(*schema.SessionDeleted); ok {
+				gone[i].Messages = tomb.Messages
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("read the tombstone of %s: %w", gone[i].ID, err)
+		}
+	}
+	return nil
 }
 
 // refusal is a session rm would not delete, and why.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
@@ -402,5 +404,71 @@ func TestRmDryRunSaysWhatRmWouldRefuse(t *testing.T) {
 	}
 	if res := c.fails(exitFailure, "rm", "a"); !strings.Contains(res.stderr, "session is in use") {
 		t.Errorf("rm a: %s", res.stderr)
+	}
+}
+
+// TestRmRacingAppendersOnPostgres deletes sessions while another process
+// appends to each of them, a message every few milliseconds, until the
+// tombstone stops it:
+// what rm prints, and its --json, is the message count its tombstone
+// records, however many messages landed between rm's first look and the
+// tombstone.
+func TestRmRacingAppendersOnPostgres(t *testing.T) {
+	c := newCLI(t)
+	url := postgresStore(t)
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, url, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e := reprise.New(s, reprise.Options{Logger: testkit.Discard})
+	defer e.Close()
+	for trial := range 20 {
+		id := fmt.Sprintf("race%d", trial)
+		testkit.Session(t, e, id, c.dir, "first")
+		started, stopped := make(chan struct{}), make(chan error, 1)
+		go func() {
+			for n := 0; ; n++ {
+				_, err := e.Append(ctx, id, reprise.Text("user", "more"))
+				if n == 3 {
+					close(started)
+				}
+				if err != nil {
+					if n < 3 {
+						close(started)
+					}
+					stopped <- err
+					return
+				}
+				time.Sleep(5 * time.Millisecond) // about as fast as processes running reprise append go
+			}
+		}()
+		<-started
+		args := []string{"--store", url, "rm", id}
+		if trial%2 == 1 {
+			args = append([]string{"--json"}, args...)
+		}
+		out := c.ok(args...)
+		if err := <-stopped; !errors.Is(err, reprise.ErrSessionDeleted) {
+			t.Fatalf("the appender stopped with %v, want ErrSessionDeleted", err)
+		}
+		var tomb *schema.SessionDeleted
+		if err := s.ReadStream(ctx, projection.SessionStream(id), 1, func(ev eventlog.Event) error {
+			p, err := schema.Decode(ev)
+			if d, ok := p.(*schema.SessionDeleted); ok {
+				tomb = d
+			}
+			return err
+		}); err != nil || tomb == nil {
+			t.Fatalf("the tombstone of %s: %v", id, err)
+		}
+		want := fmt.Sprintf("deleted %s (%d message(s))\n", id, tomb.Messages)
+		if trial%2 == 1 {
+			want = fmt.Sprintf(`"messages":%d}`, tomb.Messages)
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("trial %d: rm printed %q; its tombstone records %d message(s)", trial, out, tomb.Messages)
+		}
 	}
 }

@@ -21,7 +21,9 @@ their streams but the tombstone (which keeps the id from being used
 again); the copies of their text in agents' events (hook output and
 context, prompts, summaries, reasons), which are blanked while the events
 stay, so the agents' restores still audit; and their transcript, env and
-spilled-output files. It records what it removed in the log, so that
+spilled-output files. It also blanks the text of prompts that hooks
+blocked, which stores written by older versions kept in the agent's log,
+leaving each prompt's SHA-256 and length; their sessions stay. It records what it removed in the log, so that
 reprise audit accepts the gaps, and then compacts a bbolt file, so the
 bytes are gone from it. On PostgreSQL the rows are deleted; see
 docs/postgres.md for what the server keeps.

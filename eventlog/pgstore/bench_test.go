@@ -321,3 +321,50 @@ func appendWriters(ctx context.Context, s eventlog.Store, prefix string, writers
 	wg.Wait()
 	return first
 }
+
+// BenchmarkToolCall records one tool call per operation on a PostgreSQL
+// store, as a host does for each call of an answer: the answer holding
+// the tool_use, PreToolUse and PostToolUse, without hooks. Each call's
+// steps hold the call's lock, which is one lock and one unlock more per
+// step than a store without locks.
+func BenchmarkToolCall(b *testing.B) {
+	db := newDB(b)
+	ctx := context.Background()
+	e := reprise.New(db.open(b, pgstore.Options{}), reprise.Options{Logger: testkit.Discard})
+	b.Cleanup(func() { _ = e.Close() })
+	testkit.Session(b, e, "s", b.TempDir(), "hello")
+	agent := testkit.Agent(b, e, "ide")
+	if _, err := agent.Start(ctx, "s"); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		id := fmt.Sprintf("toolu_%d", n)
+		use := fmt.Sprintf(`{"type":"tool_use","id":%q,"name":"Bash","input":{}}`, id)
+		if _, err := e.Append(ctx, "s", reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "tool_use", Raw: []byte(use)}}}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: []byte(`"ok"`)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTryLock takes and releases one stream lock per operation, the
+// cost a tool call's step pays for its lock: compare it with
+// BenchmarkAppendOne.
+func BenchmarkTryLock(b *testing.B) {
+	s := newDB(b).open(b, pgstore.Options{})
+	ctx := context.Background()
+	for b.Loop() {
+		release, err := s.TryLock(ctx, "tool/ide/toolu_1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
+	}
+}

@@ -153,10 +153,12 @@
 // COMMIT: then the error says the outcome is unknown, and reading the
 // streams tells.
 //
-// A lock whose connection fails is lost without its holder being told, and
-// another host may then take it. The conditional appends still keep the
-// log consistent and hooks from running twice: the first holder's next
-// append conflicts. A host that vanishes without its connections being
+// A lock whose connection fails is lost, and another host may then take
+// it. A goroutine reads from each held lock's idle connection, so the loss
+// is known at once: the context Hold returned ends, with a cause matching
+// eventlog.ErrLockLost; TryLock's caller is not told. The conditional
+// appends still keep the log consistent and hooks from running twice: the
+// first holder's next append conflicts. A host that vanishes without its connections being
 // closed (power loss, a network partition) keeps its locks until the
 // server's TCP keepalives end its sessions. Each held lock keeps a
 // connection; TryLock waits for one while Options.MaxLocks are held.

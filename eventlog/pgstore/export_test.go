@@ -83,3 +83,6 @@ func (c *countingConn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchRes
 	c.trips++
 	return c.conn.SendBatch(ctx, b)
 }
+
+// LockKey returns the advisory lock key of stream's lock in s.
+func LockKey(s *Store, stream string) int64 { return lockKey("stream", s.schema, stream) }

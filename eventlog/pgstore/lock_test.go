@@ -127,3 +127,67 @@ func TestLockDiesWithItsProcess(t *testing.T) {
 		return false
 	})
 }
+
+// terminateLock ends the server session that holds stream's lock in s, as
+// an administrator's pg_terminate_backend does, and returns once the lock
+// is free.
+func (db *testDB) terminateLock(tb testing.TB, s *pgstore.Store, stream string) {
+	tb.Helper()
+	key := uint64(pgstore.LockKey(s, stream))
+	var n int
+	err := db.admin.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND classid = $1::bigint::oid AND objid = $2::bigint::oid`,
+		int64(key>>32), int64(key&0xffffffff)).Scan(&n)
+	if err != nil || n != 1 {
+		tb.Fatalf("terminate the session of lock %s: %d sessions, %v", stream, n, err)
+	}
+	other := db.open(tb, pgstore.Options{})
+	waitFor(tb, "the terminated lock to be free", func() bool {
+		release, err := other.TryLock(context.Background(), stream)
+		if err == nil {
+			release()
+		}
+		return err == nil
+	})
+}
+
+// TestHoldTellsALostLock ends the session of a lock taken with Hold: the
+// context Hold returned ends at once with ErrLockLost as its cause, the
+// lock is free for another holder, and the release that follows does no
+// harm.
+func TestHoldTellsALostLock(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	s := db.open(t, pgstore.Options{})
+	ctx := context.Background()
+	held, release, err := s.Hold(ctx, "turn/ide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, keep, err := s.Hold(ctx, "turn/other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.terminateLock(t, s, "turn/ide")
+	select {
+	case <-held.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the context of a lost lock has not ended")
+	}
+	if cause := context.Cause(held); !errors.Is(cause, eventlog.ErrLockLost) {
+		t.Errorf("the cause: %v, want ErrLockLost", cause)
+	}
+	if kept.Err() != nil {
+		t.Errorf("another lock of the store, still held: %v", context.Cause(kept))
+	}
+	release()
+	keep()
+	if _, err := s.Append(ctx, []eventlog.Expect{{Stream: "s"}}, []eventlog.Record{rec("s", "1")}); err != nil {
+		t.Errorf("Append after a lost lock: %v", err)
+	}
+	again, err := s.TryLock(ctx, "turn/ide")
+	if err != nil {
+		t.Fatalf("TryLock after a lost lock's release: %v", err)
+	}
+	again()
+}

@@ -52,6 +52,8 @@ func runHelper(mode string) int {
 		err = helperRestore()
 	case "append-writers":
 		err = helperAppendWriters()
+	case "guard":
+		err = helperGuard()
 	default:
 		err = fmt.Errorf("unknown helper mode %q", mode)
 	}

@@ -21,7 +21,7 @@
 //
 // The Load tests run only against stores that implement eventlog.Loader,
 // the Purge tests against eventlog.Purger, the Index tests against
-// eventlog.Indexed.
+// eventlog.Indexed, the lock tests against eventlog.StreamLocker.
 //
 // Run closes every store it opens when its subtest ends; open need not. The
 // suite treats a nil and an empty payload as equal, and "name order" as the
@@ -87,6 +87,8 @@ func Run(t *testing.T, open func(t *testing.T) eventlog.Store) {
 		{"IndexFoldFailure", indexed(testIndexFoldFailure)},
 		{"IndexConcurrentAppends", indexed(testIndexConcurrentAppends)},
 		{"IndexKeptByLoadAndPurge", indexed(testIndexKeptByLoadAndPurge)},
+		{"LocksKeepHoldersApart", locker(testLocksKeepHoldersApart)},
+		{"HeldContext", locker(testHeldContext)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
