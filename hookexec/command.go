@@ -106,6 +106,12 @@ func runCommand(ctx context.Context, h Hook, stdin []byte, env CommandEnv, timeo
 	return o, a
 }
 
+// isJSONObject reports whether stdout is one JSON object.
+func isJSONObject(stdout []byte) bool {
+	b := bytes.TrimSpace(stdout)
+	return bytes.HasPrefix(b, []byte("{")) && json.Valid(b)
+}
+
 // wrongEventName says what is wrong when stdout is a JSON answer whose
 // hookSpecificOutput.hookEventName names another event than event, and
 // returns "" otherwise.
@@ -176,6 +182,17 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 	case !r.state.Success():
 		o.Status, o.ExitCode, o.Error = schema.HookFailed, exitCode(r.state), r.state.String()
 		o.Stderr = excerpt(r.stderr.buf)
+		// As in Claude Code, a JSON answer is honoured whatever the exit
+		// code; plain text is not.
+		switch {
+		case !isJSONObject(r.stdout.buf):
+		case mayBlock(h.Event) && blockAnswer(r.stdout.buf):
+			o.Decision = "block"
+			_, o.Reason = ParseStopOutput(r.stdout.buf)
+			text = o.Reason
+		case h.Event != Stop && h.Event != PreCompact:
+			text, _ = limitContext(ParseOutput(r.stdout.buf), env)
+		}
 	case r.err != nil && !errors.Is(r.err, exec.ErrWaitDelay):
 		o.Status, o.Error = schema.HookFailed, r.err.Error()
 		o.Stderr = excerpt(r.stderr.buf)

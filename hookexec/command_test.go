@@ -683,3 +683,30 @@ func TestAnAnswerForAnotherEventIsAnError(t *testing.T) {
 		t.Fatalf("a deny named for another event: decision %q, %+v", d.Decision, outcomes)
 	}
 }
+
+// A JSON answer is honoured whatever the exit code, as in Claude Code: a
+// guard that prints its deny and exits 1 still denies, a prompt hook's
+// block still blocks; plain text on such an exit is not context.
+func TestJSONIsHonouredOnAnyExitCode(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	call := ToolInput{SessionID: "s", Cwd: env.ProjectDir, ToolName: "Bash", ToolUseID: "t", ToolInput: json.RawMessage(`{}`)}
+	guard := Hook{Event: PreToolUse, Name: "guard", Body: Command{Line: `echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no"}}'; exit 1`}}
+	outcomes, d := RunPreToolUse(context.Background(), []Hook{guard}, call, env)
+	if d.Decision != Deny || d.Reason != "no" || outcomes[0].Status != schema.HookFailed || outcomes[0].ExitCode != 1 {
+		t.Fatalf("deny on exit 1: decision %+v, outcome %+v", d, outcomes[0])
+	}
+	block := Hook{Event: UserPromptSubmit, Name: "block", Body: Command{Line: `echo '{"decision": "block", "reason": "not that"}'; exit 3`}}
+	_, blocked, reason, _ := RunPrompt(context.Background(), []Hook{block}, PromptInput{SessionID: "s", Cwd: env.ProjectDir, Prompt: "p"}, env)
+	if !blocked || reason != "not that" {
+		t.Fatalf("block on exit 3: blocked %v, reason %q", blocked, reason)
+	}
+	plain := Hook{Event: SessionStart, Name: "plain", Body: Command{Line: `echo context; exit 1`}}
+	if o, text := runText(context.Background(), plain, nil, env, 10*time.Second); text != "" || o.Status != schema.HookFailed {
+		t.Fatalf("plain text on exit 1: outcome %+v, context %q", o, text)
+	}
+	withJSON := Hook{Event: SessionStart, Name: "json", Body: Command{Line: `echo '{"additionalContext": "kept"}'; exit 1`}}
+	if _, text := runText(context.Background(), withJSON, nil, env, 10*time.Second); text != "kept" {
+		t.Fatalf("JSON context on exit 1: %q", text)
+	}
+}

@@ -267,11 +267,16 @@ func toolAnswer(o *schema.HookOutcome, event Event, r *commandRun, env CommandEn
 	case code != 0:
 		o.Status, o.ExitCode, o.Error = schema.HookFailed, code, r.state.String()
 		o.Stderr = excerpt(r.stderr.buf)
-		return answer{}
-	}
-	o.Status = schema.HookOK
-	if !parsed {
-		return answer{}
+		if !parsed {
+			return answer{}
+		}
+		// As in Claude Code, a JSON answer is honoured whatever the exit
+		// code: a guard that prints its deny and exits 1 still denies.
+	default:
+		o.Status = schema.HookOK
+		if !parsed {
+			return answer{}
+		}
 	}
 	a := toolDecision(event, out)
 	if text, err := limitContext(strings.ToValidUTF8(a.context, "\uFFFD"), env); err == nil {
