@@ -171,7 +171,7 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		o.Status, o.Error = schema.HookFailed, wrongEventName(r.stdout.buf, h.Event)
 	case toolEvent(h.Event):
 		a := toolAnswer(&o, h.Event, r, env)
-		readControl(&o, r)
+		readControl(&o, h, r)
 		o.Duration = now().Sub(began).Nanoseconds()
 		return o, a
 	case mayBlock(h.Event) && exitCode(r.state) == 2:
@@ -211,7 +211,7 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		}
 	}
 	if o.Status == schema.HookOK {
-		readControl(&o, r)
+		readControl(&o, h, r)
 	}
 	o.Duration = now().Sub(began).Nanoseconds()
 	o.ContextLen = len(text)
@@ -222,8 +222,9 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 // stdout says to every event, as Claude Code reads it: "continue": false
 // stops the agent after the hooks, whatever they decided, with
 // "stopReason" shown to the user (not the model); "systemMessage" is a
-// warning for the user.
-func readControl(o *schema.HookOutcome, r *commandRun) {
+// warning for the user. The fields of its hookSpecificOutput that h's
+// event honours and no other field records go in Specific, for the host.
+func readControl(o *schema.HookOutcome, h Hook, r *commandRun) {
 	if r.state == nil || !r.state.Success() {
 		return
 	}
@@ -239,6 +240,47 @@ func readControl(o *schema.HookOutcome, r *commandRun) {
 		o.Halt, o.StopReason = true, strings.ToValidUTF8(out.StopReason, "\uFFFD")
 	}
 	o.SystemMessage = strings.ToValidUTF8(out.SystemMessage, "\uFFFD")
+	o.Specific = specificOutput(h.Event, r.stdout.buf)
+}
+
+// recordedElsewhere are the hookSpecificOutput fields that outcomes and
+// steps record in fields of their own: a context, a tool decision, an
+// input or output replaced.
+var recordedElsewhere = []string{"hookEventName", "additionalContext", "permissionDecision", "permissionDecisionReason",
+	"updatedInput", "updatedToolOutput", "updatedMCPToolOutput", "decision"}
+
+// maxSpecific is the largest Specific an outcome keeps, in bytes.
+const maxSpecific = 64 << 10
+
+// specificOutput returns, as a JSON object, the fields of stdout's
+// hookSpecificOutput that event honours and that no other field of an
+// outcome records; nil when there are none, or when they are larger than
+// maxSpecific.
+func specificOutput(event Event, stdout []byte) []byte {
+	spec, ok := schema.LookupEvent(event)
+	if !ok {
+		return nil
+	}
+	var out struct {
+		Specific map[string]json.RawMessage `json:"hookSpecificOutput"`
+	}
+	if json.Unmarshal(bytes.TrimSpace(stdout), &out) != nil || len(out.Specific) == 0 {
+		return nil
+	}
+	kept := make(map[string]json.RawMessage)
+	for k, v := range out.Specific {
+		if slices.Contains(spec.Output, k) && !slices.Contains(recordedElsewhere, k) {
+			kept[k] = v
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(kept) // keys sorted: the same answer records the same bytes
+	if err != nil || len(data) > maxSpecific {
+		return nil
+	}
+	return data
 }
 
 // mayBlock reports whether hooks of event can block what follows them.

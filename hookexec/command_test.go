@@ -710,3 +710,23 @@ func TestJSONIsHonouredOnAnyExitCode(t *testing.T) {
 		t.Fatalf("JSON context on exit 1: %q", text)
 	}
 }
+
+// The hookSpecificOutput fields an event honours that no other field
+// records are kept with the outcome, for the host: a SessionStart's
+// sessionTitle, watchPaths, initialUserMessage and reloadSkills; fields
+// the event does not honour, and the context, are not.
+func TestSpecificOutputIsRecorded(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	answer := `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "ctx",
+		"sessionTitle": "Fix the build", "watchPaths": ["go.mod"], "initialUserMessage": "go on",
+		"reloadSkills": true, "permissionDecision": "deny", "bogus": 1}}`
+	o, text := runTestHook(t, "cat <<'EOF'\n"+answer+"\nEOF", env)
+	want := `{"initialUserMessage":"go on","reloadSkills":true,"sessionTitle":"Fix the build","watchPaths":["go.mod"]}`
+	if o.Status != schema.HookOK || text != "ctx" || string(o.Specific) != want {
+		t.Fatalf("outcome %+v (specific %s), context %q; want specific %s", o, o.Specific, text, want)
+	}
+	if o, _ := runTestHook(t, `echo '{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "only"}}'`, env); o.Specific != nil {
+		t.Fatalf("a context alone recorded specific %s", o.Specific)
+	}
+}

@@ -79,8 +79,8 @@ func redactOutcomes(outs []HookOutcome) bool {
 		if blank(&o.Error, &o.Stderr, &o.Summary, &o.Reason, &o.StopReason, &o.SystemMessage) {
 			changed = true
 		}
-		if o.Cleanup != nil || o.Config != nil {
-			o.Cleanup, o.Config, changed = nil, nil, true
+		if o.Cleanup != nil || o.Config != nil || o.Specific != nil {
+			o.Cleanup, o.Config, o.Specific, changed = nil, nil, nil, true
 		}
 	}
 	return changed

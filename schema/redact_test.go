@@ -14,8 +14,11 @@ func TestRedactBlanksEveryTextOfAnOutcome(t *testing.T) {
 	var o HookOutcome
 	v := reflect.ValueOf(&o).Elem()
 	for i := range v.NumField() {
-		if f := v.Field(i); f.Kind() == reflect.String {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.String:
 			f.SetString("secret " + v.Type().Field(i).Name)
+		case reflect.Slice: // []byte and []string: JSON and lists of text
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
 		}
 	}
 	p := &ToolHookRan{Session: "a", Outcomes: []HookOutcome{o}}
@@ -27,6 +30,9 @@ func TestRedactBlanksEveryTextOfAnOutcome(t *testing.T) {
 		name := got.Type().Field(i).Name
 		if f := got.Field(i); f.Kind() == reflect.String && !keep[name] && f.String() != "" {
 			t.Errorf("HookOutcome.%s survives the redaction: %q", name, f.String())
+		}
+		if f := got.Field(i); f.Kind() == reflect.Slice && !f.IsNil() {
+			t.Errorf("HookOutcome.%s survives the redaction", name)
 		}
 	}
 }

@@ -419,6 +419,13 @@ type HookOutcome struct {
 	Halt          bool   `msgpack:"halt,omitempty"`
 	StopReason    string `msgpack:"stopreason,omitempty"`
 	SystemMessage string `msgpack:"sysmsg,omitempty"`
+	// Specific holds, as a JSON object, the fields of a command hook's
+	// hookSpecificOutput that its event honours (Events' Output) and that
+	// no other field records: SessionStart's sessionTitle,
+	// initialUserMessage, watchPaths and reloadSkills, UserPromptSubmit's
+	// sessionTitle and suppressOriginalPrompt, and so on; nil when it gave
+	// none.
+	Specific []byte `msgpack:"specific,omitempty"`
 }
 
 func (SessionCreated) EventType() eventlog.Type          { return TypeSessionCreated }
