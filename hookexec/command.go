@@ -131,6 +131,14 @@ func wrongEventName(stdout []byte, event Event) string {
 	return fmt.Sprintf("hook returned incorrect event name: expected %q but got %q", event, out.Specific.Event)
 }
 
+// generic reports whether event is one of schema.Events whose hooks this
+// package has no runner of its own for: RunEvent reads their answers
+// from the table alone.
+func generic(event Event) bool {
+	_, known := schema.LookupEvent(event)
+	return known && !slices.Contains(Events, event)
+}
+
 // OnFailureBlock, as a hook's "onFailure", makes its failure (it could
 // not start, it timed out, it exited with a code other than 0 or 2) count
 // as exit code 2, so that what the event guards is blocked.
@@ -169,6 +177,11 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		// As in Claude Code: an answer meant for another event is an
 		// error, and nothing of it is used.
 		o.Status, o.Error = schema.HookFailed, wrongEventName(r.stdout.buf, h.Event)
+	case generic(h.Event):
+		spec, _ := schema.LookupEvent(h.Event)
+		a := commandEventAnswer(&o, spec, r, env)
+		o.Duration = now().Sub(began).Nanoseconds()
+		return o, a
 	case toolEvent(h.Event):
 		a := toolAnswer(&o, h.Event, r, env)
 		readControl(&o, h, r)

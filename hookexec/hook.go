@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -318,7 +317,7 @@ func NewRegistry() *Registry { return &Registry{} }
 // and a command short enough to run.
 func validate(h Hook) error {
 	name := CommandName(h.Name)
-	known := slices.Contains(Events, h.Event)
+	_, known := schema.LookupEvent(h.Event)
 	if !known || h.Body == nil || !h.Body.runsOn(h.Event) {
 		return fmt.Errorf("%w: %q needs a body that runs on event %q", ErrBadHook, name, h.Event)
 	}
@@ -368,6 +367,18 @@ func (r *Registry) OnSessionStart(name, matcher string, fn SessionStartFunc) err
 		return err
 	}
 	return r.Add(Hook{Event: SessionStart, Name: name, Source: "function", Matcher: m, Body: fn})
+}
+
+// On registers a Go hook of event, any of schema.Events, whose matcher
+// selects what the event matches on with the event's rule (on an event
+// without a matcher, the matcher is ignored). RunEvent runs it, and so do
+// the runners of the events that have their own, for their hosts' Fire.
+func (r *Registry) On(event Event, matcher string, fn EventFunc) error {
+	m, err := ParseMatcherFor(event, matcher)
+	if err != nil {
+		return err
+	}
+	return r.Add(Hook{Event: event, Source: "function", Matcher: m, Body: fn})
 }
 
 // OnStop registers a Go Stop hook. Stop hooks have no matcher: they run at

@@ -184,6 +184,14 @@ type answer struct {
 	replace   json.RawMessage
 	interrupt bool   // PermissionRequest: a deny that stops the turn
 	handling  string // PostToolUseFailure function hooks: retry, skip or abort
+
+	// EventFunc hooks and the events RunEvent runs: what goes to the model
+	// after the fact, and Claude Code's output fields every event has.
+	feedback      string
+	halt          bool
+	stopReason    string
+	systemMessage string
+	specific      json.RawMessage
 }
 
 // call runs one function hook's body.
@@ -396,6 +404,7 @@ func (f *funcRun) wait() (schema.HookOutcome, answer) {
 			o.Decision, o.Reason = r.answer.decision, r.answer.reason
 		}
 		o.Config, o.Suppress = r.answer.config, r.answer.suppress
+		o.Halt, o.StopReason, o.SystemMessage, o.Specific = r.answer.halt, r.answer.stopReason, r.answer.systemMessage, r.answer.specific
 	}
 	o.Duration = f.now().Sub(f.began).Nanoseconds()
 	o.ContextLen = len(a.text) + len(a.context)
