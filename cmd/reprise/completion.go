@@ -10,8 +10,8 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // completeIDs makes the shell complete session ids where a command takes
@@ -49,8 +49,8 @@ func completeIDs(a *app, root *cobra.Command) {
 		}
 		words := map[string][]string{"format": {formatText, "json", "claude"}, "role": {"user", "assistant"},
 			"trigger": {"manual", "auto"}, "permission": {reprise.ToolAllow, reprise.ToolDeny, reprise.ToolAsk}}
-		for _, ev := range hookexec.Events {
-			words["event"] = append(words["event"], string(ev))
+		for _, ev := range schema.Events {
+			words["event"] = append(words["event"], string(ev.Event))
 		}
 		if cmd.Name() == "end" {
 			for _, r := range endReasons {

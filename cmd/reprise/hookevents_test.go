@@ -43,7 +43,19 @@ func TestHooksEveryEventAndOthersFound(t *testing.T) {
 		t.Fatalf("hooks --event PreCompact --source auto = %+v", events)
 	}
 	c.fails(exitUsage, "hooks", "--event", "Stop", "--source", "startup")
-	c.fails(exitUsage, "hooks", "--event", "Notification")
+	// Every event of Claude Code's is known to --event; one reprise does
+	// not run yet lists its hooks as found, not run.
+	c.okJSON(&events, append([]string{"hooks", "--event", "Notification"}, flags...)...)
+	if len(events) != 1 || events[0].Event != "Notification" || events[0].Run || len(events[0].Hooks) != 2 {
+		t.Fatalf("hooks --event Notification = %+v", events)
+	}
+	c.okJSON(&events, append([]string{"hooks", "--event", "CwdChanged"}, flags...)...)
+	if len(events) != 0 {
+		t.Fatalf("hooks --event CwdChanged, which no file configures = %+v", events)
+	}
+	if r := c.fails(exitUsage, "hooks", "--event", "Notfication"); !strings.Contains(r.stderr, "Claude Code's events") {
+		t.Fatalf("a misspelt event: %s", r.stderr)
+	}
 	c.okJSON(&events, append([]string{"hooks", "--event", "PreToolUse", "--source", "Bash"}, flags...)...)
 	if events[0].Tool != "Bash" || len(events[0].Hooks) != 1 || events[0].Hooks[0].Name != "~/bin/check-bash.sh" {
 		t.Fatalf("hooks --event PreToolUse --source Bash = %+v", events)

@@ -15,6 +15,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // hookEventJSON is one event of hooks --json and the hooks it would run.
@@ -97,7 +98,7 @@ directory; only then is the store read, read-only.
 			return runHooks(cmd.Context(), &o)
 		},
 	}
-	cmd.Flags().StringVar(&o.event, "event", "", "list only `EVENT`, one of the nine reprise runs (SessionStart, PreToolUse, Stop, ...)")
+	cmd.Flags().StringVar(&o.event, "event", "", "list only `EVENT`, any of Claude Code's 33 (SessionStart, PreToolUse, Notification, ...)")
 	cmd.Flags().StringVar(&o.value, "source", "", "the SessionStart `SOURCE`, SessionEnd reason or PreCompact trigger to match (default resume; manual for PreCompact)")
 	cmd.Flags().StringVar(&o.session, "session", "", "the session `ID` whose project settings apply")
 	o.hooks.register(cmd)
@@ -132,13 +133,24 @@ func runHooks(ctx context.Context, o *hooksOptions) (err error) {
 	events := hookexec.Events
 	if o.event != "" {
 		ev := hookexec.Event(o.event)
-		if !slices.Contains(hookexec.Events, ev) {
-			return usagef("--event must be one of %s, not %q", joinEvents(hookexec.Events), o.event)
+		all := make([]hookexec.Event, len(schema.Events))
+		for i, s := range schema.Events {
+			all[i] = s.Event
 		}
-		if o.valueSet && hookValue(ev, "x", true) == "" {
+		switch {
+		case !slices.Contains(all, ev):
+			return usagef("--event must be one of Claude Code's events (%s), not %q", joinEvents(all), o.event)
+		case !slices.Contains(hookexec.Events, ev):
+			// Listed as found, from the files, as without --event.
+			if o.valueSet {
+				return usagef("--source does not apply to %s hooks: reprise does not run them yet", ev)
+			}
+			events = nil
+		case o.valueSet && hookValue(ev, "x", true) == "":
 			return usagef("--source does not apply to %s hooks: they have no matcher", ev)
+		default:
+			events = []hookexec.Event{ev}
 		}
-		events = []hookexec.Event{ev}
 	}
 	if o.valueSet && o.value == "" {
 		return usagef("--source must not be empty")
@@ -197,8 +209,10 @@ func runHooks(ctx context.Context, o *hooksOptions) (err error) {
 		}
 		out = append(out, x)
 	}
-	if o.event == "" {
-		out = append(out, otherEventHooks(paths, o.hooks.plugins, o.stderr)...)
+	for _, x := range otherEventHooks(paths, o.hooks.plugins, o.stderr) {
+		if o.event == "" || x.Event == o.event {
+			out = append(out, x)
+		}
 	}
 	if o.json {
 		return printJSON(o.stdout, out)

@@ -7,14 +7,8 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
-
-// claudeEventOrder is the order in which hooks lists the events reprise
-// does not run, as Claude Code documents them; others follow by name.
-var claudeEventOrder = []string{
-	"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure",
-	"Notification", "SubagentStart", "SubagentStop",
-}
 
 // otherEventHooks lists, one entry per event, the hooks that the settings
 // files at paths and the hooks.json of the plugin directories configure
@@ -57,11 +51,13 @@ func otherEventHooks(paths, pluginDirs []string, stderr io.Writer) []hookEventJS
 	for ev := range byEvent {
 		names = append(names, ev)
 	}
+	// The events in the order of the table of events; names Claude Code
+	// does not define follow, by name.
 	rank := func(ev string) int {
-		if i := slices.Index(claudeEventOrder, ev); i >= 0 {
+		if i := slices.IndexFunc(schema.Events, func(s schema.EventSpec) bool { return string(s.Event) == ev }); i >= 0 {
 			return i
 		}
-		return len(claudeEventOrder)
+		return len(schema.Events)
 	}
 	sort.Slice(names, func(i, j int) bool {
 		if ri, rj := rank(names[i]), rank(names[j]); ri != rj {
