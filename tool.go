@@ -42,6 +42,12 @@ type ToolCall struct {
 	// from the hooks or the rules wins, then an ask, then an allow, as
 	// Claude Code weighs hooks and rules; a call nobody decides is ToolAsk.
 	Permission string
+	// AddToolUse records the call's tool_use, as an assistant message of
+	// its own, when the agent's current session holds no answer with it.
+	// Without it, PreToolUse refuses such a call with ErrToolUseNotFound:
+	// record the model's answer (Engine.Append) before asking about its
+	// calls.
+	AddToolUse bool
 }
 
 // ToolDecision is what became of a tool call: ToolAllow (run it with
@@ -102,8 +108,12 @@ type ToolFeedback struct {
 // host that restarted does, it runs nothing and returns the recorded
 // decision, Interrupted when the call was allowed and has no result.
 //
-// When the agent's current session lacks the call's tool_use, it is
-// recorded first, as an assistant message. Calls of one answer may be
+// The call's tool_use must be in an answer the agent's current session
+// holds, saved or buffered; else PreToolUse fails with ErrToolUseNotFound,
+// unless call.AddToolUse asks for it to be recorded first, as an
+// assistant message of its own (which the rules of Append apply to:
+// ErrToolCallsOpen while calls of the answer before have no result).
+// Calls of one answer may be
 // decided at once, from several goroutines; lifecycle actions on the
 // agent (Restore, Clear, Compact, End, ...) fail with ErrAgentBusy while
 // a call's hooks run, and so does asking about a call whose hooks run, in
@@ -116,8 +126,13 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 		return nil, err
 	}
 	t := &lifecycle.ToolRequest{ID: call.ID, Name: call.Name, Input: jsonOr(call.Input, "{}"), Permission: call.Permission}
-	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() {
-		t.Use = a.toolUse(ctx, call)
+	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() error {
+		if a.view.Tools[call.ID] != nil {
+			return nil // decided before: its tool_use is recorded
+		}
+		var err error
+		t.Use, err = a.toolUse(ctx, call)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -142,10 +157,11 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 	t := &lifecycle.ToolRequest{ID: res.ID, Result: jsonOr(res.Output, `""`), Failed: res.Error != "" && !res.Refused,
 		Refused: res.Refused, Error: res.Error, Interrupt: res.Interrupt, Duration: res.Duration.Nanoseconds()}
 	t.Response = jsonOr(res.Response, string(t.Result))
-	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PostToolUse, Tool: t}, func() {
+	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PostToolUse, Tool: t}, func() error {
 		if c := a.view.Tools[res.ID]; c != nil {
 			t.Name = c.Tool
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -186,7 +202,7 @@ func jsonOr(raw json.RawMessage, otherwise string) []byte {
 // log is read: a call's steps hold the agent only while they decide and
 // append, never while hooks run, so the calls of one answer go on at once;
 // a second action on the same call meanwhile is ErrAgentBusy.
-func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()) (*lifecycle.ToolReport, projection.ToolCall, error) {
+func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func() error) (*lifecycle.ToolReport, projection.ToolCall, error) {
 	id := act.Tool.ID
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -196,9 +212,11 @@ func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()
 	if err := a.sync(ctx); err != nil {
 		return nil, projection.ToolCall{}, err
 	}
+	if err := prepare(); err != nil {
+		return nil, projection.ToolCall{}, err
+	}
 	a.tools[id] = true
 	defer delete(a.tools, id)
-	prepare()
 	rep, err := a.step(ctx, act)
 	var c projection.ToolCall
 	if call := a.view.Tools[id]; call != nil {
@@ -212,32 +230,52 @@ func toolAction(act lifecycle.Action) bool {
 	return act.Kind == lifecycle.PreToolUse || act.Kind == lifecycle.PostToolUse
 }
 
-// toolUse returns the assistant message holding call's tool_use when the
-// agent's current session, saved or buffered, does not hold it; nil when
-// it does. a.mu is held.
-func (a *Agent) toolUse(ctx context.Context, call ToolCall) *Message {
+// toolUse returns nil when the agent's current session, saved or
+// buffered, holds call's tool_use; else, when call.AddToolUse asks for it,
+// the assistant message to record it in, and else ErrToolUseNotFound.
+// a.mu is held.
+func (a *Agent) toolUse(ctx context.Context, call ToolCall) (*Message, error) {
 	id := a.view.Current
 	if id == "" {
-		return nil
+		return nil, nil // the stepper says what no session means
 	}
 	s, err := a.e.session(ctx, id)
 	if err != nil {
-		return nil // the stepper says what a missing session means
+		return nil, nil // the stepper says what a missing session means
 	}
 	s.mu.Lock()
-	held := holds(s.pending, call.ID) || holds(s.conv.Messages, call.ID)
-	s.mu.Unlock()
-	if held {
-		return nil
+	defer s.mu.Unlock()
+	if holds(s.pending, call.ID) || holds(s.conv.Messages, call.ID) {
+		return nil, nil
 	}
+	if !call.AddToolUse {
+		return nil, fmt.Errorf("%w: session %s holds no answer with tool_use %s; record the answer first, or ask for the tool_use to be added", ErrToolUseNotFound, id, call.ID)
+	}
+	m := ToolUseMessage(call.ID, call.Name, call.Input)
+	m.UUID, m.Timestamp = a.e.newID(), a.e.stamp()
+	if err := s.checkToolUses(m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// ToolUseBlock returns the tool_use block of a call of tool name with id
+// and input, a JSON object ({} when input is empty or not JSON), as the
+// Messages API writes it in an answer.
+func ToolUseBlock(id, name string, input json.RawMessage) Block {
 	raw, _ := json.Marshal(struct {
 		Type  string          `json:"type"`
 		ID    string          `json:"id"`
 		Name  string          `json:"name"`
 		Input json.RawMessage `json:"input"`
-	}{"tool_use", call.ID, call.Name, jsonOr(call.Input, "{}")}) // the input is valid JSON: jsonOr checked it
-	return &Message{UUID: a.e.newID(), Role: "assistant", Timestamp: a.e.stamp(),
-		Content: []Block{{Type: "tool_use", Raw: raw}}}
+	}{"tool_use", id, name, jsonOr(input, "{}")}) // the input is valid JSON: jsonOr checked it
+	return Block{Type: "tool_use", Raw: raw}
+}
+
+// ToolUseMessage returns an answer that calls tool name with id and
+// input: an assistant message of one ToolUseBlock.
+func ToolUseMessage(id, name string, input json.RawMessage) Message {
+	return Message{Role: "assistant", Content: []Block{ToolUseBlock(id, name, input)}}
 }
 
 // holds reports whether msgs hold the tool_use of call id. The call is

@@ -43,6 +43,8 @@ func TestToolCallsOfOneAnswerRunTheirHooksAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", json.RawMessage(`{"command":"ls"}`)),
+		reprise.ToolUseBlock("t2", "Bash", json.RawMessage(`{"command":"ls"}`)))
 	var wg sync.WaitGroup
 	decisions := make([]*reprise.ToolDecision, 2)
 	errs := make([]error, 2)
@@ -94,11 +96,11 @@ func TestToolHooksFromSettingsRunAsClaudeCodeRunsThem(t *testing.T) {
 	if _, err := agent.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf build"}`), Permission: reprise.ToolAllow})
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf build"}`), Permission: reprise.ToolAllow, AddToolUse: true})
 	if err != nil || d.Decision != reprise.ToolDeny || d.Reason != "PreToolUse:Bash hook error: no rm" {
 		t.Fatalf("rm: %+v, %v", d, err)
 	}
-	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow})
+	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow, AddToolUse: true})
 	if err != nil || d.Decision != reprise.ToolAllow {
 		t.Fatalf("ls: %+v, %v", d, err)
 	}
@@ -206,7 +208,7 @@ func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"make"}`)})
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"make"}`), AddToolUse: true})
 	if err != nil || d.Decision != reprise.ToolAsk || d.Context != "checked" || len(d.Outcomes) != 1 || d.Outcomes[0].Name != "note" {
 		t.Fatalf("undecided call: %+v, %v", d, err)
 	}
@@ -223,7 +225,7 @@ func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
 		projection.FirstText(msgs[n-1]) != "PreToolUse:Bash hook additional context: checked" || !msgs[n-1].IsMeta {
 		t.Fatalf("after the refusal: %s, then %+v", result, msgs[n-1])
 	}
-	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow}); err != nil {
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow, AddToolUse: true}); err != nil {
 		t.Fatal(err)
 	}
 	f, err = agent.PostToolUse(ctx, reprise.ToolResult{ID: "t2", Output: json.RawMessage(`"go.mod"`),
@@ -282,6 +284,8 @@ func TestContinueFalseHaltsTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := reprise.Halt{Halted: true, StopReason: "quota spent"}
+	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", json.RawMessage(`{"command":"ls"}`)),
+		reprise.ToolUseBlock("t2", "Read", json.RawMessage(`{"file_path":"go.mod"}`)))
 	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow})
 	if err != nil || d.Halt != want || len(d.Outcomes) != 1 || d.Outcomes[0].SystemMessage != "watch the quota" {
 		t.Fatalf("PreToolUse: %+v, %v", d, err)
@@ -333,7 +337,7 @@ func TestToolHooksRunningInAnotherProcess(t *testing.T) {
 	if _, err := one.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	call := reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`), Permission: reprise.ToolAllow}
+	call := reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`), Permission: reprise.ToolAllow, AddToolUse: true}
 	done := make(chan *reprise.ToolDecision)
 	go func() {
 		d, err := one.PreToolUse(ctx, call)
@@ -376,7 +380,7 @@ func TestToolCallIDsAreIDs(t *testing.T) {
 	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
 		t.Errorf("refused calls appended %d events", len(after)-len(before))
 	}
-	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_01A09q90qw90lq917835lq9", Name: "Bash"}); err != nil {
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_01A09q90qw90lq917835lq9", Name: "Bash", AddToolUse: true}); err != nil {
 		t.Errorf("a Messages API id: %v", err)
 	}
 }
@@ -392,4 +396,15 @@ func startedAgent(t *testing.T) (*reprise.Engine, *reprise.Agent) {
 		t.Fatal(err)
 	}
 	return e, agent
+}
+
+// answer records, in session id of e, the model's answer that makes the
+// calls uses.
+func answer(t *testing.T, e *reprise.Engine, id string, uses ...reprise.Block) reprise.Message {
+	t.Helper()
+	m, err := e.Append(context.Background(), id, reprise.Message{Role: "assistant", Content: uses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

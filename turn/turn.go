@@ -3,15 +3,18 @@ package turn
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/internal/uuid"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -273,12 +276,81 @@ func (r *Runner) answer(ctx context.Context, id string) error {
 		return fmt.Errorf("turn: the model's answer has role %q", m.Role)
 	}
 	// The answer is paid for: it is recorded even when ctx ends meanwhile.
-	stored, err := r.Engine.Append(context.WithoutCancel(ctx), id, m)
+	wctx := context.WithoutCancel(ctx)
+	m, refused := renameReused(conv, m)
+	if len(refused) == 0 {
+		stored, err := r.Engine.Append(wctx, id, m)
+		if err != nil {
+			return fmt.Errorf("turn: record the answer: %w", err)
+		}
+		r.emit(Event{Kind: Answered, Answer: &stored})
+		return nil
+	}
+	// The calls whose ids were taken get their error results in the same
+	// append as the answer: no process runs them.
+	stored, err := r.Engine.Buffer(wctx, id, m)
+	if err == nil {
+		_, err = r.Engine.Buffer(wctx, id, resultsMessage(refused))
+	}
+	if err == nil {
+		_, err = r.Engine.Save(wctx, id)
+	}
 	if err != nil {
 		return fmt.Errorf("turn: record the answer: %w", err)
 	}
 	r.emit(Event{Kind: Answered, Answer: &stored})
+	for _, res := range refused {
+		r.emit(Event{Kind: NotReached, Call: &Call{ID: res.ID}, Result: &res})
+	}
 	return nil
+}
+
+// renameReused returns answer m with each tool_use whose id cannot be
+// recorded (none, one conv holds, or one used earlier in m) given a new
+// id, and for each such call the error result the model is told: the
+// session would otherwise hold a conversation the Messages API refuses.
+func renameReused(conv []reprise.Message, m reprise.Message) (reprise.Message, []reprise.ToolResult) {
+	uses := projection.ToolUsesWithEmpty(m)
+	if len(uses) == 0 {
+		return m, nil
+	}
+	held := map[string]bool{}
+	for _, c := range conv {
+		for _, u := range projection.ToolUses(c) {
+			held[u.ID] = true
+		}
+	}
+	var refused []reprise.ToolResult
+	seen := map[string]bool{}
+	for _, u := range uses {
+		why := ""
+		switch {
+		case u.ID == "":
+			why = "The tool_use has no id."
+		case held[u.ID]:
+			why = fmt.Sprintf("The tool_use id %q was used by an earlier call.", u.ID)
+		case seen[u.ID]:
+			why = fmt.Sprintf("The tool_use id %q is used twice in this answer.", u.ID)
+		}
+		seen[u.ID] = true
+		if why == "" {
+			continue
+		}
+		if len(refused) == 0 {
+			m.Content = slices.Clone(m.Content)
+		}
+		fresh := "toolu_" + strings.ReplaceAll(newID(), "-", "")
+		m.Content[u.Block] = reprise.ToolUseBlock(fresh, u.Name, u.Input)
+		refused = append(refused, reprise.ToolResult{ID: fresh, Error: why})
+	}
+	return m, refused
+}
+
+// newID returns a random UUID.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return uuid.V4(b)
 }
 
 // inAnswerOrder returns conv with the tool_results after each answer in
@@ -446,7 +518,9 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 	if err != nil {
 		return step{err: err}
 	}
-	if d.Resulted {
+	if d.Resulted || d.Decision == reprise.ToolDeny && c.Decided {
+		// A deny this answer's call got has its error result in the
+		// same append: a denied call without one is an earlier call's.
 		// Its result is recorded, but not in this answer: another call
 		// used the id first.
 		return step{unusable: fmt.Sprintf("The tool_use id %q was used by an earlier call.", c.ID)}
@@ -544,18 +618,21 @@ func (r *Runner) appendResults(ctx context.Context, id string, results []reprise
 	if len(results) == 0 {
 		return nil
 	}
-	m := reprise.Message{Role: "user"}
-	for _, res := range results {
-		raw, err := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": res.ID, "content": res.Error, "is_error": true})
-		if err != nil {
-			return err
-		}
-		m.Content = append(m.Content, reprise.Block{Type: "tool_result", Raw: raw})
-	}
-	if _, err := r.Engine.Append(context.WithoutCancel(ctx), id, m); err != nil {
+	if _, err := r.Engine.Append(context.WithoutCancel(ctx), id, resultsMessage(results)); err != nil {
 		return fmt.Errorf("turn: record the calls not run: %w", err)
 	}
 	return nil
+}
+
+// resultsMessage is the user message with the error tool_results of
+// results, calls that no hook runs for.
+func resultsMessage(results []reprise.ToolResult) reprise.Message {
+	m := reprise.Message{Role: "user"}
+	for _, res := range results {
+		raw, _ := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": res.ID, "content": res.Error, "is_error": true}) // strings always marshal
+		m.Content = append(m.Content, reprise.Block{Type: "tool_result", Raw: raw})
+	}
+	return m
 }
 
 // confirm asks the host about call, one call at a time.

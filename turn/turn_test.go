@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/audit"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
@@ -518,9 +519,20 @@ func TestUnusableIDsGetAnErrorResult(t *testing.T) {
 					}
 				}
 			}
-			for id, want := range map[string]string{"bad/id": "cannot be used", "t1": "used by an earlier call", "t2": "used twice"} {
-				if !slices.ContainsFunc(results[id], func(c string) bool { return strings.Contains(c, want) }) {
-					t.Errorf("the results of %s are %q, want one saying %q", id, results[id], want)
+			// A call whose id the session holds already gets a new id, so
+			// that the session stays one the Messages API takes.
+			for id, want := range map[string]string{"bad/id": "cannot be used", "t1": `"t1" was used by an earlier call`, "t2": `"t2" is used twice`} {
+				found := false
+				for _, contents := range results {
+					found = found || slices.ContainsFunc(contents, func(c string) bool { return strings.Contains(c, want) })
+				}
+				if !found {
+					t.Errorf("the results %q hold none for %s saying %q", results, id, want)
+				}
+			}
+			for id, contents := range results {
+				if len(contents) != 1 {
+					t.Errorf("call %s has %d results: %q", id, len(contents), contents)
 				}
 			}
 			if r.count("t1") != 1 || r.count("t2") != 1 || r.count("t3") != 1 || r.count("bad/id") != 0 {
@@ -635,4 +647,46 @@ func countStops(t *testing.T, e *reprise.Engine) *int {
 		t.Fatal(err)
 	}
 	return stops
+}
+
+// TestAnAnswerThatReusesADeniedCallsIDGoesOn: an answer that reuses the
+// tool_use id of a call denied earlier, in this session or in another one
+// of the agent, or that has a tool_use without an id, is recorded with
+// those calls given an error result, none of them runs, and the turn goes
+// on to its end.
+func TestAnAnswerThatReusesADeniedCallsIDGoesOn(t *testing.T) {
+	ctx := context.Background()
+	noID := answer("")
+	noID.Content = append(noID.Content, reprise.Block{Type: "tool_use", Raw: json.RawMessage(`{"type":"tool_use","id":"","name":"Echo","input":{}}`)})
+	s := &script{answers: []reprise.Message{
+		answer("", "t1:Echo"), answer("", "t1:Echo"), noID, answer("done"),
+	}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	runner.Permission = func(c turn.Call) string { return reprise.ToolDeny }
+	if _, err := runner.Run(ctx, "go"); err != nil {
+		t.Fatalf("a turn whose answer reuses a denied call's id: %v", err)
+	}
+	if conv, err := e.Conversation(ctx, "s"); err != nil || projection.FirstText(conv[len(conv)-1]) != "done" {
+		t.Fatalf("the turn did not reach its last answer: %v", err)
+	}
+	// The same id in another session of the agent (the script answers it
+	// the same way again).
+	testkit.Session(t, e, "s2", t.TempDir())
+	if _, err := runner.Agent.Restore(ctx, "s2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(ctx, "go on"); err != nil {
+		t.Fatalf("an answer that reuses a call's id of another session: %v", err)
+	}
+	conv, err := e.Conversation(ctx, "s2")
+	if err != nil || projection.FirstText(conv[len(conv)-1]) != "done" || !strings.Contains(shape(t, e, "s2"), `result:t1="The tool_use id \"t1\" was used by an earlier call."`) {
+		t.Fatalf("the second turn did not reach its last answer: %v\n%s", err, shape(t, e, "s2"))
+	}
+	if len(r.n) != 0 {
+		t.Errorf("runs %v, want none", r.n)
+	}
+	if rep, err := audit.Check(ctx, e.Store()); err != nil || len(rep.Violations) != 0 {
+		t.Errorf("audit: %+v, %v", rep, err)
+	}
 }

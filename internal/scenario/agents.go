@@ -161,7 +161,7 @@ func (w *World) reopen(_ context.Context, t *testing.T, d *datadriven.TestData) 
 //	tool ide Bash t1 permission=allow
 //	{"command":"rm -rf build"}
 func (w *World) tool(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
-	call := reprise.ToolCall{Name: w.arg(t, d, 1), ID: w.arg(t, d, 2), Input: []byte(d.Input), Permission: opt(d, "permission")}
+	call := reprise.ToolCall{Name: w.arg(t, d, 1), ID: w.arg(t, d, 2), Input: []byte(d.Input), Permission: opt(d, "permission"), AddToolUse: true}
 	dec, err := w.agentOf(ctx, t, d).PreToolUse(ctx, call)
 	if err != nil {
 		return nil, err
