@@ -93,11 +93,15 @@ type ToolResult struct {
 // already in the session, after the tool_result), and a result that
 // replaces the tool's for the host.
 type ToolFeedback struct {
-	Context       string
-	Blocked       bool
-	Reason        string
-	UpdatedResult json.RawMessage
-	Outcomes      []schema.HookOutcome // the PostToolUse (or PostToolUseFailure) hooks'
+	// AlreadyRecorded says that the log held the call's result before
+	// (recorded earlier, or the error result of its deny): the result
+	// given was not kept, and the rest is what the log holds.
+	AlreadyRecorded bool
+	Context         string
+	Blocked         bool
+	Reason          string
+	UpdatedResult   json.RawMessage
+	Outcomes        []schema.HookOutcome // the PostToolUse (or PostToolUseFailure) hooks'
 	Halt
 }
 
@@ -169,7 +173,7 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 	if rep == nil {
 		return nil, fmt.Errorf("%w: %s", ErrToolNotDecided, res.ID)
 	}
-	return &ToolFeedback{Context: rep.PostContext, Blocked: rep.Blocked, Reason: rep.BlockReason,
+	return &ToolFeedback{AlreadyRecorded: rep.AlreadyRecorded, Context: rep.PostContext, Blocked: rep.Blocked, Reason: rep.BlockReason,
 		UpdatedResult: rep.UpdatedResult, Outcomes: c.PostOutcomes, Halt: haltOf(c.PostOutcomes)}, nil
 }
 

@@ -408,3 +408,32 @@ func answer(t *testing.T, e *reprise.Engine, id string, uses ...reprise.Block) r
 	}
 	return m
 }
+
+// TestPostToolUseSaysAResultWasNotKept checks that a result given for a
+// call whose result is recorded, or for a denied call, is not kept and
+// PostToolUse says so.
+func TestPostToolUseSaysAResultWasNotKept(t *testing.T) {
+	ctx := context.Background()
+	e, agent := startedAgent(t)
+	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", nil), reprise.ToolUseBlock("t2", "Bash", nil))
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Permission: reprise.ToolDeny}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(`"first"`)})
+	if err != nil || f.AlreadyRecorded {
+		t.Fatalf("the first result: %+v, %v", f, err)
+	}
+	before := testkit.Events(t, e.Store())
+	for _, id := range []string{"t1", "t2"} {
+		f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: json.RawMessage(`"again"`)})
+		if err != nil || !f.AlreadyRecorded {
+			t.Errorf("a result for %s, whose result is recorded: %+v, %v; want AlreadyRecorded", id, f, err)
+		}
+	}
+	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
+		t.Errorf("the results not kept appended %d events", len(after)-len(before))
+	}
+}

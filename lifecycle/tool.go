@@ -55,6 +55,10 @@ type ToolReport struct {
 	// Interrupted says that the call was allowed earlier and has no
 	// result: the process that asked may have run the tool, and died.
 	Interrupted bool
+	// AlreadyRecorded says, after the tool, that the log held the call's
+	// result before this action (recorded earlier, or the call's deny):
+	// the result the action gave was not kept.
+	AlreadyRecorded bool
 	// After the tool: what its hooks said.
 	Resulted      bool
 	Blocked       bool
@@ -309,7 +313,9 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			Blocked: ran.Blocked, BlockReason: ran.Reason, PostContext: ran.Context, UpdatedResult: ran.Replacement}
 		return ready, nil
 	case fsm.ToolDone:
-		return Ready{Report: Report{Tool: report(c)}}, nil
+		rep := report(c)
+		rep.AlreadyRecorded = true
+		return Ready{Report: Report{Tool: rep}}, nil
 	}
 	return Ready{}, fmt.Errorf("%w: %s", ErrToolNotDecided, t.ID)
 }
