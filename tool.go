@@ -2,6 +2,7 @@ package reprise
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,19 @@ const (
 // ErrToolNotDecided is returned by PostToolUse for a call that PreToolUse
 // did not decide.
 var ErrToolNotDecided = lifecycle.ErrToolNotDecided
+
+// ErrToolNotAllowed is returned by PostToolUse for the result of a call
+// left to ask whose allow AnswerAsk did not record: nothing let it run.
+var ErrToolNotAllowed = lifecycle.ErrToolNotAllowed
+
+// ErrToolNotAsked is returned by AnswerAsk for a call with no decision
+// recorded.
+var ErrToolNotAsked = lifecycle.ErrToolNotAsked
+
+// UserRefused is what the model is told, as the call's error tool_result,
+// of a call the user refused when AnswerAsk is given no refusal of its
+// own.
+const UserRefused = "The user refused this tool call; it did not run."
 
 // ErrBadTool is returned for a tool call without a name, with a tool_use
 // id that is not an id (ValidateID: the Messages API's ids, toolu_... or
@@ -52,8 +66,8 @@ type ToolCall struct {
 
 // ToolDecision is what became of a tool call: ToolAllow (run it with
 // Input), ToolDeny (do not run it: the model is told Reason, as an error
-// tool_result already in the session) or ToolAsk (ask the user; then run
-// it, or report its refusal to PostToolUse as an error).
+// tool_result already in the session) or ToolAsk (ask the user, and
+// record the answer with AnswerAsk; run it once allowed).
 type ToolDecision struct {
 	Decision string
 	Reason   string
@@ -85,7 +99,12 @@ type ToolResult struct {
 	Duration  time.Duration // how long the tool ran; 0 when unknown
 	Error     string
 	Interrupt bool // it failed because it was stopped
-	Refused   bool
+	// Refused reports the user's refusal of a call left to ask as its
+	// result.
+	//
+	// Deprecated: record the user's answer with AnswerAsk, which also
+	// records an allow.
+	Refused bool
 }
 
 // ToolFeedback is what the hooks after a tool said: context for the
@@ -149,6 +168,47 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 		Interrupted: rep.Interrupted, Resulted: rep.Resulted, Outcomes: outcomes, Halt: haltOf(outcomes)}, nil
 }
 
+// ToolAnswer is the user's answer to a call left to ask: Allow, or a
+// refusal, whose Refusal (UserRefused when empty) the model is told.
+type ToolAnswer struct {
+	ID      string // the tool_use id
+	Allow   bool
+	Refusal string
+}
+
+// AnswerAsk records, once, the user's answer to a call PreToolUse left to
+// ask: an allow lets the host run the tool and report its result to
+// PostToolUse, which refuses the result of an asked call that was not
+// allowed (ErrToolNotAllowed); a refusal is recorded as the call's error
+// tool_result, and no hook runs, as Claude Code runs none. It returns the
+// call's decision as the log then holds it: answered again, it records
+// nothing. A call with no decision recorded is ErrToolNotAsked.
+func (a *Agent) AnswerAsk(ctx context.Context, ans ToolAnswer) (*ToolDecision, error) {
+	if err := checkToolID(ans.ID); err != nil {
+		return nil, err
+	}
+	t := &lifecycle.ToolRequest{ID: ans.ID, Answer: ToolDeny, Refusal: cmp.Or(ans.Refusal, UserRefused)}
+	if ans.Allow {
+		t.Answer, t.Refusal = ToolAllow, ""
+	}
+	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() error {
+		if c := a.view.Tools[ans.ID]; c != nil {
+			t.Name, t.Input = c.Tool, c.Input
+			return nil
+		}
+		return fmt.Errorf("%w: %s has no decision recorded", ErrToolNotAsked, ans.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rep == nil {
+		return nil, fmt.Errorf("agent %s: the answer to tool call %s was not recorded", a.id, ans.ID)
+	}
+	outcomes := slices.Concat(c.PreOutcomes, c.PermissionOutcomes)
+	return &ToolDecision{Decision: rep.Decision, Reason: rep.Reason, Input: rep.Input, Context: rep.Context,
+		Interrupted: rep.Interrupted, Resulted: rep.Resulted, Outcomes: outcomes, Halt: haltOf(outcomes)}, nil
+}
+
 // PostToolUse records what a tool call that PreToolUse decided gave, once
 // per tool_use id, as the session's tool_result, then runs the call's
 // PostToolUse hooks, or PostToolUseFailure when res.Error is set. Their
@@ -192,6 +252,12 @@ func checkPermission(p string) error {
 		return fmt.Errorf("%w: permission %q is none of allow, deny, ask", ErrBadTool, p)
 	}
 	return nil
+}
+
+// jsonObject reports whether raw is a JSON object.
+func jsonObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }
 
 // jsonOr returns raw when it is valid JSON, else otherwise.
@@ -339,6 +405,12 @@ func (a *Agent) runToolHooks(ctx context.Context, eff lifecycle.RunHooks, hooks 
 			outcomes, d = runner.PermissionRequest(ctx, hooks, in, env)
 		}
 		ran = lifecycle.HooksRan{Decision: d.Decision, Reason: d.Reason, Replacement: d.UpdatedInput, Context: d.Context}
+		if len(d.UpdatedInput) > 0 && !jsonObject(d.UpdatedInput) {
+			// A tool's input is an object, as the CLI's --input must be.
+			e.log.Warn("a hook's updatedInput is not a JSON object: the call keeps its input", "event", eff.Event,
+				"tool", t.Name, "tool_use_id", t.ID, "updatedInput", projection.Clip(string(d.UpdatedInput), 200))
+			ran.Replacement = nil
+		}
 		if ctx.Err() != nil && d.Decision == "" {
 			// The caller gave up before the hooks answered: what they
 			// guard does not happen.

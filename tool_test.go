@@ -437,3 +437,92 @@ func TestPostToolUseSaysAResultWasNotKept(t *testing.T) {
 		t.Errorf("the results not kept appended %d events", len(after)-len(before))
 	}
 }
+
+// TestTheUsersAnswerToAnAskIsRecordedOnce checks that a call left to ask
+// is not taken for one that may have run, that its result is refused
+// until the user's allow is recorded, that the allow and a refusal are
+// each recorded once, and that a refusal is the call's error result.
+func TestTheUsersAnswerToAnAskIsRecordedOnce(t *testing.T) {
+	ctx := context.Background()
+	e, agent := startedAgent(t)
+	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", json.RawMessage(`{"command":"make"}`)),
+		reprise.ToolUseBlock("t2", "Bash", json.RawMessage(`{"command":"rm -rf /"}`)))
+	for _, id := range []string{"t1", "t2"} {
+		if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`)}); err != nil || d.Decision != reprise.ToolAsk {
+			t.Fatalf("%s: %+v, %v", id, d, err)
+		}
+	}
+	if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil || d.Decision != reprise.ToolAsk || d.Interrupted {
+		t.Fatalf("asked again before the user answered: %+v, %v; want ask, not interrupted", d, err)
+	}
+	if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(`"built"`)}); !errors.Is(err, reprise.ErrToolNotAllowed) {
+		t.Fatalf("the result of a call never allowed: %v; want ErrToolNotAllowed", err)
+	}
+	if _, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t9", Allow: true}); !errors.Is(err, reprise.ErrToolNotAsked) {
+		t.Errorf("an answer for a call never asked: %v", err)
+	}
+	d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t1", Allow: true})
+	if err != nil || d.Decision != reprise.ToolAllow || string(d.Input) != `{"command":"make"}` {
+		t.Fatalf("allow: %+v, %v", d, err)
+	}
+	d, err = agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t2"})
+	if err != nil || d.Decision != reprise.ToolDeny || d.Reason != reprise.UserRefused {
+		t.Fatalf("refuse: %+v, %v", d, err)
+	}
+	before := testkit.Events(t, e.Store())
+	if d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t1"}); err != nil || d.Decision != reprise.ToolAllow {
+		t.Errorf("t1 answered again: %+v, %v; want its recorded allow", d, err)
+	}
+	if d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t2", Allow: true}); err != nil || d.Decision != reprise.ToolDeny {
+		t.Errorf("t2 answered again: %+v, %v; want its recorded refusal", d, err)
+	}
+	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
+		t.Errorf("answering again appended %d events", len(after)-len(before))
+	}
+	if f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(`"built"`)}); err != nil || f.AlreadyRecorded {
+		t.Fatalf("the result of the allowed call: %+v, %v", f, err)
+	}
+	if f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t2", Output: json.RawMessage(`"ran"`)}); err != nil || !f.AlreadyRecorded {
+		t.Errorf("a result for the refused call: %+v, %v; want it not kept", f, err)
+	}
+	msgs, err := e.Conversation(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, m := range msgs {
+		for _, id := range projection.ToolResults(m) {
+			results = append(results, id+" "+string(m.Content[0].Raw))
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], `"t2"`) || !strings.Contains(results[0], reprise.UserRefused) ||
+		!strings.Contains(results[0], `"is_error":true`) || !strings.Contains(results[1], "built") {
+		t.Errorf("results: %q", results)
+	}
+	if rep, err := reprise.Audit(ctx, e.Store()); err != nil || len(rep.Violations)+len(rep.Unsendable) != 0 {
+		t.Errorf("audit: %+v, %v", rep, err)
+	}
+}
+
+// TestAHooksUpdatedInputMustBeAnObject checks, with a real command hook,
+// that an updatedInput that is not a JSON object (a string, an array, a
+// number) does not become the call's input: the call keeps its own.
+func TestAHooksUpdatedInputMustBeAnObject(t *testing.T) {
+	ctx := context.Background()
+	for i, bad := range []string{`"rm -rf /"`, `["rm"]`, `7`} {
+		settings := writeSettings(t, "settings.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+			"command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\",\"updatedInput\":`+strings.ReplaceAll(bad, `"`, `\"`)+`}}'"}]}]}}`)
+		e := hookEngine(t, []string{settings}, nil)
+		testkit.Session(t, e, "a", t.TempDir(), "go")
+		agent := testkit.Agent(t, e, "ide")
+		if _, err := agent.Start(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		id := "t" + string(rune('1'+i))
+		answer(t, e, "a", reprise.ToolUseBlock(id, "Bash", json.RawMessage(`{"command":"ls"}`)))
+		d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)})
+		if err != nil || d.Decision != reprise.ToolAllow || string(d.Input) != `{"command":"ls"}` {
+			t.Errorf("updatedInput %s: %+v, %v; want allow with the call's own input", bad, d, err)
+		}
+	}
+}

@@ -115,8 +115,10 @@ type Runner struct {
 	// nothing decides is left to ask). Nil says nothing of any call.
 	Permission func(Call) string
 	// Ask asks the user about a call left to ask, with the hooks' reason,
-	// and returns "" to run it, else the refusal the model is told. It is
-	// called one call at a time. Nil refuses every such call (NoOneToAsk).
+	// and returns "" to run it, else the refusal the model is told; the
+	// answer is recorded (Agent.AnswerAsk) before the call runs, so a call
+	// the user answered is not asked about again. It is called one call at
+	// a time. Nil refuses every such call (NoOneToAsk).
 	Ask func(ctx context.Context, call Call, reason string) (refusal string)
 	// Parallel lets the calls of one answer be decided and run at once:
 	// their results are recorded as they come, and the model gets them in
@@ -537,9 +539,15 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 		return step{res: &reprise.ToolResult{ID: c.ID, Error: Interrupted, Interrupt: true}, halt: d.Halt}
 	}
 	if d.Decision == reprise.ToolAsk {
-		if refusal := r.confirm(ctx, call, d.Reason); refusal != "" {
-			return step{res: &reprise.ToolResult{ID: c.ID, Error: refusal, Refused: true}, halt: d.Halt}
+		refusal := r.confirm(ctx, call, d.Reason)
+		a, err := r.Agent.AnswerAsk(context.WithoutCancel(ctx), reprise.ToolAnswer{ID: c.ID, Allow: refusal == "", Refusal: refusal})
+		if err != nil {
+			return step{err: err}
 		}
+		if a.Decision != reprise.ToolAllow {
+			return step{halt: d.Halt} // the refusal is the call's result
+		}
+		call.Input = a.Input
 	}
 	if !known {
 		return step{res: &reprise.ToolResult{ID: c.ID, Error: "No such tool available: " + c.Name}, halt: d.Halt}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,8 @@ type toolOptions struct {
 	output     string // --output, tool-result: JSON
 	failure    string // --error, tool-result
 	addUse     bool   // --add-tool-use, tool
+	answer     string // --answer, tool: allow or refuse
+	refusal    string // --refusal, tool
 }
 
 // toolJSON is what tool --json prints.
@@ -55,21 +58,29 @@ type toolResultJSON struct {
 func newToolCmd(a *app, runF func(context.Context, *toolOptions) error) *cobra.Command {
 	var o toolOptions
 	cmd := &cobra.Command{
-		Use:   "tool --agent NAME --tool-use-id ID --name TOOL [--input JSON] [--permission allow|deny|ask] [--add-tool-use]",
+		Use:   "tool --agent NAME --tool-use-id ID (--name TOOL [--input JSON] [--permission allow|deny|ask] [--add-tool-use] | --answer allow|refuse [--refusal TEXT])",
 		Short: "Ask, before a tool call runs, whether it may: its PreToolUse hooks, once",
 		Long: `tool asks, for a host that runs the model's tool calls itself, whether the
 call ID of TOOL with input JSON may run: its PreToolUse hooks run with
 Claude Code's input, then, when the decision is still to ask, its
 PermissionRequest hooks, and the decision is recorded once for the
 tool_use id. Asked again about the same id, it runs nothing and prints the
-recorded decision, interrupted when the call was allowed (or left to ask)
-and has no result (the tool may have run). A deny is recorded in the session as the call's
-error tool_result, which the model is told.
+recorded decision, interrupted when the call was allowed and has no
+result (the tool may have run). A deny is recorded in the session as the
+call's error tool_result, which the model is told.
 
 The call must be one of an answer recorded in the agent's current session
 (append the model's answer with "append --content" first): a tool_use id
 no answer holds is refused, unless --add-tool-use asks for the call's
 tool_use to be recorded, as an answer of its own.
+
+When the decision is ask, the host asks its user, then records the
+answer with --answer: allow, after which the tool may run and tool-result
+takes its result (a result for an asked call not allowed is refused), or
+refuse, which records the call's error tool_result, what the model is
+told: --refusal TEXT, or "` + reprise.UserRefused + `"
+The answer is recorded once; given again, tool prints the recorded
+decision.
 
 --permission is what the host's own rules say of the call; a deny from the
 hooks or the rules wins, then an ask, then an allow; a call nobody decides
@@ -94,12 +105,17 @@ with and the hooks' context, and exits 0 whatever the decision.
 	cmd.Flags().StringVar(&o.input, "input", "{}", "the call's input, a JSON object")
 	cmd.Flags().StringVar(&o.permission, "permission", "", "what the host's rules say: allow, deny or ask")
 	cmd.Flags().BoolVar(&o.addUse, "add-tool-use", false, "record the call's tool_use, as an answer of its own, when no answer holds it")
+	cmd.Flags().StringVar(&o.answer, "answer", "", "record the user's answer to a call left to ask: allow or refuse")
+	cmd.Flags().StringVar(&o.refusal, "refusal", "", "with --answer refuse, what the model is told, as `TEXT`")
 	agentFlag(cmd)
 	return cmd
 }
 
 // runTool decides on a tool call and prints the decision.
 func runTool(ctx context.Context, o *toolOptions) error {
+	if o.answer != "" || o.refusal != "" {
+		return runToolAnswer(ctx, o)
+	}
 	switch {
 	case o.id == "" || o.name == "":
 		return usagef("tool needs --tool-use-id and --name")
@@ -107,6 +123,10 @@ func runTool(ctx context.Context, o *toolOptions) error {
 		return validID("--tool-use-id", o.id)
 	case !json.Valid([]byte(o.input)) || !strings.HasPrefix(strings.TrimSpace(o.input), "{"):
 		return usagef("--input is not a JSON object: %q", clip(o.input))
+	case !utf8.ValidString(o.input):
+		// encoding/json takes it, but hooks would read JSON that is not
+		// text: a guard that cannot parse it decides nothing.
+		return usagef("--input is not valid UTF-8: %q", clip(o.input))
 	case o.permission != "" && o.permission != reprise.ToolAllow && o.permission != reprise.ToolDeny && o.permission != reprise.ToolAsk:
 		return usagef("--permission must be allow, deny or ask, not %q", o.permission)
 	}
@@ -119,6 +139,38 @@ func runTool(ctx context.Context, o *toolOptions) error {
 	if err != nil {
 		return err
 	}
+	return printDecision(o, d)
+}
+
+// runToolAnswer records the user's answer to a call left to ask and prints
+// the call's decision.
+func runToolAnswer(ctx context.Context, o *toolOptions) error {
+	switch {
+	case o.id == "":
+		return usagef("tool --answer needs --tool-use-id")
+	case reprise.ValidateID(o.id) != nil:
+		return validID("--tool-use-id", o.id)
+	case o.answer != "allow" && o.answer != "refuse":
+		return usagef("--answer must be allow or refuse, not %q", o.answer)
+	case o.refusal != "" && o.answer != "refuse":
+		return usagef("--refusal goes with --answer refuse")
+	case o.name != "" || o.permission != "" || o.addUse || o.input != "{}":
+		return usagef("--answer takes the call from the log: give it no --name, --input, --permission or --add-tool-use")
+	}
+	var d *reprise.ToolDecision
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		var err error
+		d, err = agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: o.id, Allow: o.answer == "allow", Refusal: o.refusal})
+		return nil, err
+	}, o.stderr)
+	if err != nil {
+		return err
+	}
+	return printDecision(o, d)
+}
+
+// printDecision prints the decision on call o.id.
+func printDecision(o *toolOptions, d *reprise.ToolDecision) error {
 	if o.json {
 		return printJSON(o.stdout, toolJSON{Decision: d.Decision, Reason: d.Reason, UpdatedInput: d.Input, Context: d.Context,
 			Interrupted: d.Interrupted, haltJSON: haltJSON{d.Halted, d.StopReason}})
@@ -191,6 +243,8 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 		return usagef("tool-result needs one of --output and --error")
 	case o.output != "" && !json.Valid([]byte(o.output)):
 		return usagef("--output is not JSON: %q", clip(o.output))
+	case !utf8.ValidString(o.output):
+		return usagef("--output is not valid UTF-8: %q", clip(o.output))
 	}
 	var f *reprise.ToolFeedback
 	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {

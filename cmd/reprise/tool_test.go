@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // TestToolCommandsDecideAndRecordOnce drives a tool call through the CLI,
@@ -62,6 +64,9 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t3", "--name", "Bash", "--input", "{not json"}, flags...)...)
 	c.fails(exitUsage, append([]string{"tool-result", "--tool-use-id", "t3"}, flags...)...)
 	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t3", "--name", "Bash", "--input", "[1]"}, flags...)...)
+	if r := c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t3", "--name", "Bash", "--input", "{\"command\":\"rm \xff -rf /\"}"}, flags...)...); !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("--input with invalid UTF-8: %s", r.stderr)
+	}
 	for _, id := range []string{"../x", "a\nb"} {
 		if r := c.fails(exitUsage, append([]string{"tool", "--tool-use-id", id, "--name", "Bash"}, flags...)...); !strings.Contains(r.stderr, "--tool-use-id") {
 			t.Errorf("tool --tool-use-id %q: %s", id, r.stderr)
@@ -206,5 +211,70 @@ func TestToolOfACallNoAnswerHolds(t *testing.T) {
 	}
 	if help := c.ok("tool", "--help"); strings.Contains(help, "doing the restore") || !strings.Contains(help, "--add-tool-use") {
 		t.Errorf("tool --help:\n%s", help)
+	}
+}
+
+// TestToolAnswerRecordsTheUsersWordOnce drives a call left to ask through
+// the CLI: asked again it is not taken for one that may have run, its
+// result is refused until the user's allow is recorded, and a refusal is
+// recorded once as the call's error result.
+func TestToolAnswerRecordsTheUsersWordOnce(t *testing.T) {
+	c := newCLI(t)
+	c.session("a", "go")
+	flags := []string{"--agent", "ide", "--no-default-settings"}
+	c.ok(append([]string{"start", "a"}, flags...)...)
+	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make"}},
+		{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"rm -rf /"}}]`)
+	for _, id := range []string{"t1", "t2"} {
+		if out := c.ok(append([]string{"tool", "--tool-use-id", id, "--name", "Bash", "--input", `{"command":"make"}`}, flags...)...); !strings.HasPrefix(out, "ask\n") {
+			t.Fatalf("tool %s printed %q", id, out)
+		}
+	}
+	if out := c.ok(append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--permission", "allow"}, flags...)...); !strings.HasPrefix(out, "ask\n") || strings.Contains(out, "interrupted") {
+		t.Fatalf("tool asked again before the answer printed %q", out)
+	}
+	if r := c.fails(exitFailure, append([]string{"tool-result", "--tool-use-id", "t1", "--output", `"built"`}, flags...)...); !strings.Contains(r.stderr, "never allowed") {
+		t.Fatalf("tool-result of a call never allowed: %s", r.stderr)
+	}
+	var d toolJSON
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--answer", "allow"}, flags...)...)
+	if d.Decision != "allow" || string(d.UpdatedInput) != `{"command":"make"}` {
+		t.Fatalf("tool --answer allow = %+v", d)
+	}
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t2", "--answer", "refuse", "--refusal", "not on this machine"}, flags...)...)
+	if d.Decision != "deny" || d.Reason != "not on this machine" {
+		t.Fatalf("tool --answer refuse = %+v", d)
+	}
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t2", "--answer", "allow"}, flags...)...)
+	if d.Decision != "deny" {
+		t.Fatalf("tool --answer allow after the refusal = %+v; want the recorded refusal", d)
+	}
+	c.ok(append([]string{"tool-result", "--tool-use-id", "t1", "--output", `"built"`}, flags...)...)
+	c.fails(exitAlreadyRecorded, append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"ran"`}, flags...)...)
+	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t1", "--answer", "maybe"}, flags...)...)
+	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t1", "--answer", "allow", "--refusal", "x"}, flags...)...)
+	var conv conversationJSON
+	c.okJSON(&conv, "replay", "a")
+	data, _ := json.Marshal(conv.Messages)
+	if !strings.Contains(string(data), "not on this machine") || strings.Contains(string(data), `"ran"`) {
+		t.Fatalf("the session: %s", data)
+	}
+	var rep struct {
+		OK bool `json:"ok"`
+	}
+	c.okJSON(&rep, "audit")
+	if !rep.OK {
+		t.Errorf("audit: %+v", rep)
+	}
+}
+
+// TestOutcomesOfInterruptedHooksNameNoEmptySource checks that a hook's
+// outcome without a source, as the outcome of a hook a dead process was
+// running is (finish prints them), is printed without "()".
+func TestOutcomesOfInterruptedHooksNameNoEmptySource(t *testing.T) {
+	var b strings.Builder
+	printOutcomes(&b, []schema.HookOutcome{{Name: "sleep 5", Status: schema.HookInterrupted}, {Name: "ctx", Status: schema.HookOK, Source: "session"}}, true)
+	if out := b.String(); strings.Contains(out, "()") || !strings.Contains(out, "sleep 5\n") || !strings.Contains(out, "ctx  (session)\n") {
+		t.Errorf("printed %q", out)
 	}
 }
