@@ -59,6 +59,10 @@ type Call struct {
 	// Again says the call was allowed before and has no recorded result: a
 	// process that died may have run it. Only a Repeatable tool sees it.
 	Again bool
+	// Cwd is the working directory of the session the call is in, where a
+	// tool that touches files or runs commands works; "" when the session
+	// has none.
+	Cwd string
 }
 
 // Tool is a tool the model may call.
@@ -424,10 +428,15 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 	if t.Halted {
 		return reprise.Halt{Halted: true}, r.notReached(ctx, t.Session, t.Calls)
 	}
+	info, err := r.Engine.Session(ctx, t.Session)
+	if err != nil {
+		return reprise.Halt{}, err
+	}
+	cwd := info.Cwd
 	seen := map[string]bool{}
 	if !r.Parallel {
 		for i, c := range t.Calls {
-			st := r.decideAndRun(ctx, c, seen)
+			st := r.decideAndRun(ctx, c, seen, cwd)
 			halt, err := r.finish(ctx, t.Session, c, st)
 			if err != nil || halt.Halted {
 				if err == nil {
@@ -455,7 +464,7 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 				results <- done{c, step{unusable: unusable}}
 				return
 			}
-			results <- done{c, r.decideAndRun(ctx, c, nil)}
+			results <- done{c, r.decideAndRun(ctx, c, nil, cwd)}
 		}()
 	}
 	var (
@@ -497,15 +506,16 @@ func usable(c reprise.ToolUse, seen map[string]bool) string {
 	return ""
 }
 
-// decideAndRun asks PreToolUse about call c, then runs it when it may.
+// decideAndRun asks PreToolUse about call c, then runs it when it may, in
+// cwd, its session's working directory.
 // With seen, it first checks that c's id is usable.
-func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[string]bool) step {
+func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[string]bool, cwd string) step {
 	if seen != nil {
 		if why := usable(c, seen); why != "" {
 			return step{unusable: why}
 		}
 	}
-	call := Call{ID: c.ID, Name: c.Name, Input: c.Input}
+	call := Call{ID: c.ID, Name: c.Name, Input: c.Input, Cwd: cwd}
 	perm := ""
 	if r.Permission != nil {
 		perm = r.Permission(call)

@@ -690,3 +690,32 @@ func TestAnAnswerThatReusesADeniedCallsIDGoesOn(t *testing.T) {
 		t.Errorf("audit: %+v, %v", rep, err)
 	}
 }
+
+// TestToolsRunInTheirSessionsDirectory checks that a call carries the
+// working directory of its session, not the host's.
+func TestToolsRunInTheirSessionsDirectory(t *testing.T) {
+	for _, parallel := range []bool{false, true} {
+		s := &script{answers: []reprise.Message{answer("", "t1:Where", "t2:Where"), answer("done")}}
+		var r runs
+		e, runner := newRunner(t, s, &r)
+		runner.Parallel = parallel
+		info, err := e.Session(context.Background(), "s")
+		if err != nil || info.Cwd == "" {
+			t.Fatalf("session s: %+v, %v", info, err)
+		}
+		var mu sync.Mutex
+		var dirs []string
+		runner.Tools["Where"] = turn.Tool{Run: func(_ context.Context, c turn.Call) (reprise.ToolResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			dirs = append(dirs, c.Cwd)
+			return reprise.ToolResult{Output: json.RawMessage(`"here"`)}, nil
+		}}
+		if _, err := runner.Run(context.Background(), "where are you"); err != nil {
+			t.Fatal(err)
+		}
+		if len(dirs) != 2 || dirs[0] != info.Cwd || dirs[1] != info.Cwd {
+			t.Errorf("parallel=%v: the calls ran in %q, want %q", parallel, dirs, info.Cwd)
+		}
+	}
+}
