@@ -555,7 +555,10 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 			return step{err: err}
 		}
 		if a.Decision != reprise.ToolAllow {
-			return step{halt: d.Halt} // the refusal is the call's result
+			// The refusal is the call's result, recorded with it.
+			res := reprise.ToolResult{ID: c.ID, Error: a.Reason, Refused: true}
+			r.emit(Event{Kind: Ran, Call: &call, Result: &res, Feedback: &reprise.ToolFeedback{}})
+			return step{halt: d.Halt}
 		}
 		call.Input = a.Input
 	}
