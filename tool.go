@@ -477,3 +477,34 @@ func (a *Agent) Turn(ctx context.Context) (Turn, error) {
 	}
 	return projection.TurnOf(id, s.conv.View(), a.view), nil
 }
+
+// ModelView returns a copy of the messages of the agent's current session
+// as the model is to get them: Engine.Conversation's, with the tool_result
+// of each call whose PostToolUse hooks gave updatedToolOutput (or
+// updatedMCPToolOutput) holding that output instead of the tool's, as
+// Claude Code sends it. The session's log keeps what the tool gave. With
+// no current session it returns nothing. Hand it, not
+// Engine.Conversation, to the model adapters.
+func (a *Agent) ModelView(ctx context.Context) ([]Message, error) {
+	a.mu.Lock()
+	if err := a.sync(ctx); err != nil {
+		a.mu.Unlock()
+		return nil, err
+	}
+	id := a.view.Current
+	outputs := map[string][]byte{}
+	for callID, c := range a.view.Tools {
+		if c.Session == id && len(c.PostResult) > 0 {
+			outputs[callID] = c.PostResult
+		}
+	}
+	a.mu.Unlock()
+	if id == "" {
+		return nil, nil
+	}
+	msgs, err := a.e.Conversation(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return projection.WithToolOutputs(msgs, outputs), nil
+}

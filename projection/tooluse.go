@@ -156,3 +156,55 @@ func quoteIDs(ids []string) string {
 	}
 	return b.String()
 }
+
+// WithToolOutputs returns msgs with the content of each tool_result whose
+// call outputs holds replaced by it, as a PostToolUse hook's
+// updatedToolOutput replaces what the model is told; msgs itself is not
+// changed, and the messages that change are copies. A replacement that is
+// a JSON string or array of content blocks is the content as it is;
+// anything else is given as its JSON text.
+func WithToolOutputs(msgs []schema.Message, outputs map[string][]byte) []schema.Message {
+	if len(outputs) == 0 {
+		return msgs
+	}
+	out := msgs
+	copied := false
+	for i, m := range msgs {
+		for j, b := range m.Content {
+			if b.Type != "tool_result" {
+				continue
+			}
+			var r map[string]json.RawMessage
+			if json.Unmarshal(b.Raw, &r) != nil {
+				continue
+			}
+			var id string
+			if json.Unmarshal(r["tool_use_id"], &id) != nil || outputs[id] == nil {
+				continue
+			}
+			if !copied {
+				out, copied = slices.Clone(msgs), true
+			}
+			if &out[i].Content[0] == &msgs[i].Content[0] {
+				out[i].Content = slices.Clone(m.Content)
+			}
+			r["content"] = toolContent(outputs[id])
+			raw, err := json.Marshal(r)
+			if err == nil {
+				out[i].Content[j].Raw = raw
+			}
+		}
+	}
+	return out
+}
+
+// toolContent is replacement as a tool_result's content: a string or an
+// array as it is, anything else as its JSON text.
+func toolContent(replacement []byte) json.RawMessage {
+	t := bytes.TrimSpace(replacement)
+	if len(t) > 0 && (t[0] == '"' || t[0] == '[') && json.Valid(t) {
+		return t
+	}
+	s, _ := json.Marshal(string(t)) // a string always marshals
+	return s
+}

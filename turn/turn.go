@@ -264,7 +264,9 @@ func same(a, b reprise.Turn) bool {
 
 // answer asks the model for its answer to session id and records it.
 func (r *Runner) answer(ctx context.Context, id string) error {
-	conv, err := r.Engine.Conversation(ctx, id)
+	// What the model gets: a PostToolUse hook's updatedToolOutput in
+	// place of the tool's result.
+	conv, err := r.Agent.ModelView(ctx)
 	if err != nil {
 		return err
 	}

@@ -719,3 +719,36 @@ func TestToolsRunInTheirSessionsDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestTheModelGetsAHooksUpdatedToolOutput checks, with a real command
+// hook, that a PostToolUse hook's updatedToolOutput is what the model gets
+// in place of the tool's result, while the session keeps what the tool
+// gave.
+func TestTheModelGetsAHooksUpdatedToolOutput(t *testing.T) {
+	s := &script{answers: []reprise.Message{answer("", "t1:Echo"), answer("done")}}
+	var seen [][]reprise.Message
+	model := s.model
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	runner.Model = func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+		seen = append(seen, conv)
+		return model(ctx, conv)
+	}
+	if err := e.Hooks().Add(hookexec.Hook{Event: hookexec.PostToolUse, Name: "redact",
+		Body: hookexec.Command{Line: `echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": "[redacted]"}}'`}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 {
+		t.Fatalf("%d requests, want 2", len(seen))
+	}
+	last := seen[1][len(seen[1])-1]
+	if got := string(last.Content[0].Raw); !strings.Contains(got, `"content":"[redacted]"`) || !strings.Contains(got, `"tool_use_id":"t1"`) {
+		t.Errorf("the model got %s, want the hook's output", got)
+	}
+	if kept := shape(t, e, "s"); strings.Contains(kept, "[redacted]") {
+		t.Errorf("the session lost what the tool gave:\n%s", kept)
+	}
+}

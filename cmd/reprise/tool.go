@@ -50,8 +50,11 @@ type haltJSON struct {
 type toolResultJSON struct {
 	AlreadyRecorded bool   `json:"already_recorded"`
 	Context         string `json:"context"`
-	Blocked         bool   `json:"blocked"`
-	Reason          string `json:"reason"`
+	// UpdatedOutput is what a PostToolUse hook gave in place of the
+	// tool's result (updatedToolOutput): what the model is to get.
+	UpdatedOutput json.RawMessage `json:"updated_output,omitempty"`
+	Blocked       bool            `json:"blocked"`
+	Reason        string          `json:"reason"`
 	haltJSON
 }
 
@@ -256,7 +259,7 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 		return err
 	}
 	if o.json {
-		if err := printJSON(o.stdout, toolResultJSON{AlreadyRecorded: f.AlreadyRecorded, Context: f.Context, Blocked: f.Blocked,
+		if err := printJSON(o.stdout, toolResultJSON{AlreadyRecorded: f.AlreadyRecorded, Context: f.Context, UpdatedOutput: f.UpdatedResult, Blocked: f.Blocked,
 			Reason: f.Reason, haltJSON: haltJSON{f.Halted, f.StopReason}}); err != nil {
 			return err
 		}

@@ -278,3 +278,22 @@ func TestOutcomesOfInterruptedHooksNameNoEmptySource(t *testing.T) {
 		t.Errorf("printed %q", out)
 	}
 }
+
+// TestToolResultGivesAHooksUpdatedOutput checks that tool-result --json
+// gives a shell host the output a PostToolUse hook put in place of the
+// tool's, to send the model.
+func TestToolResultGivesAHooksUpdatedOutput(t *testing.T) {
+	c := newCLI(t)
+	settings := c.writeFile("hooks.json", `{"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+		"command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"updatedToolOutput\":\"[redacted]\"}}'"}]}]}}`)
+	c.session("a", "go")
+	flags := []string{"--agent", "ide", "--settings", settings, "--no-default-settings"}
+	c.ok(append([]string{"start", "a"}, flags...)...)
+	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cat .env"}}]`)
+	c.ok(append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"cat .env"}`, "--permission", "allow"}, flags...)...)
+	var f toolResultJSON
+	c.okJSON(&f, append([]string{"tool-result", "--tool-use-id", "t1", "--output", `"KEY=secret"`}, flags...)...)
+	if string(f.UpdatedOutput) != `"[redacted]"` {
+		t.Errorf("tool-result --json = %+v, want the hook's updated output", f)
+	}
+}
