@@ -24,12 +24,26 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// Message is one conversation message. Hosts set Role, Content and IsMeta;
-// the Engine fills UUID and Timestamp when they are empty, and ParentUUID
-// when the message is saved.
+// Message is one conversation message (schema.Message). Its fields:
+//
+//	UUID          string  // the message's id; the Engine fills it when empty
+//	ParentUUID    string  // the message before it; filled when it is saved
+//	Role          string  // "user" or "assistant"
+//	IsMeta        bool    // seen by the model, not typed by the user (hook context)
+//	Summary       bool    // the summary a compaction begins the model's view with
+//	Timestamp     int64   // UTC unix nanoseconds; the Engine fills it when 0
+//	Content       []Block // the message's content blocks
+//	Record        []byte  // the Claude Code transcript line it was imported from
+//	ToolUseResult []byte  // a tool_result's toolUseResult, as the transcript keeps it
+//	Attachment    []byte  // the attachment record a hook context is kept as
+//
+// Hosts set Role, Content and IsMeta; Text, ToolUseMessage and
+// ToolUseBlock build the usual ones.
 type Message = schema.Message
 
-// Block is one content block of a Message.
+// Block is one content block of a Message (schema.Block): Type ("text",
+// "tool_use", "tool_result", ...); Text, a text block's text; Raw, every
+// other block as the Messages API writes it, JSON kept as it is.
 type Block = schema.Block
 
 // Text returns a message of role with one text block.

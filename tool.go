@@ -16,7 +16,8 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// The decisions on a tool call.
+// The decisions on a tool call. They are the strings of hookexec.Allow,
+// Deny and Ask, which Go hooks return: either name fits either place.
 const (
 	ToolAllow = lifecycle.ToolAllow
 	ToolDeny  = lifecycle.ToolDeny
