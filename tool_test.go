@@ -445,6 +445,11 @@ func TestPostToolUseSaysAResultWasNotKept(t *testing.T) {
 func TestTheUsersAnswerToAnAskIsRecordedOnce(t *testing.T) {
 	ctx := context.Background()
 	e, agent := startedAgent(t)
+	if err := e.Hooks().OnPreToolUse("note", "", func(context.Context, hookexec.ToolInput) (hookexec.PreToolUseOutput, error) {
+		return hookexec.PreToolUseOutput{AdditionalContext: "checked"}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", json.RawMessage(`{"command":"make"}`)),
 		reprise.ToolUseBlock("t2", "Bash", json.RawMessage(`{"command":"rm -rf /"}`)))
 	for _, id := range []string{"t1", "t2"} {
@@ -498,6 +503,13 @@ func TestTheUsersAnswerToAnAskIsRecordedOnce(t *testing.T) {
 	if len(results) != 2 || !strings.Contains(results[0], `"t2"`) || !strings.Contains(results[0], reprise.UserRefused) ||
 		!strings.Contains(results[0], `"is_error":true`) || !strings.Contains(results[1], "built") {
 		t.Errorf("results: %q", results)
+	}
+	for i, m := range msgs {
+		if ids := projection.ToolResults(m); len(ids) == 1 && ids[0] == "t2" {
+			if i+1 == len(msgs) || !msgs[i+1].IsMeta || projection.FirstText(msgs[i+1]) != "PreToolUse:Bash hook additional context: checked" {
+				t.Errorf("after the refusal: %+v; want the PreToolUse hooks' context", msgs[i+1:])
+			}
+		}
 	}
 	if rep, err := reprise.Audit(ctx, e.Store()); err != nil || len(rep.Violations)+len(rep.Unsendable) != 0 {
 		t.Errorf("audit: %+v, %v", rep, err)

@@ -168,7 +168,9 @@ func answer(in Input, c *projection.ToolCall) (Ready, error) {
 		}
 		msg := toolResult(in, t.ID, []byte(mustJSON(t.Refusal)), true)
 		step.Decision, step.Reason, step.Input, step.ResultUUID = ToolDeny, t.Refusal, nil, msg.UUID
-		ready = messages(in.Now, s, &msg)
+		// The PreToolUse hooks' context still reaches the model, after
+		// the result, as it does beside a result the host reports.
+		ready = after(messages(in.Now, s, &msg), c.Session, msg.UUID, feedback(in, c, schema.HookPostToolUseFailure, HooksRan{}))
 	}
 	ready = withAgentStep(in, ready, t.ID, step)
 	ready.Report.Tool = &ToolReport{ID: t.ID, Decision: step.Decision, Reason: step.Reason, Input: step.Input, Context: c.Context}
