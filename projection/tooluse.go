@@ -32,15 +32,50 @@ func (l *ToolUseLedger) Check(m schema.Message) error {
 }
 
 // CheckAfter is Check for m appended after pending, messages not given to
-// Add (a host's messages not saved yet).
+// Add (a host's messages not saved yet). Only an answer is read against
+// pending, and only as far back as it needs: a host that buffers many
+// messages before it saves them pays for each one once.
 func (l *ToolUseLedger) CheckAfter(pending []schema.Message, m schema.Message) error {
-	if len(pending) == 0 {
+	if m.Role != "assistant" || len(pending) == 0 {
 		return l.check(m, nil)
 	}
-	t := ToolUseLedger{open: append([]string(nil), l.open...), answer: l.answer, last: l.last, ids: map[string]bool{}}
-	seen := func(id string) bool { return t.ids[id] || l.ids[id] }
-	for _, p := range pending {
+	// Where the calls stand after pending: from its last answer, or, with
+	// none, from the ledger's, less the results pending holds.
+	t := ToolUseLedger{ids: map[string]bool{}}
+	last := -1
+	for i := len(pending) - 1; i >= 0; i-- {
+		if pending[i].Role == "assistant" {
+			last = i
+			break
+		}
+	}
+	rest := pending
+	if last >= 0 {
+		for last > 0 && pending[last-1].Role == "assistant" && answerID(pending[last]) != "" && answerID(pending[last-1]) == answerID(pending[last]) {
+			last-- // the first record of that answer
+		}
+		rest = pending[last:]
+	} else {
+		t.open, t.answer, t.last = slices.Clone(l.open), l.answer, l.last
+		if len(t.open) == 0 {
+			rest = pending[len(pending)-1:] // user messages open no call
+		}
+	}
+	for _, p := range rest {
 		t.Add(p)
+	}
+	seen := func(id string) bool { return l.ids[id] }
+	if ids, _ := toolUseIDs(m); len(ids) > 0 {
+		held := map[string]bool{}
+		for _, p := range pending {
+			if p.Role == "assistant" {
+				pids, _ := toolUseIDs(p)
+				for _, id := range pids {
+					held[id] = true
+				}
+			}
+		}
+		seen = func(id string) bool { return held[id] || l.ids[id] }
 	}
 	return t.check(m, seen)
 }
