@@ -27,6 +27,10 @@ const (
 	ViolationMissingInjected  = audit.MissingInjected
 	ViolationDamagedMeta      = audit.DamagedMeta
 	ViolationUnfinishedImport = audit.UnfinishedImport
+	// The kinds of AuditReport.Unsendable.
+	UnsendableAnswerBeforeResults = audit.AnswerBeforeResults
+	UnsendableDuplicateToolUse    = audit.DuplicateToolUse
+	UnsendableToolUseWithoutID    = audit.ToolUseWithoutID
 )
 
 // Audit checks the log of store: see audit.Check.

@@ -352,3 +352,58 @@ func TestAuditFindsAFlippedByteAndWhatFollowsIt(t *testing.T) {
 		t.Fatalf("violations %v, want the flipped byte in session/a, then the out-of-order step in agent/ide", rep.Violations)
 	}
 }
+
+// TestAuditReportsASessionTheMessagesAPIWouldRefuse writes, as an older
+// build let a host do, an answer while the calls of the answer before it
+// have no result (two answers in a row) and, after their results, an
+// answer that reuses their ids: the audit reports both messages, and
+// counts only the sessions not deleted.
+func TestAuditReportsASessionTheMessagesAPIWouldRefuse(t *testing.T) {
+	ctx := context.Background()
+	e, _ := testkit.NewEngine(t, reprise.Options{})
+	testkit.Session(t, e, "a", t.TempDir(), "go")
+	testkit.Session(t, e, "gone", t.TempDir(), "bye")
+	if err := e.DeleteSession(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "a", bashCalls("a1", "b1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "a", results("a1", "b1")); err != nil {
+		t.Fatal(err)
+	}
+	evs := testkit.Events(t, e.Store())
+	if rep, err := reprise.Audit(ctx, e.Store()); err != nil || len(rep.Unsendable) != 0 || rep.Sessions != 1 || rep.DeletedSessions != 1 {
+		t.Fatalf("the store as written: %+v, %v", rep, err)
+	}
+	var messages []eventlog.Event
+	for _, ev := range evs {
+		if ev.Stream == "session/a" && ev.Type == schema.TypeMessageAppended {
+			messages = append(messages, ev)
+		}
+	}
+	answer := messages[len(messages)-2] // then the results
+	// The answer twice before the results, and once more after them.
+	var broken []eventlog.Event
+	for _, ev := range evs {
+		broken = append(broken, ev)
+		if ev.Seq == answer.Seq && ev.Stream == answer.Stream {
+			broken = append(broken, ev)
+		}
+	}
+	broken = append(broken, answer)
+	rep := auditFile(t, testkit.WriteStore(t, renumber(broken)))
+	var got []string
+	for _, v := range rep.Unsendable {
+		got = append(got, v.Kind)
+		if v.Stream != "session/a" {
+			t.Errorf("%s", v)
+		}
+	}
+	if want := []string{reprise.UnsendableAnswerBeforeResults, reprise.UnsendableDuplicateToolUse}; !slices.Equal(got, want) {
+		t.Fatalf("unsendable %v, want kinds %v", rep.Unsendable, want)
+	}
+	if len(rep.Violations) != 0 {
+		t.Errorf("violations %v", rep.Violations)
+	}
+}

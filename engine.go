@@ -25,12 +25,26 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// Message is one conversation message. Hosts set Role, Content and IsMeta;
-// the Engine fills UUID and Timestamp when they are empty, and ParentUUID
-// when the message is saved.
+// Message is one conversation message (schema.Message). Its fields:
+//
+//	UUID          string  // the message's id; the Engine fills it when empty
+//	ParentUUID    string  // the message before it; filled when it is saved
+//	Role          string  // "user" or "assistant"
+//	IsMeta        bool    // seen by the model, not typed by the user (hook context)
+//	Summary       bool    // the summary a compaction begins the model's view with
+//	Timestamp     int64   // UTC unix nanoseconds; the Engine fills it when 0
+//	Content       []Block // the message's content blocks
+//	Record        []byte  // the Claude Code transcript line it was imported from
+//	ToolUseResult []byte  // a tool_result's toolUseResult, as the transcript keeps it
+//	Attachment    []byte  // the attachment record a hook context is kept as
+//
+// Hosts set Role, Content and IsMeta; Text, ToolUseMessage and
+// ToolUseBlock build the usual ones.
 type Message = schema.Message
 
-// Block is one content block of a Message.
+// Block is one content block of a Message (schema.Block): Type ("text",
+// "tool_use", "tool_result", ...); Text, a text block's text; Raw, every
+// other block as the Messages API writes it, JSON kept as it is.
 type Block = schema.Block
 
 // Text returns a message of role with one text block.
@@ -156,6 +170,24 @@ type session struct {
 	// transcribed is how many messages the transcript file holds, or -1
 	// before this Engine first wrote it.
 	transcribed int
+	// ledger follows the tool calls of conv's messages as the model sees
+	// them, from ledgerFrom (conv.ViewStart when it was made) up to
+	// ledgered; toolUses brings it up to date.
+	ledger               projection.ToolUseLedger
+	ledgerFrom, ledgered int
+}
+
+// toolUses returns s's tool call ledger, up to date with its saved
+// messages. s.mu must be held.
+func (s *session) toolUses() *projection.ToolUseLedger {
+	if s.ledgerFrom != s.conv.ViewStart || s.ledgered < s.conv.ViewStart || s.ledgered > len(s.conv.Messages) {
+		s.ledger, s.ledgerFrom, s.ledgered = projection.ToolUseLedger{}, s.conv.ViewStart, s.conv.ViewStart
+	}
+	for _, m := range s.conv.Messages[s.ledgered:] {
+		s.ledger.Add(m)
+	}
+	s.ledgered = len(s.conv.Messages)
+	return &s.ledger
 }
 
 func newSession(conv *projection.Conversation) *session {
@@ -551,7 +583,8 @@ func (e *Engine) prepare(ctx context.Context, id string, m Message) (*session, e
 }
 
 // take returns m with its uuid and timestamp, when s takes messages; else
-// why it does not: it is deleted, or its import is unfinished. s.mu must
+// why it does not: it is deleted, its import is unfinished, or m would
+// make a conversation the Messages API refuses (checkToolUses). s.mu must
 // be held.
 func (e *Engine) take(s *session, m Message) (Message, error) {
 	switch {
@@ -559,6 +592,9 @@ func (e *Engine) take(s *session, m Message) (Message, error) {
 		return m, deletion.Deleted(s.conv.ID)
 	case s.conv.Importing:
 		return m, fmt.Errorf("%w: session %s; resume its import, or delete it", ErrImportUnfinished, s.conv.ID)
+	}
+	if err := s.checkToolUses(m); err != nil {
+		return m, err
 	}
 	if m.UUID == "" {
 		m.UUID = e.newID()
@@ -748,6 +784,17 @@ func (e *Engine) saveFailed(ctx context.Context, s *session, err error) error {
 		}
 	}
 	return err
+}
+
+// checkToolUses refuses an answer m that would make s a conversation the
+// Messages API refuses: a tool_use without an id, an id s holds already,
+// or an answer while calls of the one before it have no tool_result. s.mu
+// must be held.
+func (s *session) checkToolUses(m Message) error {
+	if err := s.toolUses().CheckAfter(s.pending, m); err != nil {
+		return fmt.Errorf("%w: session %s: %w", ErrInvalidMessage, s.conv.ID, err)
+	}
+	return nil
 }
 
 // view is what the stepper sees of s. s.mu must be held.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/reprise-dev/reprise/deletion"
 	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/vacuum"
 )
 
@@ -39,8 +40,30 @@ var (
 	ErrInvalidID = errors.New("reprise: invalid id")
 
 	// ErrInvalidMessage is returned for a message whose role is neither
-	// "user" nor "assistant".
+	// "user" nor "assistant", and for an answer the Messages API would
+	// refuse after the session's messages; the error then also matches
+	// ErrEmptyToolUseID, ErrDuplicateToolUse or ErrToolCallsOpen.
 	ErrInvalidMessage = errors.New("reprise: invalid message")
+
+	// ErrEmptyToolUseID is returned by Append and Buffer for an answer with
+	// a tool_use block that has no id: no tool_result could name it.
+	ErrEmptyToolUseID = projection.ErrEmptyToolUseID
+
+	// ErrDuplicateToolUse is returned by Append and Buffer for an answer
+	// with a tool_use id that the session (as the model sees it), or the
+	// answer itself, holds already.
+	ErrDuplicateToolUse = projection.ErrDuplicateToolUse
+
+	// ErrToolUseNotFound is returned by PreToolUse for a call whose
+	// tool_use no answer of the agent's current session holds, unless
+	// ToolCall.AddToolUse asks for it to be added.
+	ErrToolUseNotFound = errors.New("reprise: tool_use not found")
+
+	// ErrToolCallsOpen is returned by Append and Buffer for an answer
+	// while calls of the answer before it have no tool_result, and by
+	// PreToolUse when the tool_use it would add comes so. Give each call
+	// its result first: an error tool_result for one that was interrupted.
+	ErrToolCallsOpen = projection.ErrToolCallsOpen
 
 	// ErrAgentBusy is returned when the agent is busy with another action
 	// (a restore, prompt, stop, compaction), in this process or in another

@@ -2,6 +2,7 @@ package reprise
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +18,8 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// The decisions on a tool call.
+// The decisions on a tool call. They are the strings of hookexec.Allow,
+// Deny and Ask, which Go hooks return: either name fits either place.
 const (
 	ToolAllow = lifecycle.ToolAllow
 	ToolDeny  = lifecycle.ToolDeny
@@ -27,6 +29,19 @@ const (
 // ErrToolNotDecided is returned by PostToolUse for a call that PreToolUse
 // did not decide.
 var ErrToolNotDecided = lifecycle.ErrToolNotDecided
+
+// ErrToolNotAllowed is returned by PostToolUse for the result of a call
+// left to ask whose allow AnswerAsk did not record: nothing let it run.
+var ErrToolNotAllowed = lifecycle.ErrToolNotAllowed
+
+// ErrToolNotAsked is returned by AnswerAsk for a call with no decision
+// recorded.
+var ErrToolNotAsked = lifecycle.ErrToolNotAsked
+
+// UserRefused is what the model is told, as the call's error tool_result,
+// of a call the user refused when AnswerAsk is given no refusal of its
+// own.
+const UserRefused = "The user refused this tool call; it did not run."
 
 // ErrBadTool is returned for a tool call without a name, with a tool_use
 // id that is not an id (ValidateID: the Messages API's ids, toolu_... or
@@ -44,12 +59,18 @@ type ToolCall struct {
 	// from the hooks or the rules wins, then an ask, then an allow, as
 	// Claude Code weighs hooks and rules; a call nobody decides is ToolAsk.
 	Permission string
+	// AddToolUse records the call's tool_use, as an assistant message of
+	// its own, when the agent's current session holds no answer with it.
+	// Without it, PreToolUse refuses such a call with ErrToolUseNotFound:
+	// record the model's answer (Engine.Append) before asking about its
+	// calls.
+	AddToolUse bool
 }
 
 // ToolDecision is what became of a tool call: ToolAllow (run it with
 // Input), ToolDeny (do not run it: the model is told Reason, as an error
-// tool_result already in the session) or ToolAsk (ask the user; then run
-// it, or report its refusal to PostToolUse as an error).
+// tool_result already in the session) or ToolAsk (ask the user, and
+// record the answer with AnswerAsk; run it once allowed).
 type ToolDecision struct {
 	Decision string
 	Reason   string
@@ -81,7 +102,12 @@ type ToolResult struct {
 	Duration  time.Duration // how long the tool ran; 0 when unknown
 	Error     string
 	Interrupt bool // it failed because it was stopped
-	Refused   bool
+	// Refused reports the user's refusal of a call left to ask as its
+	// result.
+	//
+	// Deprecated: record the user's answer with AnswerAsk, which also
+	// records an allow.
+	Refused bool
 }
 
 // ToolFeedback is what the hooks after a tool said: context for the
@@ -89,11 +115,15 @@ type ToolResult struct {
 // already in the session, after the tool_result), and a result that
 // replaces the tool's for the host.
 type ToolFeedback struct {
-	Context       string
-	Blocked       bool
-	Reason        string
-	UpdatedResult json.RawMessage
-	Outcomes      []schema.HookOutcome // the PostToolUse (or PostToolUseFailure) hooks'
+	// AlreadyRecorded says that the log held the call's result before
+	// (recorded earlier, or the error result of its deny): the result
+	// given was not kept, and the rest is what the log holds.
+	AlreadyRecorded bool
+	Context         string
+	Blocked         bool
+	Reason          string
+	UpdatedResult   json.RawMessage
+	Outcomes        []schema.HookOutcome // the PostToolUse (or PostToolUseFailure) hooks'
 	Halt
 }
 
@@ -104,8 +134,12 @@ type ToolFeedback struct {
 // host that restarted does, it runs nothing and returns the recorded
 // decision, Interrupted when the call was allowed and has no result.
 //
-// When the agent's current session lacks the call's tool_use, it is
-// recorded first, as an assistant message. Calls of one answer may be
+// The call's tool_use must be in an answer the agent's current session
+// holds, saved or buffered; else PreToolUse fails with ErrToolUseNotFound,
+// unless call.AddToolUse asks for it to be recorded first, as an
+// assistant message of its own (which the rules of Append apply to:
+// ErrToolCallsOpen while calls of the answer before have no result).
+// Calls of one answer may be
 // decided at once, from several goroutines; lifecycle actions on the
 // agent (Restore, Clear, Compact, End, ...) fail with ErrAgentBusy while
 // a call's hooks run, and so does asking about a call whose hooks run, in
@@ -118,14 +152,60 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 		return nil, err
 	}
 	t := &lifecycle.ToolRequest{ID: call.ID, Name: call.Name, Input: jsonOr(call.Input, "{}"), Permission: call.Permission}
-	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() {
-		t.Use = a.toolUse(ctx, call)
+	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() error {
+		if a.view.Tools[call.ID] != nil {
+			return nil // decided before: its tool_use is recorded
+		}
+		var err error
+		t.Use, err = a.toolUse(ctx, call)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	if rep == nil {
 		return nil, fmt.Errorf("agent %s: tool call %s was not decided", a.id, call.ID)
+	}
+	outcomes := slices.Concat(c.PreOutcomes, c.PermissionOutcomes)
+	return &ToolDecision{Decision: rep.Decision, Reason: rep.Reason, Input: rep.Input, Context: rep.Context,
+		Interrupted: rep.Interrupted, Resulted: rep.Resulted, Outcomes: outcomes, Halt: haltOf(outcomes)}, nil
+}
+
+// ToolAnswer is the user's answer to a call left to ask: Allow, or a
+// refusal, whose Refusal (UserRefused when empty) the model is told.
+type ToolAnswer struct {
+	ID      string // the tool_use id
+	Allow   bool
+	Refusal string
+}
+
+// AnswerAsk records, once, the user's answer to a call PreToolUse left to
+// ask: an allow lets the host run the tool and report its result to
+// PostToolUse, which refuses the result of an asked call that was not
+// allowed (ErrToolNotAllowed); a refusal is recorded as the call's error
+// tool_result, and no hook runs, as Claude Code runs none. It returns the
+// call's decision as the log then holds it: answered again, it records
+// nothing. A call with no decision recorded is ErrToolNotAsked.
+func (a *Agent) AnswerAsk(ctx context.Context, ans ToolAnswer) (*ToolDecision, error) {
+	if err := checkToolID(ans.ID); err != nil {
+		return nil, err
+	}
+	t := &lifecycle.ToolRequest{ID: ans.ID, Answer: ToolDeny, Refusal: cmp.Or(ans.Refusal, UserRefused)}
+	if ans.Allow {
+		t.Answer, t.Refusal = ToolAllow, ""
+	}
+	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() error {
+		if c := a.view.Tools[ans.ID]; c != nil {
+			t.Name, t.Input = c.Tool, c.Input
+			return nil
+		}
+		return fmt.Errorf("%w: %s has no decision recorded", ErrToolNotAsked, ans.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rep == nil {
+		return nil, fmt.Errorf("agent %s: the answer to tool call %s was not recorded", a.id, ans.ID)
 	}
 	outcomes := slices.Concat(c.PreOutcomes, c.PermissionOutcomes)
 	return &ToolDecision{Decision: rep.Decision, Reason: rep.Reason, Input: rep.Input, Context: rep.Context,
@@ -144,10 +224,11 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 	t := &lifecycle.ToolRequest{ID: res.ID, Result: jsonOr(res.Output, `""`), Failed: res.Error != "" && !res.Refused,
 		Refused: res.Refused, Error: res.Error, Interrupt: res.Interrupt, Duration: res.Duration.Nanoseconds()}
 	t.Response = jsonOr(res.Response, string(t.Result))
-	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PostToolUse, Tool: t}, func() {
+	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PostToolUse, Tool: t}, func() error {
 		if c := a.view.Tools[res.ID]; c != nil {
 			t.Name = c.Tool
 		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -155,7 +236,7 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 	if rep == nil {
 		return nil, fmt.Errorf("%w: %s", ErrToolNotDecided, res.ID)
 	}
-	return &ToolFeedback{Context: rep.PostContext, Blocked: rep.Blocked, Reason: rep.BlockReason,
+	return &ToolFeedback{AlreadyRecorded: rep.AlreadyRecorded, Context: rep.PostContext, Blocked: rep.Blocked, Reason: rep.BlockReason,
 		UpdatedResult: rep.UpdatedResult, Outcomes: c.PostOutcomes, Halt: haltOf(c.PostOutcomes)}, nil
 }
 
@@ -176,6 +257,12 @@ func checkPermission(p string) error {
 	return nil
 }
 
+// jsonObject reports whether raw is a JSON object.
+func jsonObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
 // jsonOr returns raw when it is valid JSON, else otherwise.
 func jsonOr(raw json.RawMessage, otherwise string) []byte {
 	if len(bytes.TrimSpace(raw)) == 0 || !json.Valid(raw) {
@@ -188,7 +275,7 @@ func jsonOr(raw json.RawMessage, otherwise string) []byte {
 // log is read: a call's steps hold the agent only while they decide and
 // append, never while hooks run, so the calls of one answer go on at once;
 // a second action on the same call meanwhile is ErrAgentBusy.
-func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()) (*lifecycle.ToolReport, projection.ToolCall, error) {
+func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func() error) (*lifecycle.ToolReport, projection.ToolCall, error) {
 	id := act.Tool.ID
 	ctx, release, err := a.lockCall(ctx, id)
 	if err != nil {
@@ -203,9 +290,11 @@ func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()
 	if err := a.sync(ctx); err != nil {
 		return nil, projection.ToolCall{}, err
 	}
+	if err := prepare(); err != nil {
+		return nil, projection.ToolCall{}, err
+	}
 	a.tools[id] = true
 	defer delete(a.tools, id)
-	prepare()
 	rep, err := a.step(ctx, act)
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, eventlog.ErrLockLost) {
 		err = fmt.Errorf("%w: %w", err, cause)
@@ -222,32 +311,52 @@ func toolAction(act lifecycle.Action) bool {
 	return act.Kind == lifecycle.PreToolUse || act.Kind == lifecycle.PostToolUse
 }
 
-// toolUse returns the assistant message holding call's tool_use when the
-// agent's current session, saved or buffered, does not hold it; nil when
-// it does. a.mu is held.
-func (a *Agent) toolUse(ctx context.Context, call ToolCall) *Message {
+// toolUse returns nil when the agent's current session, saved or
+// buffered, holds call's tool_use; else, when call.AddToolUse asks for it,
+// the assistant message to record it in, and else ErrToolUseNotFound.
+// a.mu is held.
+func (a *Agent) toolUse(ctx context.Context, call ToolCall) (*Message, error) {
 	id := a.view.Current
 	if id == "" {
-		return nil
+		return nil, nil // the stepper says what no session means
 	}
 	s, err := a.e.session(ctx, id)
 	if err != nil {
-		return nil // the stepper says what a missing session means
+		return nil, nil // the stepper says what a missing session means
 	}
 	s.mu.Lock()
-	held := holds(s.pending, call.ID) || holds(s.conv.Messages, call.ID)
-	s.mu.Unlock()
-	if held {
-		return nil
+	defer s.mu.Unlock()
+	if holds(s.pending, call.ID) || holds(s.conv.Messages, call.ID) {
+		return nil, nil
 	}
+	if !call.AddToolUse {
+		return nil, fmt.Errorf("%w: session %s holds no answer with tool_use %s; record the answer first, or ask for the tool_use to be added", ErrToolUseNotFound, id, call.ID)
+	}
+	m := ToolUseMessage(call.ID, call.Name, call.Input)
+	m.UUID, m.Timestamp = a.e.newID(), a.e.stamp()
+	if err := s.checkToolUses(m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// ToolUseBlock returns the tool_use block of a call of tool name with id
+// and input, a JSON object ({} when input is empty or not JSON), as the
+// Messages API writes it in an answer.
+func ToolUseBlock(id, name string, input json.RawMessage) Block {
 	raw, _ := json.Marshal(struct {
 		Type  string          `json:"type"`
 		ID    string          `json:"id"`
 		Name  string          `json:"name"`
 		Input json.RawMessage `json:"input"`
-	}{"tool_use", call.ID, call.Name, jsonOr(call.Input, "{}")}) // the input is valid JSON: jsonOr checked it
-	return &Message{UUID: a.e.newID(), Role: "assistant", Timestamp: a.e.stamp(),
-		Content: []Block{{Type: "tool_use", Raw: raw}}}
+	}{"tool_use", id, name, jsonOr(input, "{}")}) // the input is valid JSON: jsonOr checked it
+	return Block{Type: "tool_use", Raw: raw}
+}
+
+// ToolUseMessage returns an answer that calls tool name with id and
+// input: an assistant message of one ToolUseBlock.
+func ToolUseMessage(id, name string, input json.RawMessage) Message {
+	return Message{Role: "assistant", Content: []Block{ToolUseBlock(id, name, input)}}
 }
 
 // holds reports whether msgs hold the tool_use of call id. The call is
@@ -307,6 +416,12 @@ func (a *Agent) runToolHooks(ctx context.Context, eff lifecycle.RunHooks, hooks 
 			outcomes, d = runner.PermissionRequest(ctx, hooks, in, env)
 		}
 		ran = lifecycle.HooksRan{Decision: d.Decision, Reason: d.Reason, Replacement: d.UpdatedInput, Context: d.Context}
+		if len(d.UpdatedInput) > 0 && !jsonObject(d.UpdatedInput) {
+			// A tool's input is an object, as the CLI's --input must be.
+			e.log.Warn("a hook's updatedInput is not a JSON object: the call keeps its input", "event", eff.Event,
+				"tool", t.Name, "tool_use_id", t.ID, "updatedInput", projection.Clip(string(d.UpdatedInput), 200))
+			ran.Replacement = nil
+		}
 		if ctx.Err() != nil && d.Decision == "" {
 			// The caller gave up before the hooks answered: what they
 			// guard does not happen.
@@ -372,4 +487,35 @@ func (a *Agent) Turn(ctx context.Context) (Turn, error) {
 		return Turn{}, fmt.Errorf("read session %s: %w", id, err)
 	}
 	return projection.TurnOf(id, s.conv.View(), a.view), nil
+}
+
+// ModelView returns a copy of the messages of the agent's current session
+// as the model is to get them: Engine.Conversation's, with the tool_result
+// of each call whose PostToolUse hooks gave updatedToolOutput (or
+// updatedMCPToolOutput) holding that output instead of the tool's, as
+// Claude Code sends it. The session's log keeps what the tool gave. With
+// no current session it returns nothing. Hand it, not
+// Engine.Conversation, to the model adapters.
+func (a *Agent) ModelView(ctx context.Context) ([]Message, error) {
+	a.mu.Lock()
+	if err := a.sync(ctx); err != nil {
+		a.mu.Unlock()
+		return nil, err
+	}
+	id := a.view.Current
+	outputs := map[string][]byte{}
+	for callID, c := range a.view.Tools {
+		if c.Session == id && len(c.PostResult) > 0 {
+			outputs[callID] = c.PostResult
+		}
+	}
+	a.mu.Unlock()
+	if id == "" {
+		return nil, nil
+	}
+	msgs, err := a.e.Conversation(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return projection.WithToolOutputs(msgs, outputs), nil
 }

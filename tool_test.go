@@ -43,6 +43,8 @@ func TestToolCallsOfOneAnswerRunTheirHooksAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", json.RawMessage(`{"command":"ls"}`)),
+		reprise.ToolUseBlock("t2", "Bash", json.RawMessage(`{"command":"ls"}`)))
 	var wg sync.WaitGroup
 	decisions := make([]*reprise.ToolDecision, 2)
 	errs := make([]error, 2)
@@ -94,11 +96,11 @@ func TestToolHooksFromSettingsRunAsClaudeCodeRunsThem(t *testing.T) {
 	if _, err := agent.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf build"}`), Permission: reprise.ToolAllow})
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf build"}`), Permission: reprise.ToolAllow, AddToolUse: true})
 	if err != nil || d.Decision != reprise.ToolDeny || d.Reason != "PreToolUse:Bash hook error: no rm" {
 		t.Fatalf("rm: %+v, %v", d, err)
 	}
-	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow})
+	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow, AddToolUse: true})
 	if err != nil || d.Decision != reprise.ToolAllow {
 		t.Fatalf("ls: %+v, %v", d, err)
 	}
@@ -206,7 +208,7 @@ func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"make"}`)})
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"make"}`), AddToolUse: true})
 	if err != nil || d.Decision != reprise.ToolAsk || d.Context != "checked" || len(d.Outcomes) != 1 || d.Outcomes[0].Name != "note" {
 		t.Fatalf("undecided call: %+v, %v", d, err)
 	}
@@ -223,7 +225,7 @@ func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
 		projection.FirstText(msgs[n-1]) != "PreToolUse:Bash hook additional context: checked" || !msgs[n-1].IsMeta {
 		t.Fatalf("after the refusal: %s, then %+v", result, msgs[n-1])
 	}
-	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow}); err != nil {
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow, AddToolUse: true}); err != nil {
 		t.Fatal(err)
 	}
 	f, err = agent.PostToolUse(ctx, reprise.ToolResult{ID: "t2", Output: json.RawMessage(`"go.mod"`),
@@ -282,6 +284,8 @@ func TestContinueFalseHaltsTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := reprise.Halt{Halted: true, StopReason: "quota spent"}
+	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", json.RawMessage(`{"command":"ls"}`)),
+		reprise.ToolUseBlock("t2", "Read", json.RawMessage(`{"file_path":"go.mod"}`)))
 	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow})
 	if err != nil || d.Halt != want || len(d.Outcomes) != 1 || d.Outcomes[0].SystemMessage != "watch the quota" {
 		t.Fatalf("PreToolUse: %+v, %v", d, err)
@@ -333,7 +337,7 @@ func TestToolHooksRunningInAnotherProcess(t *testing.T) {
 	if _, err := one.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	call := reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`), Permission: reprise.ToolAllow}
+	call := reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`), Permission: reprise.ToolAllow, AddToolUse: true}
 	done := make(chan *reprise.ToolDecision)
 	go func() {
 		d, err := one.PreToolUse(ctx, call)
@@ -376,7 +380,7 @@ func TestToolCallIDsAreIDs(t *testing.T) {
 	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
 		t.Errorf("refused calls appended %d events", len(after)-len(before))
 	}
-	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_01A09q90qw90lq917835lq9", Name: "Bash"}); err != nil {
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_01A09q90qw90lq917835lq9", Name: "Bash", AddToolUse: true}); err != nil {
 		t.Errorf("a Messages API id: %v", err)
 	}
 }
@@ -392,4 +396,145 @@ func startedAgent(t *testing.T) (*reprise.Engine, *reprise.Agent) {
 		t.Fatal(err)
 	}
 	return e, agent
+}
+
+// answer records, in session id of e, the model's answer that makes the
+// calls uses.
+func answer(t *testing.T, e *reprise.Engine, id string, uses ...reprise.Block) reprise.Message {
+	t.Helper()
+	m, err := e.Append(context.Background(), id, reprise.Message{Role: "assistant", Content: uses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestPostToolUseSaysAResultWasNotKept checks that a result given for a
+// call whose result is recorded, or for a denied call, is not kept and
+// PostToolUse says so.
+func TestPostToolUseSaysAResultWasNotKept(t *testing.T) {
+	ctx := context.Background()
+	e, agent := startedAgent(t)
+	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", nil), reprise.ToolUseBlock("t2", "Bash", nil))
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Permission: reprise.ToolDeny}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(`"first"`)})
+	if err != nil || f.AlreadyRecorded {
+		t.Fatalf("the first result: %+v, %v", f, err)
+	}
+	before := testkit.Events(t, e.Store())
+	for _, id := range []string{"t1", "t2"} {
+		f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: json.RawMessage(`"again"`)})
+		if err != nil || !f.AlreadyRecorded {
+			t.Errorf("a result for %s, whose result is recorded: %+v, %v; want AlreadyRecorded", id, f, err)
+		}
+	}
+	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
+		t.Errorf("the results not kept appended %d events", len(after)-len(before))
+	}
+}
+
+// TestTheUsersAnswerToAnAskIsRecordedOnce checks that a call left to ask
+// is not taken for one that may have run, that its result is refused
+// until the user's allow is recorded, that the allow and a refusal are
+// each recorded once, and that a refusal is the call's error result.
+func TestTheUsersAnswerToAnAskIsRecordedOnce(t *testing.T) {
+	ctx := context.Background()
+	e, agent := startedAgent(t)
+	if err := e.Hooks().OnPreToolUse("note", "", func(context.Context, hookexec.ToolInput) (hookexec.PreToolUseOutput, error) {
+		return hookexec.PreToolUseOutput{AdditionalContext: "checked"}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", json.RawMessage(`{"command":"make"}`)),
+		reprise.ToolUseBlock("t2", "Bash", json.RawMessage(`{"command":"rm -rf /"}`)))
+	for _, id := range []string{"t1", "t2"} {
+		if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`)}); err != nil || d.Decision != reprise.ToolAsk {
+			t.Fatalf("%s: %+v, %v", id, d, err)
+		}
+	}
+	if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil || d.Decision != reprise.ToolAsk || d.Interrupted {
+		t.Fatalf("asked again before the user answered: %+v, %v; want ask, not interrupted", d, err)
+	}
+	if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(`"built"`)}); !errors.Is(err, reprise.ErrToolNotAllowed) {
+		t.Fatalf("the result of a call never allowed: %v; want ErrToolNotAllowed", err)
+	}
+	if _, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t9", Allow: true}); !errors.Is(err, reprise.ErrToolNotAsked) {
+		t.Errorf("an answer for a call never asked: %v", err)
+	}
+	d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t1", Allow: true})
+	if err != nil || d.Decision != reprise.ToolAllow || string(d.Input) != `{"command":"make"}` {
+		t.Fatalf("allow: %+v, %v", d, err)
+	}
+	d, err = agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t2"})
+	if err != nil || d.Decision != reprise.ToolDeny || d.Reason != reprise.UserRefused {
+		t.Fatalf("refuse: %+v, %v", d, err)
+	}
+	before := testkit.Events(t, e.Store())
+	if d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t1"}); err != nil || d.Decision != reprise.ToolAllow {
+		t.Errorf("t1 answered again: %+v, %v; want its recorded allow", d, err)
+	}
+	if d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t2", Allow: true}); err != nil || d.Decision != reprise.ToolDeny {
+		t.Errorf("t2 answered again: %+v, %v; want its recorded refusal", d, err)
+	}
+	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
+		t.Errorf("answering again appended %d events", len(after)-len(before))
+	}
+	if f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(`"built"`)}); err != nil || f.AlreadyRecorded {
+		t.Fatalf("the result of the allowed call: %+v, %v", f, err)
+	}
+	if f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t2", Output: json.RawMessage(`"ran"`)}); err != nil || !f.AlreadyRecorded {
+		t.Errorf("a result for the refused call: %+v, %v; want it not kept", f, err)
+	}
+	msgs, err := e.Conversation(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []string
+	for _, m := range msgs {
+		for _, id := range projection.ToolResults(m) {
+			results = append(results, id+" "+string(m.Content[0].Raw))
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], `"t2"`) || !strings.Contains(results[0], reprise.UserRefused) ||
+		!strings.Contains(results[0], `"is_error":true`) || !strings.Contains(results[1], "built") {
+		t.Errorf("results: %q", results)
+	}
+	for i, m := range msgs {
+		if ids := projection.ToolResults(m); len(ids) == 1 && ids[0] == "t2" {
+			if i+1 == len(msgs) || !msgs[i+1].IsMeta || projection.FirstText(msgs[i+1]) != "PreToolUse:Bash hook additional context: checked" {
+				t.Errorf("after the refusal: %+v; want the PreToolUse hooks' context", msgs[i+1:])
+			}
+		}
+	}
+	if rep, err := reprise.Audit(ctx, e.Store()); err != nil || len(rep.Violations)+len(rep.Unsendable) != 0 {
+		t.Errorf("audit: %+v, %v", rep, err)
+	}
+}
+
+// TestAHooksUpdatedInputMustBeAnObject checks, with a real command hook,
+// that an updatedInput that is not a JSON object (a string, an array, a
+// number) does not become the call's input: the call keeps its own.
+func TestAHooksUpdatedInputMustBeAnObject(t *testing.T) {
+	ctx := context.Background()
+	for i, bad := range []string{`"rm -rf /"`, `["rm"]`, `7`} {
+		settings := writeSettings(t, "settings.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+			"command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\",\"updatedInput\":`+strings.ReplaceAll(bad, `"`, `\"`)+`}}'"}]}]}}`)
+		e := hookEngine(t, []string{settings}, nil)
+		testkit.Session(t, e, "a", t.TempDir(), "go")
+		agent := testkit.Agent(t, e, "ide")
+		if _, err := agent.Start(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		id := "t" + string(rune('1'+i))
+		answer(t, e, "a", reprise.ToolUseBlock(id, "Bash", json.RawMessage(`{"command":"ls"}`)))
+		d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)})
+		if err != nil || d.Decision != reprise.ToolAllow || string(d.Input) != `{"command":"ls"}` {
+			t.Errorf("updatedInput %s: %+v, %v; want allow with the call's own input", bad, d, err)
+		}
+	}
 }

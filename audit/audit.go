@@ -28,6 +28,13 @@ const (
 	MissingInjected  = "missing-injected-message"
 	DamagedMeta      = "damaged-meta-page" // a bbolt file's meta page is bad: its newest transaction may be lost
 	UnfinishedImport = "unfinished-import" // a session holds the first part of a transcript only
+	// The kinds of Report.Unsendable: a session the Messages API would
+	// refuse, which older builds let a host write: an answer while calls
+	// of the answer before have no tool_result (two answers in a row among
+	// them), a tool_use id used twice, a tool_use without an id.
+	AnswerBeforeResults = "answer-before-results"
+	DuplicateToolUse    = "duplicate-tool-use"
+	ToolUseWithoutID    = "tool-use-without-id"
 )
 
 // Violation is one broken rule found by Check, located at an event, or with
@@ -69,7 +76,8 @@ func (p InProgress) String() string {
 // agents' logs end inside.
 type Report struct {
 	Events           int
-	Sessions         int
+	Sessions         int // the sessions the store holds, deleted ones left out
+	DeletedSessions  int
 	Agents           int
 	Restores         int
 	HooksRun         int // every hook run the agents' logs record, restores' and turns'
@@ -78,6 +86,12 @@ type Report struct {
 	HooksInterrupted int
 	Violations       []Violation
 	InProgress       []InProgress // not violations; at most one per agent
+	// Unsendable are the messages that make a session one the Messages
+	// API refuses (AnswerBeforeResults, DuplicateToolUse,
+	// ToolUseWithoutID): the log is whole, but the session cannot be sent
+	// to the model as it is. Append refuses such messages; older builds
+	// took them.
+	Unsendable []Violation
 }
 
 // Check reads the log once, in store-wide order, which every store serves
@@ -156,6 +170,7 @@ type stream struct {
 	conv    *projection.Conversation // a session's fold, its messages dropped as they are folded
 	records int                      // the messages and transcript records conv folded
 	meta    map[string]bool          // the uuids of a session's meta messages
+	tools   projection.ToolUseLedger // a session's tool calls, as the model sees them
 
 	agent    *projection.Agent // an agent's fold, its finished restores dropped as they are counted
 	injected []injection       // the agent's finished restores that injected a message
@@ -192,7 +207,6 @@ func (a *auditor) stream(name string) *stream {
 		st = &stream{name: name}
 		switch {
 		case strings.HasPrefix(name, "session/"):
-			a.rep.Sessions++
 			st.conv = projection.NewConversation(strings.TrimPrefix(name, "session/"))
 		case strings.HasPrefix(name, "agent/"):
 			a.rep.Agents++
@@ -377,7 +391,11 @@ func (a *auditor) classify(stream string, seq uint64, err error) {
 func (a *auditor) session(st *stream, ev eventlog.Event) error {
 	conv := st.conv
 	err := conv.Apply(ev)
+	if ev.Type == schema.TypeCompactBoundary {
+		st.tools = projection.ToolUseLedger{} // the model's view starts again
+	}
 	for _, m := range conv.Messages {
+		a.checkToolUses(st, ev, m)
 		if m.IsMeta {
 			if st.meta == nil {
 				st.meta = map[string]bool{}
@@ -464,7 +482,29 @@ func (a *auditor) checkGaps() {
 	}
 }
 
+// checkToolUses reports message m, of ev, when it makes st's session
+// one the Messages API refuses, and folds it into the session's ledger.
+func (a *auditor) checkToolUses(st *stream, ev eventlog.Event, m schema.Message) {
+	if err := st.tools.Check(m); err != nil {
+		kind := AnswerBeforeResults
+		switch {
+		case errors.Is(err, projection.ErrDuplicateToolUse):
+			kind = DuplicateToolUse
+		case errors.Is(err, projection.ErrEmptyToolUseID):
+			kind = ToolUseWithoutID
+		}
+		a.rep.Unsendable = append(a.rep.Unsendable, Violation{Stream: ev.Stream, Seq: ev.Seq, Kind: kind,
+			Detail: fmt.Sprintf("message %s: %v", m.UUID, err)})
+	}
+	st.tools.Add(m)
+}
+
 func (a *auditor) finishSession(st *stream) {
+	if st.conv.Deleted {
+		a.rep.DeletedSessions++
+	} else {
+		a.rep.Sessions++
+	}
 	if conv := st.conv; conv.Importing && !conv.Deleted {
 		// Unlike a restore, nothing rolls an import forward: the session
 		// stays partial until someone resumes it, so it is reported as a

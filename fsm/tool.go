@@ -17,7 +17,8 @@ const (
 	ToolPreHooks        State = "pre-hooks"        // PreToolUse hooks may be running
 	ToolPermissionHooks State = "permission-hooks" // PermissionRequest hooks may be running
 	ToolHooksRan        State = "hooks-ran"        // the hooks before the decision have run
-	ToolAllowed         State = "decided"          // allowed or left to ask: the tool may run
+	ToolAsked           State = "asked"            // left to ask: the user's answer is not recorded yet
+	ToolAllowed         State = "decided"          // allowed: the tool may run
 	ToolPostHooks       State = "post-hooks"       // the result is recorded; PostToolUse hooks may be running
 	ToolDone            State = "done"             // denied, or its result and hooks are recorded
 )
@@ -39,18 +40,22 @@ const (
 )
 
 // toolTable is the life of one tool call: the hooks before the decision,
-// the decision once, the result once, the hooks after it. NoTool is the
+// the decision once (a call left to ask, twice: the ask, then the user's
+// allow or refusal), the result once, the hooks after it. NoTool is the
 // state of a call with no step yet.
 var toolTable = []Transition{
 	{ToolPreHookStarted, []State{NoTool}, ToolPreHooks},
 	{ToolPreHookRan, []State{ToolPreHooks}, ToolHooksRan},
 	{ToolPermissionHookStarted, []State{NoTool, ToolHooksRan}, ToolPermissionHooks},
 	{ToolPermissionHookRan, []State{ToolPermissionHooks}, ToolHooksRan},
-	{ToolDecidedAllow, []State{NoTool, ToolHooksRan}, ToolAllowed},
-	{ToolDecidedAsk, []State{NoTool, ToolHooksRan}, ToolAllowed},
-	{ToolDecidedDeny, []State{NoTool, ToolHooksRan}, ToolDone},
-	{ToolResultWithHooks, []State{ToolAllowed}, ToolPostHooks},
-	{ToolResult, []State{ToolAllowed}, ToolDone},
+	{ToolDecidedAllow, []State{NoTool, ToolHooksRan, ToolAsked}, ToolAllowed},
+	{ToolDecidedAsk, []State{NoTool, ToolHooksRan}, ToolAsked},
+	{ToolDecidedDeny, []State{NoTool, ToolHooksRan, ToolAsked}, ToolDone},
+	// A call left to ask has its result recorded without the user's
+	// answer in logs of older builds, and when the host reports a refusal
+	// as the call's result.
+	{ToolResultWithHooks, []State{ToolAllowed, ToolAsked}, ToolPostHooks},
+	{ToolResult, []State{ToolAllowed, ToolAsked}, ToolDone},
 	{ToolPostHookRan, []State{ToolPostHooks}, ToolDone},
 	{ToolFailureHookRan, []State{ToolPostHooks}, ToolDone},
 }

@@ -21,8 +21,12 @@ func TestToolTableAcceptsExactlyTheLegalSteps(t *testing.T) {
 		{"permission-hooks", string(fsm.ToolPermissionHookRan)}: fsm.ToolHooksRan,
 		{"none", string(fsm.ToolDecidedAllow)}:                  fsm.ToolAllowed,
 		{"hooks-ran", string(fsm.ToolDecidedAllow)}:             fsm.ToolAllowed,
-		{"none", string(fsm.ToolDecidedAsk)}:                    fsm.ToolAllowed,
-		{"hooks-ran", string(fsm.ToolDecidedAsk)}:               fsm.ToolAllowed,
+		{"none", string(fsm.ToolDecidedAsk)}:                    fsm.ToolAsked,
+		{"hooks-ran", string(fsm.ToolDecidedAsk)}:               fsm.ToolAsked,
+		{"asked", string(fsm.ToolDecidedAllow)}:                 fsm.ToolAllowed,
+		{"asked", string(fsm.ToolDecidedDeny)}:                  fsm.ToolDone,
+		{"asked", string(fsm.ToolResultWithHooks)}:              fsm.ToolPostHooks,
+		{"asked", string(fsm.ToolResult)}:                       fsm.ToolDone,
 		{"none", string(fsm.ToolDecidedDeny)}:                   fsm.ToolDone,
 		{"hooks-ran", string(fsm.ToolDecidedDeny)}:              fsm.ToolDone,
 		{"decided", string(fsm.ToolResultWithHooks)}:            fsm.ToolPostHooks,
@@ -30,7 +34,7 @@ func TestToolTableAcceptsExactlyTheLegalSteps(t *testing.T) {
 		{"post-hooks", string(fsm.ToolPostHookRan)}:             fsm.ToolDone,
 		{"post-hooks", string(fsm.ToolFailureHookRan)}:          fsm.ToolDone,
 	}
-	states := []fsm.State{fsm.NoTool, fsm.ToolPreHooks, fsm.ToolPermissionHooks, fsm.ToolHooksRan, fsm.ToolAllowed, fsm.ToolPostHooks, fsm.ToolDone}
+	states := []fsm.State{fsm.NoTool, fsm.ToolPreHooks, fsm.ToolPermissionHooks, fsm.ToolHooksRan, fsm.ToolAsked, fsm.ToolAllowed, fsm.ToolPostHooks, fsm.ToolDone}
 	labels := []fsm.Event{fsm.ToolPreHookStarted, fsm.ToolPermissionHookStarted, fsm.ToolPreHookRan, fsm.ToolPermissionHookRan,
 		fsm.ToolPostHookRan, fsm.ToolFailureHookRan, fsm.ToolDecidedAllow, fsm.ToolDecidedAsk, fsm.ToolDecidedDeny,
 		fsm.ToolResultWithHooks, fsm.ToolResult, "ToolDecided/maybe"}

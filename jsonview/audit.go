@@ -15,6 +15,9 @@ type Audit struct {
 	HooksInterrupted int          `json:"hooks_interrupted"`
 	Violations       []Violation  `json:"violations"`
 	InProgress       []InProgress `json:"in_progress"`
+	// Unsendable are the messages that make a session one the Messages
+	// API refuses.
+	Unsendable []Violation `json:"unsendable"`
 }
 
 // InProgress is a step an agent's log ends inside, with the command that
@@ -58,6 +61,10 @@ func NewAudit(rep *reprise.AuditReport, ok bool, finish func(agent string) strin
 	}
 	for i, v := range rep.Violations {
 		out.Violations[i] = Violation{Stream: v.Stream, Seq: v.Seq, Kind: v.Kind, Detail: v.Detail}
+	}
+	out.Unsendable = make([]Violation, len(rep.Unsendable))
+	for i, v := range rep.Unsendable {
+		out.Unsendable[i] = Violation{Stream: v.Stream, Seq: v.Seq, Kind: v.Kind, Detail: v.Detail}
 	}
 	return out
 }

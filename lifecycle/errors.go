@@ -41,6 +41,15 @@ var (
 	// decision recorded: ask PreToolUse first.
 	ErrToolNotDecided = errors.New("reprise: the tool call has no decision recorded")
 
+	// ErrToolNotAllowed is returned by PostToolUse for a result of a call
+	// left to ask whose user's allow is not recorded: nothing allowed it
+	// to run.
+	ErrToolNotAllowed = errors.New("reprise: the tool call was never allowed")
+
+	// ErrToolNotAsked is returned for the user's answer to a call that was
+	// not left to ask.
+	ErrToolNotAsked = errors.New("reprise: the tool call was not left to ask")
+
 	// ErrBadReason is returned by End for a reason it does not know.
 	ErrBadReason = errors.New("reprise: unknown end reason")
 )

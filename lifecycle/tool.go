@@ -27,6 +27,12 @@ type ToolRequest struct {
 	// the hooks or the rules wins, then an ask, then an allow, as Claude
 	// Code weighs them. A call nobody decides is left to ask.
 	Permission string
+	// Answer is, for a PreToolUse action on a call left to ask, the
+	// user's answer to record: ToolAllow, or ToolDeny with Refusal, the
+	// call's error tool_result the model is told. "" asks nothing of the
+	// user.
+	Answer  string
+	Refusal string
 	// Use is the assistant message holding the call's tool_use, recorded
 	// with the call's first step when the session lacks it; nil when the
 	// session holds it.
@@ -55,6 +61,10 @@ type ToolReport struct {
 	// Interrupted says that the call was allowed earlier and has no
 	// result: the process that asked may have run the tool, and died.
 	Interrupted bool
+	// AlreadyRecorded says, after the tool, that the log held the call's
+	// result before this action (recorded earlier, or the call's deny):
+	// the result the action gave was not kept.
+	AlreadyRecorded bool
 	// After the tool: what its hooks said.
 	Resulted      bool
 	Blocked       bool
@@ -66,7 +76,7 @@ type ToolReport struct {
 // report is what the log holds of call c, for a call asked about again.
 func report(c *projection.ToolCall) *ToolReport {
 	return &ToolReport{ID: c.ID, Decision: c.Decision, Reason: c.Reason, Input: c.Input, Context: c.Context,
-		Interrupted: c.Decision != ToolDeny && !c.Resulted, Resulted: c.Resulted, Blocked: c.PostBlocked,
+		Interrupted: c.Decision == ToolAllow && !c.Resulted, Resulted: c.Resulted, Blocked: c.PostBlocked,
 		BlockReason: c.PostReason, PostContext: c.PostContext, UpdatedResult: c.PostResult}
 }
 
@@ -92,6 +102,11 @@ func toolStep(in Input) (Ready, error) {
 	}
 	if c != nil && in.Action.Kind == PreToolUse && t.Name != c.Tool {
 		return Ready{}, fmt.Errorf("%w: tool call %s is a call of %s, not %s", ErrBadTool, t.ID, c.Tool, t.Name)
+	}
+	if t.Answer != "" && (c == nil || c.Decision == "") {
+		// An answer is recorded once, on a call the log shows left to
+		// ask; answered again, the call reports what the log holds.
+		return Ready{}, fmt.Errorf("%w: %s has no decision recorded", ErrToolNotAsked, t.ID)
 	}
 	if in.Action.Kind == PostToolUse {
 		if c == nil {
@@ -130,8 +145,36 @@ func toolStep(in Input) (Ready, error) {
 			Replacement: ran.Replacement, Context: ran.Context}), nil
 	case fsm.ToolHooksRan:
 		return decide(in, c, Ready{})
+	case fsm.ToolAsked:
+		if t.Answer != "" {
+			return answer(in, c)
+		}
 	}
 	return Ready{Report: Report{Tool: report(c)}}, nil
+}
+
+// answer records the user's answer to call c, left to ask: an allow lets
+// the tool run; a refusal is the call's error tool_result, in the same
+// append, and no hook runs, as Claude Code runs none.
+func answer(in Input, c *projection.ToolCall) (Ready, error) {
+	t := in.Action.Tool
+	step := &schema.ToolDecided{Session: c.Session, ToolUseID: t.ID, Tool: c.Tool, Input: c.Input,
+		Decision: ToolAllow, Context: c.Context}
+	ready := Ready{}
+	if t.Answer == ToolDeny {
+		s := in.Sessions[c.Session]
+		if s == nil {
+			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, c.Session)
+		}
+		msg := toolResult(in, t.ID, []byte(mustJSON(t.Refusal)), true)
+		step.Decision, step.Reason, step.Input, step.ResultUUID = ToolDeny, t.Refusal, nil, msg.UUID
+		// The PreToolUse hooks' context still reaches the model, after
+		// the result, as it does beside a result the host reports.
+		ready = after(messages(in.Now, s, &msg), c.Session, msg.UUID, feedback(in, c, schema.HookPostToolUseFailure, HooksRan{}))
+	}
+	ready = withAgentStep(in, ready, t.ID, step)
+	ready.Report.Tool = &ToolReport{ID: t.ID, Decision: step.Decision, Reason: step.Reason, Input: step.Input, Context: c.Context}
+	return ready, nil
 }
 
 // othersHooks refuses a step on call id whose hooks the log shows running
@@ -246,8 +289,11 @@ func weigh(c *projection.ToolCall, t *ToolRequest) (decision, reason string, inp
 // PostToolUse (or PostToolUseFailure) hooks, once.
 func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) {
 	t := in.Action.Tool
+	if state == fsm.ToolAsked && !t.Refused {
+		return Ready{}, fmt.Errorf("%w: %s was left to ask; record the user's answer first", ErrToolNotAllowed, t.ID)
+	}
 	switch state {
-	case fsm.ToolAllowed:
+	case fsm.ToolAllowed, fsm.ToolAsked:
 		event := schema.HookPostToolUse
 		if t.Failed || t.Refused {
 			event = schema.HookPostToolUseFailure
@@ -309,7 +355,9 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			Blocked: ran.Blocked, BlockReason: ran.Reason, PostContext: ran.Context, UpdatedResult: ran.Replacement}
 		return ready, nil
 	case fsm.ToolDone:
-		return Ready{Report: Report{Tool: report(c)}}, nil
+		rep := report(c)
+		rep.AlreadyRecorded = true
+		return Ready{Report: Report{Tool: rep}}, nil
 	}
 	return Ready{}, fmt.Errorf("%w: %s", ErrToolNotDecided, t.ID)
 }

@@ -189,7 +189,7 @@ func (c *ToolCall) HooksRunning() bool { return fsm.ToolInFlight(c.State) }
 
 // Decided reports whether the call may run and its result is not recorded
 // yet.
-func (c *ToolCall) Decided() bool { return c.State == fsm.ToolAllowed }
+func (c *ToolCall) Decided() bool { return c.State == fsm.ToolAllowed || c.State == fsm.ToolAsked }
 
 // Done reports whether the call is over: denied, or its result and hooks
 // recorded.

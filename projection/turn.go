@@ -41,6 +41,8 @@ type ToolUse struct {
 	Input json.RawMessage
 	// Decided says, in a Turn, that the log holds the call's decision.
 	Decided bool
+	// Block is the index of the call's tool_use in its message's Content.
+	Block int
 }
 
 // Turn is where the turn on one session stands.
@@ -118,10 +120,17 @@ func TurnOf(id string, msgs []schema.Message, a *Agent) Turn {
 	return turn
 }
 
-// ToolUses returns the tool calls of m, in order.
+// ToolUses returns the tool calls of m that have an id, in order.
 func ToolUses(m schema.Message) []ToolUse {
+	uses := ToolUsesWithEmpty(m)
+	return slices.DeleteFunc(uses, func(u ToolUse) bool { return u.ID == "" })
+}
+
+// ToolUsesWithEmpty returns every tool call of m, in order, those without
+// an id among them.
+func ToolUsesWithEmpty(m schema.Message) []ToolUse {
 	var uses []ToolUse
-	for _, b := range m.Content {
+	for i, b := range m.Content {
 		if b.Type != "tool_use" {
 			continue
 		}
@@ -130,9 +139,8 @@ func ToolUses(m schema.Message) []ToolUse {
 			Name  string          `json:"name"`
 			Input json.RawMessage `json:"input"`
 		}
-		if json.Unmarshal(b.Raw, &u) == nil && u.ID != "" {
-			uses = append(uses, ToolUse{ID: u.ID, Name: u.Name, Input: u.Input})
-		}
+		_ = json.Unmarshal(b.Raw, &u) // a block that is not one has no id
+		uses = append(uses, ToolUse{ID: u.ID, Name: u.Name, Input: u.Input, Block: i})
 	}
 	return uses
 }

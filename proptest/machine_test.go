@@ -1007,9 +1007,10 @@ func checkAudit(t interface{ Fatalf(string, ...any) }, store eventlog.Store, m *
 		t.Fatalf("Audit found %d violations: %v", len(rep.Violations), rep.Violations)
 	}
 	restores, interrupted := m.interruptedHooks()
-	sessions := len(m.order) + len(m.deleted) // a deleted session's stream stays, its tombstone at least
-	if rep.Restores != restores || rep.HooksInterrupted != interrupted || rep.Sessions != sessions {
-		t.Fatalf("Audit counts %d restores, %d interrupted hooks, %d sessions; want %d, %d, %d",
-			rep.Restores, rep.HooksInterrupted, rep.Sessions, restores, interrupted, sessions)
+	// A deleted session's stream stays, its tombstone at least; the audit
+	// counts it apart.
+	if rep.Restores != restores || rep.HooksInterrupted != interrupted || rep.Sessions != len(m.order) || rep.DeletedSessions != len(m.deleted) {
+		t.Fatalf("Audit counts %d restores, %d interrupted hooks, %d sessions, %d deleted; want %d, %d, %d, %d",
+			rep.Restores, rep.HooksInterrupted, rep.Sessions, rep.DeletedSessions, restores, interrupted, len(m.order), len(m.deleted))
 	}
 }

@@ -3,15 +3,18 @@ package turn
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/internal/uuid"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -56,6 +59,10 @@ type Call struct {
 	// Again says the call was allowed before and has no recorded result: a
 	// process that died may have run it. Only a Repeatable tool sees it.
 	Again bool
+	// Cwd is the working directory of the session the call is in, where a
+	// tool that touches files or runs commands works; "" when the session
+	// has none.
+	Cwd string
 }
 
 // Tool is a tool the model may call.
@@ -112,8 +119,10 @@ type Runner struct {
 	// nothing decides is left to ask). Nil says nothing of any call.
 	Permission func(Call) string
 	// Ask asks the user about a call left to ask, with the hooks' reason,
-	// and returns "" to run it, else the refusal the model is told. It is
-	// called one call at a time. Nil refuses every such call (NoOneToAsk).
+	// and returns "" to run it, else the refusal the model is told; the
+	// answer is recorded (Agent.AnswerAsk) before the call runs, so a call
+	// the user answered is not asked about again. It is called one call at
+	// a time. Nil refuses every such call (NoOneToAsk).
 	Ask func(ctx context.Context, call Call, reason string) (refusal string)
 	// Parallel lets the calls of one answer be decided and run at once:
 	// their results are recorded as they come, and the model gets them in
@@ -257,7 +266,9 @@ func same(a, b reprise.Turn) bool {
 
 // answer asks the model for its answer to session id and records it.
 func (r *Runner) answer(ctx context.Context, id string) error {
-	conv, err := r.Engine.Conversation(ctx, id)
+	// What the model gets: a PostToolUse hook's updatedToolOutput in
+	// place of the tool's result.
+	conv, err := r.Agent.ModelView(ctx)
 	if err != nil {
 		return err
 	}
@@ -275,12 +286,81 @@ func (r *Runner) answer(ctx context.Context, id string) error {
 		return fmt.Errorf("turn: the model's answer has role %q", m.Role)
 	}
 	// The answer is paid for: it is recorded even when ctx ends meanwhile.
-	stored, err := r.Engine.Append(context.WithoutCancel(ctx), id, m)
+	wctx := context.WithoutCancel(ctx)
+	m, refused := renameReused(conv, m)
+	if len(refused) == 0 {
+		stored, err := r.Engine.Append(wctx, id, m)
+		if err != nil {
+			return fmt.Errorf("turn: record the answer: %w", err)
+		}
+		r.emit(Event{Kind: Answered, Answer: &stored})
+		return nil
+	}
+	// The calls whose ids were taken get their error results in the same
+	// append as the answer: no process runs them.
+	stored, err := r.Engine.Buffer(wctx, id, m)
+	if err == nil {
+		_, err = r.Engine.Buffer(wctx, id, resultsMessage(refused))
+	}
+	if err == nil {
+		_, err = r.Engine.Save(wctx, id)
+	}
 	if err != nil {
 		return fmt.Errorf("turn: record the answer: %w", err)
 	}
 	r.emit(Event{Kind: Answered, Answer: &stored})
+	for _, res := range refused {
+		r.emit(Event{Kind: NotReached, Call: &Call{ID: res.ID}, Result: &res})
+	}
 	return nil
+}
+
+// renameReused returns answer m with each tool_use whose id cannot be
+// recorded (none, one conv holds, or one used earlier in m) given a new
+// id, and for each such call the error result the model is told: the
+// session would otherwise hold a conversation the Messages API refuses.
+func renameReused(conv []reprise.Message, m reprise.Message) (reprise.Message, []reprise.ToolResult) {
+	uses := projection.ToolUsesWithEmpty(m)
+	if len(uses) == 0 {
+		return m, nil
+	}
+	held := map[string]bool{}
+	for _, c := range conv {
+		for _, u := range projection.ToolUses(c) {
+			held[u.ID] = true
+		}
+	}
+	var refused []reprise.ToolResult
+	seen := map[string]bool{}
+	for _, u := range uses {
+		why := ""
+		switch {
+		case u.ID == "":
+			why = "The tool_use has no id."
+		case held[u.ID]:
+			why = fmt.Sprintf("The tool_use id %q was used by an earlier call.", u.ID)
+		case seen[u.ID]:
+			why = fmt.Sprintf("The tool_use id %q is used twice in this answer.", u.ID)
+		}
+		seen[u.ID] = true
+		if why == "" {
+			continue
+		}
+		if len(refused) == 0 {
+			m.Content = slices.Clone(m.Content)
+		}
+		fresh := "toolu_" + strings.ReplaceAll(newID(), "-", "")
+		m.Content[u.Block] = reprise.ToolUseBlock(fresh, u.Name, u.Input)
+		refused = append(refused, reprise.ToolResult{ID: fresh, Error: why})
+	}
+	return m, refused
+}
+
+// newID returns a random UUID.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return uuid.V4(b)
 }
 
 // inAnswerOrder returns conv with the tool_results after each answer in
@@ -352,10 +432,15 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 	if t.Halted {
 		return reprise.Halt{Halted: true}, r.notReached(ctx, t.Session, t.Calls)
 	}
+	info, err := r.Engine.Session(ctx, t.Session)
+	if err != nil {
+		return reprise.Halt{}, err
+	}
+	cwd := info.Cwd
 	seen := map[string]bool{}
 	if !r.Parallel {
 		for i, c := range t.Calls {
-			st := r.decideAndRun(ctx, c, seen)
+			st := r.decideAndRun(ctx, c, seen, cwd)
 			halt, err := r.finish(ctx, t.Session, c, st)
 			if err != nil || halt.Halted {
 				if err == nil {
@@ -383,7 +468,7 @@ func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error
 				results <- done{c, step{unusable: unusable}}
 				return
 			}
-			results <- done{c, r.decideAndRun(ctx, c, nil)}
+			results <- done{c, r.decideAndRun(ctx, c, nil, cwd)}
 		}()
 	}
 	var (
@@ -425,15 +510,16 @@ func usable(c reprise.ToolUse, seen map[string]bool) string {
 	return ""
 }
 
-// decideAndRun asks PreToolUse about call c, then runs it when it may.
+// decideAndRun asks PreToolUse about call c, then runs it when it may, in
+// cwd, its session's working directory.
 // With seen, it first checks that c's id is usable.
-func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[string]bool) step {
+func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[string]bool, cwd string) step {
 	if seen != nil {
 		if why := usable(c, seen); why != "" {
 			return step{unusable: why}
 		}
 	}
-	call := Call{ID: c.ID, Name: c.Name, Input: c.Input}
+	call := Call{ID: c.ID, Name: c.Name, Input: c.Input, Cwd: cwd}
 	perm := ""
 	if r.Permission != nil {
 		perm = r.Permission(call)
@@ -448,7 +534,9 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 	if err != nil {
 		return step{err: err}
 	}
-	if d.Resulted {
+	if d.Resulted || d.Decision == reprise.ToolDeny && c.Decided {
+		// A deny this answer's call got has its error result in the
+		// same append: a denied call without one is an earlier call's.
 		// Its result is recorded, but not in this answer: another call
 		// used the id first.
 		return step{unusable: fmt.Sprintf("The tool_use id %q was used by an earlier call.", c.ID)}
@@ -465,9 +553,18 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 		return step{res: &reprise.ToolResult{ID: c.ID, Error: Interrupted, Interrupt: true}, halt: d.Halt}
 	}
 	if d.Decision == reprise.ToolAsk {
-		if refusal := r.confirm(ctx, call, d.Reason); refusal != "" {
-			return step{res: &reprise.ToolResult{ID: c.ID, Error: refusal, Refused: true}, halt: d.Halt}
+		refusal := r.confirm(ctx, call, d.Reason)
+		a, err := r.Agent.AnswerAsk(context.WithoutCancel(ctx), reprise.ToolAnswer{ID: c.ID, Allow: refusal == "", Refusal: refusal})
+		if err != nil {
+			return step{err: err}
 		}
+		if a.Decision != reprise.ToolAllow {
+			// The refusal is the call's result, recorded with it.
+			res := reprise.ToolResult{ID: c.ID, Error: a.Reason, Refused: true}
+			r.emit(Event{Kind: Ran, Call: &call, Result: &res, Feedback: &reprise.ToolFeedback{}})
+			return step{halt: d.Halt}
+		}
+		call.Input = a.Input
 	}
 	if !known {
 		return step{res: &reprise.ToolResult{ID: c.ID, Error: "No such tool available: " + c.Name}, halt: d.Halt}
@@ -546,18 +643,21 @@ func (r *Runner) appendResults(ctx context.Context, id string, results []reprise
 	if len(results) == 0 {
 		return nil
 	}
-	m := reprise.Message{Role: "user"}
-	for _, res := range results {
-		raw, err := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": res.ID, "content": res.Error, "is_error": true})
-		if err != nil {
-			return err
-		}
-		m.Content = append(m.Content, reprise.Block{Type: "tool_result", Raw: raw})
-	}
-	if _, err := r.Engine.Append(context.WithoutCancel(ctx), id, m); err != nil {
+	if _, err := r.Engine.Append(context.WithoutCancel(ctx), id, resultsMessage(results)); err != nil {
 		return fmt.Errorf("turn: record the calls not run: %w", err)
 	}
 	return nil
+}
+
+// resultsMessage is the user message with the error tool_results of
+// results, calls that no hook runs for.
+func resultsMessage(results []reprise.ToolResult) reprise.Message {
+	m := reprise.Message{Role: "user"}
+	for _, res := range results {
+		raw, _ := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": res.ID, "content": res.Error, "is_error": true}) // strings always marshal
+		m.Content = append(m.Content, reprise.Block{Type: "tool_result", Raw: raw})
+	}
+	return m
 }
 
 // confirm asks the host about call, one call at a time.

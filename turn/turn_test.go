@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/audit"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
@@ -518,9 +519,20 @@ func TestUnusableIDsGetAnErrorResult(t *testing.T) {
 					}
 				}
 			}
-			for id, want := range map[string]string{"bad/id": "cannot be used", "t1": "used by an earlier call", "t2": "used twice"} {
-				if !slices.ContainsFunc(results[id], func(c string) bool { return strings.Contains(c, want) }) {
-					t.Errorf("the results of %s are %q, want one saying %q", id, results[id], want)
+			// A call whose id the session holds already gets a new id, so
+			// that the session stays one the Messages API takes.
+			for id, want := range map[string]string{"bad/id": "cannot be used", "t1": `"t1" was used by an earlier call`, "t2": `"t2" is used twice`} {
+				found := false
+				for _, contents := range results {
+					found = found || slices.ContainsFunc(contents, func(c string) bool { return strings.Contains(c, want) })
+				}
+				if !found {
+					t.Errorf("the results %q hold none for %s saying %q", results, id, want)
+				}
+			}
+			for id, contents := range results {
+				if len(contents) != 1 {
+					t.Errorf("call %s has %d results: %q", id, len(contents), contents)
 				}
 			}
 			if r.count("t1") != 1 || r.count("t2") != 1 || r.count("t3") != 1 || r.count("bad/id") != 0 {
@@ -635,4 +647,108 @@ func countStops(t *testing.T, e *reprise.Engine) *int {
 		t.Fatal(err)
 	}
 	return stops
+}
+
+// TestAnAnswerThatReusesADeniedCallsIDGoesOn: an answer that reuses the
+// tool_use id of a call denied earlier, in this session or in another one
+// of the agent, or that has a tool_use without an id, is recorded with
+// those calls given an error result, none of them runs, and the turn goes
+// on to its end.
+func TestAnAnswerThatReusesADeniedCallsIDGoesOn(t *testing.T) {
+	ctx := context.Background()
+	noID := answer("")
+	noID.Content = append(noID.Content, reprise.Block{Type: "tool_use", Raw: json.RawMessage(`{"type":"tool_use","id":"","name":"Echo","input":{}}`)})
+	s := &script{answers: []reprise.Message{
+		answer("", "t1:Echo"), answer("", "t1:Echo"), noID, answer("done"),
+	}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	runner.Permission = func(c turn.Call) string { return reprise.ToolDeny }
+	if _, err := runner.Run(ctx, "go"); err != nil {
+		t.Fatalf("a turn whose answer reuses a denied call's id: %v", err)
+	}
+	if conv, err := e.Conversation(ctx, "s"); err != nil || projection.FirstText(conv[len(conv)-1]) != "done" {
+		t.Fatalf("the turn did not reach its last answer: %v", err)
+	}
+	// The same id in another session of the agent (the script answers it
+	// the same way again).
+	testkit.Session(t, e, "s2", t.TempDir())
+	if _, err := runner.Agent.Restore(ctx, "s2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(ctx, "go on"); err != nil {
+		t.Fatalf("an answer that reuses a call's id of another session: %v", err)
+	}
+	conv, err := e.Conversation(ctx, "s2")
+	if err != nil || projection.FirstText(conv[len(conv)-1]) != "done" || !strings.Contains(shape(t, e, "s2"), `result:t1="The tool_use id \"t1\" was used by an earlier call."`) {
+		t.Fatalf("the second turn did not reach its last answer: %v\n%s", err, shape(t, e, "s2"))
+	}
+	if len(r.n) != 0 {
+		t.Errorf("runs %v, want none", r.n)
+	}
+	if rep, err := audit.Check(ctx, e.Store()); err != nil || len(rep.Violations) != 0 {
+		t.Errorf("audit: %+v, %v", rep, err)
+	}
+}
+
+// TestToolsRunInTheirSessionsDirectory checks that a call carries the
+// working directory of its session, not the host's.
+func TestToolsRunInTheirSessionsDirectory(t *testing.T) {
+	for _, parallel := range []bool{false, true} {
+		s := &script{answers: []reprise.Message{answer("", "t1:Where", "t2:Where"), answer("done")}}
+		var r runs
+		e, runner := newRunner(t, s, &r)
+		runner.Parallel = parallel
+		info, err := e.Session(context.Background(), "s")
+		if err != nil || info.Cwd == "" {
+			t.Fatalf("session s: %+v, %v", info, err)
+		}
+		var mu sync.Mutex
+		var dirs []string
+		runner.Tools["Where"] = turn.Tool{Run: func(_ context.Context, c turn.Call) (reprise.ToolResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			dirs = append(dirs, c.Cwd)
+			return reprise.ToolResult{Output: json.RawMessage(`"here"`)}, nil
+		}}
+		if _, err := runner.Run(context.Background(), "where are you"); err != nil {
+			t.Fatal(err)
+		}
+		if len(dirs) != 2 || dirs[0] != info.Cwd || dirs[1] != info.Cwd {
+			t.Errorf("parallel=%v: the calls ran in %q, want %q", parallel, dirs, info.Cwd)
+		}
+	}
+}
+
+// TestTheModelGetsAHooksUpdatedToolOutput checks, with a real command
+// hook, that a PostToolUse hook's updatedToolOutput is what the model gets
+// in place of the tool's result, while the session keeps what the tool
+// gave.
+func TestTheModelGetsAHooksUpdatedToolOutput(t *testing.T) {
+	s := &script{answers: []reprise.Message{answer("", "t1:Echo"), answer("done")}}
+	var seen [][]reprise.Message
+	model := s.model
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	runner.Model = func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+		seen = append(seen, conv)
+		return model(ctx, conv)
+	}
+	if err := e.Hooks().Add(hookexec.Hook{Event: hookexec.PostToolUse, Name: "redact",
+		Body: hookexec.Command{Line: `echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse", "updatedToolOutput": "[redacted]"}}'`}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Run(context.Background(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 {
+		t.Fatalf("%d requests, want 2", len(seen))
+	}
+	last := seen[1][len(seen[1])-1]
+	if got := string(last.Content[0].Raw); !strings.Contains(got, `"content":"[redacted]"`) || !strings.Contains(got, `"tool_use_id":"t1"`) {
+		t.Errorf("the model got %s, want the hook's output", got)
+	}
+	if kept := shape(t, e, "s"); strings.Contains(kept, "[redacted]") {
+		t.Errorf("the session lost what the tool gave:\n%s", kept)
+	}
 }

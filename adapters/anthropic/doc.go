@@ -13,7 +13,7 @@
 //
 // A turn of an agent loop is three calls:
 //
-//	conv, _ := e.Conversation(ctx, id)           // compaction respected
+//	conv, _ := agent.ModelView(ctx)              // compaction and hooks' tool outputs respected
 //	msgs, _ := rpanthropic.MessageParams(conv)   // request messages
 //	resp, _ := client.Messages.New(ctx, anthropic.MessageNewParams{Messages: msgs, ...})
 //	rpanthropic.Append(ctx, e, id, resp)         // every block, and the usage

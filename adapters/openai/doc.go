@@ -15,8 +15,8 @@
 //
 // Two functions do the work:
 //
-//   - [ToMessages] turns a conversation (what Engine.Conversation returns,
-//     compaction respected) into the messages of a chat completion request,
+//   - [ToMessages] turns a conversation (what Agent.ModelView returns,
+//     compaction and the PostToolUse hooks' updatedToolOutput respected) into the messages of a chat completion request,
 //     and reports every block it could not map as a [Loss].
 //   - [FromCompletion] turns the first choice of a chat completion back into
 //     an assistant message to append, tool calls as Anthropic-shaped

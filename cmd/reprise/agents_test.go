@@ -22,7 +22,7 @@ func TestAgentsListsStateSessionAndWhatTheyDo(t *testing.T) {
 	c.ok(append([]string{"start", "--agent", "ide", "s1"}, flags...)...)
 	c.ok(append([]string{"resume", "--agent", "ide", "s2"}, flags...)...)
 	c.ok(append([]string{"start", "--agent", "cli", "s1"}, flags...)...)
-	c.ok(append([]string{"tool", "--agent", "cli", "--tool-use-id", "toolu_01", "--name", "Bash", "--input", `{"command":"ls"}`}, flags...)...)
+	c.ok(append([]string{"tool", "--agent", "cli", "--tool-use-id", "toolu_01", "--name", "Bash", "--input", `{"command":"ls"}`, "--permission", "allow", "--add-tool-use"}, flags...)...)
 
 	var agents []agentJSON
 	c.okJSON(&agents, "agents")

@@ -39,7 +39,11 @@ standard input, without its final newline.
 it: a JSON string, or an array of content blocks (text, tool_use,
 tool_result, ...), each kept as it is. "-" reads it from standard input. A
 shell host appends the model's answer with its tool_use blocks this way,
-before it asks "reprise tool" about each call.
+before it asks "reprise tool" about each call. An answer the Messages API
+would refuse is refused: a tool_use without an id, or with an id the
+session holds, or any answer while calls of the one before have no
+tool_result (give them results first: an error tool_result for a call
+that was interrupted).
 
 --meta marks a message the model sees but the user did not type, as hook
 context is.`,

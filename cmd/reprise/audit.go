@@ -73,7 +73,7 @@ func runAudit(ctx context.Context, o *auditOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("cannot audit the store: %w", err)
 	}
-	failed := len(rep.Violations) > 0 || o.strict && len(rep.InProgress) > 0
+	failed := len(rep.Violations) > 0 || len(rep.Unsendable) > 0 || o.strict && len(rep.InProgress) > 0
 	if o.json {
 		err = printJSON(o.stdout, o.newAuditJSON(rep, !failed))
 	} else {
@@ -84,6 +84,8 @@ func runAudit(ctx context.Context, o *auditOptions) (err error) {
 		return err
 	case len(rep.Violations) > 0:
 		return fmt.Errorf("audit found %d violation(s)", len(rep.Violations))
+	case len(rep.Unsendable) > 0:
+		return fmt.Errorf("audit found %d message(s) the Messages API would refuse where they are", len(rep.Unsendable))
 	case failed:
 		return fmt.Errorf("audit found %d restore(s) in progress (--strict)", len(rep.InProgress))
 	}
@@ -116,6 +118,9 @@ func (a *app) printAudit(w io.Writer, rep *reprise.AuditReport, failed bool) {
 		}
 		fmt.Fprintln(w, v)
 	}
+	for _, v := range rep.Unsendable {
+		fmt.Fprintf(w, "%s; the Messages API would refuse the session as it is\n", v)
+	}
 	for _, p := range rep.InProgress {
 		if a.heldBy != "" {
 			fmt.Fprintf(w, "%s; it may be running in %s, which holds the store; if it does not end there, run after that process ends: %s\n",
@@ -128,6 +133,8 @@ func (a *app) printAudit(w io.Writer, rep *reprise.AuditReport, failed bool) {
 	switch n := len(rep.Violations); {
 	case n > 0:
 		verdict = fmt.Sprintf("%d violation(s)", n)
+	case len(rep.Unsendable) > 0:
+		verdict = fmt.Sprintf("%d unsendable message(s)", len(rep.Unsendable))
 	case failed:
 		verdict = "not ok (--strict)"
 	}

@@ -349,7 +349,7 @@ var jsonRuns = []struct {
 	{"resume", []string{"resume", "--agent", "ide", "--no-default-settings", "b"}},
 	{"prompt", []string{"prompt", "--agent", "ide", "--no-default-settings", "go on"}},
 	{"stop", []string{"stop", "--agent", "ide", "--no-default-settings"}},
-	{"tool", []string{"tool", "--agent", "ide", "--no-default-settings", "--tool-use-id", "t1", "--name", "Read", "--permission", "allow"}},
+	{"tool", []string{"tool", "--agent", "ide", "--no-default-settings", "--tool-use-id", "t1", "--name", "Read", "--permission", "allow", "--add-tool-use"}},
 	{"tool-result", []string{"tool-result", "--agent", "ide", "--no-default-settings", "--tool-use-id", "t1", "--output", `"ok"`}},
 	{"compact", []string{"compact", "--agent", "ide", "--no-default-settings", "summary"}},
 	{"fork", []string{"fork", "--agent", "ide", "--no-default-settings", "a"}},

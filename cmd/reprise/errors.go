@@ -20,7 +20,17 @@ const (
 	exitOK      = 0 // the command did what it was asked
 	exitFailure = 1 // the operation failed, or the audit found violations
 	exitUsage   = 2 // the command line is wrong
+	// exitAlreadyRecorded: tool-result found the call's result recorded
+	// before (or the call denied): the result given was not kept.
+	exitAlreadyRecorded = 3
 )
+
+// statusError ends a command with an exit code of its own, after it
+// printed what it found.
+type statusError struct {
+	error
+	code int
+}
 
 // usageError marks errors of the command line itself; they exit with 2.
 type usageError struct{ error }
@@ -39,6 +49,10 @@ func exitCode(ctx context.Context, err error) int {
 	var usage usageError
 	if errors.As(err, &usage) {
 		return exitUsage
+	}
+	var status statusError
+	if errors.As(err, &status) {
+		return status.code
 	}
 	return exitFailure
 }

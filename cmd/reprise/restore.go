@@ -317,7 +317,11 @@ func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 		if o.Decision == "block" {
 			status = "blocked" // it ran, and said no
 		}
-		fmt.Fprintf(w, "  %-11s %8s  %s%s  (%s)\n", status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, o.Source)
+		source := "" // an interrupted hook's outcome names no source
+		if o.Source != "" {
+			source = "  (" + string(o.Source) + ")"
+		}
+		fmt.Fprintf(w, "  %-11s %8s  %s%s%s\n", status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, source)
 		if o.Decision == "block" {
 			fmt.Fprintf(w, "      reason: %s\n", projection.Clip(o.Reason, 200))
 		}

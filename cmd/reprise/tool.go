@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,9 @@ type toolOptions struct {
 	permission string // --permission, tool
 	output     string // --output, tool-result: JSON
 	failure    string // --error, tool-result
+	addUse     bool   // --add-tool-use, tool
+	answer     string // --answer, tool: allow or refuse
+	refusal    string // --refusal, tool
 }
 
 // toolJSON is what tool --json prints.
@@ -44,25 +48,42 @@ type haltJSON struct {
 
 // toolResultJSON is what tool-result --json prints.
 type toolResultJSON struct {
-	Context string `json:"context"`
-	Blocked bool   `json:"blocked"`
-	Reason  string `json:"reason"`
+	AlreadyRecorded bool   `json:"already_recorded"`
+	Context         string `json:"context"`
+	// UpdatedOutput is what a PostToolUse hook gave in place of the
+	// tool's result (updatedToolOutput): what the model is to get.
+	UpdatedOutput json.RawMessage `json:"updated_output,omitempty"`
+	Blocked       bool            `json:"blocked"`
+	Reason        string          `json:"reason"`
 	haltJSON
 }
 
 func newToolCmd(a *app, runF func(context.Context, *toolOptions) error) *cobra.Command {
 	var o toolOptions
 	cmd := &cobra.Command{
-		Use:   "tool --agent NAME --tool-use-id ID --name TOOL [--input JSON] [--permission allow|deny|ask]",
+		Use:   "tool --agent NAME --tool-use-id ID (--name TOOL [--input JSON] [--permission allow|deny|ask] [--add-tool-use] | --answer allow|refuse [--refusal TEXT])",
 		Short: "Ask, before a tool call runs, whether it may: its PreToolUse hooks, once",
 		Long: `tool asks, for a host that runs the model's tool calls itself, whether the
 call ID of TOOL with input JSON may run: its PreToolUse hooks run with
 Claude Code's input, then, when the decision is still to ask, its
 PermissionRequest hooks, and the decision is recorded once for the
 tool_use id. Asked again about the same id, it runs nothing and prints the
-recorded decision, interrupted when the call was allowed (or left to ask)
-and has no result (the tool may have run). A deny is recorded in the session as the call's
-error tool_result, which the model is told.
+recorded decision, interrupted when the call was allowed and has no
+result (the tool may have run). A deny is recorded in the session as the
+call's error tool_result, which the model is told.
+
+The call must be one of an answer recorded in the agent's current session
+(append the model's answer with "append --content" first): a tool_use id
+no answer holds is refused, unless --add-tool-use asks for the call's
+tool_use to be recorded, as an answer of its own.
+
+When the decision is ask, the host asks its user, then records the
+answer with --answer: allow, after which the tool may run and tool-result
+takes its result (a result for an asked call not allowed is refused), or
+refuse, which records the call's error tool_result, what the model is
+told: --refusal TEXT, or "` + reprise.UserRefused + `"
+The answer is recorded once; given again, tool prints the recorded
+decision.
 
 --permission is what the host's own rules say of the call; a deny from the
 hooks or the rules wins, then an ask, then an allow; a call nobody decides
@@ -86,11 +107,18 @@ with and the hooks' context, and exits 0 whatever the decision.
 	cmd.Flags().StringVar(&o.name, "name", "", "the `TOOL` the call is of, such as Bash (required)")
 	cmd.Flags().StringVar(&o.input, "input", "{}", "the call's input, a JSON object")
 	cmd.Flags().StringVar(&o.permission, "permission", "", "what the host's rules say: allow, deny or ask")
+	cmd.Flags().BoolVar(&o.addUse, "add-tool-use", false, "record the call's tool_use, as an answer of its own, when no answer holds it")
+	cmd.Flags().StringVar(&o.answer, "answer", "", "record the user's answer to a call left to ask: allow or refuse")
+	cmd.Flags().StringVar(&o.refusal, "refusal", "", "with --answer refuse, what the model is told, as `TEXT`")
+	agentFlag(cmd)
 	return cmd
 }
 
 // runTool decides on a tool call and prints the decision.
 func runTool(ctx context.Context, o *toolOptions) error {
+	if o.answer != "" || o.refusal != "" {
+		return runToolAnswer(ctx, o)
+	}
 	switch {
 	case o.id == "" || o.name == "":
 		return usagef("tool needs --tool-use-id and --name")
@@ -98,18 +126,54 @@ func runTool(ctx context.Context, o *toolOptions) error {
 		return validID("--tool-use-id", o.id)
 	case !json.Valid([]byte(o.input)) || !strings.HasPrefix(strings.TrimSpace(o.input), "{"):
 		return usagef("--input is not a JSON object: %q", clip(o.input))
+	case !utf8.ValidString(o.input):
+		// encoding/json takes it, but hooks would read JSON that is not
+		// text: a guard that cannot parse it decides nothing.
+		return usagef("--input is not valid UTF-8: %q", clip(o.input))
 	case o.permission != "" && o.permission != reprise.ToolAllow && o.permission != reprise.ToolDeny && o.permission != reprise.ToolAsk:
 		return usagef("--permission must be allow, deny or ask, not %q", o.permission)
 	}
 	var d *reprise.ToolDecision
 	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
 		var err error
-		d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: o.id, Name: o.name, Input: json.RawMessage(o.input), Permission: o.permission})
+		d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: o.id, Name: o.name, Input: json.RawMessage(o.input), Permission: o.permission, AddToolUse: o.addUse})
 		return nil, err
 	}, o.stderr)
 	if err != nil {
 		return err
 	}
+	return printDecision(o, d)
+}
+
+// runToolAnswer records the user's answer to a call left to ask and prints
+// the call's decision.
+func runToolAnswer(ctx context.Context, o *toolOptions) error {
+	switch {
+	case o.id == "":
+		return usagef("tool --answer needs --tool-use-id")
+	case reprise.ValidateID(o.id) != nil:
+		return validID("--tool-use-id", o.id)
+	case o.answer != "allow" && o.answer != "refuse":
+		return usagef("--answer must be allow or refuse, not %q", o.answer)
+	case o.refusal != "" && o.answer != "refuse":
+		return usagef("--refusal goes with --answer refuse")
+	case o.name != "" || o.permission != "" || o.addUse || o.input != "{}":
+		return usagef("--answer takes the call from the log: give it no --name, --input, --permission or --add-tool-use")
+	}
+	var d *reprise.ToolDecision
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		var err error
+		d, err = agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: o.id, Allow: o.answer == "allow", Refusal: o.refusal})
+		return nil, err
+	}, o.stderr)
+	if err != nil {
+		return err
+	}
+	return printDecision(o, d)
+}
+
+// printDecision prints the decision on call o.id.
+func printDecision(o *toolOptions, d *reprise.ToolDecision) error {
 	if o.json {
 		return printJSON(o.stdout, toolJSON{Decision: d.Decision, Reason: d.Reason, UpdatedInput: d.Input, Context: d.Context,
 			Interrupted: d.Interrupted, haltJSON: haltJSON{d.Halted, d.StopReason}})
@@ -144,8 +208,11 @@ its result as JSON (a string, or content blocks), appended to the session
 as the call's tool_result; or --error, its failure. Then the call's
 PostToolUse hooks run (PostToolUseFailure for an error), and their context,
 and the reason of a block, are appended after the result for the model.
-Asked again, it prints what the log holds. It prints the hooks' context and
-whether one blocked, and exits 0 either way.
+It prints the hooks' context and whether one blocked, and exits 0 either
+way. When the log holds the call's result already (recorded before, or the
+error result of its deny), the result given is not kept: tool-result says
+"already recorded" ("already_recorded": true with --json), prints what the
+log holds, and exits 3.
 
 ` + hookSourcesHelp,
 		Example: `  reprise tool-result --agent ide --tool-use-id toolu_1 --output '"go.mod main.go"'
@@ -163,6 +230,7 @@ whether one blocked, and exits 0 either way.
 	cmd.Flags().StringVar(&o.id, "tool-use-id", "", "the call's tool_use `ID` (required)")
 	cmd.Flags().StringVar(&o.output, "output", "", "the call's result, as JSON")
 	cmd.Flags().StringVar(&o.failure, "error", "", "the call's failure, as `TEXT`")
+	agentFlag(cmd)
 	return cmd
 }
 
@@ -178,6 +246,8 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 		return usagef("tool-result needs one of --output and --error")
 	case o.output != "" && !json.Valid([]byte(o.output)):
 		return usagef("--output is not JSON: %q", clip(o.output))
+	case !utf8.ValidString(o.output):
+		return usagef("--output is not valid UTF-8: %q", clip(o.output))
 	}
 	var f *reprise.ToolFeedback
 	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
@@ -189,8 +259,14 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 		return err
 	}
 	if o.json {
-		return printJSON(o.stdout, toolResultJSON{Context: f.Context, Blocked: f.Blocked, Reason: f.Reason,
-			haltJSON: haltJSON{f.Halted, f.StopReason}})
+		if err := printJSON(o.stdout, toolResultJSON{AlreadyRecorded: f.AlreadyRecorded, Context: f.Context, UpdatedOutput: f.UpdatedResult, Blocked: f.Blocked,
+			Reason: f.Reason, haltJSON: haltJSON{f.Halted, f.StopReason}}); err != nil {
+			return err
+		}
+		return alreadyRecorded(o.id, f)
+	}
+	if f.AlreadyRecorded {
+		fmt.Fprintln(o.stdout, "already recorded: the log held the call's result before; this one was not kept")
 	}
 	if f.Blocked {
 		fmt.Fprintf(o.stdout, "blocked: %s\n", f.Reason)
@@ -204,7 +280,23 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 		printIndented(o.stdout, f.Context)
 	}
 	printHalt(o.stdout, f.Halt)
-	return nil
+	return alreadyRecorded(o.id, f)
+}
+
+// alreadyRecorded is the error tool-result ends with when the call's
+// result was in the log before: exit status 3.
+func alreadyRecorded(id string, f *reprise.ToolFeedback) error {
+	if !f.AlreadyRecorded {
+		return nil
+	}
+	return statusError{fmt.Errorf("tool call %s: already recorded; the result given was not kept", id), exitAlreadyRecorded}
+}
+
+// agentFlag words --agent for a tool step, which restores nothing.
+func agentFlag(cmd *cobra.Command) {
+	if f := cmd.Flags().Lookup("agent"); f != nil {
+		f.Usage = "the agent host `NAME` whose current session holds the call (required)"
+	}
 }
 
 // printHalt says that a hook stopped the turn, with its stopReason.

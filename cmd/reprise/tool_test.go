@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // TestToolCommandsDecideAndRecordOnce drives a tool call through the CLI,
@@ -19,6 +21,8 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 	flags := []string{"--agent", "ide", "--settings", settings, "--no-default-settings"}
 	c.ok(append([]string{"start", "a"}, flags...)...)
 
+	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"rm -rf build"}},
+		{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"ls"}}]`)
 	var d toolJSON
 	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"rm -rf build"}`, "--permission", "allow"}, flags...)...)
 	if d.Decision != "deny" || d.Reason != "PreToolUse:Bash hook error: no rm -rf" {
@@ -34,14 +38,25 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 		t.Fatalf("tool ls again = %+v", d)
 	}
 	var f toolResultJSON
+	var conv conversationJSON
 	c.okJSON(&f, append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"go.mod"`}, flags...)...)
 	if f.Context != "lint is clean" || f.Blocked {
 		t.Fatalf("tool-result = %+v", f)
 	}
-	out := c.ok(append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"go.mod"`}, flags...)...)
-	if !strings.HasPrefix(out, "PostToolUse hooks of t2:\n  ok ") || !strings.Contains(out, "additionalContext") ||
-		!strings.HasSuffix(out, "\ncontext:\n  lint is clean\n") {
-		t.Fatalf("tool-result again printed %q", out)
+	// Recorded again, or for the denied call: the result is not kept, and
+	// tool-result says so.
+	r := c.fails(exitAlreadyRecorded, append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"other"`}, flags...)...)
+	if out := r.stdout; !strings.HasPrefix(out, "already recorded: ") || !strings.Contains(out, "PostToolUse hooks of t2:\n  ok ") || !strings.Contains(out, "additionalContext") ||
+		!strings.HasSuffix(out, "\ncontext:\n  lint is clean\n") || !strings.Contains(r.stderr, "already recorded") {
+		t.Fatalf("tool-result again printed %q, %q", out, r.stderr)
+	}
+	r = c.fails(exitAlreadyRecorded, append([]string{"--json", "tool-result", "--tool-use-id", "t1", "--output", `"ran anyway"`}, flags...)...)
+	if err := json.Unmarshal([]byte(r.stdout), &f); err != nil || !f.AlreadyRecorded {
+		t.Fatalf("tool-result --json for the denied call: %s, %v", r.stdout, err)
+	}
+	c.okJSON(&conv, "replay", "a")
+	if data, _ := json.Marshal(conv.Messages); strings.Contains(string(data), "other") || strings.Contains(string(data), "ran anyway") {
+		t.Fatalf("a result given again was kept: %s", data)
 	}
 	if r := c.fails(exitFailure, append([]string{"tool-result", "--tool-use-id", "t9", "--output", `"x"`}, flags...)...); !strings.Contains(r.stderr, "no decision recorded: t9") {
 		t.Fatalf("tool-result of an unknown call: %s", r.stderr)
@@ -49,13 +64,15 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t3", "--name", "Bash", "--input", "{not json"}, flags...)...)
 	c.fails(exitUsage, append([]string{"tool-result", "--tool-use-id", "t3"}, flags...)...)
 	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t3", "--name", "Bash", "--input", "[1]"}, flags...)...)
+	if r := c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t3", "--name", "Bash", "--input", "{\"command\":\"rm \xff -rf /\"}"}, flags...)...); !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("--input with invalid UTF-8: %s", r.stderr)
+	}
 	for _, id := range []string{"../x", "a\nb"} {
 		if r := c.fails(exitUsage, append([]string{"tool", "--tool-use-id", id, "--name", "Bash"}, flags...)...); !strings.Contains(r.stderr, "--tool-use-id") {
 			t.Errorf("tool --tool-use-id %q: %s", id, r.stderr)
 		}
 		c.fails(exitUsage, append([]string{"tool-result", "--tool-use-id", id, "--output", `"x"`}, flags...)...)
 	}
-	var conv conversationJSON
 	c.okJSON(&conv, "replay", "a")
 	data, _ := json.Marshal(conv.Messages)
 	if strings.Count(string(data), `tool_use`) < 2 || !strings.Contains(string(data), `is_error`) {
@@ -147,6 +164,8 @@ func TestToolCommandsSayAHookHalts(t *testing.T) {
 	flags := []string{"--agent", "ide", "--settings", settings, "--no-default-settings"}
 	c.ok(append([]string{"start", "a"}, flags...)...)
 	var d toolJSON
+	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}},
+		{"type":"tool_use","id":"t2","name":"Read","input":{}}]`)
 	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"ls"}`, "--permission", "allow"}, flags...)...)
 	if !d.Halted || d.StopReason != "out of budget" {
 		t.Errorf("tool --json = %+v", d)
@@ -159,5 +178,122 @@ func TestToolCommandsSayAHookHalts(t *testing.T) {
 	if !strings.HasPrefix(out, "PostToolUse hooks of t2:\n  ok ") ||
 		!strings.HasSuffix(out, "\nno context added\nhalted: a hook stops the turn: no reason given\n") {
 		t.Errorf("tool-result printed %q", out)
+	}
+}
+
+// TestToolOfACallNoAnswerHolds checks that tool refuses a tool_use id no
+// recorded answer holds, recording nothing, and records the tool_use
+// when --add-tool-use asks for it; and that append refuses an answer
+// the Messages API would refuse.
+func TestToolOfACallNoAnswerHolds(t *testing.T) {
+	c := newCLI(t)
+	c.session("a", "go")
+	flags := []string{"--agent", "ide", "--no-default-settings"}
+	c.ok(append([]string{"start", "a"}, flags...)...)
+	before := c.ok("log", "a")
+	if r := c.fails(exitFailure, append([]string{"tool", "--tool-use-id", "123", "--name", "Bash", "--permission", "allow"}, flags...)...); !strings.Contains(r.stderr, "holds no answer with tool_use 123") || r.stdout != "" {
+		t.Fatalf("tool of a call no answer holds: %q, %q", r.stdout, r.stderr)
+	}
+	if after := c.ok("log", "a"); after != before {
+		t.Fatalf("the refused call changed the session:\n%s", after)
+	}
+	if out := c.ok(append([]string{"tool", "--tool-use-id", "123", "--name", "Bash", "--permission", "allow", "--add-tool-use"}, flags...)...); !strings.HasPrefix(out, "allow\n") {
+		t.Fatalf("tool --add-tool-use printed %q", out)
+	}
+	// An answer while call 123 has no result, and one that reuses its id.
+	c.fails(exitFailure, "append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"c","name":"Bash","input":{}}]`)
+	c.ok(append([]string{"tool-result", "--tool-use-id", "123", "--output", `"done"`}, flags...)...)
+	if r := c.fails(exitFailure, "append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"123","name":"Bash","input":{}}]`); !strings.Contains(r.stderr, `"123" is used already`) {
+		t.Fatalf("an answer that reuses 123: %s", r.stderr)
+	}
+	if r := c.fails(exitFailure, "append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"","name":"Bash","input":{}}]`); !strings.Contains(r.stderr, "no id") {
+		t.Fatalf("a tool_use without an id: %s", r.stderr)
+	}
+	if help := c.ok("tool", "--help"); strings.Contains(help, "doing the restore") || !strings.Contains(help, "--add-tool-use") {
+		t.Errorf("tool --help:\n%s", help)
+	}
+}
+
+// TestToolAnswerRecordsTheUsersWordOnce drives a call left to ask through
+// the CLI: asked again it is not taken for one that may have run, its
+// result is refused until the user's allow is recorded, and a refusal is
+// recorded once as the call's error result.
+func TestToolAnswerRecordsTheUsersWordOnce(t *testing.T) {
+	c := newCLI(t)
+	c.session("a", "go")
+	flags := []string{"--agent", "ide", "--no-default-settings"}
+	c.ok(append([]string{"start", "a"}, flags...)...)
+	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make"}},
+		{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"rm -rf /"}}]`)
+	for _, id := range []string{"t1", "t2"} {
+		if out := c.ok(append([]string{"tool", "--tool-use-id", id, "--name", "Bash", "--input", `{"command":"make"}`}, flags...)...); !strings.HasPrefix(out, "ask\n") {
+			t.Fatalf("tool %s printed %q", id, out)
+		}
+	}
+	if out := c.ok(append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--permission", "allow"}, flags...)...); !strings.HasPrefix(out, "ask\n") || strings.Contains(out, "interrupted") {
+		t.Fatalf("tool asked again before the answer printed %q", out)
+	}
+	if r := c.fails(exitFailure, append([]string{"tool-result", "--tool-use-id", "t1", "--output", `"built"`}, flags...)...); !strings.Contains(r.stderr, "never allowed") {
+		t.Fatalf("tool-result of a call never allowed: %s", r.stderr)
+	}
+	var d toolJSON
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--answer", "allow"}, flags...)...)
+	if d.Decision != "allow" || string(d.UpdatedInput) != `{"command":"make"}` {
+		t.Fatalf("tool --answer allow = %+v", d)
+	}
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t2", "--answer", "refuse", "--refusal", "not on this machine"}, flags...)...)
+	if d.Decision != "deny" || d.Reason != "not on this machine" {
+		t.Fatalf("tool --answer refuse = %+v", d)
+	}
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t2", "--answer", "allow"}, flags...)...)
+	if d.Decision != "deny" {
+		t.Fatalf("tool --answer allow after the refusal = %+v; want the recorded refusal", d)
+	}
+	c.ok(append([]string{"tool-result", "--tool-use-id", "t1", "--output", `"built"`}, flags...)...)
+	c.fails(exitAlreadyRecorded, append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"ran"`}, flags...)...)
+	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t1", "--answer", "maybe"}, flags...)...)
+	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t1", "--answer", "allow", "--refusal", "x"}, flags...)...)
+	var conv conversationJSON
+	c.okJSON(&conv, "replay", "a")
+	data, _ := json.Marshal(conv.Messages)
+	if !strings.Contains(string(data), "not on this machine") || strings.Contains(string(data), `"ran"`) {
+		t.Fatalf("the session: %s", data)
+	}
+	var rep struct {
+		OK bool `json:"ok"`
+	}
+	c.okJSON(&rep, "audit")
+	if !rep.OK {
+		t.Errorf("audit: %+v", rep)
+	}
+}
+
+// TestOutcomesOfInterruptedHooksNameNoEmptySource checks that a hook's
+// outcome without a source, as the outcome of a hook a dead process was
+// running is (finish prints them), is printed without "()".
+func TestOutcomesOfInterruptedHooksNameNoEmptySource(t *testing.T) {
+	var b strings.Builder
+	printOutcomes(&b, []schema.HookOutcome{{Name: "sleep 5", Status: schema.HookInterrupted}, {Name: "ctx", Status: schema.HookOK, Source: "session"}}, true)
+	if out := b.String(); strings.Contains(out, "()") || !strings.Contains(out, "sleep 5\n") || !strings.Contains(out, "ctx  (session)\n") {
+		t.Errorf("printed %q", out)
+	}
+}
+
+// TestToolResultGivesAHooksUpdatedOutput checks that tool-result --json
+// gives a shell host the output a PostToolUse hook put in place of the
+// tool's, to send the model.
+func TestToolResultGivesAHooksUpdatedOutput(t *testing.T) {
+	c := newCLI(t)
+	settings := c.writeFile("hooks.json", `{"hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+		"command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"updatedToolOutput\":\"[redacted]\"}}'"}]}]}}`)
+	c.session("a", "go")
+	flags := []string{"--agent", "ide", "--settings", settings, "--no-default-settings"}
+	c.ok(append([]string{"start", "a"}, flags...)...)
+	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cat .env"}}]`)
+	c.ok(append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"cat .env"}`, "--permission", "allow"}, flags...)...)
+	var f toolResultJSON
+	c.okJSON(&f, append([]string{"tool-result", "--tool-use-id", "t1", "--output", `"KEY=secret"`}, flags...)...)
+	if string(f.UpdatedOutput) != `"[redacted]"` {
+		t.Errorf("tool-result --json = %+v, want the hook's updated output", f)
 	}
 }

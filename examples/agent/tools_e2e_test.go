@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -247,6 +248,9 @@ func TestToolTurn(t *testing.T) {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 			}
 			t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			if strings.HasPrefix(stdout.String(), "> ") || strings.Contains(stdout.String(), "\n> ") {
+				t.Errorf("stdout, from a stdin that is not a terminal, holds a prompt")
+			}
 			checkToolRequests(t, api.requests(), mode == "stream", ev.stopCommand)
 			checkToolEffects(t, ev, postInput)
 			for _, s := range []string{
@@ -436,8 +440,9 @@ func checkToolLogs(t *testing.T, store, id string) {
 			return err
 		}
 		switch p := p.(type) {
-		case *schema.ToolDecided:
-			decisions[p.ToolUseID] = p.Tool + " " + p.Decision
+		case *schema.ToolDecided: // a call left to ask has two: the ask, then the user's answer
+			kept := cmp.Or(decisions[p.ToolUseID], p.Tool)
+			decisions[p.ToolUseID] = kept + " " + p.Decision
 		case *schema.ToolResultRecorded:
 			results[p.ToolUseID] = p.Failed
 		}
@@ -446,9 +451,11 @@ func checkToolLogs(t *testing.T, store, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantDecisions := map[string]string{"toolu_01": "Bash deny", "toolu_02": "Read deny", "toolu_03": "Write ask",
+	// toolu_03 was left to ask, and refused: the refusal is its error
+	// result, recorded with the answer.
+	wantDecisions := map[string]string{"toolu_01": "Bash deny", "toolu_02": "Read deny", "toolu_03": "Write ask deny",
 		"toolu_04": "Bash allow", "toolu_05": "Write allow"}
-	wantResults := map[string]bool{"toolu_03": true, "toolu_04": false, "toolu_05": false}
+	wantResults := map[string]bool{"toolu_04": false, "toolu_05": false}
 	if !reflect.DeepEqual(decisions, wantDecisions) || !reflect.DeepEqual(results, wantResults) {
 		t.Errorf("agent log: decisions %v, results (failed) %v; want %v, %v", decisions, results, wantDecisions, wantResults)
 	}

@@ -282,6 +282,13 @@ func (s *script) tools() error {
 	if _, err := a.Start(ctx, "alpha"); err != nil {
 		return err
 	}
+	// The model's answer holds the three calls before they are asked about.
+	if _, err := e.Append(ctx, "alpha", reprise.Message{Role: "assistant", Content: []reprise.Block{
+		reprise.ToolUseBlock("toolu_rm", "Bash", []byte(`{"command":"rm -rf /"}`)),
+		reprise.ToolUseBlock("toolu_write", "Write", []byte(`{"file_path":"/etc/hosts"}`)),
+		reprise.ToolUseBlock("toolu_make", "Bash", []byte(`{"command":"make"}`))}}); err != nil {
+		return err
+	}
 	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_rm", Name: "Bash", Input: []byte(`{"command":"rm -rf /"}`), Permission: reprise.ToolAllow}); err != nil {
 		return err
 	}

@@ -161,13 +161,26 @@ func (w *World) reopen(_ context.Context, t *testing.T, d *datadriven.TestData) 
 //	tool ide Bash t1 permission=allow
 //	{"command":"rm -rf build"}
 func (w *World) tool(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
-	call := reprise.ToolCall{Name: w.arg(t, d, 1), ID: w.arg(t, d, 2), Input: []byte(d.Input), Permission: opt(d, "permission")}
+	call := reprise.ToolCall{Name: w.arg(t, d, 1), ID: w.arg(t, d, 2), Input: []byte(d.Input), Permission: opt(d, "permission"), AddToolUse: true}
 	dec, err := w.agentOf(ctx, t, d).PreToolUse(ctx, call)
 	if err != nil {
 		return nil, err
 	}
 	return printf("decision=%s reason=%q input=%s context=%q interrupted=%v", dec.Decision, dec.Reason, dec.Input,
 		dec.Context, dec.Interrupted), nil
+}
+
+// toolAnswer records the user's answer, allow or refuse, to the call ID
+// left to ask, and prints the call's decision.
+//
+//	tool-answer ide t1 refuse refusal=no
+func (w *World) toolAnswer(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	ans := reprise.ToolAnswer{ID: w.arg(t, d, 1), Allow: w.arg(t, d, 2) == "allow", Refusal: opt(d, "refusal")}
+	dec, err := w.agentOf(ctx, t, d).AnswerAsk(ctx, ans)
+	if err != nil {
+		return nil, err
+	}
+	return printf("decision=%s reason=%q input=%s", dec.Decision, dec.Reason, dec.Input), nil
 }
 
 // toolResult tells the agent what the call ID gave, its output as input

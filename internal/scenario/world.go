@@ -155,6 +155,7 @@ var commands = map[string]command{
 	"reopen":      {(*World).reopen, []string{"stopcap"}},
 	"tool":        {(*World).tool, []string{"permission"}},
 	"tool-result": {(*World).toolResult, []string{"error"}},
+	"tool-answer": {(*World).toolAnswer, []string{"refusal"}},
 	"turn":        {(*World).turnState, nil},
 	"run-turn":    {(*World).runTurn, []string{"prompt", "repeat", "permission"}},
 }
