@@ -37,7 +37,7 @@ func TestAGuardIsNeverClosedUnderAnotherEngine(t *testing.T) {
 	if err := first.Hooks().Add(hookexec.Hook{Event: hookexec.PreToolUse, Body: hookexec.Command{Line: line}, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	call := reprise.ToolCall{ID: "toolu_1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /tmp/x"}`), Permission: reprise.ToolAllow}
+	call := reprise.ToolCall{ID: "toolu_1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /tmp/x"}`), Permission: reprise.ToolAllow, AddToolUse: true}
 	done := make(chan *reprise.ToolDecision, 1)
 	go func() {
 		d, err := testkit.Agent(t, first, "ide").PreToolUse(ctx, call)

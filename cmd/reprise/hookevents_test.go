@@ -53,7 +53,7 @@ func TestHooksEveryEventAndOthersFound(t *testing.T) {
 	if len(events) != 0 {
 		t.Fatalf("hooks --event CwdChanged, which no file configures = %+v", events)
 	}
-	if r := c.fails(exitUsage, "hooks", "--event", "Notfication"); !strings.Contains(r.stderr, "Claude Code's events") {
+	if r := c.fails(exitUsage, "hooks", "--event", "Notfication"); !strings.Contains(r.stderr, "Claude Code's 33 hook events") {
 		t.Fatalf("a misspelt event: %s", r.stderr)
 	}
 	c.okJSON(&events, append([]string{"hooks", "--event", "PreToolUse", "--source", "Bash"}, flags...)...)

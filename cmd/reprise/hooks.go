@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -139,7 +138,7 @@ func runHooks(ctx context.Context, o *hooksOptions) (err error) {
 		}
 		switch {
 		case !slices.Contains(all, ev):
-			return usagef("--event must be one of Claude Code's events (%s), not %q", joinEvents(all), o.event)
+			return usagef("--event must name one of Claude Code's %d hook events (SessionStart, PreToolUse, Stop, Notification, ...: docs/hooks.md lists them), not %q", len(all), o.event)
 		case !slices.Contains(hookexec.Events, ev):
 			// Listed as found, from the files, as without --event.
 			if o.valueSet {
@@ -218,15 +217,6 @@ func runHooks(ctx context.Context, o *hooksOptions) (err error) {
 		return printJSON(o.stdout, out)
 	}
 	return printHooks(o.stdout, out)
-}
-
-// joinEvents returns "A, B or C".
-func joinEvents(events []hookexec.Event) string {
-	names := make([]string, len(events))
-	for i, ev := range events {
-		names[i] = string(ev)
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // newHookJSON describes h for JSON output, with its effective timeout.

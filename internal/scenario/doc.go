@@ -71,6 +71,7 @@
 //	reopen [stopcap=N]                 a new Engine over the same store, as a new process
 //	tool NAME TOOL ID [permission=P]   PreToolUse on a call, its input (JSON) as input
 //	tool-result NAME ID [error=TEXT]   PostToolUse on a call, its output (JSON) as input
+//	tool-answer NAME ID allow|refuse [refusal=TEXT]   the user's answer to a call left to ask
 //
 // Turns (package turn):
 //
