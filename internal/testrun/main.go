@@ -178,7 +178,9 @@ func (s *summary) add(e event) {
 	case "fail":
 		if e.Test == "" {
 			for _, l := range s.output[key] { // the package's own output: a panic, a build failure
-				fmt.Fprint(s.out, l)
+				if !strings.HasPrefix(l, "FAIL\t"+e.Package) { // go test's own line, printed below
+					fmt.Fprint(s.out, l)
+				}
 			}
 			fmt.Fprintf(s.out, "FAIL\t%s\t%.1fs\n", e.Package, e.Elapsed)
 			s.failed++

@@ -25,6 +25,7 @@ func TestSummaryGroupsSkipsByReason(t *testing.T) {
 {"Action":"skip","Package":"m/b","Test":"TestBrowser"}
 {"Action":"output","Package":"m/b","Test":"TestBreaks","Output":"    b_test.go:7: got 1, want 2\n"}
 {"Action":"fail","Package":"m/b","Test":"TestBreaks","Elapsed":0.2}
+{"Action":"output","Package":"m/b","Output":"FAIL\tm/b\t2.001s\n"}
 {"Action":"fail","Package":"m/b","Elapsed":2}
 {"Action":"skip","Package":"m/c"}
 `
