@@ -19,6 +19,7 @@ const (
 // Budgets of the default run, which CI does, and of the long run.
 const (
 	defaultCases      = 100
+	shortCases        = 20 // with -short, the quick run of a newcomer
 	longCases         = 1000
 	longSteps         = 50 // rapid's average actions per case in the long run; 30 otherwise
 	defaultCrashSeeds = 3
@@ -64,8 +65,11 @@ func configureRapid() error {
 	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if !given["rapid.checks"] && os.Getenv("RAPID_CHECKS") == "" {
 		def := defaultCases
-		if long() {
+		switch {
+		case long():
 			def = longCases
+		case testing.Short():
+			def = shortCases
 		}
 		n, err := envInt(envCases, def)
 		if err != nil {

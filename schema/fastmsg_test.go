@@ -16,7 +16,7 @@ import (
 func TestFastMessageEncoding(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	str := func() string { return strings.Repeat("x", []int{0, 1, 31, 32, 300, 70000}[r.IntN(6)]) }
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < randomMessages(2000); i++ {
 		m := Message{UUID: str(), ParentUUID: str(), Role: str(), IsMeta: r.IntN(2) == 0, Summary: r.IntN(2) == 0,
 			Timestamp: int64(r.Uint64())}
 		if r.IntN(4) > 0 {
@@ -126,7 +126,8 @@ func TestFastMessageDecoding(t *testing.T) {
 			t.Fatalf("message %d: decoded\n%#v\nmsgpack decodes\n%#v", i, fast, want)
 		}
 	}
-	for i := range 3000 {
+	n := randomMessages(3000)
+	for i := range n {
 		m := Message{UUID: str(), ParentUUID: str(), Role: str(), IsMeta: r.IntN(2) == 0, Summary: r.IntN(2) == 0,
 			Timestamp: int64(r.Uint64())}
 		if r.IntN(4) > 0 {
@@ -168,7 +169,19 @@ func TestFastMessageDecoding(t *testing.T) {
 			}
 		}
 	}
-	if decoded < 3000 {
+	if decoded < n {
 		t.Fatalf("only %d payloads decoded by hand", decoded)
 	}
+}
+
+// randomMessages returns how many random messages a test of the fast
+// codec tries: n, or a tenth of n under the race detector. The codec runs
+// on one goroutine, so the detector has nothing to find in these tests,
+// and the messages of up to megabytes each cost it minutes: .ci/run runs
+// them without it, at n, as go test does without -race.
+func randomMessages(n int) int {
+	if raceDetector {
+		return n / 10
+	}
+	return n
 }

@@ -78,11 +78,7 @@ func ValidToken(token string) bool {
 // Host is refused with 421 Misdirected Request.
 func RequireLoopbackHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		if !IsLoopback(host) {
+		if !loopbackHost(r.Host) {
 			http.Error(w, "this view answers only to a loopback address, such as 127.0.0.1 or localhost", http.StatusMisdirectedRequest)
 			return
 		}
@@ -90,10 +86,54 @@ func RequireLoopbackHost(next http.Handler) http.Handler {
 	})
 }
 
+// loopbackHost reports whether the Host of a request, a name or an
+// address with an optional port, names this machine only. An empty Host
+// (an HTTP/1.0 request) names nothing, and anything but exactly a name,
+// or an IPv6 address in brackets, then an optional :PORT of digits is
+// refused: "[::1].evil" is not [::1].
+func loopbackHost(hostport string) bool {
+	host, port := hostport, ""
+	if rest, ok := strings.CutPrefix(hostport, "["); ok {
+		ip, after, ok := strings.Cut(rest, "]")
+		if !ok || strings.ContainsAny(ip, "[]") || !strings.Contains(ip, ":") {
+			return false
+		}
+		if after != "" {
+			var hasColon bool
+			if port, hasColon = strings.CutPrefix(after, ":"); !hasColon || port == "" {
+				return false
+			}
+		}
+		host = ip
+	} else if i := strings.LastIndexByte(hostport, ':'); i >= 0 {
+		host, port = hostport[:i], hostport[i+1:]
+		if port == "" {
+			return false
+		}
+	}
+	for _, c := range port {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	if host == "" || strings.ContainsAny(host, "[]") || (!strings.HasPrefix(hostport, "[") && strings.Contains(host, ":")) {
+		return false
+	}
+	return IsLoopback(host)
+}
+
 // IsLoopback reports whether host, a name or an address without a port,
 // names this machine only.
 func IsLoopback(host string) bool {
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if inner, ok := strings.CutPrefix(host, "["); ok {
+		if host, ok = strings.CutSuffix(inner, "]"); !ok {
+			return false
+		}
+	}
+	if strings.ContainsAny(host, "[]") {
+		return false
+	}
+	host = strings.TrimSuffix(host, ".")
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

@@ -21,6 +21,10 @@ func TestBenchQuickJSON(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the quick bench takes up to a minute")
 	}
+	if raceDetector {
+		// It measures nothing meaningful there, and takes minutes.
+		t.Skip("the quick bench is run without -race: .ci/run runs this test so")
+	}
 	c := newCLI(t)
 	requireBench(t, c)
 	cache := filepath.Join(c.dir, "cache")

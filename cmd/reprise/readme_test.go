@@ -114,3 +114,79 @@ func TestREADMEWalkthrough(t *testing.T) {
 		}
 	}
 }
+
+// fence returns the lines of the first ```lang block after the line
+// heading in md.
+func fence(t *testing.T, md, heading, lang string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(md, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q", heading)
+	}
+	_, rest, ok = strings.Cut(rest, "\n```"+lang+"\n")
+	if !ok {
+		t.Fatalf("README.md has no ```%s block under %q", lang, heading)
+	}
+	block, _, ok := strings.Cut(rest, "\n```\n")
+	if !ok {
+		t.Fatalf("README.md's ```%s block under %q does not end", lang, heading)
+	}
+	return block + "\n"
+}
+
+// The README says how to depend on the unpublished module: its two
+// commands, run in a new module beside a clone (here a link to this
+// repository) with no network, give a go.mod that builds the README's Go
+// code, wrapped in a function.
+func TestREADMEDependOnAClone(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	data, err := os.ReadFile(testkit.Abs(t, "../../README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(data)
+	commands, code := fence(t, md, "## Use it from Go", "sh"), fence(t, md, "## Use it from Go", "go")
+	dir := t.TempDir()
+	if err := os.Symlink(testkit.Abs(t, "../.."), filepath.Join(dir, "reprise")); err != nil {
+		t.Fatal(err)
+	}
+	host := filepath.Join(dir, "host")
+	testkit.WriteFile(t, filepath.Join(host, "go.mod"), "module example.com/host\n\ngo 1.26.8\n")
+	testkit.WriteFile(t, filepath.Join(host, "main.go"), `package main
+
+import (
+	"context"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+)
+
+func main() { _ = run(context.Background(), "") }
+
+func run(ctx context.Context, other string) error {
+`+code+`	_ = r
+	return nil
+}
+`)
+	// Offline: modules come from the module cache alone.
+	modcache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(strings.TrimSpace(string(modcache)), "cache", "download")
+	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=file://"+cache, "GOSUMDB=off", "GOTOOLCHAIN=local")
+	for _, line := range append(strings.Split(strings.TrimSpace(commands), "\n"), "go build -o /dev/null .") {
+		cmd := exec.Command("/bin/sh", "-c", line)
+		cmd.Dir, cmd.Env = host, env
+		out, err := cmd.CombinedOutput()
+		if err != nil && bytes.Contains(out, []byte(cache)) && bytes.Contains(out, []byte("no such file")) {
+			t.Skipf("the module cache lacks a module the repository's go.mod requires, and this test stays offline: "+
+				"run GOWORK=off go mod download in the repository first (.ci/run does)\n%s", out)
+		}
+		if err != nil {
+			t.Fatalf("$ %s: %v\n%s", line, err, out)
+		}
+	}
+}

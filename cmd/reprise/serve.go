@@ -18,7 +18,7 @@ import (
 )
 
 // serveTokenEnv names the environment variable that gives serve its
-// token when --token is not given.
+// token.
 const serveTokenEnv = "REPRISE_SERVE_TOKEN"
 
 // defaultServeAddr is where serve listens unless --addr says otherwise:
@@ -30,7 +30,7 @@ type serveOptions struct {
 	cmdIO
 	addr    string // --addr
 	addrSet bool   // --addr was given
-	token   string // --token
+	token   bool   // --token was given: refused, see checkServeOptions
 	noToken bool   // --no-token
 	socket  string // --socket
 }
@@ -48,7 +48,7 @@ type serveJSON struct {
 func newServeCmd(a *app, runF func(context.Context, *serveOptions) error) *cobra.Command {
 	o := serveOptions{addr: defaultServeAddr}
 	cmd := &cobra.Command{
-		Use:   "serve [--addr HOST:PORT] [--token TOKEN | --no-token] | serve --socket PATH",
+		Use:   "serve [--addr HOST:PORT] [--no-token] | serve --socket PATH",
 		Short: "Serve a read-only web view of the store",
 		Long: `serve serves the store's sessions, conversations, agents' restores as
 timelines of steps and hooks, the audit and the raw event log, as web
@@ -61,11 +61,13 @@ kept out.
 The view shows every conversation and hook output in the store, which
 only you may read, so on TCP every request must carry a token: an
 "Authorization: Bearer TOKEN" header, or ?token=TOKEN once in a browser,
-which then keeps it in a cookie. The token is --token, else
-$REPRISE_SERVE_TOKEN, else one serve makes the first time and keeps in
-STORE.serve-token (mode 0600) beside the store, so that the address
-serve prints, which carries it, keeps working across restarts. A token
-is at least 16 characters, each a letter, a digit or one of - . _ ~.
+which then keeps it in a cookie. The token is $REPRISE_SERVE_TOKEN,
+else the one kept in STORE.serve-token (mode 0600) beside the store,
+which serve makes the first time, so that the address serve prints,
+which carries it, keeps working across restarts; write your own token
+there to choose it. A token is at least 16 characters, each a letter, a
+digit or one of - . _ ~. serve takes no --token: a command line is
+readable by every user of this machine (ps, /proc).
 --no-token serves without one, on a loopback address only, to every
 user of this machine. --socket PATH serves on a Unix socket instead,
 mode 0600, which only you can connect to, without a token
@@ -80,6 +82,7 @@ until interrupted (Ctrl-C).`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.addrSet = cmd.Flags().Changed("addr")
+			o.token = cmd.Flags().Changed("token")
 			o.cmdIO = newCmdIO(a, cmd)
 			if runF != nil {
 				return runF(cmd.Context(), &o)
@@ -88,7 +91,12 @@ until interrupted (Ctrl-C).`,
 		},
 	}
 	cmd.Flags().StringVar(&o.addr, "addr", o.addr, "listen on `HOST:PORT`")
-	cmd.Flags().StringVar(&o.token, "token", "", "require `TOKEN` on every request (default $"+serveTokenEnv+", else the one kept beside the store)")
+	// --token is refused, and hidden, but known, so that its refusal says
+	// where the token goes rather than that the flag is unknown.
+	cmd.Flags().String("token", "", "refused: the token goes in $"+serveTokenEnv+" or the token file")
+	if err := cmd.Flags().MarkHidden("token"); err != nil {
+		panic(err)
+	}
 	cmd.Flags().BoolVar(&o.noToken, "no-token", false, "serve without a token, to every user of this machine (loopback only)")
 	cmd.Flags().StringVar(&o.socket, "socket", "", "serve on a Unix socket at `PATH`, mode 0600, without a token")
 	return cmd
@@ -97,16 +105,16 @@ until interrupted (Ctrl-C).`,
 // minTokenLen is the shortest token serve takes.
 const minTokenLen = 16
 
-// checkServeOptions refuses options that contradict each other, and a
-// token serve would not take.
+// checkServeOptions refuses options that contradict each other, and
+// --token, whose value every user of this machine would read in the
+// command line (ps, /proc/PID/cmdline) and then read the store with.
 func checkServeOptions(o serveOptions) error {
 	switch {
-	case o.socket != "" && (o.addrSet || o.token != "" || o.noToken):
-		return usagef("--socket serves on a Unix socket that only you can reach, without a token: it takes no --addr, --token or --no-token")
-	case o.token != "" && o.noToken:
-		return usagef("give either --token or --no-token")
-	case o.token != "":
-		return checkToken(o.token, "--token")
+	case o.token:
+		return usagef("serve takes no --token: a command line is readable by every user of this machine (ps, /proc), who could then read the store; "+
+			"put the token in $%s, or write it to the token file beside the store (STORE%s, mode 0600), which serve reads", serveTokenEnv, serveTokenSuffix)
+	case o.socket != "" && (o.addrSet || o.noToken):
+		return usagef("--socket serves on a Unix socket that only you can reach, without a token: it takes no --addr or --no-token")
 	}
 	return nil
 }
@@ -129,8 +137,8 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err := checkServeOptions(*o); err != nil {
 		return err
 	}
-	token := o.token
-	if token == "" && !o.noToken && o.socket == "" {
+	var token string
+	if !o.noToken && o.socket == "" {
 		if token = os.Getenv(serveTokenEnv); token != "" {
 			if err := checkToken(token, "$"+serveTokenEnv); err != nil {
 				return err

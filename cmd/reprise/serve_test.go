@@ -291,18 +291,16 @@ func asAnotherUser(cmd *exec.Cmd) *exec.Cmd {
 	return cmd
 }
 
-// A token chosen with --token or $REPRISE_SERVE_TOKEN replaces the kept
-// one; it must be long and made of characters a browser's ?token= login
-// carries as they are. --no-token serves without one, on loopback only.
+// A token chosen in $REPRISE_SERVE_TOKEN replaces the kept one; it must
+// be long and made of characters a browser's ?token= login carries as
+// they are. A token written to the token file is the one served. --token
+// is refused, whatever its value, since a command line is readable by
+// every user of the machine. --no-token serves without one, on loopback
+// only.
 func TestServeTokenOptions(t *testing.T) {
 	c := newCLI(t)
 	c.session("s", "hello")
 	for _, args := range [][]string{
-		{"--token", "short"},
-		{"--token", "abcdefghijklmnop;q"},
-		{"--token", `abcdefghijklmnop"q`},
-		{"--token", "abcdefghijklmnopé"},
-		{"--token", "abcdefghijklmnopq", "--no-token"},
 		{"--no-token", "--addr", "0.0.0.0:0"},
 		{"--socket", "x.sock", "--no-token"},
 		{"--socket", "x.sock", "--addr", "127.0.0.1:0"},
@@ -310,9 +308,27 @@ func TestServeTokenOptions(t *testing.T) {
 	} {
 		c.fails(exitUsage, append([]string{"serve"}, args...)...)
 	}
-	t.Setenv(serveTokenEnv, "with space in it!")
-	if r := c.fails(exitUsage, "serve"); !strings.Contains(r.stderr, serveTokenEnv) {
-		t.Errorf("a bad $%s: %s", serveTokenEnv, r.stderr)
+	for _, args := range [][]string{
+		{"--token", "other-token.0123456789"},
+		{"--token=other-token.0123456789", "--addr", "127.0.0.1:0"},
+		{"--token", "short"},
+		{"--token", "other-token.0123456789", "--no-token"},
+		{"--socket", "x.sock", "--token", "other-token.0123456789"},
+	} {
+		r := c.fails(exitUsage, append([]string{"serve"}, args...)...)
+		if !strings.Contains(r.stderr, "takes no --token") || !strings.Contains(r.stderr, serveTokenEnv) ||
+			!strings.Contains(r.stderr, serveTokenSuffix) {
+			t.Errorf("serve %q: the refusal does not say where the token goes: %s", args, r.stderr)
+		}
+	}
+	if _, err := os.Lstat(c.store + serveTokenSuffix); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused serve made a token file: %v", err)
+	}
+	for _, bad := range []string{"short", "abcdefghijklmnop;q", `abcdefghijklmnop"q`, "abcdefghijklmnopé", "with space in it!"} {
+		t.Setenv(serveTokenEnv, bad)
+		if r := c.fails(exitUsage, "serve"); !strings.Contains(r.stderr, serveTokenEnv) {
+			t.Errorf("a bad $%s (%q): %s", serveTokenEnv, bad, r.stderr)
+		}
 	}
 
 	const token = "c3f1a9e07b5d4c2e"
@@ -335,11 +351,18 @@ func TestServeTokenOptions(t *testing.T) {
 		t.Errorf("a token file was made though a token was given: %v", err)
 	}
 
-	s = startServe(t, "serve", "--addr", "127.0.0.1:0", "--token", "other-token.0123456789")
-	if s.token != "other-token.0123456789" {
-		t.Errorf("--token: serve printed %s", s.stdout)
+	t.Setenv(serveTokenEnv, "")
+	if err := os.WriteFile(c.store+serveTokenSuffix, []byte("chosen-token.0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = startServe(t, "serve", "--addr", "127.0.0.1:0")
+	if s.token != "chosen-token.0123456789" {
+		t.Errorf("a token written to the token file: serve printed %s", s.stdout)
 	}
 	s.stop(t)
+	if err := os.Remove(c.store + serveTokenSuffix); err != nil {
+		t.Fatal(err)
+	}
 
 	t.Setenv(serveTokenEnv, "")
 	s = startServe(t, "serve", "--addr", "127.0.0.1:0", "--no-token")

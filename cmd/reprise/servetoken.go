@@ -50,7 +50,7 @@ func keptToken(file string) (string, error) {
 		return "", fmt.Errorf("cannot keep the serve token: %w", err)
 	}
 	if err := private.CheckAncestors(file, errNotPrivate); err != nil {
-		return "", userError{fmt.Sprintf("cannot keep the serve token in %s: %s; give --token instead", file, err.Error()), err}
+		return "", userError{fmt.Sprintf("cannot keep the serve token in %s: %s; set $"+serveTokenEnv+" instead", file, err.Error()), err}
 	}
 	for range 3 {
 		token, err := readToken(file)

@@ -1,0 +1,7 @@
+//go:build race
+
+package main
+
+// raceDetector is whether the tests run under the race detector, which
+// makes every byte copied cost dozens of times more.
+const raceDetector = true
