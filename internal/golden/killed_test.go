@@ -48,7 +48,7 @@ func TestGoldenKilled(t *testing.T) {
 	}
 	ctx := context.Background()
 	path := unpackKilled(t, killed)
-	if _, err := boltstore.Open(path, boltstore.Options{ReadOnly: true}); !errors.Is(err, boltstore.ErrUnapplied) {
+	if err := openReadOnly(path); !errors.Is(err, boltstore.ErrUnapplied) {
 		t.Fatalf("read-only open of the killed store: %v; want ErrUnapplied", err)
 	}
 	e, err := reprise.Open(path, reprise.Options{TranscriptDir: t.TempDir()})
@@ -115,6 +115,16 @@ func TestGoldenKilled(t *testing.T) {
 	if n == 0 {
 		t.Fatalf("%s lists no acknowledged event", ackedFile)
 	}
+}
+
+// openReadOnly opens the bbolt store at path read-only and closes it
+// again, returning the error of the open.
+func openReadOnly(path string) error {
+	s, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	return errors.Join(errors.New("the store opened"), s.Close())
 }
 
 // unpackKilled copies the killed set's store and its segments, unzipped,
@@ -224,7 +234,7 @@ func regenerateKilled(t *testing.T, dir string) {
 			t.Fatalf("helper ended with %v, want death by SIGKILL\n%s", err, stderr.String())
 		}
 		path := filepath.Join(tmp, boltFile)
-		if _, err := boltstore.Open(path, boltstore.Options{ReadOnly: true}); !errors.Is(err, boltstore.ErrUnapplied) {
+		if err := openReadOnly(path); !errors.Is(err, boltstore.ErrUnapplied) {
 			t.Logf("kill %d left no unapplied append (%v); again", try, err)
 			continue
 		}
