@@ -51,7 +51,11 @@ var (
 //   - v4: the history of v3 with an agent's tool calls: their hooks, their
 //     decisions and their results (ToolHookStarted, ToolHookRan,
 //     ToolDecided, ToolResultRecorded).
-var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2", "../../testdata/golden/v3", "../../testdata/golden/v4"}
+//   - v5: the history of v4 written in bbolt layout 6, the layout of stores
+//     with a write-ahead log, closed cleanly: its log applied and its
+//     segments removed.
+var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2", "../../testdata/golden/v3", "../../testdata/golden/v4",
+	"../../testdata/golden/v5"}
 
 // current is the set of the format this build writes, the only one
 // -golden.write may write, and only into an empty directory.
