@@ -156,7 +156,8 @@
 // # Appends, the write-ahead log and group commit
 //
 // An append is acknowledged once its events are in the write-ahead log, a
-// series of segment files beside the store (STORE.wal.N: see wal.go for
+// series of segment files beside the store (STORE.wal.NNNNNNNNNNNNNNNN, the
+// segment's number in 16 hexadecimal digits: see wal.go for
 // their format), and the log is synced: one fdatasync (F_FULLFSYNC on
 // macOS), where a bbolt commit syncs twice, its pages and then its meta
 // page. Appends that arrive while a record is being written and synced

@@ -114,8 +114,10 @@ func (s *Store) checkLogApplied() error {
 		return err
 	}
 	if len(pending) > 0 {
-		return fmt.Errorf("%w: %s: its log holds %d acknowledged appends up to position %d that the file does not (it holds up to %d); open it for writing once, which applies them",
-			ErrUnapplied, s.path, len(pending), pending[len(pending)-1].last(), last)
+		return fmt.Errorf("%w: %d acknowledged append(s), up to position %d, that the file does not hold yet (it holds up to %d): "+
+			"the process that held the store stopped before applying them. Opening it for writing applies them "+
+			"(from the CLI, any command that writes, such as reprise vacuum)",
+			ErrUnapplied, len(pending), pending[len(pending)-1].last(), last)
 	}
 	return nil
 }
