@@ -65,7 +65,7 @@ func AgentNow(a *projection.Agent) string {
 		if c.Decided() {
 			what = "decided, waiting for its result"
 		}
-		now = append(now, fmt.Sprintf("tool %s %s: %s", c.Tool, c.ID, what))
+		now = append(now, fmt.Sprintf("tool %s %s: %s", projection.Word(c.Tool), projection.Word(c.ID), what))
 	}
 	switch {
 	case len(now) > 0:

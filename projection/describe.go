@@ -3,7 +3,9 @@ package projection
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -133,9 +135,9 @@ func Describe(p schema.Payload) string {
 		}
 		return fmt.Sprintf("sessions=%s events=%d rewritten=%d files=%d", strings.Join(ids, ","), events, len(p.Rewritten), p.Files)
 	case *schema.ToolHookStarted:
-		return fmt.Sprintf("session=%s %s id=%s %s hooks=%s", p.Session, p.Tool, p.ToolUseID, p.Event, hookList(p.Hooks))
+		return fmt.Sprintf("session=%s %s id=%s %s hooks=%s", p.Session, Word(p.Tool), Word(p.ToolUseID), p.Event, hookList(p.Hooks))
 	case *schema.ToolHookRan:
-		out := fmt.Sprintf("session=%s %s id=%s %s %s", p.Session, p.Tool, p.ToolUseID, p.Event, outcomes(p.Outcomes, p.Interrupted))
+		out := fmt.Sprintf("session=%s %s id=%s %s %s", p.Session, Word(p.Tool), Word(p.ToolUseID), p.Event, outcomes(p.Outcomes, p.Interrupted))
 		if p.Decision != "" {
 			out += fmt.Sprintf(" decision=%s reason=%q", p.Decision, Clip(p.Reason, 40))
 		}
@@ -144,7 +146,7 @@ func Describe(p schema.Payload) string {
 		}
 		return out
 	case *schema.ToolDecided:
-		out := fmt.Sprintf("session=%s %s id=%s %s", p.Session, p.Tool, p.ToolUseID, p.Decision)
+		out := fmt.Sprintf("session=%s %s id=%s %s", p.Session, Word(p.Tool), Word(p.ToolUseID), p.Decision)
 		if p.Reason != "" {
 			out += fmt.Sprintf(" reason=%q", Clip(p.Reason, 40))
 		}
@@ -157,9 +159,25 @@ func Describe(p schema.Payload) string {
 		if p.Failed {
 			result = "failure"
 		}
-		return fmt.Sprintf("session=%s %s id=%s %s=%s hooks=%s", p.Session, p.Tool, p.ToolUseID, result, p.MessageUUID, hookList(p.Hooks))
+		return fmt.Sprintf("session=%s %s id=%s %s=%s hooks=%s", p.Session, Word(p.Tool), Word(p.ToolUseID), result, p.MessageUUID, hookList(p.Hooks))
 	}
 	return ""
+}
+
+// Word returns s as one printable word of a line: as it is when it is
+// one, non-empty and of printable characters without spaces, else quoted
+// with Go's escapes, so that a tool name or id with a newline or a
+// terminal escape sequence can neither forge a line nor reach a terminal.
+func Word(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '"' {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
 }
 
 // hookList joins hook names, or says there are none.

@@ -55,3 +55,23 @@ func TestAgentsListsStateSessionAndWhatTheyDo(t *testing.T) {
 		t.Errorf("ide after its end: %+v", ide)
 	}
 }
+
+// A tool name or id with a newline or a terminal escape is printed quoted
+// by log --agent and agents, as message text is: it forges no line and
+// sends nothing to the terminal.
+func TestToolNamesArePrintedEscaped(t *testing.T) {
+	c := newCLI(t)
+	c.session("s1", "hi")
+	flags := []string{"--no-default-settings"}
+	c.ok(append([]string{"start", "--agent", "ide", "s1"}, flags...)...)
+	name := "Bash\nSessionLoaded forged\x1b[2J"
+	c.ok(append([]string{"tool", "--agent", "ide", "--tool-use-id", "toolu_01", "--name", name, "--permission", "allow", "--add-tool-use"}, flags...)...)
+	for _, out := range []string{c.ok("log", "--agent", "ide"), c.ok("agents")} {
+		if strings.Contains(out, "\x1b") || strings.Contains(out, "\nSessionLoaded forged") {
+			t.Fatalf("a raw tool name reached the output:\n%q", out)
+		}
+		if !strings.Contains(out, `"Bash\nSessionLoaded forged\x1b[2J"`) {
+			t.Fatalf("the tool name is not shown quoted:\n%q", out)
+		}
+	}
+}
