@@ -102,11 +102,9 @@ type ToolResult struct {
 	Duration  time.Duration // how long the tool ran; 0 when unknown
 	Error     string
 	Interrupt bool // it failed because it was stopped
-	// Refused reports the user's refusal of a call left to ask as its
-	// result.
-	//
-	// Deprecated: record the user's answer with AnswerAsk, which also
-	// records an allow.
+	// Refused says that the tool did not run: the turn stopped before it,
+	// or the user refused it. To record the user's answer to a call left
+	// to ask, allow or refusal, use AnswerAsk, which records it once.
 	Refused bool
 }
 

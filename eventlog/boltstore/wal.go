@@ -139,10 +139,10 @@ func createSegment(path string, num uint64, noSync bool, wrap func(walFile) walF
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: create log segment: %w", err)
 	}
-	if err := preallocate(f, segmentSize); err == nil && !noSync {
-		err = syncDir(filepath.Dir(path))
-	} else if err != nil {
+	if err = preallocate(f, segmentSize); err != nil {
 		err = fmt.Errorf("preallocate: %w", err)
+	} else if !noSync {
+		err = syncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = f.Close()
