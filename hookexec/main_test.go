@@ -29,7 +29,16 @@ func TestMain(m *testing.M) {
 		os.Exit(runHost(line))
 	}
 	testSupervisor = os.Getenv(supervisedEnv)
-	os.Exit(m.Run())
+	// Plugin hooks get a data directory made before they run, under the
+	// user's ~/.claude unless this names another: keep it in this run's.
+	data, err := os.MkdirTemp("", "reprise-plugin-data-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("CLAUDE_CODE_PLUGIN_CACHE_DIR", data)
+	code := m.Run()
+	os.RemoveAll(data)
+	os.Exit(code)
 }
 
 // runHost is the test binary as a host: it runs the hook line under the

@@ -50,6 +50,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv("XDG_RUNTIME_DIR", runtimeDir)
+	// Plugin hooks' data directories, made before they run, likewise.
+	os.Setenv("CLAUDE_CODE_PLUGIN_CACHE_DIR", runtimeDir)
 	testEnv = os.Environ()
 	code := m.Run()
 	if binaryDir != "" {
