@@ -277,12 +277,19 @@ func specificOutput(event Event, stdout []byte) []byte {
 	var out struct {
 		Specific map[string]json.RawMessage `json:"hookSpecificOutput"`
 	}
-	if json.Unmarshal(bytes.TrimSpace(stdout), &out) != nil || len(out.Specific) == 0 {
+	if json.Unmarshal(bytes.TrimSpace(stdout), &out) != nil {
 		return nil
 	}
+	return honoured(spec, out.Specific, recordedElsewhere)
+}
+
+// honoured returns, as a JSON object, the fields of a hookSpecificOutput
+// that spec's event honours, but for those in except; nil when there are
+// none, or when they are larger than maxSpecific.
+func honoured(spec schema.EventSpec, fields map[string]json.RawMessage, except []string) []byte {
 	kept := make(map[string]json.RawMessage)
-	for k, v := range out.Specific {
-		if slices.Contains(spec.Output, k) && !slices.Contains(recordedElsewhere, k) {
+	for k, v := range fields {
+		if slices.Contains(spec.Output, k) && !slices.Contains(except, k) {
 			kept[k] = v
 		}
 	}

@@ -76,7 +76,7 @@ type EventResult struct {
 	SystemMessage string
 	// Specific merges the hooks' hookSpecificOutput fields that the event
 	// honours, key by key, a later hook winning: a JSON object, nil when
-	// none gave one.
+	// none gave one (a hook's fields over 64 KiB are not kept).
 	Specific json.RawMessage
 }
 
@@ -151,15 +151,7 @@ func eventAnswer(spec schema.EventSpec, out EventOutput) answer {
 		if slices.Contains(spec.Output, "additionalContext") && json.Unmarshal(specific["additionalContext"], &text) == nil {
 			a.context = text
 		}
-		kept := map[string]json.RawMessage{}
-		for k, v := range specific {
-			if slices.Contains(spec.Output, k) && k != "additionalContext" {
-				kept[k] = v
-			}
-		}
-		if len(kept) > 0 {
-			a.specific, _ = json.Marshal(kept)
-		}
+		a.specific = honoured(spec, specific, []string{"additionalContext"})
 	}
 	return a
 }
