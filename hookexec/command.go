@@ -34,6 +34,11 @@ type CommandEnv struct {
 	// Extra is added to the environment of command hooks, after the rest
 	// (so it wins): KEY=value pairs such as TRACEPARENT.
 	Extra []string
+	// Background, when set, takes the run's "async" and "asyncRewake"
+	// command hooks: each is started and left running, and its step
+	// records it with status schema.HookAsync. Nil waits for them as for
+	// any other hook.
+	Background Background
 
 	supervisor string        // Exec.Supervisor: "" or NoSupervisor
 	inherit    []string      // Exec.InheritEnv: nil for the whole environment

@@ -183,7 +183,13 @@ type Hook struct {
 	OnFailure string
 	// StatusMessage is what a host shows while the hook runs.
 	StatusMessage string
-	Body          Body
+	// Async runs a command hook in the background: its step does not wait
+	// for it, and how it ended is handed to CommandEnv.Background's end.
+	// AsyncRewake does too, and its exit code 2 asks for the model to be
+	// woken with what it printed. Both apply only when the run has a
+	// CommandEnv.Background; without one the hook is waited for.
+	Async, AsyncRewake bool
+	Body               Body
 
 	scoped string // the id of a session-scoped hook, which tells it apart
 	once   bool   // the entry's "once", which only frontmatter honours
@@ -257,6 +263,9 @@ func (h Hook) IsCommand() bool {
 	_, ok := h.Body.(Command)
 	return ok
 }
+
+// background reports whether h runs in the background when it can.
+func (h Hook) background() bool { return h.IsCommand() && (h.Async || h.AsyncRewake) }
 
 // CommandLine returns the command of a command hook as one shell line
 // (Command.String), "" for a function hook.

@@ -223,6 +223,10 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, msg
 	var funcs []*funcRun
 	last := -1 // the last command hook
 	for i, h := range hooks {
+		if h.background() && env.Background != nil {
+			outcomes[i] = background(ctx, h, stdin, env)
+			continue
+		}
 		if check, ok := h.Body.(Check); ok {
 			funcs = append(funcs, startFunc(ctx, h, check.call(msgs), i, env.clock()))
 		} else if !h.IsCommand() {
@@ -233,7 +237,7 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, msg
 	}
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		if h.IsCommand() && i != last {
+		if h.IsCommand() && i != last && outcomes[i].Status != schema.HookAsync {
 			wg.Go(func() { outcomes[i], answers[i] = runCommand(ctx, h, stdin, env, env.timeout(h)) })
 		}
 	}

@@ -60,12 +60,14 @@ type settingsEntry struct {
 	Timeout float64   `json:"timeout"` // seconds
 	Shell   string    `json:"shell"`
 	If      string    `json:"if"`
-	// OnFailure and StatusMessage are acted on; Once, Async, AsyncRewake
-	// and Cloud are read so that LoadSettings can say what it does with
-	// them (docs/hooks.md).
+	// Once is honoured only in frontmatter (AddFrontmatter); Claude
+	// Code's internal keys (cloud, rewakeMessage, rewakeSummary) are not
+	// read (docs/hooks.md).
 	OnFailure     string `json:"onFailure"`
 	StatusMessage string `json:"statusMessage"`
-	Once          bool   `json:"once"` // honoured only in frontmatter (AddFrontmatter)
+	Once          bool   `json:"once"`
+	Async         bool   `json:"async"`
+	AsyncRewake   bool   `json:"asyncRewake"`
 }
 
 // LoadSettings reads one Claude Code settings file and returns its command
@@ -652,6 +654,7 @@ func settingsHook(event Event, e settingsEntry) (Hook, bool, error) {
 		return Hook{}, false, fmt.Errorf("onFailure: %q is neither continue nor block", e.OnFailure)
 	}
 	return Hook{Name: CommandName(body.String()), Body: body, If: e.If, OnFailure: e.OnFailure, StatusMessage: e.StatusMessage, once: e.Once,
+		Async: e.Async, AsyncRewake: e.AsyncRewake,
 		Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
 }
 

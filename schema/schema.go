@@ -391,6 +391,10 @@ const (
 	HookTimedOut    = "timeout"     // ran past its timeout and was stopped
 	HookCancelled   = "cancelled"   // the caller's context ended first
 	HookInterrupted = "interrupted" // the process died while it ran
+	// HookAsync is the status a step records for an "async" command
+	// hook: started in the background, not waited for. How it ended is
+	// recorded on its own, in an AsyncHookEnded under the outcome's Async.
+	HookAsync = "async"
 )
 
 // HookOutcome is what one hook did.
@@ -426,6 +430,9 @@ type HookOutcome struct {
 	// sessionTitle and suppressOriginalPrompt, and so on; nil when it gave
 	// none.
 	Specific []byte `msgpack:"specific,omitempty"`
+	// Async is the id of an "async" hook's run, in the outcome its step
+	// records (status HookAsync) and in its AsyncHookEnded.
+	Async string `msgpack:"async,omitempty"`
 }
 
 func (SessionCreated) EventType() eventlog.Type          { return TypeSessionCreated }
