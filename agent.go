@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reprise-dev/reprise/deletion"
@@ -65,6 +66,13 @@ type Agent struct {
 	loaded bool
 	view   *projection.Agent
 	tools  map[string]bool // the tool calls this process has a step of in flight
+
+	// The async hooks this process runs for the agent (ids), the ends
+	// not recorded yet, and how many of their recorders may hold mu.
+	running   sync.Map
+	asyncMu   sync.Mutex
+	ended     []*schema.AsyncHookEnded
+	recording atomic.Int32
 }
 
 // Agent returns agent id, reading its lifecycle from the log on first use.
@@ -96,6 +104,9 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 		}
 		if !a.loaded {
 			if err := a.closeOrphans(ctx); err != nil {
+				return nil, err
+			}
+			if err := a.closeAsyncOrphans(ctx); err != nil {
 				return nil, err
 			}
 		}
@@ -180,6 +191,20 @@ func (a *Agent) closeOrphans(ctx context.Context) error {
 	}
 }
 
+// take locks the agent for an action, or reports false when another
+// action holds it. The recording of an async hook's end holds it only for
+// its append: take waits for that.
+func (a *Agent) take() bool {
+	if a.mu.TryLock() {
+		return true
+	}
+	if a.recording.Load() > 0 {
+		a.mu.Lock()
+		return true
+	}
+	return a.mu.TryLock()
+}
+
 // ID returns the agent's id.
 func (a *Agent) ID() string { return a.id }
 
@@ -223,7 +248,7 @@ func (a *Agent) sync(ctx context.Context) error {
 // writes nothing), then performs act. It returns the restore act
 // completed, nil when it changed nothing, and what the action decided.
 func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context, *lifecycle.Action) error) (r *Restore, out lifecycle.Report, err error) {
-	if !a.mu.TryLock() {
+	if !a.take() {
 		return nil, lifecycle.Report{}, fmt.Errorf("%w: agent %s", ErrAgentBusy, a.id)
 	}
 	defer a.mu.Unlock()
@@ -287,6 +312,7 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 // ErrInterrupted.
 func (a *Agent) step(ctx context.Context, act lifecycle.Action) (lifecycle.Report, error) {
 	wctx := context.WithoutCancel(ctx)
+	a.flushAsync(wctx) // before the step decides: a prompt hands their context on
 	d := lifecycle.NewDriver(a.view, act, a.e.newID, a.e.stopCap)
 	var matched []hookexec.Hook // what the last MatchHooks found, for the RunHooks that follows
 	for !d.Done() {
@@ -552,7 +578,8 @@ func (a *Agent) perform(ctx, wctx context.Context, effect lifecycle.Effect, matc
 func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks, hooks []hookexec.Hook) lifecycle.HooksRan {
 	e := a.e
 	id := eff.Session
-	env := hookexec.CommandEnv{Now: e.now, Spill: func(text string) (string, error) { return e.spill(id, text) }}
+	env := hookexec.CommandEnv{Now: e.now, Spill: func(text string) (string, error) { return e.spill(id, text) },
+		Background: a.background(id, eff.Event)}
 	if obs := e.observer; obs != nil {
 		var end func([]schema.HookOutcome)
 		ctx, env.Extra, end = obs.Hooks(ctx, eff.Event, id, hookValue(eff), hooks)

@@ -123,6 +123,11 @@ type Options struct {
 	// on only through lifecycle steps (an injected reminder is in it at
 	// once). Saves cost more with it.
 	TranscriptOnSave bool
+	// AsyncHookEnded, when set, is told each "async" or "asyncRewake"
+	// command hook's end once it is recorded, on a goroutine of the
+	// Engine's: a host wakes the model on a Rewake with it. It must not
+	// call the agent's actions itself, and should return quickly.
+	AsyncHookEnded func(AsyncHookEnded)
 }
 
 // Engine keeps sessions in an event log and runs restores. It is safe for
@@ -155,6 +160,11 @@ type Engine struct {
 	// reads serves the store's reads on its socket (Options.ServeReads),
 	// or is nil.
 	reads *remote.Server
+
+	// async counts the async hooks running, which Close waits for;
+	// onAsync is Options.AsyncHookEnded.
+	async   sync.WaitGroup
+	onAsync func(AsyncHookEnded)
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -269,7 +279,7 @@ func legacyTranscriptDir(path string) string {
 // written by a build that kept none, reads the whole log once.
 func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
-		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID,
+		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID, onAsync: opts.AsyncHookEnded,
 		files: opts.Files, runner: opts.Runner, stopCap: opts.StopBlockCap, claudeSettings: opts.ClaudeSettings,
 		permissionMode:   opts.PermissionMode,
 		transcriptOnSave: opts.TranscriptOnSave, allowMissingCwd: opts.AllowMissingCwd, observer: opts.Observer,
@@ -423,10 +433,24 @@ func (e *Engine) warnOnce(msg string, err error) {
 // Store returns the event log under the Engine, for reading.
 func (e *Engine) Store() eventlog.Store { return e.store }
 
-// Close saves every session's pending messages, then closes the store and
-// the Engine's files. It returns the errors of saves that failed; those
-// messages are lost.
+// Close waits for the "async" hooks still running to end (each ends by its
+// timeout) and records their ends, saves every session's pending
+// messages, then closes the store and the Engine's files. It returns the
+// errors of saves that failed; those messages are lost.
 func (e *Engine) Close() error {
+	// Async hooks end by their timeouts; each end is recorded.
+	e.async.Wait()
+	e.mu.Lock()
+	agents := make([]*Agent, 0, len(e.agents))
+	for _, a := range e.agents {
+		agents = append(agents, a)
+	}
+	e.mu.Unlock()
+	for _, a := range agents {
+		a.mu.Lock()
+		a.flushAsync(context.Background())
+		a.mu.Unlock()
+	}
 	e.mu.Lock()
 	sessions := make([]*session, 0, len(e.sessions))
 	for _, s := range e.sessions {

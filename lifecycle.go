@@ -148,7 +148,11 @@ type PromptResult struct {
 	// the prompt (ContextMessage); "" when they added nothing.
 	Context        string
 	ContextMessage *Message
-	Outcomes       []schema.HookOutcome
+	// AsyncMessage holds, as a meta message after those, the context of
+	// the session's async hooks that ended since its last prompt; nil when
+	// none did.
+	AsyncMessage *Message
+	Outcomes     []schema.HookOutcome
 	Halt
 }
 
@@ -186,6 +190,13 @@ func (a *Agent) Prompt(ctx context.Context, text string) (*PromptResult, error) 
 			return nil, err
 		}
 		res.ContextMessage = &m
+	}
+	if pr.AsyncUUID != "" {
+		m, err := a.e.message(wctx, pr.Session, pr.AsyncUUID)
+		if err != nil {
+			return nil, err
+		}
+		res.AsyncMessage = &m
 	}
 	return res, nil
 }

@@ -573,7 +573,7 @@ func (a *auditor) count(r projection.Restore) {
 // tool call, a stop, a compaction), records as run.
 func (a *auditor) countTurnHooks(ev eventlog.Event) {
 	switch ev.Type {
-	case schema.TypeStopHookRan, schema.TypePromptHookRan, schema.TypePreCompactHookRan, schema.TypeToolHookRan:
+	case schema.TypeStopHookRan, schema.TypePromptHookRan, schema.TypePreCompactHookRan, schema.TypeToolHookRan, schema.TypeAsyncHookEnded:
 	default:
 		return
 	}
@@ -590,6 +590,9 @@ func (a *auditor) countTurnHooks(ev eventlog.Event) {
 		a.countOutcomes(p.Outcomes)
 	case *schema.ToolHookRan:
 		a.countOutcomes(p.Outcomes)
+	case *schema.AsyncHookEnded:
+		// Its step counted it as run; how it ended counts here.
+		a.countEnd(p.Outcome)
 	}
 }
 
@@ -597,14 +600,19 @@ func (a *auditor) countTurnHooks(ev eventlog.Event) {
 func (a *auditor) countOutcomes(outcomes []schema.HookOutcome) {
 	for _, o := range outcomes {
 		a.rep.HooksRun++
-		switch o.Status {
-		case schema.HookFailed, schema.HookPanicked:
-			a.rep.HooksFailed++
-		case schema.HookTimedOut, schema.HookCancelled:
-			a.rep.HooksCancelled++
-		case schema.HookInterrupted:
-			a.rep.HooksInterrupted++
-		}
+		a.countEnd(o)
+	}
+}
+
+// countEnd counts how one hook ended, by status.
+func (a *auditor) countEnd(o schema.HookOutcome) {
+	switch o.Status {
+	case schema.HookFailed, schema.HookPanicked:
+		a.rep.HooksFailed++
+	case schema.HookTimedOut, schema.HookCancelled:
+		a.rep.HooksCancelled++
+	case schema.HookInterrupted:
+		a.rep.HooksInterrupted++
 	}
 }
 

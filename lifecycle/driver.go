@@ -7,6 +7,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // Driver carries one action through Step, as every shell does: it holds
@@ -82,6 +83,9 @@ func (d *Driver) check(ready Ready) error {
 		}
 		p := ready.Payloads[i]
 		var err error
+		if _, ok := p.(*schema.AsyncContextInjected); ok {
+			continue // an async hook's record, no step of the table
+		}
 		if label, ok := fsm.ToolEventOf(p); ok {
 			from, seen := tools[rec.RestoreID]
 			if !seen {

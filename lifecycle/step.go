@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -158,13 +159,15 @@ type Report struct {
 }
 
 // PromptResult says what became of a prompt: kept as MessageUUID (with
-// the hooks' context as ContextUUID), or blocked for Reason.
+// the hooks' context as ContextUUID, and the context of async hooks that
+// ended since the last turn as AsyncUUID), or blocked for Reason.
 type PromptResult struct {
 	Session     string
 	Blocked     bool
 	Reason      string
 	MessageUUID string
 	ContextUUID string
+	AsyncUUID   string
 	Context     string
 	Outcomes    []schema.HookOutcome
 }
@@ -779,12 +782,55 @@ func keepPrompt(in Input, id, text, context string, outcomes []schema.HookOutcom
 		ready = add(ready, projection.SessionStream(id), &schema.MessageAppended{Message: meta}, in.Now, "")
 		result.ContextUUID = meta.UUID
 	}
+	injected := asyncContext(in, id, cmp.Or(result.ContextUUID, msg.UUID))
+	if injected != nil {
+		ready = add(ready, projection.SessionStream(id), injected.msg, in.Now, "")
+		result.AsyncUUID = injected.msg.Message.UUID
+	}
 	if step != nil {
 		step.MessageUUID, step.ContextUUID = result.MessageUUID, result.ContextUUID
 		ready = withAgentStep(in, ready, in.Agent.Prompt.ID, step)
 	}
+	switch {
+	case injected != nil && step != nil:
+		ready = add(ready, projection.AgentStream(in.Agent.ID), injected.step, in.Now, "")
+	case injected != nil:
+		ready = withAgentStep(in, ready, "", injected.step)
+	}
 	ready.Report.Prompted = result
 	return ready, nil
+}
+
+// injection is a meta message that takes context to the model, and the
+// step that records it.
+type injection struct {
+	msg  *schema.MessageAppended
+	step *schema.AsyncContextInjected
+}
+
+// asyncContext is the meta message, after parent, that gives the model
+// the context of session id's async hooks that ended since its last
+// turn, as Claude Code hands them on with the next prompt; nil when there
+// is none.
+func asyncContext(in Input, id, parent string) *injection {
+	runs := in.Agent.PendingAsync(id)
+	if len(runs) == 0 {
+		return nil
+	}
+	texts := make([]string, len(runs))
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+		texts[i] = Reminder(r.Event, r.Context)
+		if r.Rewake {
+			// Its text names what it is: a blocking error, not context.
+			texts[i] = "<system-reminder>\n" + r.Context + "\n</system-reminder>"
+		}
+	}
+	msg := schema.Message{UUID: in.NewID(), ParentUUID: parent, Role: "user", IsMeta: true, Timestamp: in.Now,
+		Content: []schema.Block{{Type: "text", Text: strings.Join(texts, "\n")}}}
+	return &injection{msg: &schema.MessageAppended{Message: msg},
+		step: &schema.AsyncContextInjected{Session: id, Runs: ids, MessageUUID: msg.UUID}}
 }
 
 // stop is the first step of a Stop: the hooks to ask, then the intent; or,

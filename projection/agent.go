@@ -36,6 +36,10 @@ type Agent struct {
 	// may begin beside.
 	Tools         map[string]*ToolCall
 	ToolsInFlight int
+
+	// Async holds, by id, the async hook runs that are running or whose
+	// context the model has not had yet.
+	Async map[string]*AsyncRun
 }
 
 // ToolCall is what the log says about one tool call.
@@ -225,6 +229,17 @@ func (a *Agent) apply(ev eventlog.Event, p schema.Payload) error {
 		a.Head = ev.Seq
 		return nil
 	}
+	if a.applyAsync(ev, p) {
+		return nil
+	}
+	if err := a.applyStep(ev, p); err != nil {
+		return err
+	}
+	a.noteAsync(p)
+	return nil
+}
+
+func (a *Agent) applyStep(ev eventlog.Event, p schema.Payload) error {
 	if label, ok := fsm.ToolEventOf(p); ok {
 		return a.applyTool(ev, p, label)
 	}

@@ -154,6 +154,17 @@ func Describe(p schema.Payload) string {
 			out += " input=" + Clip(string(p.Input), 40)
 		}
 		return out
+	case *schema.AsyncHookEnded:
+		out := fmt.Sprintf("session=%s %s async=%s %s", p.Session, p.Event, Word(p.Outcome.Async), outcomes([]schema.HookOutcome{p.Outcome}, false))
+		if p.Context != "" {
+			out += fmt.Sprintf(" context=%q", Clip(p.Context, 40))
+		}
+		if p.Rewake {
+			out += " rewake"
+		}
+		return out
+	case *schema.AsyncContextInjected:
+		return fmt.Sprintf("session=%s runs=%d message=%s", p.Session, len(p.Runs), p.MessageUUID)
 	case *schema.ToolResultRecorded:
 		result := "result"
 		if p.Failed {
@@ -193,6 +204,9 @@ func outcomes(list []schema.HookOutcome, interrupted bool) string {
 	parts := make([]string, len(list))
 	for i, o := range list {
 		parts[i] = o.Name + ":" + o.Status
+		if o.Status == schema.HookAsync {
+			parts[i] += "=" + Word(o.Async)
+		}
 		if o.Summary != "" {
 			parts[i] += fmt.Sprintf(" summary=%q", Clip(o.Summary, 40))
 		}

@@ -60,6 +60,14 @@ func Redact(p Payload, gone func(session string) bool) bool {
 		replaced := p.Replacement != nil
 		p.Replacement = nil
 		return blank(&p.Reason, &p.Context) || outs || replaced
+	case *AsyncHookEnded:
+		if !gone(p.Session) {
+			return false
+		}
+		outs := []HookOutcome{p.Outcome}
+		changed := redactOutcomes(outs)
+		p.Outcome = outs[0]
+		return blank(&p.Context) || changed
 	case *ToolDecided:
 		if !gone(p.Session) {
 			return false

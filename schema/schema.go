@@ -487,6 +487,8 @@ var payloads = map[eventlog.Type]func() Payload{
 	TypeToolHookRan:             func() Payload { return new(ToolHookRan) },
 	TypeToolDecided:             func() Payload { return new(ToolDecided) },
 	TypeToolResultRecorded:      func() Payload { return new(ToolResultRecorded) },
+	TypeAsyncHookEnded:          func() Payload { return new(AsyncHookEnded) },
+	TypeAsyncContextInjected:    func() Payload { return new(AsyncContextInjected) },
 }
 
 // Types returns every event type of the schema, in no particular order.
