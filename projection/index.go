@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/schema"
@@ -33,15 +34,21 @@ type SessionInfo struct {
 	// than this build reads: what the row shows of them may be incomplete
 	// (a SessionCreated of a newer version leaves Cwd empty).
 	Newer bool
-	// Title names the session for a list: the summary record of an
-	// imported Claude Code transcript, else the first line of its first
-	// user prompt, at most TitleLength characters; "" while it has
-	// neither.
+	// Title names the session for a list: the last title its hooks gave
+	// (a SessionStart or UserPromptSubmit hook's sessionTitle, at most
+	// HookTitleLength characters), else the summary record of an imported
+	// Claude Code transcript, else the first line of its first user
+	// prompt, at most TitleLength characters; "" while it has none.
 	Title string
 }
 
-// TitleLength is the longest SessionInfo.Title, in characters.
+// TitleLength is the longest title a prompt or a summary record gives,
+// in characters.
 const TitleLength = 80
+
+// HookTitleLength is the longest title a hook gives, in characters, as
+// Claude Code keeps it.
+const HookTitleLength = 200
 
 // SessionIndex is the eventlog.Indexer of the session list: one row per
 // session, keyed by its id, dropped when the session is deleted. A store
@@ -54,14 +61,14 @@ type sessionIndex struct{}
 // Name implements eventlog.Indexer. The version changes with the rows'
 // encoding or with what the fold puts in them: a store holding rows of
 // another version builds them again.
-func (sessionIndex) Name() string { return "sessions/3" }
+func (sessionIndex) Name() string { return "sessions/4" }
 
 // A row is fixed fields, so that the common update, one more message,
 // patches bytes instead of decoding and encoding the row, then the two
 // working directories, the title and the parent:
 //
 //	created u64, messages u64, last restored u64, last activity u64,
-//	flags u8 (1 importing, 2 newer, 4 titled by a summary),
+//	flags u8 (1 importing, 2 newer, 4 titled by a summary, 8 by a hook),
 //	len(cwd) u32, len(imported cwd) u32, len(title) u32,
 //	cwd, imported cwd, title, parent
 const (
@@ -78,6 +85,7 @@ const (
 	flagImporting    = 1
 	flagNewer        = 2
 	flagSummaryTitle = 4
+	flagHookTitle    = 8
 )
 
 // Apply implements eventlog.Indexer. An event newer than this build reads
@@ -86,23 +94,7 @@ const (
 func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 	id := SessionID(ev.Stream)
 	if id == "" {
-		if ev.Type != schema.TypeSessionLoaded || ev.Version > schema.Version(ev.Type) {
-			return nil
-		}
-		p, err := schema.Decode(ev)
-		if err != nil {
-			return err
-		}
-		loaded := p.(*schema.SessionLoaded)
-		row, err := rows.Get(loaded.Session)
-		if err != nil || row == nil {
-			return err
-		}
-		row = bytes.Clone(row)
-		binary.BigEndian.PutUint64(row[rowLastRestored:], uint64(ev.Time))
-		raise(row, rowLastActivity, ev.Time)
-		rows.Put(loaded.Session, row)
-		return nil
+		return applyAgentEvent(rows, ev)
 	}
 	newer := ev.Version > schema.Version(ev.Type)
 	switch ev.Type {
@@ -150,13 +142,13 @@ func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 				return err
 			}
 			if title := promptTitle(&p.(*schema.MessageAppended).Message); title != "" {
-				if row, err = retitle(id, row, title, false); err != nil {
+				if row, err = retitle(id, row, title, 0); err != nil {
 					return err
 				}
 			}
 		}
 	case schema.TypeTranscriptRecord:
-		if row[rowFlags]&flagSummaryTitle != 0 || newer {
+		if row[rowFlags]&(flagSummaryTitle|flagHookTitle) != 0 || newer {
 			break
 		}
 		p, err := schema.Decode(ev)
@@ -164,7 +156,7 @@ func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 			return err
 		}
 		if title := summaryTitle(p.(*schema.TranscriptRecord).Record); title != "" {
-			if row, err = retitle(id, row, title, true); err != nil {
+			if row, err = retitle(id, row, title, flagSummaryTitle); err != nil {
 				return err
 			}
 		}
@@ -175,6 +167,117 @@ func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 	}
 	rows.Put(id, row)
 	return nil
+}
+
+// applyAgentEvent folds ev, an event of an agent's stream, into the row
+// of the session it names: when an agent loaded it (SessionLoaded), and
+// the title its hooks gave (SessionStartHookRan, PromptHookRan).
+func applyAgentEvent(rows eventlog.Rows, ev eventlog.Event) error {
+	switch {
+	case ev.Version > schema.Version(ev.Type):
+		return nil
+	case ev.Type != schema.TypeSessionLoaded && ev.Type != schema.TypeSessionStartHookRan && ev.Type != schema.TypePromptHookRan:
+		return nil
+	}
+	p, err := schema.Decode(ev)
+	if err != nil {
+		return err
+	}
+	var id, title string
+	switch p := p.(type) {
+	case *schema.SessionLoaded:
+		id = p.Session
+	case *schema.SessionStartHookRan:
+		if id, title = p.Session, startTitle(p); title == "" {
+			return nil
+		}
+	case *schema.PromptHookRan:
+		if id, title = p.Session, promptHookTitle(p); title == "" {
+			return nil
+		}
+	}
+	row, err := rows.Get(id)
+	if err != nil || row == nil {
+		return err
+	}
+	if title != "" {
+		row, err = retitle(id, row, title, flagHookTitle)
+		if err != nil {
+			return err
+		}
+	} else {
+		row = bytes.Clone(row)
+		binary.BigEndian.PutUint64(row[rowLastRestored:], uint64(ev.Time))
+		raise(row, rowLastActivity, ev.Time)
+	}
+	rows.Put(id, row)
+	return nil
+}
+
+// startTitle returns the title SessionStart hooks gave their session, as
+// Claude Code takes one: on startup (a new session too), resume and fork,
+// not on clear or compact, and not from a run cut short.
+func startTitle(p *schema.SessionStartHookRan) string {
+	switch p.Source {
+	case schema.SourceStartup, schema.SourceNew, schema.SourceResume, schema.SourceFork:
+		if !p.Interrupted {
+			return hookTitle(p.Outcomes)
+		}
+	}
+	return ""
+}
+
+// promptHookTitle returns the title UserPromptSubmit hooks gave their
+// session, as Claude Code takes one: only when the prompt went on, not
+// when a hook blocked it or said "continue": false, nor from a run cut
+// short.
+func promptHookTitle(p *schema.PromptHookRan) string {
+	if p.Blocked || p.Interrupted || p.Deleted || slices.ContainsFunc(p.Outcomes, func(o schema.HookOutcome) bool { return o.Halt }) {
+		return ""
+	}
+	return hookTitle(p.Outcomes)
+}
+
+// hookTitle returns the title a run's outcomes give: the last non-empty
+// string sessionTitle of their Specific fields, in the order the hooks
+// were configured, made fit to show on one line (cleanTitle); "" when
+// there is none, or when what is left is blank.
+func hookTitle(outs []schema.HookOutcome) string {
+	last := ""
+	for _, o := range outs {
+		var spec struct {
+			Title string `json:"sessionTitle"`
+		}
+		if o.Specific != nil && json.Unmarshal(o.Specific, &spec) == nil && spec.Title != "" {
+			last = spec.Title
+		}
+	}
+	return cleanTitle(last)
+}
+
+// cleanTitle makes a hook's title fit to show as Claude Code does: each
+// run of control and format characters, and of line and paragraph
+// separators, becomes one space; then the first HookTitleLength
+// characters are kept, spaces around them trimmed.
+func cleanTitle(s string) string {
+	var b strings.Builder
+	n, gap := 0, false
+	for _, r := range strings.TrimSpace(s) {
+		if unicode.In(r, unicode.Cc, unicode.Cf) || r == '\u2028' || r == '\u2029' {
+			gap = true
+			continue
+		}
+		if gap {
+			b.WriteByte(' ')
+			gap, n = false, n+1
+		}
+		if n == HookTitleLength {
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // raise sets the time at off in row to t if t is later.
@@ -217,18 +320,18 @@ func summaryTitle(record []byte) string {
 	return Clip(strings.TrimSpace(r.Summary), TitleLength)
 }
 
-// retitle returns row with title as the session's title; summary marks a
-// title from a summary record, which no prompt replaces.
-func retitle(id string, row []byte, title string, summary bool) ([]byte, error) {
+// retitle returns row with title as the session's title, marked with
+// flag: flagSummaryTitle for a summary record's, which no prompt
+// replaces, flagHookTitle for a hook's, which neither a prompt nor a
+// summary replaces.
+func retitle(id string, row []byte, title string, flag byte) ([]byte, error) {
 	s, err := decodeRow(id, row)
 	if err != nil {
 		return nil, err
 	}
 	s.Title = title
 	row = encodeRow(&s)
-	if summary {
-		row[rowFlags] |= flagSummaryTitle
-	}
+	row[rowFlags] |= flag
 	return row, nil
 }
 

@@ -40,7 +40,8 @@ type sessionData struct {
 	Created              string
 	Parent, ForkPoint    string
 	Children             []string
-	Importing            bool // on the first page: its import is unfinished, as the index says
+	Importing            bool   // on the first page: its import is unfinished, as the index says
+	Title                string // on the first page: its title, as the index says
 	Items                []item
 	Next                 string // the cursor of the next page, "" on the last
 	First                bool   // the page starts at the beginning
@@ -107,6 +108,7 @@ type sessionJSON struct {
 	ForkPoint   string            `json:"fork_point,omitempty"`
 	Children    []string          `json:"children"`
 	Importing   bool              `json:"import_unfinished,omitempty"`
+	Title       string            `json:"title,omitempty"` // on the first page
 	Injected    []injectedJSON    `json:"injected"`
 	Compactions []compactionJSON  `json:"compactions"`
 	Next        string            `json:"next_cursor,omitempty"`
@@ -219,12 +221,14 @@ func (h *handler) session(r *http.Request) (*view, error) {
 		}
 	}
 	if d.First {
-		if d.Children, d.Importing, err = h.indexed(ctx, id); err != nil {
+		var row projection.SessionInfo
+		if d.Children, row, err = h.indexed(ctx, id); err != nil {
 			return nil, err
 		}
+		d.Importing, d.Title = row.Importing, row.Title
 	}
 	out.Children = append([]string{}, d.Children...)
-	out.Importing, out.Next = d.Importing, d.Next
+	out.Importing, out.Title, out.Next = d.Importing, d.Title, d.Next
 	return &view{Template: "session", Title: "Session " + id, Data: d, API: out}, nil
 }
 
@@ -352,20 +356,21 @@ func injectedBy(r run) *injection {
 
 // indexed returns what the session index says of session id that its
 // stream says only as a whole: the sessions forked from it, in the order
-// they were created (a deleted fork has no row), and whether its import
-// is unfinished. A page, which reads a slice of the stream, cannot tell.
-func (h *handler) indexed(ctx context.Context, id string) (forks []string, importing bool, err error) {
+// they were created (a deleted fork has no row), and its own row, which
+// says whether its import is unfinished and gives its title. A page,
+// which reads a slice of the stream, cannot tell.
+func (h *handler) indexed(ctx context.Context, id string) (forks []string, row projection.SessionInfo, err error) {
 	sessions, err := h.e.Sessions(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, row, err
 	}
 	for _, s := range sessions {
 		switch {
 		case s.Parent == id:
 			forks = append(forks, s.ID)
 		case s.ID == id:
-			importing = s.Importing
+			row = s
 		}
 	}
-	return forks, importing, nil
+	return forks, row, nil
 }

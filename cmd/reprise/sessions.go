@@ -37,9 +37,10 @@ func newSessionsCmd(a *app, runF func(context.Context, *sessionsOptions) error) 
 		Long: `sessions lists every session, oldest first, with its working directory
 (for an imported session whose transcript named another, that one too, in
 parentheses: hooks never run there), its number of messages, when it was
-created, when an agent last restored it, and its title: the summary an
-imported Claude Code transcript carries, else the first line of its first
-prompt. A session whose import started and did not finish is marked
+created, when an agent last restored it, and its title: the last one a
+SessionStart or UserPromptSubmit hook gave (sessionTitle), else the
+summary an imported Claude Code transcript carries, else the first line of
+its first prompt. A session whose import started and did not finish is marked
 "(import unfinished)": it holds only the first part of its transcript
 (see reprise import --resume). A session holding events written by a
 newer reprise is marked "(newer events)": this build lists it but cannot
