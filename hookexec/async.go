@@ -54,7 +54,8 @@ func asyncEnd(h Hook, o schema.HookOutcome, a answer) AsyncEnd {
 	if h.AsyncRewake {
 		if o.ExitCode == 2 {
 			end.Rewake = true
-			end.Context = fmt.Sprintf("Stop hook blocking error from command %q: %s", h.Name, cmp.Or(o.Reason, o.Stderr))
+			prefix := cmp.Or(h.RewakeMessage, fmt.Sprintf("Stop hook blocking error from command %q:", h.Name))
+			end.Context = prefix + " " + cmp.Or(o.Reason, o.Stderr)
 		}
 		return end
 	}

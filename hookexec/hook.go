@@ -189,7 +189,11 @@ type Hook struct {
 	// woken with what it printed. Both apply only when the run has a
 	// CommandEnv.Background; without one the hook is waited for.
 	Async, AsyncRewake bool
-	Body               Body
+	// RewakeMessage opens what an asyncRewake hook's exit 2 gives the
+	// model, before what it printed; "" means Claude Code's
+	// "Stop hook blocking error from command" line.
+	RewakeMessage string
+	Body          Body
 
 	scoped string // the id of a session-scoped hook, which tells it apart
 	once   bool   // the entry's "once", which only frontmatter honours

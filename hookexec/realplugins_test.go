@@ -415,22 +415,29 @@ func TestRealPluginSecurityGuidance(t *testing.T) {
 				"stop_hook_active": false, "last_assistant_message": "Done."}, data, "")
 	})
 
-	// asyncRewake hooks are waited for, today: their exit 2 blocks at once,
-	// as a hook's that is not async. In Claude Code they run in the
-	// background: the stop and the call go on, and an exit 2 wakes the
-	// model later with the rewakeMessage and the hook's stderr.
+	// asyncRewake hooks run in the background, as in Claude Code: the stop
+	// and the call go on, and an exit 2 asks for the model to be woken
+	// with the hook's rewakeMessage and its stderr.
 	t.Run("async", func(t *testing.T) {
 		env := p.env
 		env.Extra = append(slices.Clip(env.Extra), "REPRISE_TEST_EXIT=2")
-		_, blocked, reason := p.exec.Stop(ctx, selectHooks(t, hooks, Stop, ""), StopInput{SessionID: realSession,
+		c := newCollector()
+		env.Background = c.background
+		outcomes, blocked, _ := p.exec.Stop(ctx, selectHooks(t, hooks, Stop, ""), StopInput{SessionID: realSession,
 			TranscriptPath: transcript, Cwd: p.env.ProjectDir}, env)
-		if !blocked || !strings.Contains(reason, "stand-in review: finding") {
-			t.Errorf("Stop: blocked %v, reason %q; want blocked by the hook's stderr", blocked, reason)
+		if blocked || len(outcomes) != 1 || outcomes[0].Status != schema.HookAsync {
+			t.Errorf("Stop: blocked %v, outcomes %+v; want one async outcome and no block", blocked, outcomes)
+		}
+		if e := c.next(t); !e.Rewake || e.Context != "Fixture: background review feedback: stand-in review: finding in the change" {
+			t.Errorf("Stop hook's end: %+v", e)
 		}
 		in := p.toolCall("Bash", `{"command":"git commit -m x"}`)
-		_, feedback := p.exec.PostToolUse(ctx, selectHooks(t, hooks, PostToolUse, "Bash"), in, env)
-		if !feedback.Blocked || !strings.Contains(feedback.Reason, "stand-in review: finding") {
-			t.Errorf("PostToolUse: %+v; want blocked by the hook's stderr", feedback)
+		outcomes, feedback := p.exec.PostToolUse(ctx, selectHooks(t, hooks, PostToolUse, "Bash"), in, env)
+		if feedback.Blocked || len(outcomes) != 1 || outcomes[0].Status != schema.HookAsync {
+			t.Errorf("PostToolUse: %+v, outcomes %+v; want one async outcome and no block", feedback, outcomes)
+		}
+		if e := c.next(t); !e.Rewake || !strings.HasPrefix(e.Context, "Fixture: background review of the commit found something: ") {
+			t.Errorf("PostToolUse hook's end: %+v", e)
 		}
 		p.take(t, 2)
 	})
@@ -509,18 +516,25 @@ func TestRealPluginECC(t *testing.T) {
 				"hook_event_name": "PreCompact", "trigger": "manual", "custom_instructions": ""}, data, "")
 	})
 
-	// "async": true hooks are waited for, today: the runner returns their
-	// outcomes, and they have run by then. In Claude Code the call does not
-	// wait for them: they report, if at all, on a later turn.
+	// "async": true hooks run in the background: the call's hooks return
+	// with the sync hook's outcome and the async one's "async", and the
+	// async one's end comes when it ends.
 	t.Run("async", func(t *testing.T) {
+		env := p.env
+		c := newCollector()
+		env.Background = c.background
 		in := p.toolCall("Bash", `{"command":"ls"}`)
-		outcomes, _ := p.exec.PreToolUse(ctx, selectHooks(t, hooks, PreToolUse, "Bash"), in, p.env)
+		outcomes, _ := p.exec.PreToolUse(ctx, selectHooks(t, hooks, PreToolUse, "Bash"), in, env)
 		if len(outcomes) != 2 {
 			t.Fatalf("%d outcomes, want the sync hook's and the async one's", len(outcomes))
 		}
-		checkOK(t, outcomes)
-		if n := len(p.recorded(t)); n != 2 {
-			t.Errorf("%d runs recorded when the runner returned, want both", n)
+		statuses := []string{outcomes[0].Status, outcomes[1].Status}
+		slices.Sort(statuses)
+		if !slices.Equal(statuses, []string{schema.HookAsync, schema.HookOK}) {
+			t.Fatalf("statuses %v, want one ok and one async", statuses)
+		}
+		if e := c.next(t); e.Outcome.Status != schema.HookOK || e.Hook.Event != PreToolUse {
+			t.Errorf("the async hook's end: %+v", e)
 		}
 		p.take(t, 2)
 	})

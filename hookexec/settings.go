@@ -2,6 +2,7 @@ package hookexec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,14 +61,16 @@ type settingsEntry struct {
 	Timeout float64   `json:"timeout"` // seconds
 	Shell   string    `json:"shell"`
 	If      string    `json:"if"`
-	// Once is honoured only in frontmatter (AddFrontmatter); Claude
-	// Code's internal keys (cloud, rewakeMessage, rewakeSummary) are not
-	// read (docs/hooks.md).
+	// Once is honoured only in frontmatter (AddFrontmatter); of Claude
+	// Code's internal keys, rewakeMessage is read, as plugins use it, and
+	// cloud and rewakeSummary (a line for Claude Code's terminal) are not
+	// (docs/hooks.md).
 	OnFailure     string `json:"onFailure"`
 	StatusMessage string `json:"statusMessage"`
 	Once          bool   `json:"once"`
 	Async         bool   `json:"async"`
 	AsyncRewake   bool   `json:"asyncRewake"`
+	RewakeMessage string `json:"rewakeMessage"`
 }
 
 // LoadSettings reads one Claude Code settings file and returns its command
@@ -466,23 +469,25 @@ func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 	return hooks, errs
 }
 
-// Dedupe returns hooks without the command hooks whose event, command
-// (with an exec-form hook's arguments) and "if" equal those of an earlier
-// one: the same command configured in several places runs once, whatever
-// its matcher or source. Function hooks are all
-// kept. Order is preserved. Apply it to the hooks that matched, so that a
-// copy whose matcher selects the value is not lost to one whose matcher
-// does not.
+// Dedupe returns hooks without the command hooks whose event, shell,
+// command, exec-form arguments and "if" equal those of an earlier one, as
+// Claude Code keys them: the same command configured in several places
+// runs once, whatever its matcher or source, while a shell-form and an
+// exec-form copy of one command both run. Function hooks are all kept.
+// Order is preserved. Apply it to the hooks that matched, so that a copy
+// whose matcher selects the value is not lost to one whose matcher does
+// not.
 func Dedupe(hooks []Hook) []Hook {
 	type key struct {
-		event         Event
-		command, rule string
+		event                   Event
+		shell, line, args, rule string
+		exec                    bool
 	}
 	seen := make(map[key]bool)
 	out := make([]Hook, 0, len(hooks))
 	for _, h := range hooks {
-		if h.IsCommand() {
-			k := key{h.Event, h.CommandLine(), h.If}
+		if c, ok := h.Body.(Command); ok {
+			k := key{h.Event, cmp.Or(c.Shell, "bash"), c.Line, strings.Join(c.Args, "\x00"), h.If, c.Args != nil}
 			if seen[k] {
 				continue
 			}
@@ -654,7 +659,7 @@ func settingsHook(event Event, e settingsEntry) (Hook, bool, error) {
 		return Hook{}, false, fmt.Errorf("onFailure: %q is neither continue nor block", e.OnFailure)
 	}
 	return Hook{Name: CommandName(body.String()), Body: body, If: e.If, OnFailure: e.OnFailure, StatusMessage: e.StatusMessage, once: e.Once,
-		Async: e.Async, AsyncRewake: e.AsyncRewake,
+		Async: e.Async, AsyncRewake: e.AsyncRewake, RewakeMessage: e.RewakeMessage,
 		Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
 }
 

@@ -222,6 +222,27 @@ func TestDedupeKeepsTheFirstOfTheSameCommand(t *testing.T) {
 	}
 }
 
+// Claude Code keys a command hook by shell, command, arguments and "if":
+// an exec-form and a shell-form copy of one command both run, as do two
+// copies in different shells; "bash" is the shell a hook without one has.
+func TestDedupeKeysOnShellAndArguments(t *testing.T) {
+	cmd := func(name string, c hookexec.Command) hookexec.Hook {
+		return hookexec.Hook{Event: hookexec.Stop, Name: name, Body: c}
+	}
+	hooks := []hookexec.Hook{
+		cmd("shell form", hookexec.Command{Line: "node '/p/a b.js'"}),
+		cmd("exec form", hookexec.Command{Line: "node", Args: []string{"/p/a b.js"}}),
+		cmd("exec form again", hookexec.Command{Line: "node", Args: []string{"/p/a b.js"}}),
+		cmd("no arguments", hookexec.Command{Line: "node", Args: []string{}}),
+		cmd("bash named", hookexec.Command{Line: "node '/p/a b.js'", Shell: "bash"}),
+		cmd("powershell", hookexec.Command{Line: "node '/p/a b.js'", Shell: "powershell"}),
+	}
+	want := []string{"shell form", "exec form", "no arguments", "powershell"}
+	if got := hookexec.Names(hookexec.Dedupe(hooks)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("deduped %q, want %q", got, want)
+	}
+}
+
 func TestPluginDirSubstitutesPluginRoot(t *testing.T) {
 	dir := filepath.Join("testdata", "plugins", "formatter")
 	root, err := filepath.Abs(dir)
