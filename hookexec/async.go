@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -40,6 +41,17 @@ func background(ctx context.Context, h Hook, stdin []byte, env CommandEnv) schem
 	id, end := env.Background(h)
 	timeout := commandTimeout(h) // not a SessionEnd budget: nothing waits
 	hctx := context.WithoutCancel(ctx)
+	// The hook's time counts from its hand-over, read here, on the step's
+	// goroutine; the hook's goroutine alone reads the clock after it.
+	now := env.clock()
+	began, first := now(), true
+	env.Now = func() time.Time {
+		if first {
+			first = false
+			return began
+		}
+		return now()
+	}
 	go func() {
 		o, a := runCommandOnce(hctx, h, stdin, env, timeout)
 		o.Async = id

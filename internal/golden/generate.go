@@ -19,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +55,8 @@ type script struct {
 	mu     sync.Mutex
 	ticks  int64
 	nextID int
+	dir    string
+	ended  chan reprise.AsyncHookEnded
 }
 
 // now is the Engine's clock: Epoch, then one millisecond more per reading.
@@ -141,13 +145,14 @@ func hasType(recs []eventlog.Record, t eventlog.Type) bool {
 // Command hooks run /bin/sh in "/", the working directory of the sessions
 // they run for.
 func Generate(ctx context.Context, store eventlog.Store, dir string, transcript []byte) (err error) {
-	s := &script{ctx: ctx, store: &failingStore{Store: store}}
+	s := &script{ctx: ctx, store: &failingStore{Store: store}, dir: dir, ended: make(chan reprise.AsyncHookEnded, 1)}
 	s.e = reprise.New(s.store, reprise.Options{
-		Logger:        slog.New(slog.DiscardHandler),
-		Now:           s.now,
-		NewID:         s.newID,
-		TranscriptDir: dir,
-		StopBlockCap:  1,
+		Logger:         slog.New(slog.DiscardHandler),
+		Now:            s.now,
+		NewID:          s.newID,
+		TranscriptDir:  dir,
+		StopBlockCap:   1,
+		AsyncHookEnded: func(x reprise.AsyncHookEnded) { s.ended <- x },
 	})
 	defer func() { err = errors.Join(err, s.e.Close()) }()
 	if err := s.registerHooks(); err != nil {
@@ -168,7 +173,49 @@ func Generate(ctx context.Context, store eventlog.Store, dir string, transcript 
 	if err := s.deletion(); err != nil {
 		return fmt.Errorf("agent cleaner: %w", err)
 	}
+	if err := s.async(); err != nil {
+		return fmt.Errorf("agent watcher: %w", err)
+	}
 	return nil
+}
+
+// async is an agent whose UserPromptSubmit hook runs in the background:
+// the first prompt starts it, it ends (AsyncHookEnded) once the script
+// lets it, and the second prompt, which no hook sees, takes its context
+// to the model (AsyncContextInjected). The hook waits for the script, so
+// that every reading of the clock comes in the same order each time.
+func (s *script) async() error {
+	ctx, e := s.ctx, s.e
+	gate := filepath.Join(s.dir, "async-gate")
+	if _, err := e.CreateSession(ctx, "delta", "/"); err != nil {
+		return err
+	}
+	remove, err := s.sessionHook("delta", hookexec.Hook{Event: hookexec.UserPromptSubmit, Async: true, Body: hookexec.Command{
+		Line: `while [ ! -e '` + gate + `' ]; do sleep 0.01; done; echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"the linter found 2 issues"}}'`}})
+	if err != nil {
+		return err
+	}
+	a, err := e.Agent(ctx, "watcher")
+	if err != nil {
+		return err
+	}
+	if _, err := a.Start(ctx, "delta"); err != nil {
+		return err
+	}
+	if _, err := a.Prompt(ctx, "Lint the notes."); err != nil {
+		return err
+	}
+	remove()
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		return err
+	}
+	select {
+	case <-s.ended:
+	case <-time.After(time.Minute):
+		return errors.New("the async hook never ended")
+	}
+	_, err = a.Prompt(ctx, "Fix them.")
+	return err
 }
 
 // registerHooks adds the hooks every session has, each selected by the
@@ -247,6 +294,14 @@ func (s *script) sessions(transcript []byte) error {
 		{Type: "tool_use", Raw: []byte(`{"type":"tool_use","id":"toolu_golden","name":"Read","input":{"file_path":"/docs/retry.md"}}`)},
 	}}
 	if _, err := e.Append(ctx, "beta", tool); err != nil {
+		return err
+	}
+	// The call has its result before the conversation goes on, as the
+	// Messages API requires (and appends since v6).
+	result := reprise.Message{Role: "user", Content: []reprise.Block{
+		{Type: "tool_result", Raw: []byte(`{"type":"tool_result","tool_use_id":"toolu_golden","content":"Retries: exponential backoff."}`)},
+	}}
+	if _, err := e.Append(ctx, "beta", result); err != nil {
 		return err
 	}
 	// The cwd is chosen: the one of the process writing the set would tie

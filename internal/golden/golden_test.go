@@ -54,8 +54,12 @@ var (
 //   - v5: the history of v4 written in bbolt layout 6, the layout of stores
 //     with a write-ahead log, closed cleanly: its log applied and its
 //     segments removed.
+//   - v6: the history of v5, beta's tool call given its result (appends
+//     refuse a conversation the Messages API would), and an async hook:
+//     its end and its context taken to the model (AsyncHookEnded,
+//     AsyncContextInjected).
 var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2", "../../testdata/golden/v3", "../../testdata/golden/v4",
-	"../../testdata/golden/v5"}
+	"../../testdata/golden/v5", "../../testdata/golden/v6"}
 
 // current is the set of the format this build writes, the only one
 // -golden.write may write, and only into an empty directory.
