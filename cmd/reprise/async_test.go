@@ -133,8 +133,6 @@ func TestBinaryAsyncHookContextReachesTheNextPrompt(t *testing.T) {
 // prompt prints what became of the prompt before it waits for the async
 // hooks the prompt started.
 func TestBinaryPromptAnswersBeforeWaitingForAsyncHooks(t *testing.T) {
-	t.Skip("defect: runPrompt prints after runAgent returns, and runAgent closes the Engine first, " +
-		"which waits for the async hooks: the answer comes only once they have ended")
 	c := newBinaryCLI(t)
 	c.session("s")
 	release := filepath.Join(c.dir, "release")

@@ -25,7 +25,15 @@ func (a *app) runAgent(ctx context.Context, f *restoreOptions, projectOf *string
 	if err != nil {
 		return nil, err
 	}
-	defer closeEngine(e, &err)
+	defer func() {
+		if err != nil {
+			closeEngine(e, &err)
+			return
+		}
+		// Closed once the command has printed its answer: Close waits
+		// for the async hooks the step started.
+		a.later = append(a.later, e.Close)
+	}()
 	defer func() { err = explainInterrupt(e, f.agent, err) }()
 	agent, err := e.Agent(ctx, f.agent)
 	if err != nil {

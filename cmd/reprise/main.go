@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -28,12 +29,15 @@ func main() {
 
 // run executes the command line args and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd()
+	root, a := newRootApp()
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if cerr := a.finish(); cerr != nil && err == nil {
+		err = fmt.Errorf("close store: %w", cerr)
+	}
 	if err == nil {
 		return exitOK
 	}

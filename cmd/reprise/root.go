@@ -26,6 +26,9 @@ type app struct {
 	// hooksReported is set by a command that prints every hook's outcome
 	// itself: the Engine then does not warn about the failed ones too.
 	hooksReported bool
+	// later holds the closing of Engines the command ran agents on, done
+	// once it has printed (finish): Close waits for async hooks.
+	later []func() error
 	// heldBy names the process whose socket openReadOnly read the store
 	// through, as eventlog.LockedError.Holder does; "" when it read the
 	// store itself.
@@ -63,6 +66,22 @@ var commandGroups = []*cobra.Group{
 // newRootCmd returns the reprise command with all its subcommands, each
 // running its own run function.
 func newRootCmd() *cobra.Command {
+	root, _ := newRootApp()
+	return root
+}
+
+// finish closes what the command left open until it had printed.
+func (a *app) finish() error {
+	var errs []error
+	for _, f := range a.later {
+		errs = append(errs, f())
+	}
+	a.later = nil
+	return errors.Join(errs...)
+}
+
+// newRootApp returns the root command and the app its commands share.
+func newRootApp() (*cobra.Command, *app) {
 	a := &app{}
 	group := func(id string, cmds ...*cobra.Command) []*cobra.Command {
 		for _, cmd := range cmds {
@@ -70,7 +89,7 @@ func newRootCmd() *cobra.Command {
 		}
 		return cmds
 	}
-	return newRoot(a, slices.Concat(
+	root := newRoot(a, slices.Concat(
 		group("lifecycle",
 			newNewCmd(a, nil),
 			newAppendCmd(a, nil),
@@ -111,6 +130,7 @@ func newRootCmd() *cobra.Command {
 		),
 		[]*cobra.Command{newVersionCmd(a, nil)},
 	)...)
+	return root, a
 }
 
 // newRoot returns the reprise command over a with the subcommands cmds:
