@@ -151,3 +151,31 @@ func TestCloseWaitsForAsyncHooks(t *testing.T) {
 		t.Fatalf("%d AsyncHookEnded events after Close, want 1", n)
 	}
 }
+
+// A real SessionStart command hook's initialUserMessage is appended as the
+// user's message after its context, and its watchPaths and reloadSkills
+// come back with the restore.
+func TestSessionStartHookGivesTheFirstPromptAndWatchPaths(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	settings := testkit.WriteFile(t, filepath.Join(dir, "settings.json"), `{"hooks": {"SessionStart": [{"hooks": [
+		{"type": "command", "command": "echo '{\"hookSpecificOutput\":{\"hookEventName\":\"SessionStart\",\"additionalContext\":\"on main\",\"initialUserMessage\":\"run the tests\",\"watchPaths\":[\"go.mod\",\"go.sum\"],\"reloadSkills\":true}}'"}]}]}}`)
+	e, _ := asyncEngine(t, filepath.Join(dir, "reprise.db"), settings)
+	testkit.Session(t, e, "s", "", "hello", "hi")
+	r, err := testkit.Agent(t, e, "ide").Start(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.InitialUserMessage != "run the tests" || strings.Join(r.WatchPaths, ",") != "go.mod,go.sum" || !r.ReloadSkills || r.InitialUUID == "" {
+		t.Fatalf("restore %+v", r.StartOutput)
+	}
+	msgs, err := e.Conversation(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := msgs[len(msgs)-1]
+	if last.UUID != r.InitialUUID || last.IsMeta || last.Role != "user" || last.Content[0].Text != "run the tests" ||
+		!strings.Contains(msgs[len(msgs)-2].Content[0].Text, "on main") {
+		t.Fatalf("conversation ends %+v after %+v", last, msgs[len(msgs)-2])
+	}
+}

@@ -519,7 +519,7 @@ func leave(in Input, created Ready, attempt *schema.SaveAttempted) (Ready, error
 	}
 	ready := created
 	if len(from.Pending) > 0 {
-		ready = join(ready, messages(in.Now, from, nil))
+		ready = join(ready, messages(in.Now, from))
 		attempt.Saved = len(from.Pending)
 	}
 	return withAgentStep(in, ready, rid, attempt), nil
@@ -616,7 +616,13 @@ func hookIntent(in Input, base Ready, rid func() string, match MatchHooks, inten
 func inject(in Input) (Ready, error) {
 	r := in.Agent.Restore
 	done := &schema.ContextInjected{Session: r.To}
-	if r.Context == "" {
+	initial := r.InitialUserMessage
+	switch r.Source {
+	case schema.SourceStartup, schema.SourceResume, schema.SourceFork, schema.SourceNew:
+	default:
+		initial = "" // Claude Code takes one only when a session starts
+	}
+	if r.Context == "" && initial == "" {
 		return agentStep(in, r.ID, done), nil
 	}
 	s := in.Sessions[r.To]
@@ -630,10 +636,21 @@ func inject(in Input) (Ready, error) {
 		ready.Report.Warning = "session " + r.To + " was deleted during the restore; its context was not injected"
 		return ready, nil
 	}
-	msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
-		Content: []schema.Block{{Type: "text", Text: Reminder(schema.HookSessionStart, r.Context)}}}
-	done.MessageUUID = msg.UUID
-	return withAgentStep(in, messages(in.Now, s, &msg), r.ID, done), nil
+	var msgs []*schema.Message
+	if r.Context != "" {
+		msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
+			Content: []schema.Block{{Type: "text", Text: Reminder(schema.HookSessionStart, r.Context)}}}
+		done.MessageUUID = msg.UUID
+		msgs = append(msgs, &msg)
+	}
+	if initial != "" {
+		// The hook's first prompt for the session, as the user's.
+		msg := schema.Message{UUID: in.NewID(), Role: "user", Timestamp: in.Now,
+			Content: []schema.Block{{Type: "text", Text: initial}}}
+		done.Initial = msg.UUID
+		msgs = append(msgs, &msg)
+	}
+	return withAgentStep(in, messages(in.Now, s, msgs...), r.ID, done), nil
 }
 
 // Reminder wraps the context hooks of event gave the way the model expects
@@ -694,7 +711,7 @@ func compaction(in Input, id, rid, summaryText string) (Ready, error) {
 	if s == nil {
 		return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, id)
 	}
-	ready := messages(in.Now, s, nil)
+	ready := messages(in.Now, s)
 	last := s.LastUUID
 	if n := len(s.Pending); n > 0 {
 		last = s.Pending[n-1].UUID
@@ -902,7 +919,7 @@ func stopped(in Input) (Ready, error) {
 // Claude Code's do. Nothing when none is pending.
 func flush(in Input, id string) Ready {
 	if s := in.Sessions[id]; s != nil && len(s.Pending) > 0 {
-		return messages(in.Now, s, nil)
+		return messages(in.Now, s)
 	}
 	return Ready{}
 }
@@ -924,12 +941,9 @@ func stopFeedback(ran HooksRan) string {
 
 // messages is a Ready that appends s's pending messages, then extra,
 // chaining their parent uuids onto the stored conversation.
-func messages(now int64, s *Session, extra *schema.Message) Ready {
+func messages(now int64, s *Session, extra ...*schema.Message) Ready {
 	stream := projection.SessionStream(s.ID)
-	n := len(s.Pending)
-	if extra != nil {
-		n++
-	}
+	n := len(s.Pending) + len(extra)
 	ready := Ready{
 		Expect:   []eventlog.Expect{{Stream: stream, Seq: s.Head}},
 		Records:  make([]eventlog.Record, 0, n+1),
@@ -945,7 +959,7 @@ func messages(now int64, s *Session, extra *schema.Message) Ready {
 		if i < len(s.Pending) {
 			*m = s.Pending[i]
 		} else {
-			*m = *extra
+			*m = *extra[i-len(s.Pending)]
 		}
 		m.ParentUUID, parent = parent, m.UUID
 		ready.Payloads = append(ready.Payloads, &appended[i])
@@ -961,7 +975,7 @@ func SaveMessages(s *Session, now int64) Ready {
 	if len(s.Pending) == 0 {
 		return Ready{}
 	}
-	return messages(now, s, nil)
+	return messages(now, s)
 }
 
 // agentStep is a Ready that appends p, alone, as the next step of restore

@@ -146,6 +146,11 @@ type Restore struct {
 	StartInterrupted bool
 
 	InjectedUUID string // the meta message, "" when there was no context
+	// StartOutput is what the SessionStart hooks asked for beside their
+	// context; InitialUUID the user message holding its
+	// InitialUserMessage, when the restore appended one.
+	StartOutput
+	InitialUUID string
 
 	// ModifiedConfig merges, key by key in hook order (a later hook wins a
 	// key), the modifiedConfig objects SessionStart hooks returned; nil
@@ -319,8 +324,9 @@ func (a *Agent) fold(r *Restore, p schema.Payload) {
 		r.StartOutcomes, r.Context, r.Env, r.StartInterrupted = p.Outcomes, p.Context, p.Env, p.Interrupted
 		r.EnvFile = p.EnvFile
 		r.ModifiedConfig = MergeConfig(p.Outcomes)
+		r.StartOutput = startOutput(p.Outcomes)
 	case *schema.ContextInjected:
-		r.InjectedUUID = p.MessageUUID
+		r.InjectedUUID, r.InitialUUID = p.MessageUUID, p.Initial
 	}
 }
 

@@ -67,10 +67,14 @@ func Describe(p schema.Payload) string {
 	case *schema.SessionStartHookRan:
 		return fmt.Sprintf("session=%s source=%s %s context=%q", p.Session, p.Source, outcomes(p.Outcomes, p.Interrupted), Clip(p.Context, 40))
 	case *schema.ContextInjected:
+		out := "session=" + p.Session + " message=" + p.MessageUUID
 		if p.MessageUUID == "" {
-			return "session=" + p.Session + " none"
+			out = "session=" + p.Session + " none"
 		}
-		return "session=" + p.Session + " message=" + p.MessageUUID
+		if p.Initial != "" {
+			out += " initial=" + p.Initial
+		}
+		return out
 	case *schema.SessionCompacted:
 		return "session=" + p.Session + " summary=" + p.SummaryUUID
 	case *schema.SessionClosed:

@@ -310,9 +310,12 @@ type PreCompactHookRan struct {
 
 // ContextInjected ends a restore. When MessageUUID is set, the same atomic
 // append added that meta message to Session; otherwise there was no context.
+// Initial is the user message the same append added with a SessionStart
+// hook's initialUserMessage, "" when none.
 type ContextInjected struct {
 	Session     string `msgpack:"session"`
 	MessageUUID string `msgpack:"message,omitempty"`
+	Initial     string `msgpack:"initial,omitempty"`
 }
 
 // SessionDeleted is the tombstone that ends a session stream: the session

@@ -3,6 +3,7 @@ package scenario
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -129,7 +130,11 @@ func (w *World) restored(ctx context.Context, t *testing.T, d *datadriven.TestDa
 		return []string{"(no restore)"}, nil
 	}
 	r := h[len(h)-1]
-	return printf("config=%s suppress=%v prompt=%q", r.ModifiedConfig, r.SuppressOutput, r.InitialPrompt), nil
+	out := printf("config=%s suppress=%v prompt=%q", r.ModifiedConfig, r.SuppressOutput, r.InitialPrompt)
+	if so := r.StartOutput; so.InitialUserMessage != "" || len(so.WatchPaths) > 0 || so.ReloadSkills {
+		out = append(out, fmt.Sprintf("initial=%q message=%s watch=%q reload=%v", so.InitialUserMessage, r.InitialUUID, so.WatchPaths, so.ReloadSkills))
+	}
+	return out, nil
 }
 
 // reopen closes the Engine, if it did not crash, and opens a new one over

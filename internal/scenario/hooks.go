@@ -33,7 +33,9 @@ import (
 // hook's allow, deny or ask), input (the JSON it gives instead of the
 // call's), check (a Go check over the conversation that lets the action go
 // on once a message holds this text, and otherwise blocks it with error),
-// timeout (a duration), scoped, id, error, once=true.
+// timeout (a duration), scoped, id, error, once=true, specific (the JSON
+// of the hookSpecificOutput fields it gives that no other option names,
+// such as a SessionStart hook's initialUserMessage).
 func (w *World) hook(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
 	line := w.text(t, d)
 	m, err := hookexec.ParseMatcher(opt(d, "matcher"))
@@ -56,7 +58,8 @@ func (w *World) hook(ctx context.Context, t *testing.T, d *datadriven.TestData) 
 	}
 	w.scripts[line] = hookScript{status: cmp.Or(opt(d, "status"), schema.HookOK), context: opt(d, "context"),
 		block: opt(d, "block"), summary: opt(d, "summary"), cleanup: opt(d, "cleanup"), config: opt(d, "config"),
-		suppress: opt(d, "suppress") == "true", decision: opt(d, "decision"), reason: opt(d, "reason"), input: opt(d, "input")}
+		suppress: opt(d, "suppress") == "true", decision: opt(d, "decision"), reason: opt(d, "reason"), input: opt(d, "input"),
+		specific: opt(d, "specific")}
 	if id := opt(d, "scoped"); id != "" {
 		hid, err := w.e.AddSessionHookWith(id, h, hookexec.ScopedOptions{ID: opt(d, "id"), ErrorMessage: opt(d, "error"),
 			Once: opt(d, "once") == "true", OnSuccess: func(o schema.HookOutcome) {
@@ -98,6 +101,7 @@ type hookScript struct {
 	decision string // PreToolUse, PermissionRequest: allow, deny or ask
 	reason   string // of the decision
 	input    string // PreToolUse, PermissionRequest: the input given instead, as JSON
+	specific string // the hookSpecificOutput fields recorded in HookOutcome.Specific, as JSON
 }
 
 // scriptedRunner is the in-memory twin of hookexec.Exec: it plays each
@@ -140,6 +144,9 @@ func (s scriptedRunner) outcomes(ctx context.Context, hooks []hookexec.Hook, msg
 			o.Summary = sc.summary
 			o.Config = []byte(sc.config)
 			o.Suppress = sc.suppress
+			if sc.specific != "" {
+				o.Specific = []byte(sc.specific)
+			}
 			if sc.cleanup != "" {
 				o.Cleanup = strings.Split(sc.cleanup, ";")
 			}
