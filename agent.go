@@ -664,11 +664,15 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 		blocked, reason = gate(ctx, blocked, reason)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason, Context: text}
 	case hookexec.PreCompact:
-		outcomes, blocked, reason := e.runner.PreCompact(ctx, hooks, hookexec.PreCompactInput{
+		outcomes, blocked, reason, instructions := e.runner.PreCompact(ctx, hooks, hookexec.PreCompactInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Trigger: eff.Trigger,
 			CustomInstructions: eff.Instructions, Messages: msgs}, env)
 		blocked, reason = gate(ctx, blocked, reason)
-		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason}
+		ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason, Instructions: instructions}
+		if eff.Summarize && !blocked {
+			ran.Summary, ran.Blocked, ran.Reason = summarize(ctx, hookexec.AppendInstructions(eff.Instructions, instructions))
+		}
+		return ran
 	}
 	run := ""
 	if r := a.view.Restore; r != nil { // always, while SessionStart hooks run; a.mu is held

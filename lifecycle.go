@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/reprise-dev/reprise/lifecycle"
 	"github.com/reprise-dev/reprise/projection"
@@ -117,6 +118,47 @@ const CompactSummaryPrefix = lifecycle.CompactSummaryPrefix
 func (a *Agent) Compact(ctx context.Context, summary string, opts ...ActionOption) (*Restore, error) {
 	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Compact, Summary: summary}, opts), nil)
 	return r, err
+}
+
+// Summarizer makes the summary of a compaction from its custom
+// instructions: the user's (WithInstructions) and, after a blank line, what
+// its PreCompact hooks printed, as Claude Code hands them to its model.
+type Summarizer func(ctx context.Context, instructions string) (summary string, err error)
+
+// CompactWith compacts the current session as Compact does, with a
+// summary that summarize makes once the PreCompact hooks have run, from
+// the instructions they add. The PreCompact intent is recorded even when
+// no hook matches, so that the summary is made inside the recorded step:
+// an error or an empty summary ends the compaction as blocked (an error
+// matching ErrCompactionBlocked), as does a process that dies before the
+// summary is recorded. The summary is recorded with the hooks' outcome.
+func (a *Agent) CompactWith(ctx context.Context, summarize Summarizer, opts ...ActionOption) (*Restore, error) {
+	if summarize == nil {
+		return nil, errors.New("reprise: CompactWith needs a Summarizer")
+	}
+	ctx = context.WithValue(ctx, summarizerKey{}, summarize)
+	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Compact, Summarize: true}, opts), nil)
+	return r, err
+}
+
+// summarizerKey holds, in the context of a CompactWith, its Summarizer.
+type summarizerKey struct{}
+
+// summarize calls the Summarizer of ctx with instructions and says what
+// the step records: the summary, or why the compaction is blocked.
+func summarize(ctx context.Context, instructions string) (summary string, blocked bool, reason string) {
+	fn, _ := ctx.Value(summarizerKey{}).(Summarizer)
+	if fn == nil {
+		return "", true, "the compaction's summary was not made: no Summarizer"
+	}
+	summary, err := fn(ctx, instructions)
+	switch {
+	case err != nil:
+		return "", true, "the compaction's summary was not made: " + err.Error()
+	case strings.TrimSpace(summary) == "":
+		return "", true, "the compaction's summary was not made: the Summarizer gave an empty one"
+	}
+	return summary, false, ""
 }
 
 // Halt is what Claude Code's "continue": false in a hook's JSON answer

@@ -218,8 +218,13 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		o.Status, o.Decision = schema.HookOK, "block"
 		_, o.Reason = ParseStopOutput(r.stdout.buf)
 		text = o.Reason
-	case h.Event == Stop || h.Event == PreCompact:
+	case h.Event == Stop:
 		o.Status = schema.HookOK
+	case h.Event == PreCompact:
+		o.Status = schema.HookOK
+		o.Duration = now().Sub(began).Nanoseconds()
+		readControl(&o, h, r)
+		return o, answer{instructions: compactInstructions(h, r.stdout.buf)}
 	default:
 		var err error
 		o.Status = schema.HookOK
@@ -234,6 +239,17 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 	o.Duration = now().Sub(began).Nanoseconds()
 	o.ContextLen = len(text)
 	return o, answer{text: text}
+}
+
+// compactInstructions is what a PreCompact hook's stdout adds to the
+// compaction's instructions, as Claude Code takes it: trimmed, and cut at
+// MaxContextChars characters with a line that says so.
+func compactInstructions(h Hook, stdout []byte) string {
+	text := strings.TrimSpace(strings.ToValidUTF8(string(stdout), "\uFFFD"))
+	if n := utf8.RuneCountInString(text); n > MaxContextChars {
+		text = firstChars(text, MaxContextChars) + fmt.Sprintf("\n[PreCompact hook [%s] output cut: %d characters is over the %d-character limit]", h.Name, n, MaxContextChars)
+	}
+	return text
 }
 
 // readControl records what a hook that exited 0 with a JSON object on

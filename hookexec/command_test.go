@@ -654,7 +654,7 @@ func TestOnFailureBlockTurnsAFailureIntoExitTwo(t *testing.T) {
 		}
 	}
 	slow := Hook{Event: PreCompact, Name: "slow", OnFailure: OnFailureBlock, Timeout: 100 * time.Millisecond, Body: Command{Line: "sleep 5"}}
-	if _, blocked, _ := RunPreCompact(context.Background(), []Hook{slow}, PreCompactInput{SessionID: "s", Cwd: env.ProjectDir, Trigger: "manual"}, env); !blocked {
+	if _, blocked, _, _ := RunPreCompact(context.Background(), []Hook{slow}, PreCompactInput{SessionID: "s", Cwd: env.ProjectDir, Trigger: "manual"}, env); !blocked {
 		t.Error("a PreCompact hook that timed out with onFailure block did not block the compaction")
 	}
 	stop := Hook{Event: Stop, Name: "stop", OnFailure: OnFailureBlock, Body: Command{Line: "exit 1"}}
@@ -728,5 +728,33 @@ func TestSpecificOutputIsRecorded(t *testing.T) {
 	}
 	if o, _ := runTestHook(t, `echo '{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "only"}}'`, env); o.Specific != nil {
 		t.Fatalf("a context alone recorded specific %s", o.Specific)
+	}
+}
+
+// What PreCompact command hooks that exit 0 print is the compaction's
+// extra instructions, as Claude Code takes it: each trimmed, joined by
+// blank lines, a long one cut with a line that says so; a block's text and
+// a failed hook's are not instructions.
+func TestPreCompactStdoutIsInstructions(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	hook := func(name, line string) Hook { return Hook{Event: PreCompact, Name: name, Body: Command{Line: line}} }
+	long := strings.Repeat("x", MaxContextChars+5)
+	hooks := []Hook{
+		hook("one", "printf '\\n  keep the stack traces  \\n'"),
+		hook("quiet", "true"),
+		hook("fails", "echo 'not this'; exit 1"),
+		hook("two", "echo 'and the file names'"),
+	}
+	_, blocked, _, got := RunPreCompact(context.Background(), hooks, PreCompactInput{SessionID: "s", Cwd: env.ProjectDir, Trigger: "manual"}, env)
+	if blocked || got != "keep the stack traces\n\nand the file names" {
+		t.Fatalf("blocked %v, instructions %q", blocked, got)
+	}
+	_, _, _, got = RunPreCompact(context.Background(), []Hook{hook("long", "printf '"+long+"'")}, PreCompactInput{SessionID: "s", Cwd: env.ProjectDir}, env)
+	if !strings.HasPrefix(got, strings.Repeat("x", MaxContextChars)+"\n[PreCompact hook [long] output cut: 10005 characters") {
+		t.Fatalf("a long one: %q", firstChars(got[MaxContextChars-5:], 200))
+	}
+	if got := AppendInstructions("focus on the parser", "keep the traces"); got != "focus on the parser\n\nkeep the traces" {
+		t.Fatalf("AppendInstructions: %q", got)
 	}
 }

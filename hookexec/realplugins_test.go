@@ -504,7 +504,7 @@ func TestRealPluginECC(t *testing.T) {
 
 	t.Run("PreCompact", func(t *testing.T) {
 		selected := selectHooks(t, hooks, PreCompact, "manual")
-		outcomes, blocked, _ := p.exec.PreCompact(ctx, selected, PreCompactInput{SessionID: realSession, TranscriptPath: transcript,
+		outcomes, blocked, _, _ := p.exec.PreCompact(ctx, selected, PreCompactInput{SessionID: realSession, TranscriptPath: transcript,
 			Cwd: p.env.ProjectDir, Trigger: "manual"}, p.env)
 		checkOK(t, outcomes)
 		if blocked {

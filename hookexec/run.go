@@ -153,7 +153,10 @@ type preCompactStdin struct {
 
 // RunPreCompact runs PreCompact hooks in parallel with in. blocked is true
 // when any hook blocked the compaction; reason joins their reasons.
-func RunPreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
+// instructions is what the command hooks that exited 0 printed, each
+// trimmed and cut at MaxContextChars, joined by blank lines: Claude Code
+// appends it to the compaction's custom instructions (AppendInstructions).
+func RunPreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, instructions string) {
 	stdin, _ := json.Marshal(preCompactStdin{in.SessionID, in.TranscriptPath, in.Cwd, PreCompact, in.Trigger, in.CustomInstructions})
 	env.EnvFile, env.session = "", in.SessionID
 	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
@@ -161,7 +164,26 @@ func RunPreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env Co
 		return answer{text: out.Reason, block: out.Decision == "block"}, err
 	})
 	blocked, reason, _ = blocks(outcomes, texts(answers))
-	return outcomes, blocked, reason
+	var parts []string
+	for i, o := range outcomes {
+		if o.Status == schema.HookOK && o.Decision != "block" && answers[i].instructions != "" {
+			parts = append(parts, answers[i].instructions)
+		}
+	}
+	return outcomes, blocked, reason, strings.Join(parts, "\n\n")
+}
+
+// AppendInstructions returns the custom instructions of a compaction once
+// its PreCompact hooks' instructions are added, as Claude Code joins them:
+// the user's, a blank line, the hooks'.
+func AppendInstructions(user, hooks string) string {
+	switch {
+	case hooks == "":
+		return user
+	case user == "":
+		return hooks
+	}
+	return user + "\n\n" + hooks
 }
 
 // answer is what a hook body returned that reprise keeps: the text it
@@ -188,6 +210,7 @@ type answer struct {
 	// EventFunc hooks and the events RunEvent runs: what goes to the model
 	// after the fact, and Claude Code's output fields every event has.
 	feedback      string
+	instructions  string // a PreCompact command hook's stdout
 	halt          bool
 	stopReason    string
 	systemMessage string

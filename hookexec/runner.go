@@ -25,7 +25,7 @@ type Runner interface {
 	SessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome
 	Stop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string)
 	Prompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, context string)
-	PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string)
+	PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, instructions string)
 }
 
 // Exec runs hooks for real: command hooks as processes in their own process
@@ -82,7 +82,7 @@ func (x Exec) Prompt(ctx context.Context, hooks []Hook, in PromptInput, env Comm
 }
 
 // PreCompact is RunPreCompact.
-func (x Exec) PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) ([]schema.HookOutcome, bool, string) {
+func (x Exec) PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) ([]schema.HookOutcome, bool, string, string) {
 	return RunPreCompact(ctx, hooks, in, x.env(env))
 }
 

@@ -58,6 +58,10 @@ type Action struct {
 	Summary      string
 	Trigger      string
 	Instructions string
+	// Compact: the host makes the summary once the PreCompact hooks have
+	// run, from the user's instructions and theirs; Summary is empty. The
+	// RunHooks effect asks for it (RunHooks.Summarize).
+	Summarize bool
 	// Start, New, Fork: the first prompt, for SessionStart hooks. Prompt:
 	// the prompt submitted.
 	Prompt string
@@ -218,6 +222,7 @@ type RunHooks struct {
 	PromptID      string        // UserPromptSubmit; Stop: the turn's prompt, when its hooks ran
 	Trigger       string        // PreCompact
 	Instructions  string        // PreCompact
+	Summarize     bool          // PreCompact: the performer makes the summary after the hooks (HooksRan.Summary)
 	Tool          *ToolRequest  // the tool events
 	ToolInput     []byte        // the tool events: the call's input, as the hooks before gave it
 }
@@ -255,6 +260,10 @@ type HooksRan struct {
 	// the input or result the hooks gave instead of the call's.
 	Decision    string
 	Replacement []byte
+	// PreCompact: what the hooks add to the compaction's instructions,
+	// and the summary the host made when the effect asked for it.
+	Instructions string
+	Summary      string
 }
 
 // AppendFailed says that the previous Ready's append failed with Err (not
@@ -675,12 +684,15 @@ func compact(in Input, id string) (Ready, error) {
 	switch {
 	case !ok:
 		return Ready{Effect: MatchHooks{Event: schema.HookPreCompact, Value: trigger, Session: id}}, nil
-	case len(matched.Hooks) == 0:
+	case len(matched.Hooks) == 0 && !act.Summarize:
 		return compaction(in, id, in.NewID(), act.Summary)
 	}
+	// A summary the host makes is made in the hooks' effect, after them,
+	// even when there are none: the intent is recorded first.
 	ready := withAgentStep(in, flush(in, id), in.NewID(), &schema.PreCompactHookStarted{Session: id, Trigger: trigger,
 		Instructions: act.Instructions, Summary: act.Summary, Hooks: matched.Hooks})
-	ready.Effect = RunHooks{Event: schema.HookPreCompact, Session: id, Hooks: matched.Hooks, Trigger: trigger, Instructions: act.Instructions}
+	ready.Effect = RunHooks{Event: schema.HookPreCompact, Session: id, Hooks: matched.Hooks, Trigger: trigger, Instructions: act.Instructions,
+		Summarize: act.Summarize}
 	return ready, nil
 }
 
@@ -694,10 +706,19 @@ func preCompacted(in Input) (Ready, error) {
 		return deletedStep(in, r.ID, r.To, &schema.PreCompactHookRan{Session: r.To, Outcomes: ran.Outcomes, Interrupted: cut,
 			Blocked: true, Reason: "session " + r.To + " was deleted", Deleted: true}), nil
 	}
-	ready := agentStep(in, r.ID, &schema.PreCompactHookRan{Session: r.To, Outcomes: ran.Outcomes, Interrupted: cut,
-		Blocked: ran.Blocked, Reason: ran.Reason})
-	if ran.Blocked {
-		ready.Report.Blocked = ran.Reason
+	step := &schema.PreCompactHookRan{Session: r.To, Outcomes: ran.Outcomes, Interrupted: cut,
+		Blocked: ran.Blocked, Reason: ran.Reason, Instructions: ran.Instructions, Summary: ran.Summary}
+	if r.Summary == "" && step.Summary == "" && !step.Blocked {
+		// The host was to make the summary and did not: its process died
+		// first, or it gave none. Nothing is compacted.
+		step.Blocked, step.Reason = true, "the compaction's summary was not made"
+		if cut {
+			step.Reason += ": the process died while its PreCompact hooks ran"
+		}
+	}
+	ready := agentStep(in, r.ID, step)
+	if step.Blocked {
+		ready.Report.Blocked = step.Reason
 	}
 	return ready, nil
 }

@@ -131,6 +131,9 @@ type Restore struct {
 	PreCompactBlocked     bool
 	PreCompactReason      string
 	PreCompactInterrupted bool
+	// PreCompactInstructions is what the hooks added to Instructions; when
+	// the host made the summary after them, Summary is the one it made.
+	PreCompactInstructions string
 
 	Boundary    string // compaction: uuid of the CompactBoundary
 	SummaryUUID string // compaction: uuid of the summary message
@@ -311,7 +314,10 @@ func (a *Agent) fold(r *Restore, p schema.Payload) {
 		r.Trigger, r.Instructions, r.Summary, r.PreCompactHooks = p.Trigger, p.Instructions, p.Summary, p.Hooks
 	case *schema.PreCompactHookRan:
 		r.PreCompactOutcomes, r.PreCompactBlocked, r.PreCompactReason = p.Outcomes, p.Blocked, p.Reason
-		r.PreCompactInterrupted = p.Interrupted
+		r.PreCompactInterrupted, r.PreCompactInstructions = p.Interrupted, p.Instructions
+		if p.Summary != "" {
+			r.Summary = p.Summary
+		}
 	case *schema.SessionCompacted:
 		r.Source, r.From, r.To, r.Loaded = schema.SourceCompact, p.Session, p.Session, true
 		r.Boundary, r.SummaryUUID = p.Boundary, p.SummaryUUID

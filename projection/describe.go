@@ -106,10 +106,17 @@ func Describe(p schema.Payload) string {
 	case *schema.PreCompactHookStarted:
 		return fmt.Sprintf("session=%s trigger=%s hooks=%s", p.Session, p.Trigger, hookList(p.Hooks))
 	case *schema.PreCompactHookRan:
+		out := fmt.Sprintf("session=%s %s", p.Session, outcomes(p.Outcomes, p.Interrupted))
 		if p.Blocked {
-			return fmt.Sprintf("session=%s blocked %s reason=%q", p.Session, outcomes(p.Outcomes, p.Interrupted), Clip(p.Reason, 40))
+			out = fmt.Sprintf("session=%s blocked %s reason=%q", p.Session, outcomes(p.Outcomes, p.Interrupted), Clip(p.Reason, 40))
 		}
-		return fmt.Sprintf("session=%s %s", p.Session, outcomes(p.Outcomes, p.Interrupted))
+		if p.Instructions != "" {
+			out += fmt.Sprintf(" instructions=%q", Clip(p.Instructions, 40))
+		}
+		if p.Summary != "" {
+			out += fmt.Sprintf(" summary=%q", Clip(p.Summary, 40))
+		}
+		return out
 	case *schema.StopHookRan:
 		if p.Capped != "" {
 			return fmt.Sprintf("session=%s capped: %s", p.Session, p.Capped)

@@ -51,7 +51,7 @@ func Redact(p Payload, gone func(session string) bool) bool {
 			return false
 		}
 		outs := redactOutcomes(p.Outcomes)
-		return blank(&p.Reason) || outs
+		return blank(&p.Reason, &p.Instructions, &p.Summary) || outs
 	case *ToolHookRan:
 		if !gone(p.Session) {
 			return false

@@ -306,6 +306,11 @@ type PreCompactHookRan struct {
 	Reason      string        `msgpack:"reason,omitempty"`
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
 	Deleted     bool          `msgpack:"deleted,omitempty"`
+	// Instructions is what the hooks printed for the compaction's
+	// instructions; Summary the summary the host made after them, when
+	// the intent held none.
+	Instructions string `msgpack:"instructions,omitempty"`
+	Summary      string `msgpack:"summary,omitempty"`
 }
 
 // ContextInjected ends a restore. When MessageUUID is set, the same atomic

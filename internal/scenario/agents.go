@@ -3,6 +3,7 @@ package scenario
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -78,13 +79,32 @@ func (w *World) fork(ctx context.Context, t *testing.T, d *datadriven.TestData) 
 	return restored(w.agentOf(ctx, t, d).Fork(ctx, w.arg(t, d, 1), opt(d, "upto")))
 }
 
-// compact compacts the current session; the input is the summary.
+// compact compacts the current session; the input is the summary. With
+// summarize=true the host makes it after the PreCompact hooks
+// (CompactWith): its Summarizer is told the instructions and returns the
+// input, or fails with it when summarize=fail.
 //
 //	compact ide trigger=auto instructions=(keep the decisions)
 //	we discussed a question
 func (w *World) compact(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
-	return restored(w.agentOf(ctx, t, d).Compact(ctx, w.text(t, d),
-		reprise.WithTrigger(opt(d, "trigger")), reprise.WithInstructions(opt(d, "instructions"))))
+	a := w.agentOf(ctx, t, d)
+	opts := []reprise.ActionOption{reprise.WithTrigger(opt(d, "trigger")), reprise.WithInstructions(opt(d, "instructions"))}
+	switch how := opt(d, "summarize"); how {
+	case "":
+		return restored(a.Compact(ctx, w.text(t, d), opts...))
+	case "true", "fail":
+		text := w.text(t, d)
+		return restored(a.CompactWith(ctx, func(_ context.Context, instructions string) (string, error) {
+			w.journal.add(fmt.Sprintf("  summarize instructions=%q", instructions))
+			if how == "fail" {
+				return "", errors.New(text)
+			}
+			return text, nil
+		}, opts...))
+	default:
+		t.Fatalf("%s: summarize=%s: want true or fail", w.where, how)
+		return nil, nil
+	}
 }
 
 // end ends the current session for a reason.

@@ -63,7 +63,8 @@
 //	new NAME ID [cwd=DIR] [prompt=T]   a fresh session
 //	clear NAME                         end the current session and start afresh
 //	fork NAME PARENT [upto=UUID]       continue from a copy of PARENT
-//	compact NAME [trigger=T] [instructions=T]   compact, the summary as input
+//	compact NAME [trigger=T] [instructions=T] [summarize=true|fail]   compact, the summary as input
+//	                                   (summarize: the host makes it after the PreCompact hooks)
 //	end NAME REASON [final=T] [error=T]         end the current session
 //	stop NAME [reason=R]               the Stop hooks at the end of a turn
 //	prompt NAME                        submit the input as the user's prompt

@@ -194,8 +194,17 @@ func (s scriptedRunner) Prompt(ctx context.Context, hooks []hookexec.Hook, in ho
 	return out, blocked, joinTexts(reasons), joinTexts(texts)
 }
 
-func (s scriptedRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, in hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
-	return s.Stop(ctx, hooks, hookexec.StopInput{}, env)
+// PreCompact plays the hooks as Prompt does: a hook's context is the
+// instructions it prints, joined by blank lines.
+func (s scriptedRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, in hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
+	out, blocked, reason, _ := s.Prompt(ctx, hooks, hookexec.PromptInput{Messages: in.Messages}, env)
+	var parts []string
+	for _, o := range out {
+		if sc := s.scripts[o.Name]; o.Status == schema.HookOK && o.Decision != "block" && sc.context != "" {
+			parts = append(parts, sc.context)
+		}
+	}
+	return out, blocked, reason, strings.Join(parts, "\n\n")
 }
 
 func (s scriptedRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in hookexec.StopInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
@@ -314,7 +323,7 @@ func (r *recordingRunner) Prompt(ctx context.Context, hooks []hookexec.Hook, in 
 	return r.inner.Prompt(ctx, hooks, in, env)
 }
 
-func (r *recordingRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, in hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+func (r *recordingRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, in hookexec.PreCompactInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
 	r.note(hookexec.PreCompact, in.SessionID, fmt.Sprintf("trigger=%s instructions=%q", in.Trigger, in.CustomInstructions), hooks)
 	return r.inner.PreCompact(ctx, hooks, in, env)
 }

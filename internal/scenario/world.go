@@ -147,7 +147,7 @@ var commands = map[string]command{
 	"new":         {(*World).newSession, []string{"cwd", "prompt"}},
 	"clear":       {(*World).clear, nil},
 	"fork":        {(*World).fork, []string{"upto"}},
-	"compact":     {(*World).compact, []string{"trigger", "instructions"}},
+	"compact":     {(*World).compact, []string{"trigger", "instructions", "summarize"}},
 	"end":         {(*World).end, []string{"final", "error"}},
 	"stop":        {(*World).stop, []string{"reason"}},
 	"prompt":      {(*World).prompt, nil},
