@@ -652,11 +652,11 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 			Reason: eff.Reason, FinalMessage: eff.FinalMessage, Error: eff.Error, Messages: msgs}, env)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes)}
 	case hookexec.Stop:
-		outcomes, blocked, reason := e.runner.Stop(ctx, hooks, hookexec.StopInput{
+		outcomes, blocked, reason, context := e.runner.Stop(ctx, hooks, hookexec.StopInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, StopHookActive: eff.StopActive,
 			StopReason: eff.StopReason, LastAssistantMessage: eff.FinalMessage, PromptID: eff.PromptID,
 			PermissionMode: e.permissionMode, Messages: msgs}, env)
-		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason}
+		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason, Context: context}
 	case hookexec.UserPromptSubmit:
 		outcomes, blocked, reason, text := e.runner.Prompt(ctx, hooks, hookexec.PromptInput{
 			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Prompt: eff.Prompt, PromptID: eff.PromptID,

@@ -266,13 +266,21 @@ const DefaultStopBlockCap = 8
 
 // StopResult says whether the agent may stop after its turn.
 type StopResult struct {
-	Blocked  bool   // a hook wants the agent to continue
-	Reason   string // why; it was also queued as the next user message
+	Blocked bool   // a hook wants the agent to continue
+	Reason  string // why; it was also queued as the next user message
+	// Context is the hooks' additionalContext when none blocked: non-error
+	// feedback, queued as a meta message, on which the agent goes on as
+	// after a block (Continues); it counts toward the cap as a block does.
+	Context  string
 	Message  *Message
 	Capped   bool // the hooks were not asked: too many consecutive blocks
 	Outcomes []schema.HookOutcome
 	Halt     // a hook's "continue": false: stop, even when Blocked
 }
+
+// Continues reports whether the hooks want the agent to go on: a block, or
+// their feedback, is queued for the model, and no hook halted the agent.
+func (r *StopResult) Continues() bool { return (r.Blocked || r.Context != "") && !r.Halted }
 
 // Stop runs the Stop hooks when the agent has finished a turn on its
 // current session. A hook that answers {"decision": "block", "reason": ...}
@@ -290,7 +298,7 @@ func (a *Agent) Stop(ctx context.Context, opts ...ActionOption) (*StopResult, er
 	if err != nil || st == nil {
 		return nil, err
 	}
-	res := &StopResult{Blocked: st.Blocked, Reason: st.Reason, Capped: st.Capped, Outcomes: st.Outcomes,
+	res := &StopResult{Blocked: st.Blocked, Reason: st.Reason, Context: st.Context, Capped: st.Capped, Outcomes: st.Outcomes,
 		Halt: haltOf(st.Outcomes)}
 	if st.MessageUUID != "" {
 		m, err := a.e.message(context.WithoutCancel(ctx), st.Session, st.MessageUUID)

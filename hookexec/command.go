@@ -220,6 +220,14 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		text = o.Reason
 	case h.Event == Stop:
 		o.Status = schema.HookOK
+		readControl(&o, h, r)
+		o.Duration = now().Sub(began).Nanoseconds()
+		var a answer
+		if isJSONObject(r.stdout.buf) {
+			a.context, _ = limitContext(ParseOutput(r.stdout.buf), env)
+		}
+		o.ContextLen = len(a.context)
+		return o, a
 	case h.Event == PreCompact:
 		o.Status = schema.HookOK
 		o.Duration = now().Sub(began).Nanoseconds()

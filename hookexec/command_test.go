@@ -658,7 +658,7 @@ func TestOnFailureBlockTurnsAFailureIntoExitTwo(t *testing.T) {
 		t.Error("a PreCompact hook that timed out with onFailure block did not block the compaction")
 	}
 	stop := Hook{Event: Stop, Name: "stop", OnFailure: OnFailureBlock, Body: Command{Line: "exit 1"}}
-	if _, blocked, _ := RunStop(context.Background(), []Hook{stop}, StopInput{SessionID: "s", Cwd: env.ProjectDir}, env); blocked {
+	if _, blocked, _, _ := RunStop(context.Background(), []Hook{stop}, StopInput{SessionID: "s", Cwd: env.ProjectDir}, env); blocked {
 		t.Error("onFailure block kept the agent going on Stop, where Claude Code ignores it")
 	}
 }
@@ -756,5 +756,24 @@ func TestPreCompactStdoutIsInstructions(t *testing.T) {
 	}
 	if got := AppendInstructions("focus on the parser", "keep the traces"); got != "focus on the parser\n\nkeep the traces" {
 		t.Fatalf("AppendInstructions: %q", got)
+	}
+}
+
+// A Stop hook's additionalContext is feedback for the model when no hook
+// blocked; plain stdout is not, and a block's reason is a reason.
+func TestStopHookFeedback(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	hook := func(name, line string) Hook { return Hook{Event: Stop, Name: name, Body: Command{Line: line}} }
+	feedbackJSON := `echo '{"hookSpecificOutput":{"hookEventName":"Stop","additionalContext":"the tests still fail"}}'`
+	_, blocked, _, got := RunStop(context.Background(), []Hook{hook("json", feedbackJSON), hook("plain", "echo not feedback")},
+		StopInput{SessionID: "s", Cwd: env.ProjectDir}, env)
+	if blocked || got != "the tests still fail" {
+		t.Fatalf("blocked %v, feedback %q", blocked, got)
+	}
+	_, blocked, reason, got := RunStop(context.Background(), []Hook{hook("json", feedbackJSON), hook("block", "echo 'not done' >&2; exit 2")},
+		StopInput{SessionID: "s", Cwd: env.ProjectDir}, env)
+	if !blocked || reason != "not done" || got != "the tests still fail" {
+		t.Fatalf("with a block: blocked %v, reason %q, feedback %q", blocked, reason, got)
 	}
 }

@@ -403,7 +403,7 @@ func TestRealPluginSecurityGuidance(t *testing.T) {
 
 	t.Run("Stop", func(t *testing.T) {
 		selected := selectHooks(t, hooks, Stop, "")
-		outcomes, blocked, _ := p.exec.Stop(ctx, selected, StopInput{SessionID: realSession, TranscriptPath: transcript,
+		outcomes, blocked, _, _ := p.exec.Stop(ctx, selected, StopInput{SessionID: realSession, TranscriptPath: transcript,
 			Cwd: p.env.ProjectDir, LastAssistantMessage: "Done.", PromptID: realPrompt}, p.env)
 		checkOK(t, outcomes)
 		if blocked {
@@ -423,7 +423,7 @@ func TestRealPluginSecurityGuidance(t *testing.T) {
 		env.Extra = append(slices.Clip(env.Extra), "REPRISE_TEST_EXIT=2")
 		c := newCollector()
 		env.Background = c.background
-		outcomes, blocked, _ := p.exec.Stop(ctx, selectHooks(t, hooks, Stop, ""), StopInput{SessionID: realSession,
+		outcomes, blocked, _, _ := p.exec.Stop(ctx, selectHooks(t, hooks, Stop, ""), StopInput{SessionID: realSession,
 			TranscriptPath: transcript, Cwd: p.env.ProjectDir}, env)
 		if blocked || len(outcomes) != 1 || outcomes[0].Status != schema.HookAsync {
 			t.Errorf("Stop: blocked %v, outcomes %+v; want one async outcome and no block", blocked, outcomes)

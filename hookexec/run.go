@@ -81,7 +81,11 @@ type stopStdin struct {
 
 // RunStop runs Stop hooks in parallel with in. blocked is true when any hook
 // blocked the stop; reason joins their reasons in configuration order.
-func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string) {
+//
+// feedback joins the additionalContext of the command hooks that answered
+// without blocking: non-error feedback for the model, after which, as in
+// Claude Code 2.1.328, the conversation goes on so the model can act on it.
+func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, feedback string) {
 	stdin, _ := json.Marshal(stopStdin{in.SessionID, in.TranscriptPath, in.Cwd, in.PromptID,
 		cmpString(in.PermissionMode, DefaultPermissionMode), Stop, in.StopHookActive, in.LastAssistantMessage})
 	env.EnvFile, env.session = "", in.SessionID
@@ -90,7 +94,13 @@ func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (o
 		return answer{text: out.Reason, block: out.Decision == "block"}, err
 	})
 	blocked, reason, _ = blocks(outcomes, texts(answers))
-	return outcomes, blocked, reason
+	var contexts []string
+	for i, o := range outcomes {
+		if o.Status == schema.HookOK && o.Decision != "block" {
+			contexts = append(contexts, answers[i].context)
+		}
+	}
+	return outcomes, blocked, reason, join(contexts)
 }
 
 // blocks splits the texts of hooks that may block: the reasons of those

@@ -23,8 +23,8 @@ import (
 type Runner interface {
 	SessionStart(ctx context.Context, hooks []Hook, in SessionStartInput, env CommandEnv) ([]schema.HookOutcome, string)
 	SessionEnd(ctx context.Context, hooks []Hook, in SessionEndInput, env CommandEnv) []schema.HookOutcome
-	Stop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason string)
-	Prompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, context string)
+	Stop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, feedback string)
+	Prompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, feedback string)
 	PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, env CommandEnv) (outcomes []schema.HookOutcome, blocked bool, reason, instructions string)
 }
 
@@ -87,6 +87,6 @@ func (x Exec) PreCompact(ctx context.Context, hooks []Hook, in PreCompactInput, 
 }
 
 // Stop is RunStop.
-func (x Exec) Stop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) ([]schema.HookOutcome, bool, string) {
+func (x Exec) Stop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) ([]schema.HookOutcome, bool, string, string) {
 	return RunStop(ctx, hooks, in, x.env(env))
 }

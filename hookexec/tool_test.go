@@ -272,7 +272,7 @@ func TestCheckHooksBlockWithTheirMessage(t *testing.T) {
 		t.Errorf("after the confirmation: %+v", d)
 	}
 	stop := Hook{Event: Stop, Name: "confirm", Body: confirmed}
-	if _, blocked, reason := RunStop(context.Background(), []Hook{stop}, StopInput{}, CommandEnv{}); !blocked || reason != "Ask the user to confirm first" {
+	if _, blocked, reason, _ := RunStop(context.Background(), []Hook{stop}, StopInput{}, CommandEnv{}); !blocked || reason != "Ask the user to confirm first" {
 		t.Errorf("stop: blocked %v, reason %q", blocked, reason)
 	}
 	broken := Hook{Event: PreToolUse, Name: "broken", Body: Check{Fn: func(context.Context, []schema.Message) (bool, error) {

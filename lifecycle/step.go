@@ -188,7 +188,8 @@ type StopResult struct {
 	Session     string
 	Blocked     bool
 	Reason      string
-	MessageUUID string // the queued feedback message of a block
+	Context     string // the hooks' additionalContext, when none blocked: the turn goes on
+	MessageUUID string // the queued feedback message of a block, or of Context
 	Capped      bool
 	Outcomes    []schema.HookOutcome
 }
@@ -919,6 +920,9 @@ func stopped(in Input) (Ready, error) {
 	ranStep := &schema.StopHookRan{Session: st.Session, Outcomes: ran.Outcomes, Blocked: ran.Blocked, Reason: ran.Reason}
 	result := &StopResult{Session: st.Session, Blocked: ran.Blocked, Reason: ran.Reason, Outcomes: ran.Outcomes}
 	if !ran.Blocked {
+		ranStep.Context, result.Context = ran.Context, ran.Context
+	}
+	if !ran.Blocked && ran.Context == "" {
 		ready := agentStep(in, st.ID, ranStep)
 		ready.Report.Stopped = result
 		return ready, nil
@@ -927,8 +931,14 @@ func stopped(in Input) (Ready, error) {
 	if s == nil {
 		return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, st.Session)
 	}
+	// A block's reason, or the hooks' feedback, goes to the model, which
+	// is asked again.
+	text := Reminder(schema.HookStop, ran.Context)
+	if ran.Blocked {
+		text = stopFeedback(ran)
+	}
 	msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
-		Content: []schema.Block{{Type: "text", Text: stopFeedback(ran)}}}
+		Content: []schema.Block{{Type: "text", Text: text}}}
 	ranStep.MessageUUID, result.MessageUUID = msg.UUID, msg.UUID
 	ready := withAgentStep(in, messages(in.Now, s, &msg), st.ID, ranStep)
 	ready.Report.Stopped = result

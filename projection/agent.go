@@ -176,6 +176,7 @@ type Stop struct {
 	StopReason  string // why the turn ended, as the host said
 	Answer      string // the uuid of the assistant message the turn ended with
 	Interrupted bool
+	Context     string // the hooks' additionalContext when none blocked: the agent goes on
 }
 
 // NewAgent returns the view of agent id before its first event.
@@ -371,8 +372,9 @@ func (a *Agent) foldRun(ev eventlog.Event, p schema.Payload) error {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "outcome of stop %q inside stop %q", ev.RestoreID, a.Stop.ID)
 		}
 		a.Stop.Outcomes, a.Stop.Blocked, a.Stop.Reason, a.Stop.Interrupted = p.Outcomes, p.Blocked, p.Reason, p.Interrupted
+		a.Stop.Context = p.Context
 		a.Stops++
-		if p.Blocked {
+		if p.Blocked || p.Context != "" { // the agent goes on either way
 			a.StopBlocks++
 		} else {
 			a.StopBlocks = 0

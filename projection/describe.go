@@ -124,7 +124,11 @@ func Describe(p schema.Payload) string {
 		if p.Deleted {
 			return fmt.Sprintf("session=%s %s, session deleted, nothing queued", p.Session, outcomes(p.Outcomes, p.Interrupted))
 		}
-		return fmt.Sprintf("session=%s blocked=%v %s", p.Session, p.Blocked, outcomes(p.Outcomes, p.Interrupted))
+		out := fmt.Sprintf("session=%s blocked=%v %s", p.Session, p.Blocked, outcomes(p.Outcomes, p.Interrupted))
+		if p.Context != "" {
+			out += fmt.Sprintf(" context=%q", Clip(p.Context, 40))
+		}
+		return out
 	case *schema.ImportStarted:
 		if p.Bytes > 0 {
 			return fmt.Sprintf("import of %d bytes", p.Bytes)

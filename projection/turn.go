@@ -112,7 +112,7 @@ func TurnOf(id string, msgs []schema.Message, a *Agent) Turn {
 		}
 		if stop != nil && stop.Session == id && stop.Answer == turn.Answer {
 			turn.Phase = TurnOver
-			if stop.Blocked && !haltIn(stop.Outcomes) {
+			if (stop.Blocked || stop.Context != "") && !haltIn(stop.Outcomes) {
 				turn.Phase = TurnAsk
 			}
 		}

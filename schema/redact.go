@@ -35,7 +35,7 @@ func Redact(p Payload, gone func(session string) bool) bool {
 			return false
 		}
 		outs := redactOutcomes(p.Outcomes)
-		return blank(&p.Reason) || outs
+		return blank(&p.Reason, &p.Context) || outs
 	case *PromptHookStarted:
 		return gone(p.Session) && blank(&p.Prompt)
 	case *PromptHookRan:

@@ -229,6 +229,9 @@ type StopHookRan struct {
 	Capped      string        `msgpack:"capped,omitempty"` // why no hook was asked
 	Interrupted bool          `msgpack:"interrupted,omitempty"`
 	Deleted     bool          `msgpack:"deleted,omitempty"`
+	// Context is the hooks' additionalContext when none blocked: the
+	// meta message MessageUUID holds it, and the turn goes on.
+	Context string `msgpack:"context,omitempty"`
 }
 
 // PromptHookStarted is the durable intent recorded before UserPromptSubmit

@@ -124,7 +124,11 @@ func (w *World) stop(ctx context.Context, t *testing.T, d *datadriven.TestData) 
 	if err != nil {
 		return nil, err
 	}
-	return printf("blocked=%v capped=%v reason=%q", res.Blocked, res.Capped, res.Reason), nil
+	out := printf("blocked=%v capped=%v reason=%q", res.Blocked, res.Capped, res.Reason)
+	if res.Context != "" {
+		out[0] += fmt.Sprintf(" context=%q continues=%v", res.Context, res.Continues())
+	}
+	return out, nil
 }
 
 // prompt submits the input as the user's prompt and prints what the

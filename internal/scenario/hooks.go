@@ -207,17 +207,20 @@ func (s scriptedRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook, i
 	return out, blocked, reason, strings.Join(parts, "\n\n")
 }
 
-func (s scriptedRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in hookexec.StopInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+// Stop plays the hooks: a block's reason, or the context of the others
+// (their additionalContext).
+func (s scriptedRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in hookexec.StopInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
 	out, texts := s.outcomes(ctx, hooks, in.Messages)
 	blocked := false
+	contexts := make([]string, len(out))
 	for i, o := range out {
 		if o.Decision == "block" {
 			blocked = true
 		} else {
-			texts[i] = ""
+			texts[i], contexts[i] = "", texts[i]
 		}
 	}
-	return out, blocked, joinTexts(texts)
+	return out, blocked, joinTexts(texts), joinTexts(contexts)
 }
 
 // tool plays the scripted answers of a tool call's hooks as
@@ -328,7 +331,7 @@ func (r *recordingRunner) PreCompact(ctx context.Context, hooks []hookexec.Hook,
 	return r.inner.PreCompact(ctx, hooks, in, env)
 }
 
-func (r *recordingRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in hookexec.StopInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string) {
+func (r *recordingRunner) Stop(ctx context.Context, hooks []hookexec.Hook, in hookexec.StopInput, env hookexec.CommandEnv) ([]schema.HookOutcome, bool, string, string) {
 	value := "active=" + strconv.FormatBool(in.StopHookActive)
 	if in.StopReason != "" {
 		value += " stopReason=" + in.StopReason
