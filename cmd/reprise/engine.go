@@ -180,6 +180,10 @@ func (a *app) openWritableWith(ctx context.Context, stderr io.Writer, set func(*
 		return nil, err
 	}
 	opts := reprise.Options{Logger: a.engineLogger(stderr), ServeReads: true, Runner: hookRunnerFromEnv()}
+	if !a.json {
+		// --json keeps stderr for the error's JSON alone.
+		opts.Observer = statusLines{w: stderr}
+	}
 	if set != nil {
 		set(&opts)
 	}

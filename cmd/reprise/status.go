@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// statusLines is the Engine Observer of the commands that run hooks: as a
+// hook with a "statusMessage" starts, its message goes to stderr, as
+// Claude Code shows it while the hook runs. It tells nothing else.
+type statusLines struct{ w io.Writer }
+
+func (s statusLines) Hooks(ctx context.Context, _ hookexec.Event, _, _ string, hooks []hookexec.Hook) (context.Context, []string, func([]schema.HookOutcome)) {
+	for _, h := range hooks {
+		if msg := strings.TrimSpace(h.StatusMessage); msg != "" {
+			fmt.Fprintf(s.w, "%s…\n", oneLine(msg))
+		}
+	}
+	return ctx, nil, func([]schema.HookOutcome) {}
+}
+
+func (statusLines) Action(ctx context.Context, _, _, _ string) (context.Context, func(*reprise.Restore, error)) {
+	return ctx, func(*reprise.Restore, error) {}
+}
+
+func (statusLines) Step(context.Context, eventlog.Event)                {}
+func (statusLines) Appended(context.Context, int, time.Duration, error) {}
+
+// oneLine is s with its control characters and line breaks as spaces, so
+// that a hook's message cannot forge lines or reach the terminal.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+}
