@@ -71,7 +71,7 @@ type Agent struct {
 	// not recorded yet, and how many of their recorders may hold mu.
 	running   sync.Map
 	asyncMu   sync.Mutex
-	ended     []*schema.AsyncHookEnded
+	ended     []endedRun
 	recording atomic.Int32
 }
 
@@ -579,7 +579,7 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks, hook
 	e := a.e
 	id := eff.Session
 	env := hookexec.CommandEnv{Now: e.now, Spill: func(text string) (string, error) { return e.spill(id, text) },
-		Background: a.background(id, eff.Event)}
+		Background: a.background(id, eff.Event, a.stepID(eff))}
 	if obs := e.observer; obs != nil {
 		var end func([]schema.HookOutcome)
 		ctx, env.Extra, end = obs.Hooks(ctx, eff.Event, id, hookValue(eff), hooks)
@@ -589,6 +589,24 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks, hook
 		return ran
 	}
 	return a.runHooksIn(ctx, wctx, eff, hooks, env)
+}
+
+// stepID is the id of the step whose hooks eff runs: the tool call's, or
+// that of the restore, prompt or stop in flight. a.mu is held, or eff is
+// a tool call's.
+func (a *Agent) stepID(eff lifecycle.RunHooks) string {
+	v := a.view
+	switch {
+	case eff.Tool != nil:
+		return eff.Tool.ID
+	case v.Prompt != nil:
+		return v.Prompt.ID
+	case v.Stop != nil:
+		return v.Stop.ID
+	case v.Restore != nil:
+		return v.Restore.ID
+	}
+	return ""
 }
 
 // gate is the answer of hooks that may block what follows them: when the

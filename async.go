@@ -28,12 +28,12 @@ type AsyncHookEnded struct {
 // asyncRecordTimeout bounds the append of an async hook's end.
 const asyncRecordTimeout = 30 * time.Second
 
-// background is the hookexec.Background of a step of a on session for
-// event: each async hook is counted until its end is recorded (Close waits
+// background is the hookexec.Background of step (its restore id) of a on
+// session for event: each async hook is counted until its end is recorded (Close waits
 // for them), held under a lock of its own on a store shared between
 // processes (so that another process tells a live one's from a dead
 // one's), and its end is recorded on the agent's stream.
-func (a *Agent) background(session string, event hookexec.Event) hookexec.Background {
+func (a *Agent) background(session string, event hookexec.Event, step string) hookexec.Background {
 	return func(h hookexec.Hook) (string, func(hookexec.AsyncEnd)) {
 		e := a.e
 		id := e.newID()
@@ -51,7 +51,7 @@ func (a *Agent) background(session string, event hookexec.Event) hookexec.Backgr
 		return id, func(end hookexec.AsyncEnd) {
 			defer e.async.Done()
 			rec := &schema.AsyncHookEnded{Session: session, Event: event, Outcome: end.Outcome, Context: end.Context, Rewake: end.Rewake}
-			a.queue(rec)
+			a.queue(endedRun{rec: rec, step: step})
 			a.running.Delete(id)
 			release()
 		}
@@ -61,11 +61,18 @@ func (a *Agent) background(session string, event hookexec.Event) hookexec.Backgr
 // asyncLock names the lock an async hook's run is held under.
 func asyncLock(agent, id string) string { return "async/" + agent + "/" + id }
 
+// endedRun is the end of an async hook and the id of the step that
+// started it, which its record is under.
+type endedRun struct {
+	rec  *schema.AsyncHookEnded
+	step string
+}
+
 // queue keeps the end of an async hook for the agent's stream, and records
 // it at once unless an action holds the agent: that action records it.
-func (a *Agent) queue(rec *schema.AsyncHookEnded) {
+func (a *Agent) queue(run endedRun) {
 	a.asyncMu.Lock()
-	a.ended = append(a.ended, rec)
+	a.ended = append(a.ended, run)
 	a.asyncMu.Unlock()
 	a.recording.Add(1)
 	defer a.recording.Add(-1)
@@ -90,9 +97,9 @@ func (a *Agent) flushAsync(ctx context.Context) {
 	ended := a.ended
 	a.ended = nil
 	a.asyncMu.Unlock()
-	for i, rec := range ended {
-		if err := a.appendAsync(ctx, rec); err != nil {
-			a.e.log.Warn("async hook's end not recorded yet", "agent", a.id, "hook", rec.Outcome.Name, "error", err)
+	for i, run := range ended {
+		if err := a.appendAsync(ctx, run.rec, run.step); err != nil {
+			a.e.log.Warn("async hook's end not recorded yet", "agent", a.id, "hook", run.rec.Outcome.Name, "error", err)
 			a.asyncMu.Lock()
 			a.ended = append(ended[i:], a.ended...)
 			a.asyncMu.Unlock()
@@ -102,9 +109,10 @@ func (a *Agent) flushAsync(ctx context.Context) {
 }
 
 // appendAsync appends rec to the agent's stream, after the agent's head,
-// and tells the host. a.mu is held.
-func (a *Agent) appendAsync(ctx context.Context, rec *schema.AsyncHookEnded) error {
-	r, err := schema.NewRecord(a.stream, rec, a.e.stamp(), "")
+// under the id of the step that started the hook, and tells the host.
+// a.mu is held.
+func (a *Agent) appendAsync(ctx context.Context, rec *schema.AsyncHookEnded, step string) error {
+	r, err := schema.NewRecord(a.stream, rec, a.e.stamp(), step)
 	if err != nil {
 		return err
 	}
@@ -157,7 +165,7 @@ func (a *Agent) closeAsyncOrphans(ctx context.Context) error {
 		rec := &schema.AsyncHookEnded{Session: r.Session, Event: r.Event,
 			Outcome: schema.HookOutcome{Name: r.Hook, Status: schema.HookInterrupted, Async: r.ID,
 				Error: "the process that ran it ended first"}}
-		if err := a.appendAsync(ctx, rec); err != nil {
+		if err := a.appendAsync(ctx, rec, r.Step); err != nil {
 			return fmt.Errorf("close async hook %s: %w", r.ID, err)
 		}
 	}

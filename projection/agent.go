@@ -244,7 +244,7 @@ func (a *Agent) apply(ev eventlog.Event, p schema.Payload) error {
 	if err := a.applyStep(ev, p); err != nil {
 		return err
 	}
-	a.noteAsync(p)
+	a.noteAsync(ev, p)
 	return nil
 }
 

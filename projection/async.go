@@ -18,6 +18,7 @@ type AsyncRun struct {
 	Session string
 	Event   schema.HookEvent
 	Hook    string // its name
+	Step    string // the restore id of the step that started it
 	Started bool   // its step's outcome is folded
 	Ended   bool
 	Outcome schema.HookOutcome // how it ended, once Ended
@@ -48,7 +49,7 @@ func (a *Agent) applyAsync(ev eventlog.Event, p schema.Payload) bool {
 	switch p := p.(type) {
 	case *schema.AsyncHookEnded:
 		r := a.run(p.Outcome.Async)
-		r.Session, r.Event, r.Hook = p.Session, p.Event, p.Outcome.Name
+		r.Session, r.Event, r.Hook, r.Step = p.Session, p.Event, p.Outcome.Name, ev.RestoreID
 		r.Ended, r.Outcome, r.Context, r.Rewake, r.EndSeq = true, p.Outcome, p.Context, p.Rewake, ev.Seq
 		if r.Started && r.Context == "" {
 			delete(a.Async, r.ID)
@@ -64,8 +65,8 @@ func (a *Agent) applyAsync(ev eventlog.Event, p schema.Payload) bool {
 	return true
 }
 
-// noteAsync notes the async runs a folded step started.
-func (a *Agent) noteAsync(p schema.Payload) {
+// noteAsync notes the async runs a folded step, ev, started.
+func (a *Agent) noteAsync(ev eventlog.Event, p schema.Payload) {
 	session, event, outcomes := ranOutcomes(p)
 	for _, o := range outcomes {
 		if o.Status != schema.HookAsync || o.Async == "" {
@@ -79,7 +80,7 @@ func (a *Agent) noteAsync(p schema.Payload) {
 			}
 			continue
 		}
-		r.Session, r.Event, r.Hook = session, event, o.Name
+		r.Session, r.Event, r.Hook, r.Step = session, event, o.Name, ev.RestoreID
 	}
 }
 
