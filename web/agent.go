@@ -367,7 +367,7 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 		r.Steps = append(r.Steps, step{Type: ev.Type, Label: label, Seq: ev.Seq, Position: ev.Position, Time: ev.Time})
 		h.foldRun(r, ev, p)
 		at := cutJSON{Stream: ev.Stream, Seq: ev.Seq, Position: ev.Position}
-		if cut := h.cutOf(&r.cuts, wholeEventPath(ev), at, c); cut != nil {
+		if cut := h.cutOf(&r.cuts, wholeEventPath(ev, c), at, c); cut != nil {
 			cut.Of = string(ev.Type) + " #" + strconv.FormatUint(ev.Seq, 10)
 			r.Cuts = append(r.Cuts, cut)
 		}

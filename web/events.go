@@ -96,7 +96,7 @@ func (h *handler) events(r *http.Request) (*view, error) {
 		shown += len(b)
 		out.Events = append(out.Events, js)
 		d.Events = append(d.Events, eventRow{Event: js, JSON: string(b),
-			Cut: h.cutOf(&out.Cut, wholeEventPath(ev), cutJSON{Stream: ev.Stream, Seq: ev.Seq, Position: ev.Position}, c)})
+			Cut: h.cutOf(&out.Cut, wholeEventPath(ev, c), cutJSON{Stream: ev.Stream, Seq: ev.Seq, Position: ev.Position}, c)})
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
@@ -121,6 +121,21 @@ func cutPayload(p schema.Payload, most int) (schema.Payload, cut) {
 	switch p := p.(type) {
 	case *schema.MessageAppended:
 		m, c := cutMessage(p.Message, most)
+		// What the event holds beside the content, the tool's result, the
+		// attachment and the transcript line it was imported from, is cut
+		// with what the content left; only the whole event holds it.
+		left := most - c.Shown
+		for _, f := range []struct {
+			to   *[]byte
+			from []byte
+		}{{&m.ToolUseResult, p.Message.ToolUseResult}, {&m.Attachment, p.Message.Attachment}, {&m.Record, p.Message.Record}} {
+			n := cutAt(f.from, max(left, 0))
+			*f.to = bytes.Clone(f.from[:n])
+			left -= n
+			c.Total += len(f.from)
+			c.Shown += n
+			c.Beside = c.Beside || n < len(f.from)
+		}
 		return &schema.MessageAppended{Message: m}, c
 	case *schema.TranscriptRecord:
 		n := cutAt(p.Record, most)
@@ -199,11 +214,12 @@ func cutEvent(ev eventlog.Event, p schema.Payload, most int) (eventlog.Event, sc
 	return ev, p, c, nil
 }
 
-// wholeEventPath is the path that serves ev whole: a session's message or
-// kept record at /sessions/ID/messages/SEQ, any other event at
+// wholeEventPath is the path that serves ev, which c cut, whole: a
+// session's message or kept record at /sessions/ID/messages/SEQ, unless
+// c cut what the message holds beside its content, any other event at
 // /events/POSITION.
-func wholeEventPath(ev eventlog.Event) string {
-	if id := projection.SessionID(ev.Stream); id != "" && (ev.Type == schema.TypeMessageAppended || ev.Type == schema.TypeTranscriptRecord) {
+func wholeEventPath(ev eventlog.Event, c cut) string {
+	if id := projection.SessionID(ev.Stream); id != "" && !c.Beside && (ev.Type == schema.TypeMessageAppended || ev.Type == schema.TypeTranscriptRecord) {
 		return messagePath(id, ev.Seq)
 	}
 	return "/events/" + strconv.FormatUint(ev.Position, 10)

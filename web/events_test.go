@@ -116,3 +116,53 @@ func TestEventsPagesAreBoundedByBytes(t *testing.T) {
 		t.Fatalf("%d pages list %d events; want the 61 events on several pages", pages+1, seen)
 	}
 }
+
+func TestLongToolUseResultIsShownCutWithALinkToTheWhole(t *testing.T) {
+	// The transcript keeps a tool's result twice: in the tool_result block
+	// and as toolUseResult, which the message's event carries beside its
+	// content.
+	output := longText(2 << 20)
+	result, err := json.Marshal(map[string]string{"stdout": output})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := schema.Message{UUID: "m-1", Role: "user", Content: []schema.Block{{Type: "tool_result",
+		Raw: []byte(`{"type":"tool_result","tool_use_id":"toolu_1","content":"done"}`)}}, ToolUseResult: result}
+	s := serveSession(t, web.Options{}, "tool", textMessage("m-0", "user", "Run it."), msg)
+
+	var page eventsPage
+	status, _, body := s.get(t, "/api/events", "")
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
+		t.Fatalf("GET /api/events = %d:\n%s", status, clipped([]byte(body)))
+	}
+	if len(body) > 100<<10 {
+		t.Errorf("the events page's JSON is %d bytes, want about the 64 KiB a long event shows", len(body))
+	}
+	if len(page.Events) != 3 || len(page.Cut) != 1 {
+		t.Fatalf("page holds %d events, cut %+v; want 3 events, the tool_result's cut", len(page.Events), page.Cut)
+	}
+	c := page.Cut[0]
+	pos := strconv.FormatUint(c.Position, 10)
+	if c.Seq != 3 || c.Bytes < len(result) || c.Shown > 64<<10 || c.Whole != "/api/events/"+pos {
+		t.Errorf("cut = %+v, want seq 3, at least the %d bytes of its toolUseResult, at most 64 KiB shown, whole at /api/events/%s",
+			c, len(result), pos)
+	}
+	html := s.page(t, "/events")
+	if len(html) > 400<<10 {
+		t.Errorf("the events page is %d bytes, want it near the 64 KiB shown of the result", len(html))
+	}
+	contains(t, "events page", html, `<a href="/events/`+pos+`">`, "toolu_1")
+
+	// The whole event, toolUseResult and all, is at its position.
+	var whole struct {
+		Payload struct {
+			Message struct {
+				ToolUse map[string]string `json:"tooluse"`
+			} `json:"msg"`
+		} `json:"payload"`
+	}
+	status, _, body = s.get(t, c.Whole, "")
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &whole) != nil || whole.Payload.Message.ToolUse["stdout"] != output {
+		t.Errorf("GET %s = %d:\n%s\nwant the whole toolUseResult", c.Whole, status, clipped([]byte(body)))
+	}
+}

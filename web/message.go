@@ -24,6 +24,9 @@ import (
 type cut struct {
 	Total, Shown int // bytes of content in all, and shown
 	Block        int // the block cut short; the blocks after it are left out
+	// Beside is set when what a message's event holds beside its content
+	// (its toolUseResult, attachment or transcript record) is cut.
+	Beside bool
 }
 
 // cutItem is what the page says of an item it shows cut.
@@ -84,10 +87,12 @@ func cutText(s string, most int) (string, cut) {
 // cutMessage returns a copy of m that holds at most most bytes of its
 // content, counted as the blocks' text and JSON: its blocks in order
 // while they fit, then the start of the first that does not. The copy
-// shares no memory with m, so that m, however long, can be dropped.
+// holds nothing of what m keeps beside its content (the transcript
+// record, toolUseResult, attachment), and shares no memory with m, so
+// that m, however long, can be dropped.
 func cutMessage(m schema.Message, most int) (schema.Message, cut) {
 	out := m
-	out.Record = nil
+	out.Record, out.ToolUseResult, out.Attachment = nil, nil, nil
 	out.Content = make([]schema.Block, 0, len(m.Content))
 	c := cut{Block: len(m.Content)}
 	for _, b := range m.Content {
