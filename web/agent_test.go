@@ -497,3 +497,23 @@ func TestAgentsAnswerAsTheCommandLine(t *testing.T) {
 		t.Errorf("the agents page does not say what a1 is doing:\n%s", body)
 	}
 }
+
+// TestInjectedContextNamesTheKindOfRun: context a prompt's hooks added
+// links to the prompt's run as a prompt, a restore's as a restore.
+func TestInjectedContextNamesTheKindOfRun(t *testing.T) {
+	asked := prompt("p1", "s1", "Deploy it.", "m-prompt")
+	ran := asked.steps[1].(*schema.PromptHookRan)
+	ran.Context, ran.ContextUUID = "the deploy checklist", "m-ctx"
+	ran.Outcomes[0].ContextLen = len(ran.Context)
+	msgs := []schema.Message{{UUID: "m-start", Role: "user", IsMeta: true, Content: []schema.Block{{Type: "text", Text: "the branch is main"}}},
+		textMessage("m-prompt", "user", "Deploy it."),
+		{UUID: "m-ctx", Role: "user", IsMeta: true, Content: []schema.Block{{Type: "text", Text: "the deploy checklist"}}}}
+	s := serveAgent(t, web.Options{}, msgs, startup("r1", "s1", "the branch is main", "m-start"), asked)
+	body := s.page(t, "/sessions/s1")
+	contains(t, "session page", body,
+		`Injected by SessionStart hooks of <a href="/agents/a1#run-r1">restore r1</a> of agent a1`,
+		`Injected by UserPromptSubmit hooks of <a href="/agents/a1#run-p1">prompt p1</a> of agent a1`)
+	if strings.Contains(body, "restore p1") {
+		t.Error("the prompt's run is named a restore")
+	}
+}

@@ -89,7 +89,7 @@ func (h *handler) events(r *http.Request) (*view, error) {
 		if err != nil {
 			return err
 		}
-		b, err := json.MarshalIndent(js.Payload, "", "  ")
+		b, err := encodeIndented(js.Payload)
 		if err != nil {
 			return err
 		}
@@ -345,10 +345,18 @@ func writeJSONValue(w *bufio.Writer, v any) error {
 }
 
 // encodeJSON is v's JSON without HTML escapes, as writeJSONValue writes.
-func encodeJSON(v any) ([]byte, error) {
+func encodeJSON(v any) ([]byte, error) { return encode(v, "") }
+
+// encodeIndented is v's JSON indented, without HTML escapes, as a page
+// shows it: the page escapes it as HTML.
+func encodeIndented(v any) ([]byte, error) { return encode(v, "  ") }
+
+// encode is v's JSON without HTML escapes, indented by indent.
+func encode(v any, indent string) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}

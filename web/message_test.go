@@ -186,3 +186,29 @@ func TestRequestsOverTheBudgetWaitThenAnswer503(t *testing.T) {
 		t.Errorf("page holds %d messages once the budget is back, want 2", len(page.Messages))
 	}
 }
+
+func TestToolBlocksSayWhatTheCallIs(t *testing.T) {
+	use := schema.Message{UUID: "m-1", Role: "assistant", Content: []schema.Block{{Type: "tool_use",
+		Raw: []byte(`{"type":"tool_use","id":"toolu_b","name":"Bash","input":{"command":"echo done >> log.txt && cat < in.txt\nwc -l log.txt"}}`)},
+		{Type: "tool_use", Raw: []byte(`{"type":"tool_use","id":"toolu_r","name":"Read","input":{"file_path":"a<b>.go"}}`)}}}
+	results := schema.Message{UUID: "m-2", Role: "user", Content: []schema.Block{
+		{Type: "tool_result", Raw: []byte(`{"type":"tool_result","tool_use_id":"toolu_b","is_error":true,"content":"Permission to use Bash was denied."}`)},
+		{Type: "tool_result", Raw: []byte(`{"type":"tool_result","tool_use_id":"toolu_r","content":"package a"}`)}}}
+	s := serveSession(t, web.Options{}, "tools", textMessage("m-0", "user", "Log it."), use, results)
+
+	body := s.page(t, "/sessions/tools")
+	contains(t, "session page", body,
+		// A folded call names its id and sums its input up on one line.
+		`<summary>tool_use Bash toolu_b <code>echo done &gt;&gt; log.txt &amp;&amp; cat &lt; in.txt⏎wc -l log.txt</code></summary>`,
+		`<summary>tool_use Read toolu_r <code>{&#34;file_path&#34;:&#34;a&lt;b&gt;.go&#34;}</code></summary>`,
+		// A result the model is told is an error says so.
+		`<summary>tool_result for toolu_b <span class="badge error">error</span></summary>`,
+		`<summary>tool_result for toolu_r</summary>`,
+		// The JSON shown escapes only as HTML does.
+		`&#34;command&#34;: &#34;echo done &gt;&gt; log.txt &amp;&amp; cat &lt; in.txt\nwc -l log.txt&#34;`)
+	for _, path := range []string{"/sessions/tools", "/events"} {
+		if body := s.page(t, path); strings.Contains(body, `\u003e`) || strings.Contains(body, `\u0026`) || strings.Contains(body, `\u003c`) {
+			t.Errorf("%s shows the input's > < & as JSON's HTML escapes", path)
+		}
+	}
+}

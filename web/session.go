@@ -70,7 +70,13 @@ type messageItem struct {
 type blockItem struct {
 	ID, Type, Text, Label, JSON string
 	Rest                        string // the text after the start, for a long one
+	Summary                     string // a call's input on one line, beside the folded block
+	Error                       bool   // a tool_result the model is told is an error
 }
+
+// summaryLength is the most characters of a call's input that a folded
+// block shows beside its label.
+const summaryLength = 120
 
 // foldAfter is how many characters of a text block show before the rest
 // is folded.
@@ -93,6 +99,7 @@ func fold(b *blockItem) {
 // injection says which run of which agent injected a message, and what
 // its hooks did.
 type injection struct {
+	Kind      string // the run's: restore or prompt
 	RestoreID string
 	Agent     string
 	Event     string // SessionStart or UserPromptSubmit
@@ -309,17 +316,25 @@ func newMessageItem(m schema.Message) *messageItem {
 		}
 		bi := blockItem{ID: id, Type: b.Type, Label: b.Type, JSON: indentJSON(b.Raw)}
 		var head struct {
-			Name string `json:"name"`
-			ID   string `json:"tool_use_id"`
-			Text string `json:"text"`
+			Name      string          `json:"name"`
+			ID        string          `json:"id"`
+			ToolUseID string          `json:"tool_use_id"`
+			Text      string          `json:"text"`
+			Input     json.RawMessage `json:"input"`
+			IsError   bool            `json:"is_error"`
 		}
 		if json.Unmarshal(b.Raw, &head) == nil {
 			switch {
 			case head.Name != "":
 				bi.Label += " " + head.Name
-			case head.ID != "":
-				bi.Label += " for " + head.ID
+				if head.ID != "" {
+					bi.Label += " " + head.ID
+				}
+				bi.Summary = inputSummary(head.Input)
+			case head.ToolUseID != "":
+				bi.Label += " for " + head.ToolUseID
 			}
+			bi.Error = head.IsError
 			if b.Type == "text" {
 				bi.Text = head.Text
 			}
@@ -329,13 +344,33 @@ func newMessageItem(m schema.Message) *messageItem {
 	return it
 }
 
-// indentJSON returns raw indented, or as it is when it is not JSON.
+// inputSummary is a call's input on one line: a command as it is (Bash),
+// any other input as its JSON, clipped to summaryLength characters; ""
+// for none.
+func inputSummary(raw json.RawMessage) string {
+	var in map[string]any
+	if json.Unmarshal(raw, &in) != nil || len(in) == 0 {
+		return ""
+	}
+	s, ok := in["command"].(string)
+	if !ok {
+		b, err := encodeJSON(in)
+		if err != nil {
+			return ""
+		}
+		s = string(b)
+	}
+	return projection.Clip(s, summaryLength)
+}
+
+// indentJSON returns raw indented, without HTML escapes (a page escapes
+// it as HTML), or as it is when it is not JSON.
 func indentJSON(raw []byte) string {
 	var v any
 	if json.Unmarshal(raw, &v) != nil {
 		return string(raw)
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := encodeIndented(v)
 	if err != nil {
 		return string(raw)
 	}
@@ -344,7 +379,7 @@ func indentJSON(raw []byte) string {
 
 // injectedBy describes run r, which injected a message.
 func injectedBy(r run) *injection {
-	in := &injection{RestoreID: r.ID, Agent: r.Agent, Hooks: []jsonview.Outcome{}}
+	in := &injection{Kind: r.Kind, RestoreID: r.ID, Agent: r.Agent, Hooks: []jsonview.Outcome{}}
 	for _, g := range r.Hooks {
 		if g.Event == "SessionStart" || g.Event == "UserPromptSubmit" {
 			in.Event = g.Event

@@ -186,7 +186,7 @@ func TestSessionPageShowsTheConversation(t *testing.T) {
 	body := s.page(t, "/sessions/"+s.Work)
 	contains(t, "session page", body,
 		"Run the tests.", "Running go test ./...",
-		`<summary>tool_use Bash</summary>`, // a tool block, folded
+		`<summary>tool_use Bash toolu_1 <code>go test ./...</code></summary>`, // a tool block, folded
 		`<span class="badge inj">injected context</span>`,
 		`Injected by SessionStart hooks of <a href="/agents/ci#run-`+s.CIStart.ID+`">restore `+s.CIStart.ID+`</a> of agent ci`,
 		`<span class="hook failed">echo broken &gt;&amp;2; exit 3 (failed)</span>`,
