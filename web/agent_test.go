@@ -517,3 +517,13 @@ func TestInjectedContextNamesTheKindOfRun(t *testing.T) {
 		t.Error("the prompt's run is named a restore")
 	}
 }
+
+func TestToolInputIsShownAsItIs(t *testing.T) {
+	s := serveAgent(t, web.Options{}, nil, startup("r1", "s1", "", ""),
+		toolCall("toolu_b", "s1", "Bash", []byte(`{"command":"echo done >> log.txt && cat < in.txt"}`)))
+	body := s.page(t, "/agents/a1")
+	contains(t, "agent page", body, `&#34;command&#34;: &#34;echo done &gt;&gt; log.txt &amp;&amp; cat &lt; in.txt&#34;`)
+	if strings.Contains(body, `\u003e`) || strings.Contains(body, `\u0026`) || strings.Contains(body, `\u003c`) {
+		t.Error("the agent page shows the input's > < & as JSON's HTML escapes")
+	}
+}
