@@ -20,6 +20,9 @@ type auditData struct {
 	jsonview.Audit
 	ViolationAt  []uint64 // position of each violation's event; 0 when it has none
 	InProgressAt []uint64
+	// Deleted is the deleted sessions, which Sessions leaves out as the
+	// sessions page does.
+	Deleted int
 	// Checking is set while an audit of the newest events runs: the
 	// report shown, if any (Done), is of the log up to AsOf.
 	Checking bool
@@ -59,7 +62,7 @@ func (h *handler) audit(r *http.Request) (*view, error) {
 		return v, nil
 	}
 	rep := res.report
-	d.Done, d.AsOf = true, res.head
+	d.Done, d.AsOf, d.Deleted = true, res.head, rep.DeletedSessions
 	d.Audit = jsonview.NewAudit(rep, len(rep.Violations) == 0, h.opts.FinishCommand, h.opts.RunningIn)
 	for _, v := range rep.Violations {
 		d.ViolationAt = append(d.ViolationAt, h.positionOf(r, v.Stream, v.Seq))

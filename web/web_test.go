@@ -838,3 +838,22 @@ func TestLiveRefusesTheLargestPositionAndOtherMethods(t *testing.T) {
 		t.Errorf("GET /live followed from %v; want 8, after the last position", followed)
 	}
 }
+
+func TestAuditPageCountsTheSessionsListed(t *testing.T) {
+	s := serve(t)
+	for _, id := range []string{s.Demo.Clear.To, s.Demo.Fork.To} {
+		if err := s.Engine.DeleteSession(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var listed struct {
+		Sessions []jsonview.Session `json:"sessions"`
+	}
+	s.api(t, "/sessions?limit=1000", &listed)
+	var rep jsonview.Audit
+	s.api(t, "/audit", &rep)
+	if rep.Sessions != len(listed.Sessions) {
+		t.Errorf("the audit counts %d sessions, the sessions page lists %d", rep.Sessions, len(listed.Sessions))
+	}
+	contains(t, "audit page", s.page(t, "/audit"), fmt.Sprintf("%d sessions (2 deleted)", len(listed.Sessions)))
+}
