@@ -68,7 +68,9 @@ type Outcome struct {
 	Stderr     string  `json:"stderr,omitempty"`
 	ContextLen int     `json:"context_len"`
 	Dropped    int64   `json:"dropped,omitempty"`
-	// Stop, UserPromptSubmit and PreCompact: "block" and why.
+	// Stop, UserPromptSubmit and PreCompact: "block" and why; the tool
+	// events: the hook's decision (allow, deny, ask; block after the
+	// tool) and why.
 	Decision string `json:"decision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 

@@ -189,9 +189,9 @@ func TestCompactTriggerAndBlock(t *testing.T) {
 	if !strings.Contains(r.stdout, "PreCompact hooks on s (trigger manual):") || !strings.Contains(r.stdout, "compaction blocked: no deploys on Friday") {
 		t.Fatalf("blocked compact printed:\n%s", r.stdout)
 	}
-	// The hook that blocked is listed as blocked, with its reason, not as ok.
-	if !regexp.MustCompile(`\n  blocked +\d+ms  \S*guard\.sh: exit 2.*\n      reason: no deploys on Friday\n`).MatchString(r.stdout) {
-		t.Fatalf("the blocking hook is not listed as blocked:\n%s", r.stdout)
+	// The hook that blocked is listed as block, with its reason, not as ok.
+	if !regexp.MustCompile(`\n  block +\d+ms  \S*guard\.sh: exit 2.*\n      reason: no deploys on Friday\n`).MatchString(r.stdout) {
+		t.Fatalf("the blocking hook is not listed as block:\n%s", r.stdout)
 	}
 	if out := c.ok("audit"); !strings.HasPrefix(out, "ok:") {
 		t.Fatalf("audit: %s", out)

@@ -78,7 +78,7 @@ func TestLifecycleCommands(t *testing.T) {
 	if cleared.Source != "clear" || cleared.From != fork.To || cleared.SessionEnd.Reason != "clear" {
 		t.Fatalf("clear = %+v", cleared)
 	}
-	if out := c.ok(with("stop")...); !strings.HasPrefix(out, "Stop hooks of agent ide:\n  blocked ") || !strings.HasSuffix(out, "\nblocked: tests are still red\n") {
+	if out := c.ok(with("stop")...); !strings.HasPrefix(out, "Stop hooks of agent ide:\n  block ") || !strings.HasSuffix(out, "\nblocked: tests are still red\n") {
 		t.Fatalf("stop printed %s", out)
 	}
 	c.fails(2, with("end")...)                      // --reason is required

@@ -296,8 +296,9 @@ func printIndented(w io.Writer, text string) {
 }
 
 // printOutcomes writes one line per hook outcome, followed by what the
-// hook answered besides context: a block's reason, a session summary,
-// cleanup actions, a modified config.
+// hook answered besides context: a deny's or a block's reason, a session
+// summary, cleanup actions, a modified config. A hook that denied or
+// blocked is listed as deny or block, its decision's word, for its status.
 func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "  none")
@@ -314,15 +315,16 @@ func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 			detail += fmt.Sprintf("; stderr %q", projection.Clip(s, 200))
 		}
 		status := string(o.Status)
-		if o.Decision == "block" {
-			status = "blocked" // it ran, and said no
+		said := o.Decision == "block" || o.Decision == "deny"
+		if said {
+			status = o.Decision // it said no, in the word its decision has
 		}
 		source := "" // an interrupted hook's outcome names no source
 		if o.Source != "" {
 			source = "  (" + string(o.Source) + ")"
 		}
 		fmt.Fprintf(w, "  %-11s %8s  %s%s%s\n", status, time.Duration(o.Duration).Round(time.Millisecond), o.Name, detail, source)
-		if o.Decision == "block" {
+		if said {
 			fmt.Fprintf(w, "      reason: %s\n", projection.Clip(o.Reason, 200))
 		}
 		if o.Summary != "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -295,5 +296,22 @@ func TestToolResultGivesAHooksUpdatedOutput(t *testing.T) {
 	c.okJSON(&f, append([]string{"tool-result", "--tool-use-id", "t1", "--output", `"KEY=secret"`}, flags...)...)
 	if string(f.UpdatedOutput) != `"[redacted]"` {
 		t.Errorf("tool-result --json = %+v, want the hook's updated output", f)
+	}
+}
+
+// TestToolHookThatDeniedIsListedAsDenying checks that a PreToolUse hook
+// that denied the call by exit 2 is listed as deny, with its reason, in
+// the words its decision has, not as ok.
+func TestToolHookThatDeniedIsListedAsDenying(t *testing.T) {
+	c := newCLI(t)
+	settings := c.writeFile("hooks.json", `{"hooks": {
+		"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo 'no rm -rf' >&2; exit 2"}]}]}}`)
+	c.session("a", "clean up")
+	flags := []string{"--agent", "ide", "--settings", settings, "--no-default-settings"}
+	c.ok(append([]string{"start", "a"}, flags...)...)
+	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"rm -rf build"}}]`)
+	out := c.ok(append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"rm -rf build"}`}, flags...)...)
+	if !regexp.MustCompile(`\n  deny +\d+ms  echo 'no rm -rf' >&2; exit 2: exit 2  \(\S+\)\n      reason: no rm -rf\n`).MatchString(out) {
+		t.Errorf("tool printed:\n%s\nwant the hook listed as deny, with its reason", out)
 	}
 }
