@@ -72,7 +72,7 @@ type hookRun struct {
 type hookBar struct {
 	Anchor  string
 	Outcome jsonview.Outcome
-	Status  string // ok, failed, timeout, cancelled, interrupted, or blocked
+	Status  string // ok, failed, timeout, cancelled, interrupted, deny or block
 	Pct     float64
 	Dur     string
 	Context string // this hook's own part of the run's context
@@ -514,14 +514,13 @@ func spread(r *run) {
 	}
 }
 
-// status names the colour of a hook's outcome: a panic is a failure.
-// status is how a hook's bar shows outcome o: its status, "blocked" for
-// a hook that ran and said no (as the command line says), and a panic as
-// a failure.
+// status is how a hook's bar shows outcome o: its status, "deny" or
+// "block", its decision's word, for a hook that said no (as the command
+// line says), and a panic as a failure.
 func status(o jsonview.Outcome) string {
 	switch {
-	case o.Decision == "block":
-		return "blocked"
+	case o.Decision == "deny" || o.Decision == "block":
+		return o.Decision
 	case o.Status == schema.HookPanicked:
 		return schema.HookFailed
 	}

@@ -290,7 +290,7 @@ func TestAgentPageShowsEachToolCallAsARow(t *testing.T) {
 	body := s.page(t, "/agents/"+s.Tools)
 	contains(t, "tools timeline", body,
 		`id="run-`+s.ToolCalls[0]+`"`, `<span class="kind">tool Bash</span>`, `<span class="badge deny">deny</span>`, "no rm here",
-		`<span class="hook ok">ok</span> guard-rm · `, `<span class="hook ok">ok</span> lint · `,
+		`<span class="hook deny">deny</span> guard-rm · `, `<span class="hook ok">ok</span> lint · `,
 		`>PreToolUse hooks</span>`, `>PermissionRequest hooks</span>`, `>decided allow</span>`, `>result · PostToolUse hooks</span>`,
 		`<span class="badge allow">allow</span>`, "reads are fine",
 		`&#34;file_path&#34;: &#34;go.mod&#34;`, // the input, shown
@@ -457,7 +457,7 @@ func TestHookDetailsAreEachHooksOwnRecord(t *testing.T) {
 }
 
 // TestBlockedHookIsShownBlocked: a Stop hook that ran and said no is shown
-// as blocked, with its reason, as the command line shows it, not as ok.
+// as block, with its reason, as the command line shows it, not as ok.
 func TestBlockedHookIsShownBlocked(t *testing.T) {
 	stop := agentRun{id: "st1", steps: []schema.Payload{
 		&schema.StopHookStarted{Session: "s1", Hooks: []string{"check.sh"}},
@@ -466,7 +466,7 @@ func TestBlockedHookIsShownBlocked(t *testing.T) {
 	}}
 	s := serveAgent(t, web.Options{}, nil, startup("r1", "s1", "", ""), stop)
 	body := s.page(t, "/agents/a1")
-	for _, want := range []string{`<span class="hook blocked">blocked</span> check.sh`, `<dt>status</dt><dd>blocked</dd>`,
+	for _, want := range []string{`<span class="hook block">block</span> check.sh`, `<dt>status</dt><dd>block</dd>`,
 		`<dd>block: say which tests ran</dd>`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the agent page lacks %s", want)

@@ -224,7 +224,7 @@ func TestPagesInABrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
 	)
 	toolBars := get(t, b, "bars", chromedp.Evaluate[[]string](labels))
-	for _, want := range [][2]string{{"ok", "guard-rm"}, {"ok", "lint"}, {"ok", fixture.ApproveNotes}, {"interrupted", fixture.AllowReads}} {
+	for _, want := range [][2]string{{"deny", "guard-rm"}, {"ok", "lint"}, {"ok", fixture.ApproveNotes}, {"interrupted", fixture.AllowReads}} {
 		if !hasBar(toolBars, want[0], want[1]) {
 			t.Errorf("the timeline of %s has no %s bar for %q: %q", s.Tools, want[0], want[1], toolBars)
 		}
