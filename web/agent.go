@@ -56,8 +56,10 @@ type step struct {
 // its hooks did.
 type hookRun struct {
 	Event       string
-	Given       string // what the recorded intent says the hooks ran for, in words
-	Context     string // the context the hooks returned, joined
+	Given       string   // what the recorded intent says the hooks ran for, in words
+	Running     []string // the hooks the intent names, while they may be running: its run is in progress and none ended
+	named       []string // the hooks the intent names
+	Context     string   // the context the hooks returned, joined
 	Interrupted bool
 	Outcomes    []jsonview.Outcome
 	Bars        []hookBar
@@ -183,6 +185,7 @@ type hookJSON struct {
 	Event       string             `json:"event"`
 	Hooks       []jsonview.Outcome `json:"hooks"`
 	Interrupted bool               `json:"interrupted"`
+	Running     []string           `json:"running,omitempty"`
 }
 
 // runsPerPage is how many runs an agent page shows unless limit says.
@@ -285,7 +288,7 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 			rj.Steps = append(rj.Steps, string(s.Type))
 		}
 		for _, g := range rn.Hooks {
-			rj.Hooks = append(rj.Hooks, hookJSON{Event: g.Event, Hooks: g.Outcomes, Interrupted: g.Interrupted})
+			rj.Hooks = append(rj.Hooks, hookJSON{Event: g.Event, Hooks: g.Outcomes, Interrupted: g.Interrupted, Running: g.Running})
 		}
 		if rn.Tool != nil {
 			rj.Tool = h.newToolJSON(rn.ID, rn.Tool)
@@ -391,6 +394,11 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 		if c := a.Tools[r.ID]; r.Tool != nil && c != nil {
 			r.InProgress = c.HooksRunning()
 		}
+		for gi := range r.Hooks {
+			if g := &r.Hooks[gi]; r.InProgress && g.Outcomes == nil {
+				g.Running = g.named
+			}
+		}
 		spread(r)
 	}
 	return a, runs, nil
@@ -399,11 +407,17 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 // foldRun adds what event ev with payload p says to r.
 func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 	intent := func(event hookexec.Event) {
-		given := ""
+		g := hookRun{Event: string(event)}
 		if js, err := jsonview.NewEvent(ev); err == nil {
-			given = givenText(js.Payload)
+			g.Given = givenText(js.Payload)
+			names, _ := js.Payload["hooks"].([]any)
+			for _, n := range names {
+				if n, ok := n.(string); ok {
+					g.named = append(g.named, n)
+				}
+			}
 		}
-		r.Hooks = append(r.Hooks, hookRun{Event: string(event), Given: given})
+		r.Hooks = append(r.Hooks, g)
 	}
 	ran := func(event hookexec.Event, outcomes []schema.HookOutcome, interrupted bool, context string) {
 		if n := len(r.Hooks); n == 0 || r.Hooks[n-1].Event != string(event) || r.Hooks[n-1].Outcomes != nil {

@@ -340,7 +340,8 @@ func TestToolCallWhoseHooksMayBeRunningIsInProgress(t *testing.T) {
 	if i := strings.Index(body, `id="run-toolu_run"`); i >= 0 {
 		row, _, _ = strings.Cut(body[i:], "</li>")
 	}
-	contains(t, "the running call's row", row, `<span class="badge warn">in progress</span>`, "none: not decided")
+	contains(t, "the running call's row", row, `<span class="badge warn">in progress</span>`, "none: not decided",
+		`<span class="hook running">running</span> guard.sh`)
 	contains(t, "the page", body, "none recorded: the tool may be running, or may have run")
 }
 
@@ -525,5 +526,38 @@ func TestToolInputIsShownAsItIs(t *testing.T) {
 	contains(t, "agent page", body, `&#34;command&#34;: &#34;echo done &gt;&gt; log.txt &amp;&amp; cat &lt; in.txt&#34;`)
 	if strings.Contains(body, `\u003e`) || strings.Contains(body, `\u0026`) || strings.Contains(body, `\u003c`) {
 		t.Error("the agent page shows the input's > < & as JSON's HTML escapes")
+	}
+}
+
+// TestHooksOfARestoreInProgressAreRunning: while a restore's SessionStart
+// hooks run, its row lists them as running, not "no hook ran".
+func TestHooksOfARestoreInProgressAreRunning(t *testing.T) {
+	running := agentRun{id: "r2", steps: []schema.Payload{
+		&schema.SessionLoaded{Session: "s1", Source: schema.SourceResume},
+		&schema.SessionStartHookStarted{Session: "s1", Source: schema.SourceResume, Hooks: []string{"context.sh", "sleep 5"}},
+	}}
+	s := serveAgent(t, web.Options{}, nil, startup("r1", "s1", "", ""), running)
+	body := s.page(t, "/agents/a1")
+	row := ""
+	if i := strings.Index(body, `id="run-r2"`); i >= 0 {
+		row, _, _ = strings.Cut(body[i:], "</li>")
+	}
+	contains(t, "the running restore's row", row, `<span class="badge warn">in progress</span>`,
+		`<span class="hook running">running</span> context.sh`, `<span class="hook running">running</span> sleep 5`)
+	if strings.Contains(row, "no hook ran") {
+		t.Error("the running restore's row says no hook ran")
+	}
+	var page struct {
+		Runs []struct {
+			ID    string `json:"id"`
+			Hooks []struct {
+				Event   string   `json:"event"`
+				Running []string `json:"running"`
+			} `json:"hooks"`
+		} `json:"runs"`
+	}
+	s.api(t, "/agents/a1", &page)
+	if n := len(page.Runs); n != 2 || len(page.Runs[1].Hooks) != 1 || !slices.Equal(page.Runs[1].Hooks[0].Running, []string{"context.sh", "sleep 5"}) {
+		t.Errorf("runs %+v; want the second one's SessionStart hooks running", page.Runs)
 	}
 }
