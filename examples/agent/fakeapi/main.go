@@ -97,6 +97,7 @@ func answer(req *fakeapi.Request) fakeapi.Answer {
 			}
 		}
 	}
+	// The usage is a rough guess: about four bytes of the request a token.
 	a := fakeapi.Answer{InputTokens: len(req.Body) / 4, OutputTokens: 20}
 	if len(results) > 0 {
 		a.Content = []fakeapi.Block{fakeapi.Text(strings.Join(results, "\n"))}
