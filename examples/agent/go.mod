@@ -6,6 +6,7 @@ require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/reprise-dev/reprise v0.0.0
 	github.com/reprise-dev/reprise/adapters/anthropic v0.0.0
+	golang.org/x/sys v0.45.0
 )
 
 require (
@@ -30,7 +31,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.33.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
 )
 
 replace (

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +20,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/examples/agent/internal/fakeapi"
 	"github.com/reprise-dev/reprise/turn"
 )
 
@@ -36,25 +35,13 @@ var (
 // says it is done when it is 2. Each Bash call appends its tool_use id to
 // the effects file. It counts the requests for each m.
 type turnAPI struct {
-	t       *testing.T
-	srv     *httptest.Server
+	fakeapi.Server
 	effects string
 	mu      sync.Mutex
 	served  map[int]int
 }
 
-func (f *turnAPI) serve(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role string `json:"role"`
-		} `json:"messages"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		// A request cut short by a kill: nobody reads the answer.
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
+func (f *turnAPI) answer(req *fakeapi.Request) (fakeapi.Answer, error) {
 	m := 0
 	for _, msg := range req.Messages {
 		if msg.Role == "assistant" {
@@ -64,33 +51,29 @@ func (f *turnAPI) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.served[m]++
 	f.mu.Unlock()
-	bash := func(j int) map[string]any {
+	bash := func(j int) fakeapi.Block {
 		id := fmt.Sprintf("toolu_%03d_%d", m, j)
-		return toolUseBlock(id, "Bash", map[string]any{"command": "echo " + id + " >> '" + f.effects + "'"})
+		return fakeapi.ToolUse(id, "Bash", map[string]any{"command": "echo " + id + " >> '" + f.effects + "'"})
 	}
-	content, stop := []map[string]any{textBlock(fmt.Sprintf("done %d", m))}, "end_turn"
+	a := fakeapi.Answer{Content: []fakeapi.Block{fakeapi.Text(fmt.Sprintf("done %d", m))}, StopReason: "end_turn"}
 	switch m % 3 {
 	case 0:
-		content, stop = []map[string]any{bash(0), bash(1),
-			toolUseBlock(fmt.Sprintf("toolu_%03d_2", m), "Read", map[string]any{"file_path": f.effects})}, "tool_use"
+		a = fakeapi.Answer{Content: []fakeapi.Block{bash(0), bash(1),
+			fakeapi.ToolUse(fmt.Sprintf("toolu_%03d_2", m), "Read", map[string]any{"file_path": f.effects})}, StopReason: "tool_use"}
 	case 1:
-		content, stop = []map[string]any{bash(0)}, "tool_use"
+		a = fakeapi.Answer{Content: []fakeapi.Block{bash(0)}, StopReason: "tool_use"}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
-		"id": fmt.Sprintf("msg_%03d", m), "type": "message", "role": "assistant", "model": req.Model, "content": content,
-		"stop_reason": stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 10, "output_tokens": 5},
-	})
+	a.InputTokens, a.OutputTokens = 10, 5
+	return a, nil
 }
 
 // turnEnv is setup's home and project, with the agent pointed at a
 // turnAPI whose Bash calls write to an effects file beside them.
 func turnEnv(t *testing.T) (*env, *turnAPI) {
 	ev := setup(t)
-	api := &turnAPI{t: t, effects: filepath.Join(filepath.Dir(ev.home), "effects"), served: map[int]int{}}
-	api.srv = httptest.NewServer(http.HandlerFunc(api.serve))
-	t.Cleanup(api.srv.Close)
-	ev.api.srv = api.srv
+	api := &turnAPI{effects: filepath.Join(filepath.Dir(ev.home), "effects"), served: map[int]int{}}
+	api.Answer = api.answer
+	ev.api.url = serveFake(t, &api.Server)
 	return ev, api
 }
 
@@ -389,7 +372,7 @@ func TestSessionFinishesACutTurn(t *testing.T) {
 	if _, err := agent.Prompt(ctx, "go"); err != nil {
 		t.Fatal(err)
 	}
-	use, _ := json.Marshal(toolUseBlock("toolu_cut", "Bash", map[string]any{"command": "echo toolu_cut >> '" + api.effects + "'"}))
+	use, _ := json.Marshal(fakeapi.ToolUse("toolu_cut", "Bash", map[string]any{"command": "echo toolu_cut >> '" + api.effects + "'"}))
 	if _, err := e.Append(ctx, r.To, reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "tool_use", Raw: use}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -526,13 +526,3 @@ func readLines(r io.Reader) (lines <-chan string, stop func()) {
 	}()
 	return ch, func() { close(done) }
 }
-
-// isTerminal tells whether r is a terminal, where a prompt sign helps.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
-}

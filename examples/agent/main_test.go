@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -14,11 +12,11 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
+	"github.com/reprise-dev/reprise/examples/agent/internal/fakeapi"
 )
 
 // childEnv, set to 1, makes the test binary run the command instead of the
@@ -32,14 +30,28 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// fakeAPI is an httptest server on 127.0.0.1 that speaks the Messages
-// API's JSON: it answers every POST /v1/messages with a canned assistant
-// message, "answer N" for the N-th request, and keeps every request.
+// fakeAPI is a fake Messages API on 127.0.0.1 that answers the N-th
+// request with "answer N", and keeps every request.
 type fakeAPI struct {
-	t        *testing.T
-	srv      *httptest.Server
-	mu       sync.Mutex
-	requests []sentRequest
+	fakeapi.Server
+	url string
+}
+
+func newFakeAPI(t *testing.T) *fakeAPI {
+	f := &fakeAPI{Server: fakeapi.Server{Answer: func(req *fakeapi.Request) (fakeapi.Answer, error) {
+		return fakeapi.Answer{Content: []fakeapi.Block{fakeapi.Text(fmt.Sprintf("answer %d", req.N))},
+			StopReason: "end_turn", InputTokens: 100 * req.N, OutputTokens: 5}, nil
+	}}}
+	f.url = serveFake(t, &f.Server)
+	return f
+}
+
+// serveFake serves f on 127.0.0.1 until the test ends, and returns its
+// base URL.
+func serveFake(t *testing.T, f *fakeapi.Server) string {
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // sentRequest is the part of a Messages API request the tests check.
@@ -56,57 +68,23 @@ type sentRequest struct {
 	} `json:"messages"`
 }
 
-func newFakeAPI(t *testing.T) *fakeAPI {
-	f := &fakeAPI{t: t}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve)) // 127.0.0.1
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-		f.t.Errorf("fake API: unexpected %s %s", r.Method, r.URL.Path)
-		http.Error(w, `{"type":"error","error":{"type":"not_found_error","message":"not found"}}`, http.StatusNotFound)
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	var req sentRequest
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	if err != nil {
-		f.t.Errorf("fake API: bad request body %q: %v", body, err)
-		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
-		return
-	}
-	// The key, however this SDK version sends it.
-	req.APIKey = r.Header.Get("X-Api-Key")
-	if req.APIKey == "" {
-		req.APIKey = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	}
-	f.mu.Lock()
-	f.requests = append(f.requests, req)
-	n := len(f.requests)
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("request-id", fmt.Sprintf("req_%d", n))
-	fmt.Fprintf(w, `{
-  "id": "msg_%02d",
-  "type": "message",
-  "role": "assistant",
-  "model": %q,
-  "content": [{"type": "text", "text": "answer %d"}],
-  "stop_reason": "end_turn",
-  "stop_sequence": null,
-  "usage": {"input_tokens": %d, "output_tokens": 5}
-}`, n, req.Model, n, 100*n)
-}
-
 // sent returns the requests received so far.
-func (f *fakeAPI) sent() []sentRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]sentRequest(nil), f.requests...)
+func (f *fakeAPI) sent(t *testing.T) []sentRequest {
+	t.Helper()
+	var out []sentRequest
+	for _, r := range f.Requests() {
+		var req sentRequest
+		if err := json.Unmarshal(r.Body, &req); err != nil {
+			t.Fatalf("request %d: %v", r.N, err)
+		}
+		// The key, however this SDK version sends it.
+		req.APIKey = r.Header.Get("X-Api-Key")
+		if req.APIKey == "" {
+			req.APIKey = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		out = append(out, req)
+	}
+	return out
 }
 
 // turns renders a request's messages one turn a line, "role: text | text",
@@ -215,7 +193,7 @@ func writeSettings(t *testing.T, path string, hooks map[string]any) {
 
 // args are the flags both processes get.
 func (ev *env) args(extra ...string) []string {
-	return append([]string{"--store", ev.store, "--base-url", ev.api.srv.URL, "--model", "claude-test", "--max-tokens", "512"}, extra...)
+	return append([]string{"--store", ev.store, "--base-url", ev.api.url, "--model", "claude-test", "--max-tokens", "512"}, extra...)
 }
 
 var resumeLine = regexp.MustCompile(`resume it with: agent --store (\S+) --session (\S+)`)
@@ -246,7 +224,7 @@ func TestLoopWithHooksAndResumeInSecondProcess(t *testing.T) {
 		{turn1, "assistant: answer 1", "user: " + stopFeedback(ev.stopCommand, stopBlock), "assistant: answer 2",
 			"user: Thanks. | " + upsReminder},
 	}
-	sent := ev.api.sent()
+	sent := ev.api.sent(t)
 	if len(sent) != len(want) {
 		t.Fatalf("first run sent %d requests, want %d", len(sent), len(want))
 	}
@@ -307,7 +285,7 @@ func TestLoopWithHooksAndResumeInSecondProcess(t *testing.T) {
 	}
 	t.Logf("second process stdout:\n%s\nstderr:\n%s", cout.String(), cerr.String())
 
-	sent = ev.api.sent()
+	sent = ev.api.sent(t)
 	if len(sent) != 4 {
 		t.Fatalf("second process sent %d requests, want 1", len(sent)-3)
 	}
@@ -365,7 +343,7 @@ func TestResumeUnknownSession(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr.String(), "no session no-such-session") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 	}
-	if n := len(ev.api.sent()); n != 0 {
+	if n := len(ev.api.sent(t)); n != 0 {
 		t.Errorf("sent %d requests", n)
 	}
 }

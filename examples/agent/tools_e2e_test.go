@@ -6,117 +6,37 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/examples/agent/internal/fakeapi"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/turn"
 )
 
-// answer is one scripted answer of the fake Messages API: its content
-// blocks and its stop reason.
-type answer struct {
-	content []map[string]any
-	stop    string
-}
-
-func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
-
-func toolUseBlock(id, name string, input map[string]any) map[string]any {
-	return map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}
-}
-
-// scriptedAPI is an httptest server on 127.0.0.1 that answers the N-th
-// POST /v1/messages with the N-th answer of its script, as one JSON
-// message or, when the request asks for a stream, as the Messages API's
-// server-sent events, and keeps every request's body.
+// scriptedAPI is a fake Messages API on 127.0.0.1 that answers the N-th
+// request with the N-th answer of its script, and keeps every request.
 type scriptedAPI struct {
-	t      *testing.T
-	srv    *httptest.Server
-	script []answer
-	mu     sync.Mutex
-	bodies [][]byte
+	fakeapi.Server
+	url string
 }
 
-func newScriptedAPI(t *testing.T, script ...answer) *scriptedAPI {
-	f := &scriptedAPI{t: t, script: script}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
+func newScriptedAPI(t *testing.T, script ...fakeapi.Answer) *scriptedAPI {
+	f := &scriptedAPI{Server: fakeapi.Server{Answer: func(req *fakeapi.Request) (fakeapi.Answer, error) {
+		if req.N > len(script) {
+			t.Errorf("fake API: unexpected request %d: %s", req.N, req.Body)
+			return fakeapi.Answer{}, fmt.Errorf("request %d: the script has %d answers", req.N, len(script))
+		}
+		return script[req.N-1], nil
+	}}}
+	f.url = serveFake(t, &f.Server)
 	return f
-}
-
-func (f *scriptedAPI) serve(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	var req struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
-	}
-	if err == nil {
-		err = json.Unmarshal(body, &req)
-	}
-	f.mu.Lock()
-	f.bodies = append(f.bodies, body)
-	n := len(f.bodies)
-	f.mu.Unlock()
-	if err != nil || r.URL.Path != "/v1/messages" || n > len(f.script) {
-		f.t.Errorf("fake API: unexpected request %d to %s (%v): %s", n, r.URL.Path, err, body)
-		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"unexpected"}}`, http.StatusBadRequest)
-		return
-	}
-	a := f.script[n-1]
-	id := fmt.Sprintf("msg_%02d", n)
-	if !req.Stream {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": a.content,
-			"stop_reason": a.stop, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 100 * n, "output_tokens": 5},
-		})
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	event := func(typ string, data map[string]any) {
-		data["type"] = typ
-		js, err := json.Marshal(data)
-		if err != nil {
-			f.t.Error(err)
-		}
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, js)
-	}
-	event("message_start", map[string]any{"message": map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 100 * n, "output_tokens": 1}}})
-	for i, b := range a.content {
-		// Each block in two deltas, as a stream cuts them anywhere.
-		switch b["type"] {
-		case "text":
-			text := b["text"].(string)
-			event("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-			for _, part := range []string{text[:len(text)/2], text[len(text)/2:]} {
-				event("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "text_delta", "text": part}})
-			}
-		case "tool_use":
-			input, _ := json.Marshal(b["input"])
-			event("content_block_start", map[string]any{"index": i, "content_block": map[string]any{
-				"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
-			for _, part := range []string{string(input[:len(input)/2]), string(input[len(input)/2:])} {
-				event("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
-			}
-		}
-		event("content_block_stop", map[string]any{"index": i})
-	}
-	event("message_delta", map[string]any{"delta": map[string]any{"stop_reason": a.stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": 5}})
-	event("message_stop", map[string]any{})
 }
 
 // apiRequest is what the tests read of a request: whether it streams, the
@@ -133,13 +53,13 @@ type apiRequest struct {
 	} `json:"messages"`
 }
 
-func (f *scriptedAPI) requests() []apiRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]apiRequest, len(f.bodies))
-	for i, body := range f.bodies {
-		if err := json.Unmarshal(body, &out[i]); err != nil {
-			f.t.Fatalf("request %d: %v: %s", i+1, err, body)
+func (f *scriptedAPI) requests(t *testing.T) []apiRequest {
+	t.Helper()
+	reqs := f.Requests()
+	out := make([]apiRequest, len(reqs))
+	for i, r := range reqs {
+		if err := json.Unmarshal(r.Body, &out[i]); err != nil {
+			t.Fatalf("request %d: %v: %s", r.N, err, r.Body)
 		}
 	}
 	return out
@@ -155,26 +75,26 @@ const (
 // toolScript is the model's side of the tool turn: three calls that are
 // each refused another way, then two that run, then an answer that a Stop
 // hook sends back once, then the last answer.
-var toolScript = []answer{
-	{stop: "tool_use", content: []map[string]any{
-		textBlock("Let me look."),
+var toolScript = []fakeapi.Answer{
+	{StopReason: "tool_use", Content: []fakeapi.Block{
+		fakeapi.Text("Let me look."),
 		// Allowed by a settings rule, denied by a PreToolUse hook: the
 		// hook's deny wins.
-		toolUseBlock("toolu_01", "Bash", map[string]any{"command": "touch denied-ran"}),
+		fakeapi.ToolUse("toolu_01", "Bash", map[string]any{"command": "touch denied-ran"}),
 		// Allowed by a PreToolUse hook, denied by a settings rule: the
 		// rule's deny wins.
-		toolUseBlock("toolu_02", "Read", map[string]any{"file_path": "secret.txt"}),
+		fakeapi.ToolUse("toolu_02", "Read", map[string]any{"file_path": "secret.txt"}),
 		// Decided by nobody: asked about, with no terminal to ask on.
-		toolUseBlock("toolu_03", "Write", map[string]any{"file_path": "draft.txt", "content": "draft"}),
+		fakeapi.ToolUse("toolu_03", "Write", map[string]any{"file_path": "draft.txt", "content": "draft"}),
 	}},
-	{stop: "tool_use", content: []map[string]any{
+	{StopReason: "tool_use", Content: []fakeapi.Block{
 		// Allowed by --allowed-tools; a PostToolUse hook adds context.
-		toolUseBlock("toolu_04", "Bash", map[string]any{"command": "echo tool-ran"}),
+		fakeapi.ToolUse("toolu_04", "Bash", map[string]any{"command": "echo tool-ran"}),
 		// Allowed by the project's Edit rule.
-		toolUseBlock("toolu_05", "Write", map[string]any{"file_path": "notes/today.md", "content": "- ran the tools\n"}),
+		fakeapi.ToolUse("toolu_05", "Write", map[string]any{"file_path": "notes/today.md", "content": "- ran the tools\n"}),
 	}},
-	{stop: "end_turn", content: []map[string]any{textBlock("All done.")}},
-	{stop: "end_turn", content: []map[string]any{textBlock("Done: no tests ran.")}},
+	{StopReason: "end_turn", Content: []fakeapi.Block{fakeapi.Text("All done.")}},
+	{StopReason: "end_turn", Content: []fakeapi.Block{fakeapi.Text("Done: no tests ran.")}},
 }
 
 // toolEnv makes the home and project of the tool turn under t.TempDir:
@@ -238,7 +158,7 @@ func TestToolTurn(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ev, postInput := toolEnv(t)
 			api := newScriptedAPI(t, toolScript...)
-			args := []string{"--store", ev.store, "--base-url", api.srv.URL, "--model", "claude-test",
+			args := []string{"--store", ev.store, "--base-url", api.url, "--model", "claude-test",
 				"--allowed-tools", "Bash(echo *)"}
 			if mode == "stream" {
 				args = append(args, "--stream")
@@ -251,7 +171,7 @@ func TestToolTurn(t *testing.T) {
 			if strings.HasPrefix(stdout.String(), "> ") || strings.Contains(stdout.String(), "\n> ") {
 				t.Errorf("stdout, from a stdin that is not a terminal, holds a prompt")
 			}
-			checkToolRequests(t, api.requests(), mode == "stream", ev.stopCommand)
+			checkToolRequests(t, api.requests(t), mode == "stream", ev.stopCommand)
 			checkToolEffects(t, ev, postInput)
 			for _, s := range []string{
 				"Let me look.\n",
@@ -316,10 +236,10 @@ func checkToolRequests(t *testing.T, reqs []apiRequest, stream bool, stopCommand
 	checkBlocks(t, "request 3's last message", last(reqs[2]), []map[string]any{
 		result("toolu_04", false, "tool-ran"),
 		result("toolu_05", false, `{"type":"create","filePath":"PROJECT/notes/today.md","content":"- ran the tools\n"}`),
-		textBlock("PostToolUse:Bash hook additional context: " + postContext),
+		fakeapi.Text("PostToolUse:Bash hook additional context: " + postContext),
 	})
-	checkBlocks(t, "request 4's last message", last(reqs[3]), []map[string]any{textBlock(stopFeedback(stopCommand, toolStopBlock))})
-	if n := len(reqs[3].Messages); n < 2 || !reflect.DeepEqual(reqs[3].Messages[n-2].Content, []map[string]any{textBlock("All done.")}) {
+	checkBlocks(t, "request 4's last message", last(reqs[3]), []map[string]any{fakeapi.Text(stopFeedback(stopCommand, toolStopBlock))})
+	if n := len(reqs[3].Messages); n < 2 || !reflect.DeepEqual(reqs[3].Messages[n-2].Content, []map[string]any{fakeapi.Text("All done.")}) {
 		t.Errorf("request 4 does not send back the answer the Stop hook blocked: %v", reqs[3].Messages)
 	}
 	for i, r := range reqs {
@@ -480,20 +400,20 @@ func TestHookHaltsTheTurn(t *testing.T) {
 			command(`echo '{"continue": false, "stopReason": "budget spent", "systemMessage": "mind the budget"}'`)}}}},
 	})
 	api := newScriptedAPI(t,
-		answer{stop: "tool_use", content: []map[string]any{
-			toolUseBlock("toolu_01", "Bash", map[string]any{"command": "touch '" + marker + "'"}),
-			toolUseBlock("toolu_02", "Write", map[string]any{"file_path": "x.txt", "content": "x"}),
+		fakeapi.Answer{StopReason: "tool_use", Content: []fakeapi.Block{
+			fakeapi.ToolUse("toolu_01", "Bash", map[string]any{"command": "touch '" + marker + "'"}),
+			fakeapi.ToolUse("toolu_02", "Write", map[string]any{"file_path": "x.txt", "content": "x"}),
 		}},
-		answer{stop: "end_turn", content: []map[string]any{textBlock("never sent")}})
+		fakeapi.Answer{StopReason: "end_turn", Content: []fakeapi.Block{fakeapi.Text("never sent")}})
 	var stdout, stderr bytes.Buffer
-	args := []string{"--store", ev.store, "--base-url", api.srv.URL, "--model", "claude-test", "--allowed-tools", "Bash,Write"}
+	args := []string{"--store", ev.store, "--base-url", api.url, "--model", "claude-test", "--allowed-tools", "Bash,Write"}
 	if code := run(context.Background(), args, strings.NewReader("Spend it.\n"), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "[stopped by a hook: budget spent]\n") || !strings.Contains(stderr.String(), "mind the budget") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
-	if n := len(api.requests()); n != 1 {
+	if n := len(api.requests(t)); n != 1 {
 		t.Errorf("%d requests, want 1", n)
 	}
 	for _, p := range []string{marker, filepath.Join(ev.project, "x.txt")} {
