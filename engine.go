@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -441,10 +442,7 @@ func (e *Engine) Close() error {
 	// Async hooks end by their timeouts; each end is recorded.
 	e.async.Wait()
 	e.mu.Lock()
-	agents := make([]*Agent, 0, len(e.agents))
-	for _, a := range e.agents {
-		agents = append(agents, a)
-	}
+	agents := slices.Collect(maps.Values(e.agents))
 	e.mu.Unlock()
 	for _, a := range agents {
 		a.mu.Lock()

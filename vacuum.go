@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/reprise-dev/reprise/files"
 	"github.com/reprise-dev/reprise/projection"
@@ -61,10 +63,7 @@ func (e *Engine) forget(ctx context.Context, gone map[string]bool) {
 	for id := range gone {
 		delete(e.sessions, id)
 	}
-	agents := make([]*Agent, 0, len(e.agents))
-	for _, a := range e.agents {
-		agents = append(agents, a)
-	}
+	agents := slices.Collect(maps.Values(e.agents))
 	e.mu.Unlock()
 	for _, a := range agents {
 		a.mu.Lock()
