@@ -328,7 +328,7 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (lifecycle.Repor
 		}
 		if eff, ok := ready.Effect.(lifecycle.MatchHooks); ok {
 			matched = a.e.HooksFor(wctx, eff.Event, eff.Value, eff.Session)
-			d.Performed(lifecycle.HooksMatched{Event: eff.Event, Hooks: hookexec.Names(matched)})
+			d.Performed(lifecycle.HooksMatched{Event: eff.Event, Hooks: hookexec.Names(matched), Status: statusMessages(matched)})
 			continue
 		}
 		if toolAction(act) {
@@ -590,6 +590,23 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks, hook
 	}
 	return a.runHooksIn(ctx, wctx, eff, hooks, env)
 }
+
+// statusMessages is the statusMessage of each of hooks, its first
+// maxStatus characters, nil when none has one.
+func statusMessages(hooks []hookexec.Hook) []string {
+	if !slices.ContainsFunc(hooks, func(h hookexec.Hook) bool { return h.StatusMessage != "" }) {
+		return nil
+	}
+	out := make([]string, len(hooks))
+	for i, h := range hooks {
+		out[i] = projection.Clip(h.StatusMessage, maxStatus)
+	}
+	return out
+}
+
+// maxStatus is how many characters of a hook's statusMessage its intent
+// records.
+const maxStatus = 200
 
 // stepID is the id of the step whose hooks eff runs: the tool call's, or
 // that of the restore, prompt or stop in flight. a.mu is held, or eff is

@@ -179,3 +179,32 @@ func TestSessionStartHookGivesTheFirstPromptAndWatchPaths(t *testing.T) {
 		t.Fatalf("conversation ends %+v after %+v", last, msgs[len(msgs)-2])
 	}
 }
+
+// A hook's statusMessage is recorded with its intent, for a view to show
+// while it runs.
+func TestIntentRecordsTheHooksStatusMessages(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	settings := testkit.WriteFile(t, filepath.Join(dir, "settings.json"), `{"hooks": {"SessionStart": [{"hooks": [
+		{"type": "command", "command": "echo on main", "statusMessage": "Loading the branch"},
+		{"type": "command", "command": "true"}]}]}}`)
+	e, _ := asyncEngine(t, filepath.Join(dir, "reprise.db"), settings)
+	testkit.Session(t, e, "s", "", "hello")
+	if _, err := testkit.Agent(t, e, "ide").Start(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range testkit.Events(t, e.Store()) {
+		if ev.Type != schema.TypeSessionStartHookStarted {
+			continue
+		}
+		p, err := schema.Decode(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.(*schema.SessionStartHookStarted).Status; len(got) != 2 || got[0] != "Loading the branch" || got[1] != "" {
+			t.Fatalf("the intent records status %q", got)
+		}
+		return
+	}
+	t.Fatal("no SessionStartHookStarted")
+}

@@ -245,6 +245,10 @@ type Outcome interface{ outcome() }
 type HooksMatched struct {
 	Event schema.HookEvent
 	Hooks []string
+	// Status holds the hooks' statusMessage, in the order of Hooks ("" for
+	// one without), which their intent records for a view to show while
+	// they run; nil when none has one.
+	Status []string
 }
 
 // HooksRan answers RunHooks: the outcomes in the hooks' order, the joined
@@ -613,10 +617,31 @@ func hookIntent(in Input, base Ready, rid func() string, match MatchHooks, inten
 	if !ok {
 		return Ready{Effect: match}, nil
 	}
-	ready := withAgentStep(in, base, rid(), intent(matched.Hooks))
+	ready := withAgentStep(in, base, rid(), withStatus(intent(matched.Hooks), matched.Status))
 	run.Hooks = matched.Hooks
 	ready.Effect = run
 	return ready, nil
+}
+
+// withStatus records, in the intent p, its hooks' status messages.
+func withStatus(p schema.Payload, status []string) schema.Payload {
+	switch p := p.(type) {
+	case *schema.SessionEndHookStarted:
+		p.Status = status
+	case *schema.SessionStartHookStarted:
+		p.Status = status
+	case *schema.StopHookStarted:
+		p.Status = status
+	case *schema.PromptHookStarted:
+		p.Status = status
+	case *schema.PreCompactHookStarted:
+		p.Status = status
+	case *schema.ToolHookStarted:
+		p.Status = status
+	case *schema.ToolResultRecorded:
+		p.Status = status
+	}
+	return p
 }
 
 // inject is step 5: the context, if any, becomes a meta user message at the
@@ -691,7 +716,7 @@ func compact(in Input, id string) (Ready, error) {
 	// A summary the host makes is made in the hooks' effect, after them,
 	// even when there are none: the intent is recorded first.
 	ready := withAgentStep(in, flush(in, id), in.NewID(), &schema.PreCompactHookStarted{Session: id, Trigger: trigger,
-		Instructions: act.Instructions, Summary: act.Summary, Hooks: matched.Hooks})
+		Instructions: act.Instructions, Summary: act.Summary, Hooks: matched.Hooks, Status: matched.Status})
 	ready.Effect = RunHooks{Event: schema.HookPreCompact, Session: id, Hooks: matched.Hooks, Trigger: trigger, Instructions: act.Instructions,
 		Summarize: act.Summarize}
 	return ready, nil
@@ -768,7 +793,7 @@ func prompt(in Input, id string) (Ready, error) {
 		return keepPrompt(in, id, in.Action.Prompt, "", nil, nil)
 	}
 	promptID := in.NewID()
-	ready := withAgentStep(in, flush(in, id), in.NewID(), schema.NewPromptHookStarted(id, in.Action.Prompt, promptID, matched.Hooks))
+	ready := withAgentStep(in, flush(in, id), in.NewID(), withStatus(schema.NewPromptHookStarted(id, in.Action.Prompt, promptID, matched.Hooks), matched.Status))
 	ready.Effect = RunHooks{Event: schema.HookUserPromptSubmit, Session: id, Hooks: matched.Hooks,
 		Prompt: in.Action.Prompt, PromptID: promptID}
 	return ready, nil

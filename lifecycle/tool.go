@@ -126,7 +126,7 @@ func toolStep(in Input) (Ready, error) {
 		}
 		if matched.Event == schema.HookPreToolUse && len(matched.Hooks) > 0 {
 			ready := withAgentStep(in, use, t.ID, &schema.ToolHookStarted{Event: schema.HookPreToolUse,
-				Session: a.Current, ToolUseID: t.ID, Tool: t.Name, Hooks: matched.Hooks})
+				Session: a.Current, ToolUseID: t.ID, Tool: t.Name, Hooks: matched.Hooks, Status: matched.Status})
 			ready.Effect = RunHooks{Event: schema.HookPreToolUse, Session: a.Current, Hooks: matched.Hooks, Tool: t, ToolInput: t.Input}
 			return ready, nil
 		}
@@ -218,7 +218,7 @@ func decide(in Input, c *projection.ToolCall, base Ready) (Ready, error) {
 		}
 		if len(matched.Hooks) > 0 {
 			ready := withAgentStep(in, base, t.ID, &schema.ToolHookStarted{Event: schema.HookPermissionRequest,
-				Session: a.Current, ToolUseID: t.ID, Tool: t.Name, Hooks: matched.Hooks})
+				Session: a.Current, ToolUseID: t.ID, Tool: t.Name, Hooks: matched.Hooks, Status: matched.Status})
 			ready.Effect = RunHooks{Event: schema.HookPermissionRequest, Session: a.Current, Hooks: matched.Hooks, Tool: t, ToolInput: input}
 			return ready, nil
 		}
@@ -320,7 +320,7 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			ready = after(ready, c.Session, msg.UUID, feedback(in, c, event, HooksRan{}))
 		}
 		ready = withAgentStep(in, ready, t.ID, &schema.ToolResultRecorded{Session: c.Session,
-			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed || t.Refused, Hooks: matched.Hooks})
+			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed || t.Refused, Hooks: matched.Hooks, Status: matched.Status})
 		if len(matched.Hooks) > 0 {
 			ready.Effect = RunHooks{Event: event, Session: c.Session, Hooks: matched.Hooks, Tool: t, ToolInput: c.Input}
 		} else {

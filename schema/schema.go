@@ -140,6 +140,9 @@ type SessionEndHookStarted struct {
 	Session string   `msgpack:"session"`
 	Reason  Reason   `msgpack:"reason"`
 	Hooks   []string `msgpack:"hooks,omitempty"`
+	// Status holds the hooks' statusMessage, in the order of Hooks ("" for
+	// one without); nil when none has one.
+	Status []string `msgpack:"status,omitempty"`
 }
 
 // SessionEndHookRan is step 2 of a runtime restore: the SessionEnd hooks'
@@ -171,6 +174,9 @@ type SessionStartHookStarted struct {
 	Session string   `msgpack:"session"`
 	Source  Source   `msgpack:"source"`
 	Hooks   []string `msgpack:"hooks,omitempty"`
+	// Status holds the hooks' statusMessage, in the order of Hooks ("" for
+	// one without); nil when none has one.
+	Status []string `msgpack:"status,omitempty"`
 }
 
 // SessionStartHookRan records the SessionStart hooks' outcomes and the
@@ -213,6 +219,9 @@ type StopHookStarted struct {
 	// when the session has none: a turn runner that restarts knows from it
 	// that this answer's Stop ran.
 	Answer string `msgpack:"answer,omitempty"`
+	// Status holds the hooks' statusMessage, in the order of Hooks ("" for
+	// one without); nil when none has one.
+	Status []string `msgpack:"status,omitempty"`
 }
 
 // StopHookRan records the Stop hooks' outcomes. When a hook blocked the
@@ -248,6 +257,9 @@ type PromptHookStarted struct {
 	Hooks        []string `msgpack:"hooks,omitempty"`
 	PromptSHA256 string   `msgpack:"promptsha256,omitempty"`
 	PromptLen    int      `msgpack:"promptlen,omitempty"`
+	// Status holds the hooks' statusMessage, in the order of Hooks ("" for
+	// one without); nil when none has one.
+	Status []string `msgpack:"status,omitempty"`
 }
 
 // NewPromptHookStarted returns the intent of running hooks on prompt in
@@ -296,6 +308,9 @@ type PreCompactHookStarted struct {
 	Instructions string   `msgpack:"instructions,omitempty"`
 	Summary      string   `msgpack:"summary"`
 	Hooks        []string `msgpack:"hooks,omitempty"`
+	// Status holds the hooks' statusMessage, in the order of Hooks ("" for
+	// one without); nil when none has one.
+	Status []string `msgpack:"status,omitempty"`
 }
 
 // PreCompactHookRan records the PreCompact hooks' outcomes. A blocked

@@ -20,6 +20,7 @@ type ToolHookStarted struct {
 	ToolUseID string    `msgpack:"tooluse"`
 	Tool      string    `msgpack:"tool"`
 	Hooks     []string  `msgpack:"hooks,omitempty"`
+	Status    []string  `msgpack:"status,omitempty"` // the hooks' statusMessage, as in SessionStartHookStarted
 }
 
 // ToolHookRan records what the hooks of one event of a tool call did.
@@ -72,6 +73,7 @@ type ToolResultRecorded struct {
 	MessageUUID string   `msgpack:"message"`
 	Failed      bool     `msgpack:"failed,omitempty"`
 	Hooks       []string `msgpack:"hooks,omitempty"`
+	Status      []string `msgpack:"status,omitempty"` // the hooks' statusMessage, as in SessionStartHookStarted
 }
 
 func (ToolHookStarted) EventType() eventlog.Type    { return TypeToolHookStarted }

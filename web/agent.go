@@ -57,8 +57,8 @@ type step struct {
 type hookRun struct {
 	Event       string
 	Given       string   // what the recorded intent says the hooks ran for, in words
-	Running     []string // the hooks the intent names, while they may be running: its run is in progress and none ended
-	named       []string // the hooks the intent names
+	Running     []runningHook // the hooks the intent names, while they may be running: its run is in progress and none ended
+	named       []runningHook // the hooks the intent names
 	Context     string   // the context the hooks returned, joined
 	Interrupted bool
 	Outcomes    []jsonview.Outcome
@@ -180,12 +180,20 @@ type runJSON struct {
 	Tool          *toolJSON  `json:"tool,omitempty"`
 }
 
-// hookJSON is one hook event of a run.
+// runningHook is a hook its intent names, with the statusMessage it
+// recorded for it ("" when none).
+type runningHook struct {
+	Name, Status string
+}
+
+// hookJSON is one hook event of a run. Status holds, beside Running, the
+// running hooks' status messages, when any has one.
 type hookJSON struct {
 	Event       string             `json:"event"`
 	Hooks       []jsonview.Outcome `json:"hooks"`
 	Interrupted bool               `json:"interrupted"`
 	Running     []string           `json:"running,omitempty"`
+	Status      []string           `json:"status,omitempty"`
 }
 
 // runsPerPage is how many runs an agent page shows unless limit says.
@@ -288,7 +296,17 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 			rj.Steps = append(rj.Steps, string(s.Type))
 		}
 		for _, g := range rn.Hooks {
-			rj.Hooks = append(rj.Hooks, hookJSON{Event: g.Event, Hooks: g.Outcomes, Interrupted: g.Interrupted, Running: g.Running})
+			hj := hookJSON{Event: g.Event, Hooks: g.Outcomes, Interrupted: g.Interrupted}
+			for i, rh := range g.Running {
+				hj.Running = append(hj.Running, rh.Name)
+				if rh.Status != "" {
+					if hj.Status == nil {
+						hj.Status = make([]string, len(g.Running))
+					}
+					hj.Status[i] = rh.Status
+				}
+			}
+			rj.Hooks = append(rj.Hooks, hj)
 		}
 		if rn.Tool != nil {
 			rj.Tool = h.newToolJSON(rn.ID, rn.Tool)
@@ -411,9 +429,14 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 		if js, err := jsonview.NewEvent(ev); err == nil {
 			g.Given = givenText(js.Payload)
 			names, _ := js.Payload["hooks"].([]any)
-			for _, n := range names {
+			status, _ := js.Payload["status"].([]any)
+			for i, n := range names {
 				if n, ok := n.(string); ok {
-					g.named = append(g.named, n)
+					rh := runningHook{Name: n}
+					if i < len(status) {
+						rh.Status, _ = status[i].(string)
+					}
+					g.named = append(g.named, rh)
 				}
 			}
 		}

@@ -561,3 +561,29 @@ func TestHooksOfARestoreInProgressAreRunning(t *testing.T) {
 		t.Errorf("runs %+v; want the second one's SessionStart hooks running", page.Runs)
 	}
 }
+
+// A running hook's statusMessage, recorded with its intent, is shown
+// beside it while it runs, escaped, and given in the page's API.
+func TestRunningHooksShowTheirStatusMessage(t *testing.T) {
+	running := agentRun{id: "r2", steps: []schema.Payload{
+		&schema.SessionLoaded{Session: "s1", Source: schema.SourceResume},
+		&schema.SessionStartHookStarted{Session: "s1", Source: schema.SourceResume, Hooks: []string{"context.sh", "sleep 5"},
+			Status: []string{"Loading <the> branch", ""}},
+	}}
+	s := serveAgent(t, web.Options{}, nil, startup("r1", "s1", "", ""), running)
+	body := s.page(t, "/agents/a1")
+	contains(t, "the running restore's row", body,
+		`<span class="hook running">running</span> context.sh <span class="status">Loading &lt;the&gt; branch</span>`,
+		`<span class="hook running">running</span> sleep 5 `)
+	var page struct {
+		Runs []struct {
+			Hooks []struct {
+				Status []string `json:"status"`
+			} `json:"hooks"`
+		} `json:"runs"`
+	}
+	s.api(t, "/agents/a1", &page)
+	if len(page.Runs) != 2 || len(page.Runs[1].Hooks) != 1 || !slices.Equal(page.Runs[1].Hooks[0].Status, []string{"Loading <the> branch", ""}) {
+		t.Errorf("runs %+v; want the running hooks' status messages", page.Runs)
+	}
+}
