@@ -105,6 +105,8 @@ func listSegments(path string) ([]*segment, error) {
 		p := filepath.Join(dir, ent.Name())
 		info, err := os.Lstat(p)
 		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // removed since it was listed, once applied
 		case err != nil:
 			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 		case info.Mode().Type() == fs.ModeSymlink:
