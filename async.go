@@ -29,10 +29,11 @@ type AsyncHookEnded struct {
 const asyncRecordTimeout = 30 * time.Second
 
 // background is the hookexec.Background of step (its restore id) of a on
-// session for event: each async hook is counted until its end is recorded (Close waits
+// session for event: each async hook is counted until it ends (Close waits
 // for them), held under a lock of its own on a store shared between
-// processes (so that another process tells a live one's from a dead
-// one's), and its end is recorded on the agent's stream.
+// processes until its end is recorded (so that another process tells a
+// live one's from a dead one's), and its end is recorded on the agent's
+// stream.
 func (a *Agent) background(session string, event hookexec.Event, step string) hookexec.Background {
 	return func(h hookexec.Hook) (string, func(hookexec.AsyncEnd)) {
 		e := a.e
@@ -51,9 +52,10 @@ func (a *Agent) background(session string, event hookexec.Event, step string) ho
 		return id, func(end hookexec.AsyncEnd) {
 			defer e.async.Done()
 			rec := &schema.AsyncHookEnded{Session: session, Event: event, Outcome: end.Outcome, Context: end.Context, Rewake: end.Rewake}
-			a.queue(endedRun{rec: rec, step: step})
-			a.running.Delete(id)
-			release()
+			a.queue(endedRun{rec: rec, step: step, done: func() {
+				a.running.Delete(id)
+				release()
+			}})
 		}
 	}
 }
@@ -61,11 +63,12 @@ func (a *Agent) background(session string, event hookexec.Event, step string) ho
 // asyncLock names the lock an async hook's run is held under.
 func asyncLock(agent, id string) string { return "async/" + agent + "/" + id }
 
-// endedRun is the end of an async hook and the id of the step that
-// started it, which its record is under.
+// endedRun is the end of an async hook, the id of the step that started
+// it, which its record is under, and what is let go once it is recorded.
 type endedRun struct {
 	rec  *schema.AsyncHookEnded
 	step string
+	done func()
 }
 
 // queue keeps the end of an async hook for the agent's stream, and records
@@ -105,6 +108,7 @@ func (a *Agent) flushAsync(ctx context.Context) {
 			a.asyncMu.Unlock()
 			return
 		}
+		run.done()
 	}
 }
 

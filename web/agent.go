@@ -56,10 +56,10 @@ type step struct {
 // its hooks did.
 type hookRun struct {
 	Event       string
-	Given       string   // what the recorded intent says the hooks ran for, in words
+	Given       string        // what the recorded intent says the hooks ran for, in words
 	Running     []runningHook // the hooks the intent names, while they may be running: its run is in progress and none ended
 	named       []runningHook // the hooks the intent names
-	Context     string   // the context the hooks returned, joined
+	Context     string        // the context the hooks returned, joined
 	Interrupted bool
 	Outcomes    []jsonview.Outcome
 	Bars        []hookBar
