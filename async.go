@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -85,9 +86,14 @@ func (a *Agent) queue(run endedRun) {
 	defer a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), asyncRecordTimeout)
 	defer cancel()
-	if err := a.sync(ctx); err != nil {
+	// What other writers appended is read, never rolled forward: a step
+	// left in flight is finished by the next action, not by this.
+	if err := a.e.store.ReadStream(ctx, a.stream, a.view.Head+1, a.view.Apply); err != nil {
 		a.e.log.Warn("async hook's end not recorded yet", "agent", a.id, "error", err)
 		return
+	}
+	if fsm.InFlight(a.view.State) {
+		return // the action that finishes the step records it
 	}
 	a.flushAsync(ctx)
 }
