@@ -591,15 +591,15 @@ func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks, hook
 	return a.runHooksIn(ctx, wctx, eff, hooks, env)
 }
 
-// statusMessages is the statusMessage of each of hooks, its first
-// maxStatus characters, nil when none has one.
+// statusMessages is the statusMessage of each of hooks, on one line and
+// at most maxStatus characters, nil when none has one.
 func statusMessages(hooks []hookexec.Hook) []string {
 	if !slices.ContainsFunc(hooks, func(h hookexec.Hook) bool { return h.StatusMessage != "" }) {
 		return nil
 	}
 	out := make([]string, len(hooks))
 	for i, h := range hooks {
-		out[i] = projection.Clip(h.StatusMessage, maxStatus)
+		out[i] = projection.OneLine(h.StatusMessage, maxStatus)
 	}
 	return out
 }

@@ -240,7 +240,7 @@ func promptHookTitle(p *schema.PromptHookRan) string {
 
 // hookTitle returns the title a run's outcomes give: the last non-empty
 // string sessionTitle of their Specific fields, in the order the hooks
-// were configured, made fit to show on one line (cleanTitle); "" when
+// were configured, made fit to show on one line (OneLine); "" when
 // there is none, or when what is left is blank.
 func hookTitle(outs []schema.HookOutcome) string {
 	last := ""
@@ -252,16 +252,17 @@ func hookTitle(outs []schema.HookOutcome) string {
 			last = spec.Title
 		}
 	}
-	return cleanTitle(last)
+	return OneLine(last, HookTitleLength)
 }
 
-// cleanTitle makes a hook's title fit to show as Claude Code does: each
-// run of control and format characters, and of line and paragraph
-// separators, becomes one space; then the first HookTitleLength
-// characters are kept, spaces around them trimmed.
-func cleanTitle(s string) string {
+// OneLine makes text a hook gave to show (a title, a status message) fit
+// one line, as Claude Code shows it: each run of control and format
+// characters, and of line and paragraph separators, becomes one space;
+// then the first n characters are kept, spaces around them trimmed. Such
+// text can then neither forge a line nor reach a terminal.
+func OneLine(s string, n int) string {
 	var b strings.Builder
-	n, gap := 0, false
+	kept, gap := 0, false
 	for _, r := range strings.TrimSpace(s) {
 		if unicode.In(r, unicode.Cc, unicode.Cf) || r == '\u2028' || r == '\u2029' {
 			gap = true
@@ -269,13 +270,13 @@ func cleanTitle(s string) string {
 		}
 		if gap {
 			b.WriteByte(' ')
-			gap, n = false, n+1
+			gap, kept = false, kept+1
 		}
-		if n == HookTitleLength {
+		if kept >= n {
 			break
 		}
 		b.WriteRune(r)
-		n++
+		kept++
 	}
 	return strings.TrimSpace(b.String())
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -20,8 +20,8 @@ type statusLines struct{ w io.Writer }
 
 func (s statusLines) Hooks(ctx context.Context, _ hookexec.Event, _, _ string, hooks []hookexec.Hook) (context.Context, []string, func([]schema.HookOutcome)) {
 	for _, h := range hooks {
-		if msg := strings.TrimSpace(h.StatusMessage); msg != "" {
-			fmt.Fprintf(s.w, "%s…\n", oneLine(msg))
+		if msg := projection.OneLine(h.StatusMessage, maxShown); msg != "" {
+			fmt.Fprintf(s.w, "%s…\n", msg)
 		}
 	}
 	return ctx, nil, func([]schema.HookOutcome) {}
@@ -33,14 +33,3 @@ func (statusLines) Action(ctx context.Context, _, _, _ string) (context.Context,
 
 func (statusLines) Step(context.Context, eventlog.Event)                {}
 func (statusLines) Appended(context.Context, int, time.Duration, error) {}
-
-// oneLine is s with its control characters and line breaks as spaces, so
-// that a hook's message cannot forge lines or reach the terminal.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
-			return ' '
-		}
-		return r
-	}, s)
-}
