@@ -313,8 +313,8 @@ func Step(in Input) (Ready, error) {
 	case fsm.Saved:
 		r := a.Restore
 		return hookIntent(in, Ready{}, func() string { return r.ID }, MatchHooks{Event: schema.HookSessionEnd, Value: string(r.EndReason), Session: r.From},
-			func(names []string) schema.Payload {
-				return &schema.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: names}
+			func(m HooksMatched) schema.Payload {
+				return &schema.SessionEndHookStarted{Session: r.From, Reason: r.EndReason, Hooks: m.Hooks, Status: m.Status}
 			}, RunHooks{Event: schema.HookSessionEnd, Session: r.From, Reason: r.EndReason, FinalMessage: r.EndMessage, Error: r.EndError})
 	case fsm.Ending:
 		r := a.Restore
@@ -332,8 +332,8 @@ func Step(in Input) (Ready, error) {
 	case fsm.Loaded:
 		r := a.Restore
 		return hookIntent(in, Ready{}, func() string { return r.ID }, MatchHooks{Event: schema.HookSessionStart, Value: string(r.Source), Session: r.To},
-			func(names []string) schema.Payload {
-				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: names}
+			func(m HooksMatched) schema.Payload {
+				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: m.Hooks, Status: m.Status}
 			}, RunHooks{Event: schema.HookSessionStart, Session: r.To, Source: r.Source, InitialPrompt: r.InitialPrompt})
 	case fsm.Starting:
 		r := a.Restore
@@ -610,38 +610,18 @@ func join(a, b Ready) Ready {
 }
 
 // hookIntent is a hook phase's first half: which hooks would run, then the
-// durable intent naming them, appended before they run; rid gives the
-// restore id, drawn only when the intent is recorded.
-func hookIntent(in Input, base Ready, rid func() string, match MatchHooks, intent func([]string) schema.Payload, run RunHooks) (Ready, error) {
+// durable intent naming them (and their status messages), appended before
+// they run; rid gives the restore id, drawn only when the intent is
+// recorded.
+func hookIntent(in Input, base Ready, rid func() string, match MatchHooks, intent func(HooksMatched) schema.Payload, run RunHooks) (Ready, error) {
 	matched, ok := in.Outcome.(HooksMatched)
 	if !ok {
 		return Ready{Effect: match}, nil
 	}
-	ready := withAgentStep(in, base, rid(), withStatus(intent(matched.Hooks), matched.Status))
+	ready := withAgentStep(in, base, rid(), intent(matched))
 	run.Hooks = matched.Hooks
 	ready.Effect = run
 	return ready, nil
-}
-
-// withStatus records, in the intent p, its hooks' status messages.
-func withStatus(p schema.Payload, status []string) schema.Payload {
-	switch p := p.(type) {
-	case *schema.SessionEndHookStarted:
-		p.Status = status
-	case *schema.SessionStartHookStarted:
-		p.Status = status
-	case *schema.StopHookStarted:
-		p.Status = status
-	case *schema.PromptHookStarted:
-		p.Status = status
-	case *schema.PreCompactHookStarted:
-		p.Status = status
-	case *schema.ToolHookStarted:
-		p.Status = status
-	case *schema.ToolResultRecorded:
-		p.Status = status
-	}
-	return p
 }
 
 // inject is step 5: the context, if any, becomes a meta user message at the
@@ -793,7 +773,9 @@ func prompt(in Input, id string) (Ready, error) {
 		return keepPrompt(in, id, in.Action.Prompt, "", nil, nil)
 	}
 	promptID := in.NewID()
-	ready := withAgentStep(in, flush(in, id), in.NewID(), withStatus(schema.NewPromptHookStarted(id, in.Action.Prompt, promptID, matched.Hooks), matched.Status))
+	intent := schema.NewPromptHookStarted(id, in.Action.Prompt, promptID, matched.Hooks)
+	intent.Status = matched.Status
+	ready := withAgentStep(in, flush(in, id), in.NewID(), intent)
 	ready.Effect = RunHooks{Event: schema.HookUserPromptSubmit, Session: id, Hooks: matched.Hooks,
 		Prompt: in.Action.Prompt, PromptID: promptID}
 	return ready, nil
@@ -917,8 +899,8 @@ func stop(in Input, id string) (Ready, error) {
 		last, answer = lastAssistant(s), lastAnswer(s)
 	}
 	return hookIntent(in, flush(in, id), in.NewID, MatchHooks{Event: schema.HookStop, Session: id},
-		func(names []string) schema.Payload {
-			return &schema.StopHookStarted{Session: id, Active: active, Hooks: names, StopReason: in.Action.StopReason, Answer: answer}
+		func(m HooksMatched) schema.Payload {
+			return &schema.StopHookStarted{Session: id, Active: active, Hooks: m.Hooks, Status: m.Status, StopReason: in.Action.StopReason, Answer: answer}
 		}, RunHooks{Event: schema.HookStop, Session: id, StopActive: active, StopReason: in.Action.StopReason,
 			FinalMessage: last, PromptID: a.LastPromptID})
 }
