@@ -222,10 +222,16 @@ func (a *Agent) History() []Restore {
 	return append([]Restore(nil), a.view.History...)
 }
 
+// readNew folds into the agent's view what other writers appended to its
+// stream since. a.mu is held.
+func (a *Agent) readNew(ctx context.Context) error {
+	return a.e.store.ReadStream(ctx, a.stream, a.view.Head+1, a.view.Apply)
+}
+
 // sync applies what other writers appended to the agent's stream and rolls
 // forward a step left in flight. a.mu must be held.
 func (a *Agent) sync(ctx context.Context) error {
-	if err := a.e.store.ReadStream(ctx, a.stream, a.view.Head+1, a.view.Apply); err != nil {
+	if err := a.readNew(ctx); err != nil {
 		return fmt.Errorf("read agent %s: %w", a.id, err)
 	}
 	if !fsm.InFlight(a.view.State) {
@@ -498,7 +504,7 @@ func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, act lifecycle.A
 	switch {
 	case errors.As(err, &conflict) && conflict.Stream == a.stream:
 		if toolAction(act) {
-			if rerr := a.e.store.ReadStream(ctx, a.stream, a.view.Head+1, a.view.Apply); rerr != nil {
+			if rerr := a.readNew(ctx); rerr != nil {
 				return errors.Join(err, rerr)
 			}
 			if !fsm.InFlight(a.view.State) {

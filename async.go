@@ -88,7 +88,7 @@ func (a *Agent) queue(run endedRun) {
 	defer cancel()
 	// What other writers appended is read, never rolled forward: a step
 	// left in flight is finished by the next action, not by this.
-	if err := a.e.store.ReadStream(ctx, a.stream, a.view.Head+1, a.view.Apply); err != nil {
+	if err := a.readNew(ctx); err != nil {
 		a.e.log.Warn("async hook's end not recorded yet", "agent", a.id, "error", err)
 		return
 	}
@@ -131,7 +131,7 @@ func (a *Agent) appendAsync(ctx context.Context, rec *schema.AsyncHookEnded, ste
 		var conflict *eventlog.ConflictError
 		if errors.As(err, &conflict) && tries < 3 {
 			// Another process stepped the agent: read what it wrote.
-			if err := a.e.store.ReadStream(ctx, a.stream, a.view.Head+1, a.view.Apply); err != nil {
+			if err := a.readNew(ctx); err != nil {
 				return err
 			}
 			continue
