@@ -164,9 +164,15 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 	if rep == nil {
 		return nil, fmt.Errorf("agent %s: tool call %s was not decided", a.id, call.ID)
 	}
+	return decisionOf(rep, c), nil
+}
+
+// decisionOf is the decision rep reports on call c, with the outcomes of
+// the hooks before it.
+func decisionOf(rep *lifecycle.ToolReport, c projection.ToolCall) *ToolDecision {
 	outcomes := slices.Concat(c.PreOutcomes, c.PermissionOutcomes)
 	return &ToolDecision{Decision: rep.Decision, Reason: rep.Reason, Input: rep.Input, Context: rep.Context,
-		Interrupted: rep.Interrupted, Resulted: rep.Resulted, Outcomes: outcomes, Halt: haltOf(outcomes)}, nil
+		Interrupted: rep.Interrupted, Resulted: rep.Resulted, Outcomes: outcomes, Halt: haltOf(outcomes)}
 }
 
 // ToolAnswer is the user's answer to a call left to ask: Allow, or a
@@ -205,9 +211,7 @@ func (a *Agent) AnswerAsk(ctx context.Context, ans ToolAnswer) (*ToolDecision, e
 	if rep == nil {
 		return nil, fmt.Errorf("agent %s: the answer to tool call %s was not recorded", a.id, ans.ID)
 	}
-	outcomes := slices.Concat(c.PreOutcomes, c.PermissionOutcomes)
-	return &ToolDecision{Decision: rep.Decision, Reason: rep.Reason, Input: rep.Input, Context: rep.Context,
-		Interrupted: rep.Interrupted, Resulted: rep.Resulted, Outcomes: outcomes, Halt: haltOf(outcomes)}, nil
+	return decisionOf(rep, c), nil
 }
 
 // PostToolUse records what a tool call that PreToolUse decided gave, once
