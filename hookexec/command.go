@@ -171,7 +171,7 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 
 	o := schema.HookOutcome{Name: h.Name, Source: h.Source}
 	o.Dropped = r.stdout.dropped + r.stderr.dropped
-	var text string
+	var a answer // what it gives, as its event reads it
 	switch {
 	case r.stoppedBy(hctx):
 		o.Status, o.Error = stopped(ctx, timeout)
@@ -184,11 +184,11 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		o.Status, o.Error = schema.HookFailed, wrongEventName(r.stdout.buf, h.Event)
 	case generic(h.Event):
 		spec, _ := schema.LookupEvent(h.Event)
-		a := commandEventAnswer(&o, spec, r, env)
+		a = commandEventAnswer(&o, spec, r, env)
 		o.Duration = now().Sub(began).Nanoseconds()
 		return o, a
 	case toolEvent(h.Event):
-		a := toolAnswer(&o, h.Event, r, env)
+		a = toolAnswer(&o, h.Event, r, env)
 		readControl(&o, h, r)
 		o.Duration = now().Sub(began).Nanoseconds()
 		return o, a
@@ -196,7 +196,7 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		// Exit 2 is how a hook blocks: its stderr is the reason.
 		o.Status, o.ExitCode, o.Decision = schema.HookOK, 2, "block"
 		o.Reason = excerpt(r.stderr.buf)
-		text = o.Reason
+		a.text = o.Reason
 	case !r.state.Success():
 		o.Status, o.ExitCode, o.Error = schema.HookFailed, exitCode(r.state), r.state.String()
 		o.Stderr = excerpt(r.stderr.buf)
@@ -207,9 +207,9 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		case mayBlock(h.Event) && blockAnswer(r.stdout.buf):
 			o.Decision = "block"
 			_, o.Reason = ParseStopOutput(r.stdout.buf)
-			text = o.Reason
+			a.text = o.Reason
 		case h.Event != Stop && h.Event != PreCompact:
-			text, _ = limitContext(ParseOutput(r.stdout.buf), env)
+			a.text, _ = limitContext(ParseOutput(r.stdout.buf), env)
 		}
 	case r.err != nil && !errors.Is(r.err, exec.ErrWaitDelay):
 		o.Status, o.Error = schema.HookFailed, r.err.Error()
@@ -217,26 +217,20 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 	case mayBlock(h.Event) && blockAnswer(r.stdout.buf):
 		o.Status, o.Decision = schema.HookOK, "block"
 		_, o.Reason = ParseStopOutput(r.stdout.buf)
-		text = o.Reason
+		a.text = o.Reason
 	case h.Event == Stop:
+		// Its additionalContext is feedback; plain stdout is nothing.
 		o.Status = schema.HookOK
-		readControl(&o, h, r)
-		o.Duration = now().Sub(began).Nanoseconds()
-		var a answer
 		if isJSONObject(r.stdout.buf) {
 			a.context, _ = limitContext(ParseOutput(r.stdout.buf), env)
 		}
-		o.ContextLen = len(a.context)
-		return o, a
 	case h.Event == PreCompact:
 		o.Status = schema.HookOK
-		o.Duration = now().Sub(began).Nanoseconds()
-		readControl(&o, h, r)
-		return o, answer{instructions: compactInstructions(h, r.stdout.buf)}
+		a.instructions = compactInstructions(h, r.stdout.buf)
 	default:
 		var err error
 		o.Status = schema.HookOK
-		text, err = limitContext(ParseOutput(r.stdout.buf), env)
+		a.text, err = limitContext(ParseOutput(r.stdout.buf), env)
 		if err != nil {
 			o.Error = err.Error()
 		}
@@ -245,8 +239,8 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		readControl(&o, h, r)
 	}
 	o.Duration = now().Sub(began).Nanoseconds()
-	o.ContextLen = len(text)
-	return o, answer{text: text}
+	o.ContextLen = len(a.text) + len(a.context)
+	return o, a
 }
 
 // compactInstructions is what a PreCompact hook's stdout adds to the
