@@ -445,9 +445,14 @@ func (e *Engine) Close() error {
 	agents := slices.Collect(maps.Values(e.agents))
 	e.mu.Unlock()
 	for _, a := range agents {
-		a.mu.Lock()
-		a.flushAsync(context.Background())
-		a.mu.Unlock()
+		a.asyncMu.Lock()
+		queued := len(a.ended) > 0
+		a.asyncMu.Unlock()
+		if queued { // an agent with none is not waited for
+			a.mu.Lock()
+			a.flushAsync(context.Background())
+			a.mu.Unlock()
+		}
 	}
 	e.mu.Lock()
 	sessions := make([]*session, 0, len(e.sessions))
