@@ -36,3 +36,30 @@ func TestRedactBlanksEveryTextOfAnOutcome(t *testing.T) {
 		}
 	}
 }
+
+// The text fields this build added to agent-stream payloads go with a
+// deleted session: an async hook's context and outcome, a Stop's
+// feedback, a compaction's hook instructions and the summary a host made.
+func TestRedactBlanksTheNewerTexts(t *testing.T) {
+	gone := func(s string) bool { return s == "a" }
+	async := &AsyncHookEnded{Session: "a", Event: HookUserPromptSubmit, Context: "secret context",
+		Outcome: HookOutcome{Name: "h", Status: HookOK, Async: "r1", Stderr: "secret stderr", Specific: []byte(`{"x":1}`)}}
+	stop := &StopHookRan{Session: "a", Context: "secret feedback"}
+	compact := &PreCompactHookRan{Session: "a", Instructions: "secret instructions", Summary: "secret summary"}
+	for _, p := range []Payload{async, stop, compact} {
+		if !Redact(p, gone) {
+			t.Errorf("Redact changed nothing in %T", p)
+		}
+	}
+	if async.Context != "" || async.Outcome.Stderr != "" || async.Outcome.Specific != nil ||
+		async.Outcome.Name != "h" || async.Outcome.Async != "r1" || async.Outcome.Status != HookOK {
+		t.Errorf("async end after Redact: %+v", async)
+	}
+	if stop.Context != "" || compact.Instructions != "" || compact.Summary != "" {
+		t.Errorf("after Redact: stop %+v, compaction %+v", stop, compact)
+	}
+	kept := &AsyncHookEnded{Session: "b", Context: "kept"}
+	if Redact(kept, gone) || kept.Context != "kept" {
+		t.Errorf("another session's async end was redacted: %+v", kept)
+	}
+}
