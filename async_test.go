@@ -2,6 +2,7 @@ package reprise_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -113,6 +115,83 @@ func TestAsyncHookContextReachesTheNextTurn(t *testing.T) {
 	}
 	if n := strings.Count(texts(msgs), "the linter found 2 issues"); n != 2 {
 		t.Fatalf("the context is in the conversation %d times, want 2 (one per run):\n%s", n, texts(msgs))
+	}
+}
+
+// An async hook that ends while the model's calls run has its context
+// handed on with the last result of the answer, before the next request,
+// as Claude Code hands it on, not with the next prompt: the result of the
+// first call, while the second lacks one, brings nothing, and the next
+// prompt brings nothing more.
+func TestAsyncHookContextComesWithTheLastResultOfAnAnswer(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	settings := testkit.WriteFile(t, filepath.Join(dir, "settings.json"), `{"hooks": {
+		"UserPromptSubmit": [{"hooks": [
+			{"type": "command", "async": true, "command": "cat >/dev/null; while [ ! -e '`+gate+`' ]; do sleep 0.05; done; echo 'the linter found 2 issues'"}]}],
+		"PostToolUse": [{"matcher": "Bash", "hooks": [
+			{"type": "command", "command": "cat >/dev/null; echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PostToolUse\", \"additionalContext\": \"ran\"}}'"}]}]}}`)
+	e, ended := asyncEngine(t, filepath.Join(dir, "reprise.db"), settings)
+	testkit.Session(t, e, "s", dir, "hello", "hi")
+	a := testkit.Agent(t, e, "ide")
+	if _, err := a.Start(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Prompt(ctx, "fix the parser"); err != nil {
+		t.Fatal(err)
+	}
+	answer(t, e, "s", reprise.ToolUseBlock("toolu_1", "Read", json.RawMessage(`{"file_path":"a"}`)),
+		reprise.ToolUseBlock("toolu_2", "Bash", json.RawMessage(`{"command":"ls"}`)))
+	for _, c := range []reprise.ToolCall{{ID: "toolu_1", Name: "Read", Permission: reprise.ToolAllow},
+		{ID: "toolu_2", Name: "Bash", Permission: reprise.ToolAllow}} {
+		if _, err := a.PreToolUse(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the async hook's end was never told")
+	}
+	first, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_1", Output: json.RawMessage(`"a's text"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.AsyncMessage != nil {
+		t.Fatalf("the first result, with toolu_2 open, brought %+v", first.AsyncMessage)
+	}
+	second, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_2", Output: json.RawMessage(`"a b"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<system-reminder>\nUserPromptSubmit hook additional context: the linter found 2 issues\n</system-reminder>"
+	if second.Context != "ran" || second.AsyncMessage == nil || !second.AsyncMessage.IsMeta || second.AsyncMessage.Content[0].Text != want {
+		t.Fatalf("the last result: %+v, async message %+v", second, second.AsyncMessage)
+	}
+	msgs, err := e.Conversation(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The result, its hook's context, then the async context, chained.
+	n := len(msgs)
+	if n < 3 || msgs[n-1].UUID != second.AsyncMessage.UUID || msgs[n-1].ParentUUID != msgs[n-2].UUID ||
+		!strings.Contains(msgs[n-2].Content[0].Text, "PostToolUse:Bash hook additional context: ran") ||
+		len(projection.ToolResults(msgs[n-3])) != 1 || projection.ToolResults(msgs[n-3])[0] != "toolu_2" {
+		t.Fatalf("the conversation ends:\n%s", texts(msgs[max(0, n-3):]))
+	}
+	next, err := a.Prompt(ctx, "thanks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.AsyncMessage != nil || countType(t, e, "AsyncContextInjected") != 1 {
+		t.Fatalf("the next prompt brought the context again: %+v", next.AsyncMessage)
+	}
+	if n := strings.Count(texts(msgs), "the linter found 2 issues"); n != 1 {
+		t.Fatalf("the context is in the conversation %d times, want 1", n)
 	}
 }
 

@@ -122,6 +122,12 @@ type ToolFeedback struct {
 	Reason          string
 	UpdatedResult   json.RawMessage
 	Outcomes        []schema.HookOutcome // the PostToolUse (or PostToolUseFailure) hooks'
+	// AsyncMessage holds, as a meta message after the result and its
+	// hooks' feedback, the context of the session's async hooks that ended
+	// since the model last heard from them: given with the last result of
+	// an answer, as Claude Code gives it in the next request. Nil when none
+	// ended, or when calls of the answer still lack results.
+	AsyncMessage *Message
 	Halt
 }
 
@@ -218,7 +224,9 @@ func (a *Agent) AnswerAsk(ctx context.Context, ans ToolAnswer) (*ToolDecision, e
 // per tool_use id, as the session's tool_result, then runs the call's
 // PostToolUse hooks, or PostToolUseFailure when res.Error is set. Their
 // context and the reason of a block are appended after the tool_result,
-// where Claude Code puts them. Asked again, it returns what the log holds.
+// where Claude Code puts them. The last result of an answer also brings
+// the context of async hooks that ended meanwhile (AsyncMessage). Asked
+// again, it returns what the log holds.
 func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback, error) {
 	if err := checkToolID(res.ID); err != nil {
 		return nil, err
@@ -238,8 +246,16 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 	if rep == nil {
 		return nil, fmt.Errorf("%w: %s", ErrToolNotDecided, res.ID)
 	}
-	return &ToolFeedback{AlreadyRecorded: rep.AlreadyRecorded, Context: rep.PostContext, Blocked: rep.Blocked, Reason: rep.BlockReason,
-		UpdatedResult: rep.UpdatedResult, Outcomes: c.PostOutcomes, Halt: haltOf(c.PostOutcomes)}, nil
+	fb := &ToolFeedback{AlreadyRecorded: rep.AlreadyRecorded, Context: rep.PostContext, Blocked: rep.Blocked, Reason: rep.BlockReason,
+		UpdatedResult: rep.UpdatedResult, Outcomes: c.PostOutcomes, Halt: haltOf(c.PostOutcomes)}
+	if rep.AsyncUUID != "" {
+		m, err := a.e.message(context.WithoutCancel(ctx), c.Session, rep.AsyncUUID)
+		if err != nil {
+			return nil, err
+		}
+		fb.AsyncMessage = &m
+	}
+	return fb, nil
 }
 
 // checkToolID refuses a tool_use id that is not an id: one that could

@@ -71,6 +71,10 @@ type ToolReport struct {
 	BlockReason   string
 	PostContext   string
 	UpdatedResult []byte
+	// AsyncUUID is the meta message, after the result, with the context of
+	// async hooks that ended since the model last heard from them; "" when
+	// none did or calls of the answer still lack results.
+	AsyncUUID string
 }
 
 // report is what the log holds of call c, for a call asked about again.
@@ -314,19 +318,21 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 		if !t.Failed && !t.Refused && json.Valid(t.Response) {
 			msg.ToolUseResult = t.Response // the transcript's toolUseResult
 		}
-		ready := messages(in.Now, s, &msg)
+		var msgs []schema.Message
+		var injected *injection
 		if len(matched.Hooks) == 0 {
 			// The PreToolUse hooks' context, beside the result.
-			ready = after(ready, c.Session, msg.UUID, feedback(in, c, event, HooksRan{}))
+			msgs, injected = feedback(in, c, event, HooksRan{}), batchEnd(in, s, t.ID)
 		}
+		ready := withMessages(in, s, append([]schema.Message{msg}, msgs...), injected)
 		ready = withAgentStep(in, ready, t.ID, &schema.ToolResultRecorded{Session: c.Session,
 			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed || t.Refused, Hooks: matched.Hooks, Status: matched.Status})
 		if len(matched.Hooks) > 0 {
 			ready.Effect = RunHooks{Event: event, Session: c.Session, Hooks: matched.Hooks, Tool: t, ToolInput: c.Input}
-		} else {
-			ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true}
+			return ready, nil
 		}
-		return ready, nil
+		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true}
+		return withInjected(in, ready, injected), nil
 	case fsm.ToolPostHooks:
 		if err := othersHooks(in, t.ID); err != nil {
 			return Ready{}, err
@@ -341,25 +347,60 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 		if ran.Blocked {
 			step.Decision, step.Reason = "block", ran.Reason
 		}
-		ready := Ready{}
-		if msgs := feedback(in, c, event, ran); len(msgs) > 0 {
-			s := in.Sessions[c.Session]
-			if s == nil {
-				return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, c.Session)
-			}
-			step.MessageUUID = msgs[0].UUID
-			ready = after(messages(in.Now, s, &msgs[0]), c.Session, msgs[0].UUID, msgs[1:])
+		s := in.Sessions[c.Session]
+		if s == nil {
+			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, c.Session)
 		}
-		ready = withAgentStep(in, ready, t.ID, step)
+		msgs, injected := feedback(in, c, event, ran), batchEnd(in, s, t.ID)
+		if len(msgs) > 0 {
+			step.MessageUUID = msgs[0].UUID
+		}
+		ready := withAgentStep(in, withMessages(in, s, msgs, injected), t.ID, step)
 		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true,
 			Blocked: ran.Blocked, BlockReason: ran.Reason, PostContext: ran.Context, UpdatedResult: ran.Replacement}
-		return ready, nil
+		return withInjected(in, ready, injected), nil
 	case fsm.ToolDone:
 		rep := report(c)
 		rep.AlreadyRecorded = true
 		return Ready{Report: Report{Tool: rep}}, nil
 	}
 	return Ready{}, fmt.Errorf("%w: %s", ErrToolNotDecided, t.ID)
+}
+
+// batchEnd is the context of session s's async hooks that ended since the
+// model last heard from them, when no call of call id's answer but id
+// lacks a result: Claude Code hands that context on in the next request,
+// and the last result of an answer ends the next request's messages. Nil
+// when there is none, or calls are still open.
+func batchEnd(in Input, s *Session, id string) *injection {
+	if slices.ContainsFunc(s.OpenCalls, func(o string) bool { return o != id }) {
+		return nil
+	}
+	return asyncContext(in, s.ID, "")
+}
+
+// withMessages is the Ready that appends msgs, then injected's message
+// when there is one, to session s, each the parent of the next; empty
+// when there are none.
+func withMessages(in Input, s *Session, msgs []schema.Message, injected *injection) Ready {
+	if injected != nil {
+		msgs = append(msgs, injected.msg.Message)
+	}
+	if len(msgs) == 0 {
+		return Ready{}
+	}
+	ready := messages(in.Now, s, &msgs[0])
+	return after(ready, s.ID, msgs[0].UUID, msgs[1:])
+}
+
+// withInjected adds to ready, a call's last step, the record that
+// injected's message took its async runs' context to the model.
+func withInjected(in Input, ready Ready, injected *injection) Ready {
+	if injected == nil {
+		return ready
+	}
+	ready.Report.Tool.AsyncUUID = injected.msg.Message.UUID
+	return add(ready, projection.AgentStream(in.Agent.ID), injected.step, in.Now, "")
 }
 
 // feedback is what the model is told beside call c's result, as Claude

@@ -136,8 +136,15 @@ func (l *ToolUseLedger) Add(m schema.Message) {
 	}
 }
 
-// Open returns the calls of the last answer that have no tool_result yet.
-func (l *ToolUseLedger) Open() []string { return append([]string(nil), l.open...) }
+// OpenAfter returns the calls of the last answer that have no tool_result
+// once pending, messages not given to Add, follow. It changes nothing.
+func (l *ToolUseLedger) OpenAfter(pending []schema.Message) []string {
+	t := ToolUseLedger{ids: map[string]bool{}, open: slices.Clone(l.open), answer: l.answer, last: l.last}
+	for _, p := range pending {
+		t.Add(p)
+	}
+	return t.open
+}
 
 // toolUseIDs returns the ids of m's tool_use blocks, in order, or an error
 // matching ErrEmptyToolUseID for a block without one.

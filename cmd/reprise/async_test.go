@@ -128,6 +128,23 @@ func TestBinaryAsyncHookContextReachesTheNextPrompt(t *testing.T) {
 	if got := injected[0]["runs"].([]any); len(got) != 1 || got[0] != runs[0] {
 		t.Fatalf("injected the context of runs %v, want [%s]", got, runs[0])
 	}
+
+	// Prompt two started the hook again, and waited for it at exit; the
+	// model's next answer calls a tool, and that call's result, the last
+	// of the answer, brings the run's context before the next request.
+	c.ok("append", "s", "--role", "assistant", "--content", `[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}]`)
+	c.ok(append([]string{"tool", "--tool-use-id", "toolu_1", "--name", "Bash", "--input", `{"command":"ls"}`, "--permission", "allow"}, flags...)...)
+	var f toolResultJSON
+	c.okJSON(&f, append([]string{"tool-result", "--tool-use-id", "toolu_1", "--output", `"go.mod"`}, flags...)...)
+	c.okJSON(&conv, "replay", "s")
+	last := conv.Messages[len(conv.Messages)-1]
+	if f.AsyncMessage == "" || f.AsyncMessage != last.UUID || !last.Meta ||
+		last.Content[0].(map[string]any)["text"] != "<system-reminder>\nUserPromptSubmit hook additional context: CTX\n</system-reminder>" {
+		t.Fatalf("tool-result = %+v; the conversation ends with %+v", f, last)
+	}
+	if n := len(agentEvents(c, "ide", "AsyncContextInjected")); n != 2 {
+		t.Fatalf("%d AsyncContextInjected events, want 2", n)
+	}
 }
 
 // prompt prints what became of the prompt before it waits for the async

@@ -12,6 +12,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/jsonview"
+	"github.com/reprise-dev/reprise/projection"
 )
 
 // errPromptBlocked is why prompt exits 1: a UserPromptSubmit hook kept the
@@ -27,14 +28,18 @@ type promptOptions struct {
 
 // promptJSON is what prompt --json prints.
 type promptJSON struct {
-	Agent          string        `json:"agent"`
-	Session        string        `json:"session"`
-	Blocked        bool          `json:"blocked"`
-	Reason         string        `json:"reason,omitempty"`
-	Message        string        `json:"message,omitempty"` // the prompt's uuid when kept
-	Context        string        `json:"context"`
-	ContextMessage string        `json:"context_message,omitempty"`
-	Hooks          []outcomeJSON `json:"hooks"`
+	Agent          string `json:"agent"`
+	Session        string `json:"session"`
+	Blocked        bool   `json:"blocked"`
+	Reason         string `json:"reason,omitempty"`
+	Message        string `json:"message,omitempty"` // the prompt's uuid when kept
+	Context        string `json:"context"`
+	ContextMessage string `json:"context_message,omitempty"`
+	// AsyncMessage is the uuid of the meta message that brought the
+	// context of async hooks that ended since the model last heard from
+	// them.
+	AsyncMessage string        `json:"async_message,omitempty"`
+	Hooks        []outcomeJSON `json:"hooks"`
 }
 
 func newPromptCmd(a *app, runF func(context.Context, *promptOptions) error) *cobra.Command {
@@ -103,7 +108,7 @@ func runPrompt(ctx context.Context, o *promptOptions) error {
 		err = printJSON(o.stdout, promptJSON{
 			Agent: o.agent, Session: session, Blocked: res.Blocked, Reason: res.Reason,
 			Message: messageUUID(res.Message), Context: res.Context, ContextMessage: messageUUID(res.ContextMessage),
-			Hooks: jsonview.NewOutcomes(hookexec.UserPromptSubmit, res.Outcomes),
+			AsyncMessage: messageUUID(res.AsyncMessage), Hooks: jsonview.NewOutcomes(hookexec.UserPromptSubmit, res.Outcomes),
 		})
 	} else {
 		printPrompt(o.stdout, session, res)
@@ -136,4 +141,15 @@ func printPrompt(w io.Writer, session string, res *reprise.PromptResult) {
 		fmt.Fprintln(w, "context (not kept, as the prompt was not):")
 		printIndented(w, res.Context)
 	}
+	printAsync(w, res.AsyncMessage)
+}
+
+// printAsync says which message brought the context of async hooks that
+// ended since the model last heard from them, and what it says.
+func printAsync(w io.Writer, m *reprise.Message) {
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(w, "async hooks' context added as message %s:\n", m.UUID)
+	printIndented(w, projection.FirstText(*m))
 }

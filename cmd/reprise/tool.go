@@ -55,6 +55,8 @@ type toolResultJSON struct {
 	UpdatedOutput json.RawMessage `json:"updated_output,omitempty"`
 	Blocked       bool            `json:"blocked"`
 	Reason        string          `json:"reason"`
+	// AsyncMessage is as prompt's: given with the last result of an answer.
+	AsyncMessage string `json:"async_message,omitempty"`
 	haltJSON
 }
 
@@ -260,7 +262,7 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 	}
 	if o.json {
 		if err := printJSON(o.stdout, toolResultJSON{AlreadyRecorded: f.AlreadyRecorded, Context: f.Context, UpdatedOutput: f.UpdatedResult, Blocked: f.Blocked,
-			Reason: f.Reason, haltJSON: haltJSON{f.Halted, f.StopReason}}); err != nil {
+			Reason: f.Reason, AsyncMessage: messageUUID(f.AsyncMessage), haltJSON: haltJSON{f.Halted, f.StopReason}}); err != nil {
 			return err
 		}
 		return alreadyRecorded(o.id, f)
@@ -279,6 +281,7 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 		fmt.Fprintln(o.stdout, "context:")
 		printIndented(o.stdout, f.Context)
 	}
+	printAsync(o.stdout, f.AsyncMessage)
 	printHalt(o.stdout, f.Halt)
 	return alreadyRecorded(o.id, f)
 }
