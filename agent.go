@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +66,7 @@ type Agent struct {
 	mu     sync.Mutex // held for the whole of a restore, and while a tool call's step decides
 	loaded bool
 	view   *projection.Agent
-	tools  map[string]bool // the tool calls this process has a step of in flight
+	lanes  map[string]bool // the tool calls and fires this process has a step of in flight, by lane key
 
 	// The async hooks this process runs for the agent (ids), the ends
 	// not recorded yet, and how many of their recorders may hold mu.
@@ -87,7 +88,7 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 	e.mu.Lock()
 	a := e.agents[id]
 	if a == nil {
-		a = &Agent{e: e, id: id, stream: projection.AgentStream(id), view: projection.NewAgent(id), tools: map[string]bool{}}
+		a = &Agent{e: e, id: id, stream: projection.AgentStream(id), view: projection.NewAgent(id), lanes: map[string]bool{}}
 		e.agents[id] = a
 	}
 	e.mu.Unlock()
@@ -129,26 +130,40 @@ func (a *Agent) lockStream(ctx context.Context) (release func(), err error) {
 	return release, err
 }
 
-// lockCall takes the lock of tool call id of the agent in a store that
-// has locks, and fails with ErrAgentBusy while another holder has it: a
-// process holds it from before it records the call's hooks as started
-// until it has recorded how they ended, so that another one can tell the
-// hooks of a live process from a dead one's. It must be taken before a.mu,
-// because a store may wait for a free lock slot while the calls of this
-// process that hold the others need a.mu to end. The context it returns
-// ends if the lock is lost (eventlog.Hold): the call's hooks are then
-// cancelled, as when the caller gives up, since another process may close
-// them.
-func (a *Agent) lockCall(ctx context.Context, id string) (held context.Context, release func(), err error) {
+// lockLane takes the lock of the tool call or fire lane (toolLane, fireLane)
+// of the agent in a store that has locks, and fails with ErrAgentBusy
+// while another holder has it: a process holds it from before it records
+// the lane's hooks as started until it has recorded how they ended, so
+// that another one can tell the hooks of a live process from a dead one's.
+// It must be taken before a.mu, because a store may wait for a free lock
+// slot while the lanes of this process that hold the others need a.mu to
+// end. The context it returns ends if the lock is lost (eventlog.Hold):
+// the lane's hooks are then cancelled, as when the caller gives up, since
+// another process may close them.
+func (a *Agent) lockLane(ctx context.Context, lane string) (held context.Context, release func(), err error) {
 	locker, ok := a.e.store.(eventlog.StreamLocker)
 	if !ok {
 		return ctx, func() {}, nil
 	}
-	held, release, err = eventlog.Hold(ctx, locker, "tool/"+a.id+"/"+id)
+	kind, id, _ := strings.Cut(lane, "/")
+	held, release, err = eventlog.Hold(ctx, locker, kind+"/"+a.id+"/"+id)
 	if errors.Is(err, eventlog.ErrBusy) {
-		return nil, nil, fmt.Errorf("%w: agent %s: tool call %s: %w", ErrAgentBusy, a.id, id, err)
+		return nil, nil, fmt.Errorf("%w: agent %s: %s: %w", ErrAgentBusy, a.id, laneName(lane), err)
 	}
 	return held, release, err
+}
+
+// toolLane and fireLane are the lane keys of tool call id and fire id: the
+// two name spaces are apart, so a fire may take a tool call's id.
+func toolLane(id string) string { return "tool/" + id }
+func fireLane(id string) string { return "fire/" + id }
+
+// laneName is lane for people: "tool call ID" or "fire ID".
+func laneName(lane string) string {
+	if id, ok := strings.CutPrefix(lane, "fire/"); ok {
+		return "fire " + id
+	}
+	return "tool call " + strings.TrimPrefix(lane, "tool/")
 }
 
 // closeOrphans closes, as interrupted, the tool calls whose hooks the log
@@ -158,8 +173,8 @@ func (a *Agent) lockCall(ctx context.Context, id string) (held context.Context, 
 // the agent: a new Agent's first read.
 func (a *Agent) closeOrphans(ctx context.Context) error {
 	var dead []string
-	for _, id := range a.orphanTools() {
-		_, release, err := a.lockCall(ctx, id)
+	for _, lane := range a.orphanLanes() {
+		_, release, err := a.lockLane(ctx, lane)
 		if errors.Is(err, ErrAgentBusy) {
 			continue
 		}
@@ -167,25 +182,31 @@ func (a *Agent) closeOrphans(ctx context.Context) error {
 			return err
 		}
 		defer release()
-		dead = append(dead, id)
+		dead = append(dead, lane)
 	}
 	if len(dead) == 0 {
 		return nil
 	}
-	// A live process may have ended a call's hooks, and let its lock go,
+	// A live process may have ended a lane's hooks, and let its lock go,
 	// after the log was read.
 	if err := a.sync(ctx); err != nil {
 		return err
 	}
 	for {
-		dead = slices.DeleteFunc(dead, func(id string) bool {
-			c := a.view.Tools[id]
-			return c == nil || !fsm.ToolInFlight(c.State)
-		})
-		if len(dead) == 0 {
+		act := lifecycle.Action{Kind: lifecycle.Continue}
+		for _, lane := range dead {
+			if id, ok := strings.CutPrefix(lane, "fire/"); ok {
+				if f := a.view.Fires[id]; f != nil && f.State == fsm.FireHooks {
+					act.OrphanFires = append(act.OrphanFires, id)
+				}
+			} else if c := a.view.Tools[strings.TrimPrefix(lane, "tool/")]; c != nil && fsm.ToolInFlight(c.State) {
+				act.Orphans = append(act.Orphans, c.ID)
+			}
+		}
+		if len(act.Orphans)+len(act.OrphanFires) == 0 {
 			return nil
 		}
-		if _, err := a.step(ctx, lifecycle.Action{Kind: lifecycle.Continue, Orphans: dead}); err != nil {
+		if _, err := a.step(ctx, act); err != nil {
 			return err
 		}
 	}
@@ -337,7 +358,7 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (lifecycle.Repor
 			d.Performed(lifecycle.HooksMatched{Event: eff.Event, Hooks: hookexec.Names(matched), Status: statusMessages(matched)})
 			continue
 		}
-		if toolAction(act) {
+		if laneAction(act) {
 			// The hooks of one tool call do not hold the agent: the calls
 			// of one answer run theirs at once.
 			a.mu.Unlock()
@@ -503,7 +524,7 @@ func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, act lifecycle.A
 	var conflict *eventlog.ConflictError
 	switch {
 	case errors.As(err, &conflict) && conflict.Stream == a.stream:
-		if toolAction(act) {
+		if laneAction(act) {
 			if rerr := a.readNew(ctx); rerr != nil {
 				return errors.Join(err, rerr)
 			}
@@ -622,6 +643,8 @@ func (a *Agent) stepID(eff lifecycle.RunHooks) string {
 	switch {
 	case eff.Tool != nil:
 		return eff.Tool.ID
+	case eff.Fire != nil:
+		return eff.Fire.ID
 	case v.Prompt != nil:
 		return v.Prompt.ID
 	case v.Stop != nil:
@@ -647,6 +670,9 @@ func gate(ctx context.Context, blocked bool, reason string) (bool, string) {
 func hookValue(eff lifecycle.RunHooks) string {
 	if eff.Tool != nil {
 		return eff.Tool.Name
+	}
+	if eff.Fire != nil {
+		return eff.Fire.Value
 	}
 	switch eff.Event {
 	case hookexec.SessionStart:
@@ -682,6 +708,10 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 		}
 	}
 	now := e.now().UnixMilli()
+	if eff.Fire != nil {
+		return a.runFire(ctx, eff, hooks, hookexec.EventInput{SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir,
+			PromptID: eff.PromptID, PermissionMode: e.permissionMode, Fields: eff.Fire.Fields, Messages: msgs}, env)
+	}
 	if eff.Tool != nil {
 		return a.runToolHooks(ctx, eff, hooks, hookexec.ToolInput{SessionID: id, TranscriptPath: transcript,
 			Cwd: env.ProjectDir, Timestamp: now, Messages: msgs}, env)
@@ -721,29 +751,14 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 	} else {
 		run = e.newID()
 	}
-	envName := envFileName(id, run)
-	if slices.ContainsFunc(hooks, hookexec.Hook.IsCommand) {
-		if err := e.files.Replace(envName, func(io.Writer) error { return nil }); err != nil {
-			e.log.Warn("no CLAUDE_ENV_FILE for hooks", "session", id, "error", err)
-		} else {
-			env.EnvFile = e.files.Path(envName)
-		}
-	}
+	envName, envFile := e.newEnvFile(id, run, hooks)
+	env.EnvFile = envFile
 	outcomes, text := e.runner.SessionStart(ctx, hooks, hookexec.SessionStartInput{
 		SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: env.ProjectDir, Source: eff.Source,
 		InitialPrompt: eff.InitialPrompt, Messages: msgs}, env)
 	ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Context: text, EnvFile: env.EnvFile}
-	if env.EnvFile != "" {
-		written, err := e.files.Read(envName)
-		if err != nil {
-			e.log.Warn("CLAUDE_ENV_FILE not read", "session", id, "error", err)
-		}
-		ran.Env = string(written)
-		// What it held is recorded: the file itself would only pile up, one
-		// for every restore.
-		if err := e.files.Remove(envName); err != nil {
-			e.log.Warn("CLAUDE_ENV_FILE not removed", "session", id, "error", err)
-		}
+	if envName != "" {
+		ran.Env = e.takeEnvFile(id, envName)
 	}
 	return ran
 }

@@ -290,43 +290,50 @@ func jsonOr(raw json.RawMessage, otherwise string) []byte {
 }
 
 // doTool performs the tool action act, with prepare run once the agent's
-// log is read: a call's steps hold the agent only while they decide and
-// append, never while hooks run, so the calls of one answer go on at once;
-// a second action on the same call meanwhile is ErrAgentBusy.
+// log is read (doLane), and returns what the log holds of the call.
 func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func() error) (*lifecycle.ToolReport, projection.ToolCall, error) {
-	id := act.Tool.ID
-	ctx, release, err := a.lockCall(ctx, id)
-	if err != nil {
-		return nil, projection.ToolCall{}, err
-	}
-	defer release()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.tools[id] {
-		return nil, projection.ToolCall{}, fmt.Errorf("%w: agent %s: tool call %s", ErrAgentBusy, a.id, id)
-	}
-	if err := a.sync(ctx); err != nil {
-		return nil, projection.ToolCall{}, err
-	}
-	if err := prepare(); err != nil {
-		return nil, projection.ToolCall{}, err
-	}
-	a.tools[id] = true
-	defer delete(a.tools, id)
-	rep, err := a.step(ctx, act)
-	if cause := context.Cause(ctx); err != nil && errors.Is(cause, eventlog.ErrLockLost) {
-		err = fmt.Errorf("%w: %w", err, cause)
-	}
+	rep, err := a.doLane(ctx, act, toolLane(act.Tool.ID), prepare)
 	var c projection.ToolCall
-	if call := a.view.Tools[id]; call != nil {
+	if call := a.view.Tools[act.Tool.ID]; call != nil {
 		c = *call
 	}
 	return rep.Tool, c, err
 }
 
-// toolAction reports whether act is a tool call's.
-func toolAction(act lifecycle.Action) bool {
-	return act.Kind == lifecycle.PreToolUse || act.Kind == lifecycle.PostToolUse
+// doLane performs act, a tool call's or a fire's, on lane, with prepare
+// run once the agent's log is read: a lane's steps hold the agent only
+// while they decide and append, never while hooks run, so the calls of
+// one answer, and fires, go on at once; a second action on the same lane
+// meanwhile is ErrAgentBusy. a.mu is taken and let go.
+func (a *Agent) doLane(ctx context.Context, act lifecycle.Action, lane string, prepare func() error) (lifecycle.Report, error) {
+	ctx, release, err := a.lockLane(ctx, lane)
+	if err != nil {
+		return lifecycle.Report{}, err
+	}
+	defer release()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lanes[lane] {
+		return lifecycle.Report{}, fmt.Errorf("%w: agent %s: %s", ErrAgentBusy, a.id, laneName(lane))
+	}
+	if err := a.sync(ctx); err != nil {
+		return lifecycle.Report{}, err
+	}
+	if err := prepare(); err != nil {
+		return lifecycle.Report{}, err
+	}
+	a.lanes[lane] = true
+	defer delete(a.lanes, lane)
+	rep, err := a.step(ctx, act)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, eventlog.ErrLockLost) {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	return rep, err
+}
+
+// laneAction reports whether act is a tool call's or a fire's.
+func laneAction(act lifecycle.Action) bool {
+	return act.Kind == lifecycle.PreToolUse || act.Kind == lifecycle.PostToolUse || act.Kind == lifecycle.Fire
 }
 
 // toolUse returns nil when the agent's current session, saved or
@@ -397,17 +404,22 @@ func holds(msgs []Message, id string) bool {
 	return false
 }
 
-// orphanTools returns the tool calls whose hooks the log shows running but
-// that no step of this process runs: those of a process that died. a.mu
-// is held.
-func (a *Agent) orphanTools() []string {
-	var ids []string
+// orphanLanes returns the lanes (tool calls and fires) whose hooks the
+// log shows running but that no step of this process runs: those of a
+// process that died. a.mu is held.
+func (a *Agent) orphanLanes() []string {
+	var lanes []string
 	for id, c := range a.view.Tools {
-		if fsm.ToolInFlight(c.State) && !a.tools[id] {
-			ids = append(ids, id)
+		if fsm.ToolInFlight(c.State) && !a.lanes[toolLane(id)] {
+			lanes = append(lanes, toolLane(id))
 		}
 	}
-	return ids
+	for id, f := range a.view.Fires {
+		if f.State == fsm.FireHooks && !a.lanes[fireLane(id)] {
+			lanes = append(lanes, fireLane(id))
+		}
+	}
+	return lanes
 }
 
 // runToolHooks runs the hooks of a tool event for eff with in, through the

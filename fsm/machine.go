@@ -93,7 +93,10 @@ var table = []Transition{
 }
 
 // Table returns a copy of the transition table, in lifecycle order.
-func Table() []Transition {
+func Table() []Transition { return copyTable(table) }
+
+// copyTable is a deep copy of table.
+func copyTable(table []Transition) []Transition {
 	out := make([]Transition, len(table))
 	for i, t := range table {
 		t.From = append([]State(nil), t.From...)
@@ -102,12 +105,18 @@ func Table() []Transition {
 	return out
 }
 
-// machines holds looplab FSMs built from table. Each Apply takes one that
-// no other call is using, so agents and audits step in parallel without a
-// shared lock; looplab itself decides every transition.
-var machines = sync.Pool{New: func() any { return newLooplab(Idle) }}
+// agentMachines holds looplab FSMs built from table. Each Apply takes one
+// that no other call is using, so agents and audits step in parallel
+// without a shared lock; looplab itself decides every transition.
+var agentMachines = machines(table, Idle)
 
-func newLooplab(initial State) *fsm.FSM {
+// machines is a pool of looplab machines of table, each starting at
+// initial.
+func machines(table []Transition, initial State) *sync.Pool {
+	return &sync.Pool{New: func() any { return newLooplab(table, initial) }}
+}
+
+func newLooplab(table []Transition, initial State) *fsm.FSM {
 	descs := make([]fsm.EventDesc, 0, len(table))
 	for _, t := range table {
 		src := make([]string, len(t.From))
@@ -121,9 +130,12 @@ func newLooplab(initial State) *fsm.FSM {
 
 // Apply returns the state that e leads to from s, or a *TransitionError when
 // the table does not allow e from s. It is pure and safe for concurrent use.
-func Apply(s State, e Event) (State, error) {
-	m := machines.Get().(*fsm.FSM)
-	defer machines.Put(m)
+func Apply(s State, e Event) (State, error) { return apply(agentMachines, s, e) }
+
+// apply steps a machine of pool from s with e.
+func apply(pool *sync.Pool, s State, e Event) (State, error) {
+	m := pool.Get().(*fsm.FSM)
+	defer pool.Put(m)
 	m.SetState(string(s))
 	// context.Background never cancels, so looplab cannot be left "in
 	// transition"; with no callbacks the only errors are illegal events.
@@ -160,6 +172,6 @@ func InFlight(s State) bool { return s != Idle && s != Active }
 // Diagram returns the table as a Mermaid state diagram, starting from Idle.
 func Diagram() string {
 	// StateDiagram is a known diagram type, so this cannot fail.
-	out, _ := fsm.VisualizeForMermaidWithGraphType(newLooplab(Idle), fsm.StateDiagram)
+	out, _ := fsm.VisualizeForMermaidWithGraphType(newLooplab(table, Idle), fsm.StateDiagram)
 	return out
 }

@@ -1,13 +1,6 @@
 package fsm
 
-import (
-	"context"
-	"sync"
-
-	"github.com/looplab/fsm"
-
-	"github.com/reprise-dev/reprise/schema"
-)
+import "github.com/reprise-dev/reprise/schema"
 
 // The states of one tool call, by its tool_use id. A call is in no state
 // before its first step. An agent's tool steps need it to be Active, and
@@ -63,30 +56,12 @@ var toolTable = []Transition{
 // NoTool is the state of a tool call that has no step yet.
 const NoTool State = "none"
 
-var toolMachines = sync.Pool{New: func() any {
-	descs := make([]fsm.EventDesc, 0, len(toolTable))
-	for _, t := range toolTable {
-		src := make([]string, len(t.From))
-		for i, s := range t.From {
-			src[i] = string(s)
-		}
-		descs = append(descs, fsm.EventDesc{Name: string(t.Event), Src: src, Dst: string(t.To)})
-	}
-	return fsm.NewFSM(string(NoTool), descs, nil)
-}}
+var toolMachines = machines(toolTable, NoTool)
 
 // ApplyTool returns the state that e leads a tool call to from s, or a
 // *TransitionError when the tool table does not allow it. It is pure and
 // safe for concurrent use.
-func ApplyTool(s State, e Event) (State, error) {
-	m := toolMachines.Get().(*fsm.FSM)
-	defer toolMachines.Put(m)
-	m.SetState(string(s))
-	if err := m.Event(context.Background(), string(e)); err != nil {
-		return s, &TransitionError{From: s, Event: e}
-	}
-	return State(m.Current()), nil
-}
+func ApplyTool(s State, e Event) (State, error) { return apply(toolMachines, s, e) }
 
 // ToolEventOf maps a tool call's payload to its label; ok is false for any
 // other payload.
@@ -114,11 +89,4 @@ func ToolInFlight(s State) bool {
 }
 
 // ToolTable returns a copy of the tool call table.
-func ToolTable() []Transition {
-	out := make([]Transition, len(toolTable))
-	for i, t := range toolTable {
-		t.From = append([]State(nil), t.From...)
-		out[i] = t
-	}
-	return out
-}
+func ToolTable() []Transition { return copyTable(toolTable) }

@@ -141,7 +141,7 @@ func wrongEventName(stdout []byte, event Event) string {
 // from the table alone.
 func generic(event Event) bool {
 	_, known := schema.LookupEvent(event)
-	return known && !slices.Contains(Events, event)
+	return known && !slices.Contains(schema.HookEvents, event)
 }
 
 // OnFailureBlock, as a hook's "onFailure", makes its failure (it could

@@ -98,6 +98,14 @@ func RunEvent(ctx context.Context, hooks []Hook, event Event, in EventInput, env
 	if err != nil {
 		return nil, EventResult{}, err
 	}
+	if toolEvent(event) {
+		var call struct {
+			Name  string          `json:"tool_name"`
+			Input json.RawMessage `json:"tool_input"`
+		}
+		_ = json.Unmarshal(in.Fields, &call) // eventStdin checked they are an object
+		hooks = meetingIf(hooks, ToolInput{ToolName: call.Name, ToolInput: call.Input}, env)
+	}
 	env.session = in.SessionID
 	if !spec.EnvFile {
 		env.EnvFile = ""
@@ -107,6 +115,31 @@ func RunEvent(ctx context.Context, hooks []Hook, event Event, in EventInput, env
 		return eventAnswer(spec, out), err
 	})
 	return outcomes, combine(spec, outcomes, answers), nil
+}
+
+// CheckEventInput returns the error RunEvent would return for in on
+// event before running anything (ErrBadInput), or nil.
+func CheckEventInput(event Event, in EventInput) error {
+	spec, ok := schema.LookupEvent(event)
+	if !ok {
+		return fmt.Errorf("%w: %q is not a hook event", ErrBadInput, event)
+	}
+	_, err := eventStdin(spec, in)
+	return err
+}
+
+// EventRunner runs the hooks of any event of schema.Events, as a Runner
+// runs the lifecycle's. Exec is one; an Engine whose Runner is no
+// EventRunner runs them with RunEvent.
+type EventRunner interface {
+	Event(ctx context.Context, hooks []Hook, event Event, in EventInput, env CommandEnv) ([]schema.HookOutcome, EventResult, error)
+}
+
+var _ EventRunner = Exec{}
+
+// Event is RunEvent.
+func (x Exec) Event(ctx context.Context, hooks []Hook, event Event, in EventInput, env CommandEnv) ([]schema.HookOutcome, EventResult, error) {
+	return RunEvent(ctx, hooks, event, in, x.env(env))
 }
 
 // eventStdin is the JSON a command hook of spec's event reads: the common

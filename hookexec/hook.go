@@ -26,9 +26,18 @@ const (
 	PreCompact       = schema.HookPreCompact       // a compaction is about to start
 )
 
-// Events are the hook events reprise runs, in lifecycle order. The slice
-// is shared: read it, never change it.
-var Events = schema.HookEvents
+// Events are the hook events reprise runs: all of schema.Events, in its
+// order. Those of schema.HookEvents have steps of their own in the
+// lifecycle; the others are fired (Agent.Fire, or the lifecycle where it
+// owns them) and run with RunEvent. The slice is shared: read it, never
+// change it.
+var Events = func() []Event {
+	out := make([]Event, len(schema.Events))
+	for i, s := range schema.Events {
+		out[i] = s.Event
+	}
+	return out
+}()
 
 // Default timeouts for hooks that set none of their own. A command hook's
 // default is its event's, from schema.Events: DefaultCommandTimeout on most

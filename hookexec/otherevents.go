@@ -10,11 +10,14 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // OtherHook is a hook that a settings file or a plugin's hooks.json
-// configures for an event this package does not run (Notification,
-// SubagentStop, ...): it is listed, never run.
+// configures and this package does not run: one of a type other than
+// command (http, prompt, agent, mcp_tool), or of an event that is none of
+// Claude Code's. It is listed, never run.
 type OtherHook struct {
 	Event   string // the event, as the file names it
 	Matcher string // the group's matcher, as written
@@ -28,8 +31,8 @@ type OtherHook struct {
 }
 
 // LoadOtherHooks reads the settings file at path as LoadSettings does and
-// returns the hooks it configures for the events that are not in Events,
-// event by event in name order, each event's in file order. The groups of
+// returns the hooks it configures that LoadSettings does not load (see
+// OtherHook), event by event in name order, each event's in file order. The groups of
 // an event that do not have a settings file's shape are skipped, each
 // adding one error to bad; the other events still load. err is the file's
 // own error, as LoadSettings returns it.
@@ -65,9 +68,7 @@ func loadOtherHooks(path, source, root string) ([]OtherHook, []error, error) {
 	}
 	events := make([]string, 0, len(f.Hooks))
 	for ev := range f.Hooks {
-		if !slices.Contains(Events, Event(ev)) {
-			events = append(events, ev)
-		}
+		events = append(events, ev)
 	}
 	sort.Strings(events)
 	var hooks []OtherHook
@@ -78,8 +79,12 @@ func loadOtherHooks(path, source, root string) ([]OtherHook, []error, error) {
 			bad = append(bad, fmt.Errorf("%w: %s: hooks.%s: %w", ErrBadConfig, path, ev, err))
 			continue
 		}
+		known := slices.Contains(Events, Event(ev))
 		for _, g := range groups {
 			for _, e := range g.Hooks {
+				if known && e.Type == string(schema.HookCommand) {
+					continue // LoadSettings loads it
+				}
 				text := cmp.Or(e.Command, e.Prompt, e.URL)
 				if root != "" {
 					text = strings.ReplaceAll(text, pluginRootVar, root)

@@ -272,7 +272,7 @@ func TestPluginDirSubstitutesPluginRoot(t *testing.T) {
 func TestUnknownKeysAndEventsAreIgnored(t *testing.T) {
 	hooks := mustLoadSettings(t, fixture("unknown_keys.json"))
 	if len(hooks) != 2 {
-		t.Fatalf("loaded %q, want the SessionStart and PreToolUse hooks, and not the Notification one", commands(hooks))
+		t.Fatalf("loaded %q, want the SessionStart and PreToolUse hooks, and not the SomeFutureEvent one", commands(hooks))
 	}
 	if h := hooks[0]; h.CommandLine() != "cat NOTES.md" || shell(h) != "" || h.Matcher.String() != "startup" {
 		t.Errorf("hook %+v", h)

@@ -22,8 +22,9 @@ const (
 	PostToolUseFailure = schema.HookPostToolUseFailure
 )
 
-// AnyTool is the value every matcher of a tool event selects, for
-// listing the hooks that would run for some tool.
+// AnyTool is the value every matcher of a tool event, or of a fired
+// event, selects, for listing the hooks that would run for some tool or
+// value.
 const AnyTool = "*"
 
 // DefaultPermissionMode is the permission_mode tool hooks get when the
@@ -192,7 +193,8 @@ func jsonObject(raw json.RawMessage) json.RawMessage {
 
 // toolEvent reports whether event is a tool call's.
 func toolEvent(event Event) bool {
-	return event == PreToolUse || event == PermissionRequest || event == PostToolUse || event == PostToolUseFailure
+	return event == PreToolUse || event == PermissionRequest || event == PostToolUse || event == PostToolUseFailure ||
+		event == schema.HookPermissionDenied
 }
 
 // meetingIf returns the hooks whose "if" the call in meets, warning of

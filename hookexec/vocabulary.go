@@ -48,7 +48,7 @@ func (h Hook) Selects(value string) bool {
 	if h.If != "" && !toolEvent(h.Event) {
 		return false // Claude Code evaluates "if" on tool calls only
 	}
-	if value == AnyTool && toolEvent(h.Event) {
+	if value == AnyTool && (toolEvent(h.Event) || generic(h.Event)) {
 		return true
 	}
 	if h.IsCommand() {

@@ -31,7 +31,7 @@ func NewAgent(a *projection.Agent, lastActive int64) Agent {
 		last = time.Unix(0, lastActive).UTC().Format(time.RFC3339)
 	}
 	return Agent{ID: a.ID, State: string(a.State), Session: a.Current, Now: AgentNow(a),
-		InProgress: a.InFlight() || a.ToolsInFlight > 0, Restores: len(a.History), LastActive: last}
+		InProgress: a.InFlight() || a.HooksInFlight > 0, Restores: len(a.History), LastActive: last}
 }
 
 // AgentNow says in words what agent a is doing as its log ends.

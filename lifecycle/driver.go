@@ -76,7 +76,7 @@ func (d *Driver) Ready(sessions map[string]*Session, now int64) (Ready, error) {
 // tool call's step, does not allow one of its steps on the agent's stream.
 func (d *Driver) check(ready Ready) error {
 	state, stream := d.agent.State, projection.AgentStream(d.agent.ID)
-	tools := map[string]fsm.State{}
+	tools, fires := map[string]fsm.State{}, map[string]fsm.State{}
 	for i, rec := range ready.Records {
 		if rec.Stream != stream {
 			continue
@@ -87,18 +87,17 @@ func (d *Driver) check(ready Ready) error {
 			continue // an async hook's record, no step of the table
 		}
 		if label, ok := fsm.ToolEventOf(p); ok {
-			from, seen := tools[rec.RestoreID]
-			if !seen {
-				from = fsm.NoTool
-				if c := d.agent.Tools[rec.RestoreID]; c != nil {
-					from = c.State
-				}
+			logged := fsm.NoTool
+			if c := d.agent.Tools[rec.RestoreID]; c != nil {
+				logged = c.State
 			}
-			if state != fsm.Active {
-				err = &fsm.TransitionError{From: state, Event: label}
-			} else {
-				tools[rec.RestoreID], err = fsm.ApplyTool(from, label)
+			err = laneStep(state, tools, rec.RestoreID, logged, label, fsm.ApplyTool)
+		} else if label, ok := fsm.FireEventOf(p); ok {
+			logged := fsm.NoFire
+			if f := d.agent.Fires[rec.RestoreID]; f != nil {
+				logged = f.State
 			}
+			err = laneStep(state, fires, rec.RestoreID, logged, label, fsm.ApplyFire)
 		} else {
 			step, _ := fsm.EventOf(p)
 			state, err = fsm.Apply(state, step)
@@ -108,6 +107,23 @@ func (d *Driver) check(ready Ready) error {
 		}
 	}
 	return nil
+}
+
+// laneStep applies label to the tool call or fire id, in states when an
+// earlier record of the same Ready moved it, else as the log has it
+// (logged); such steps need the agent, in state, to be active.
+func laneStep(state fsm.State, states map[string]fsm.State, id string, logged fsm.State, label fsm.Event,
+	apply func(fsm.State, fsm.Event) (fsm.State, error)) error {
+	if state != fsm.Active {
+		return &fsm.TransitionError{From: state, Event: label}
+	}
+	from, seen := states[id]
+	if !seen {
+		from = logged
+	}
+	next, err := apply(from, label)
+	states[id] = next
+	return err
 }
 
 // Appended folds evs, the events the shell appended for ready's records,
@@ -153,13 +169,17 @@ func (d *Driver) advance(ready Ready) error {
 	d.report.Prompted = cmp.Or(r.Prompted, d.report.Prompted)
 	d.report.Blocked = cmp.Or(r.Blocked, d.report.Blocked)
 	d.report.Tool = cmp.Or(r.Tool, d.report.Tool)
+	d.report.Fire = cmp.Or(r.Fire, d.report.Fire)
 	if r.Deleted != "" && d.action.Kind != Continue {
 		d.done = true
 		return CurrentDeleted(d.agent.ID, r.Deleted)
 	}
 	d.done = ready.Effect == nil && !fsm.InFlight(d.agent.State)
-	if k := d.action.Kind; k == PreToolUse || k == PostToolUse {
+	switch d.action.Kind {
+	case PreToolUse, PostToolUse:
 		d.done = ready.Effect == nil && r.Tool != nil // a tool action ends on the step that reports the call
+	case Fire:
+		d.done = ready.Effect == nil && r.Fire != nil
 	}
 	return nil
 }

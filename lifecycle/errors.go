@@ -29,7 +29,8 @@ var (
 	ErrImportUnfinished = errors.New("reprise: unfinished import")
 
 	// ErrAgentBusy is returned when the agent is busy with another action:
-	// a lifecycle action while the hooks of a tool call run, or, from the
+	// a lifecycle action while the hooks of a tool call or a fired event
+	// run, or, from the
 	// shell, any action while another holds the agent.
 	ErrAgentBusy = errors.New("reprise: the agent is busy with another action")
 
@@ -49,6 +50,12 @@ var (
 	// ErrToolNotAsked is returned for the user's answer to a call that was
 	// not left to ask.
 	ErrToolNotAsked = errors.New("reprise: the tool call was not left to ask")
+
+	// ErrBadFire is returned for a fire without an id, of an event that is
+	// not one of the table's events without steps of their own, with
+	// input the event's row does not take, or with an id an earlier fire
+	// of another event holds.
+	ErrBadFire = errors.New("reprise: bad fire")
 
 	// ErrBadReason is returned by End for a reason it does not know.
 	ErrBadReason = errors.New("reprise: unknown end reason")

@@ -32,11 +32,12 @@ const (
 	Prompt           // run the UserPromptSubmit hooks on Prompt and keep it
 	PreToolUse       // decide on the tool call Tool: its PreToolUse (and PermissionRequest) hooks, once
 	PostToolUse      // record the result of the tool call Tool and run its PostToolUse hooks, once
+	Fire             // run the hooks of the event Fire, once
 )
 
 // String names the action, lower case, as hosts and traces say it.
 func (k Kind) String() string {
-	names := [...]string{"continue", "start", "restore", "new", "clear", "fork", "compact", "end", "stop", "prompt", "pre-tool-use", "post-tool-use"}
+	names := [...]string{"continue", "start", "restore", "new", "clear", "fork", "compact", "end", "stop", "prompt", "pre-tool-use", "post-tool-use", "fire"}
 	if int(k) < len(names) {
 		return names[k]
 	}
@@ -76,10 +77,14 @@ type Action struct {
 	Create *Creation
 	// PreToolUse, PostToolUse: the tool call.
 	Tool *ToolRequest
-	// Continue: tool calls whose hooks the log shows running but that no
-	// step of the caller's process runs: a dead process's, closed as
-	// interrupted. The shell names them; the stepper cannot know.
-	Orphans []string
+	// Fire: the event to fire.
+	Fire *FireRequest
+	// Continue: tool calls, and fires, whose hooks the log shows running
+	// but that no step of the caller's process runs: a dead process's,
+	// closed as interrupted. The shell names them; the stepper cannot
+	// know.
+	Orphans     []string
+	OrphanFires []string
 }
 
 // Creation is a session an action creates: its working directory and, for
@@ -157,8 +162,10 @@ type Report struct {
 	Prompted *PromptResult
 	Blocked  string
 	// Tool is what a PreToolUse or PostToolUse decided, on the step that
-	// decides it, or recorded before, for a call asked about again.
+	// decides it, or recorded before, for a call asked about again; Fire
+	// what a Fire's hooks decided.
 	Tool *ToolReport
+	Fire *FireReport
 	// Deleted is the session of a Prompt, Stop or Compact that another
 	// process deleted while the step was in flight: the step ended on the
 	// agent's stream alone, and the action fails with CurrentDeleted.
@@ -229,6 +236,7 @@ type RunHooks struct {
 	Summarize     bool          // PreCompact: the performer makes the summary after the hooks (HooksRan.Summary)
 	Tool          *ToolRequest  // the tool events
 	ToolInput     []byte        // the tool events: the call's input, as the hooks before gave it
+	Fire          *FireRequest  // a fired event
 }
 
 // DropSessionHooks asks for Session's session-scoped hooks to be dropped:
@@ -272,6 +280,15 @@ type HooksRan struct {
 	// and the summary the host made when the effect asked for it.
 	Instructions string
 	Summary      string
+	// A fired event: what goes to the model after the fact (exit 2 where
+	// it reports), a "continue": false and its reason, the warnings for
+	// the user, and the hookSpecificOutput fields the event honours, as
+	// JSON.
+	Feedback      string
+	Halt          bool
+	StopReason    string
+	SystemMessage string
+	Specific      []byte
 }
 
 // AppendFailed says that the previous Ready's append failed with Err (not
@@ -306,7 +323,7 @@ func Step(in Input) (Ready, error) {
 		if !retries(in, failed) {
 			return Ready{}, failed.Err
 		}
-		if k := in.Action.Kind; a.State == fsm.Prompting || a.State == fsm.Stopping || k == Prompt || k == PreToolUse || k == PostToolUse {
+		if k := in.Action.Kind; a.State == fsm.Prompting || a.State == fsm.Stopping || k == Prompt || k == PreToolUse || k == PostToolUse || k == Fire {
 			in.Outcome = failed.Outcome // keep the prompt as the hooks said, once it fits
 		}
 	}
@@ -367,7 +384,7 @@ func retries(in Input, failed AppendFailed) bool {
 	case fsm.Idle, fsm.Active:
 		leaving := in.Action.Kind == Restore || in.Action.Kind == Clear || in.Action.Kind == End ||
 			(in.Action.Kind == New || in.Action.Kind == Fork) && in.Agent.Current != ""
-		if k := in.Action.Kind; k == Prompt || k == PreToolUse || k == PostToolUse {
+		if k := in.Action.Kind; k == Prompt || k == PreToolUse || k == PostToolUse || k == Fire {
 			return errors.Is(failed.Err, eventlog.ErrConflict) && failed.Tries < MaxInjectTries
 		}
 		return leaving && failed.Tries == 1
@@ -413,9 +430,11 @@ func begin(in Input) (Ready, error) {
 		return ready, nil
 	case PreToolUse, PostToolUse:
 		return toolStep(in)
+	case Fire:
+		return fireStep(in)
 	}
-	if a.ToolsInFlight > 0 {
-		return Ready{}, fmt.Errorf("%w: agent %s: the hooks of %d tool call(s) are running", ErrAgentBusy, a.ID, a.ToolsInFlight)
+	if a.HooksInFlight > 0 {
+		return Ready{}, fmt.Errorf("%w: agent %s: the hooks of %d tool call(s) or fired event(s) are running", ErrAgentBusy, a.ID, a.HooksInFlight)
 	}
 	switch act.Kind {
 	case Start:

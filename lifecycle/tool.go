@@ -480,6 +480,13 @@ func mustJSON(s string) string {
 // dead process's. Nothing when there is none.
 func orphans(in Input) (Ready, bool) {
 	a := in.Agent
+	fires := slices.Clone(in.Action.OrphanFires)
+	slices.Sort(fires)
+	for _, id := range fires {
+		if f := a.Fires[id]; f != nil && f.State == fsm.FireHooks {
+			return orphanFire(in, f), true
+		}
+	}
 	ids := slices.Clone(in.Action.Orphans)
 	slices.Sort(ids)
 	for _, id := range ids {

@@ -31,11 +31,12 @@ type Agent struct {
 	Prompts      int                // UserPromptSubmit runs completed
 	LastPromptID string             // the prompt_id of the current session's last UserPromptSubmit run
 
-	// Tools holds the agent's tool calls by tool_use id; ToolsInFlight
-	// counts those whose hooks may be running, which no lifecycle action
-	// may begin beside.
+	// Tools holds the agent's tool calls by tool_use id, Fires its fired
+	// events by fire id; HooksInFlight counts the calls and fires whose
+	// hooks may be running, which no lifecycle action may begin beside.
 	Tools         map[string]*ToolCall
-	ToolsInFlight int
+	Fires         map[string]*Fire
+	HooksInFlight int
 
 	// Async holds, by id, the async hook runs that are running or whose
 	// context the model has not had yet.
@@ -252,12 +253,15 @@ func (a *Agent) applyStep(ev eventlog.Event, p schema.Payload) error {
 	if label, ok := fsm.ToolEventOf(p); ok {
 		return a.applyTool(ev, p, label)
 	}
+	if label, ok := fsm.FireEventOf(p); ok {
+		return a.applyFire(ev, p, label)
+	}
 	step, ok := fsm.EventOf(p)
 	if !ok {
 		return eventlog.Corruptf(ev.Stream, ev.Seq, "%s does not belong in an agent stream", ev.Type)
 	}
 	next, err := fsm.Apply(a.State, step)
-	if err == nil && a.ToolsInFlight > 0 {
+	if err == nil && a.HooksInFlight > 0 {
 		// No lifecycle step begins while the hooks of a tool call may run.
 		err = &fsm.TransitionError{From: a.State, Event: step}
 	}

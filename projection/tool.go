@@ -26,10 +26,10 @@ func (a *Agent) applyTool(ev eventlog.Event, p schema.Payload, label fsm.Event) 
 	}
 	a.Tools[c.ID] = c
 	if fsm.ToolInFlight(c.State) {
-		a.ToolsInFlight--
+		a.HooksInFlight--
 	}
 	if fsm.ToolInFlight(next) {
-		a.ToolsInFlight++
+		a.HooksInFlight++
 	}
 	c.fold(p)
 	c.State, a.Head = next, ev.Seq

@@ -68,6 +68,21 @@ func Redact(p Payload, gone func(session string) bool) bool {
 		changed := redactOutcomes(outs)
 		p.Outcome = outs[0]
 		return blank(&p.Context) || changed
+	case *HookEventStarted:
+		if !gone(p.Session) {
+			return false
+		}
+		held := p.Fields != nil
+		p.Fields = nil
+		return blank(&p.Value) || held
+	case *HookEventRan:
+		if !gone(p.Session) {
+			return false
+		}
+		outs := redactOutcomes(p.Outcomes)
+		held := p.Fields != nil || p.Specific != nil
+		p.Fields, p.Specific = nil, nil
+		return blank(&p.Value, &p.Reason, &p.Feedback, &p.Context, &p.StopReason, &p.SystemMessage, &p.Env) || outs || held
 	case *ToolDecided:
 		if !gone(p.Session) {
 			return false

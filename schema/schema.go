@@ -515,6 +515,8 @@ var payloads = map[eventlog.Type]func() Payload{
 	TypeToolResultRecorded:      func() Payload { return new(ToolResultRecorded) },
 	TypeAsyncHookEnded:          func() Payload { return new(AsyncHookEnded) },
 	TypeAsyncContextInjected:    func() Payload { return new(AsyncContextInjected) },
+	TypeHookEventStarted:        func() Payload { return new(HookEventStarted) },
+	TypeHookEventRan:            func() Payload { return new(HookEventRan) },
 }
 
 // Types returns every event type of the schema, in no particular order.

@@ -54,7 +54,9 @@ const (
 	HookPostToolUseFailure HookEvent = "PostToolUseFailure" // after a tool failed
 )
 
-// HookEvents are the hook events reprise runs, in lifecycle order. The
-// slice is shared: read it, never change it.
+// HookEvents are the hook events that have steps of their own in
+// reprise's lifecycle, in lifecycle order; the other events of Events are
+// fired, and recorded as HookEventStarted and HookEventRan. The slice is
+// shared: read it, never change it.
 var HookEvents = []HookEvent{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPermissionRequest,
 	HookPostToolUse, HookPostToolUseFailure, HookStop, HookPreCompact, HookSessionEnd}

@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// hooks --event takes every event reprise runs, and without --event the
-// hooks of other events are listed as found, not run.
+// hooks --event takes every one of Claude Code's events; without --event
+// the events with steps of their own are listed, the fired ones that have
+// hooks, and hooks of other types as found, not run.
 func TestHooksEveryEventAndOthersFound(t *testing.T) {
 	c := newCLI(t)
 	settings := c.writeFile("all.json", `{"hooks": {
@@ -18,7 +19,7 @@ func TestHooksEveryEventAndOthersFound(t *testing.T) {
   "Stop": [{"hooks": [{"type": "command", "command": "echo stop"}]}],
   "PreCompact": [{"matcher": "auto", "hooks": [{"type": "command", "command": "echo auto-only"}]}],
   "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/check-bash.sh", "timeout": 5}]}],
-  "Notification": [{"hooks": [{"type": "command", "command": "notify-send done"}, {"type": "prompt", "prompt": "Is this urgent?"}]}]
+  "Notification": [{"hooks": [{"type": "command", "command": "notify-send done"}, {"type": "http", "url": "http://127.0.0.1:9/urgent"}]}]
 }}`)
 	plugin := filepath.Join(c.dir, "plugin")
 	c.writeFile("plugin/hooks/hooks.json", `{"hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/fmt.sh"}]}],
@@ -43,16 +44,22 @@ func TestHooksEveryEventAndOthersFound(t *testing.T) {
 		t.Fatalf("hooks --event PreCompact --source auto = %+v", events)
 	}
 	c.fails(exitUsage, "hooks", "--event", "Stop", "--source", "startup")
-	// Every event of Claude Code's is known to --event; one reprise does
-	// not run yet lists its hooks as found, not run.
+	// Every event of Claude Code's is known to --event; a fired one lists
+	// its command hooks as run, and its hooks of other types as found.
 	c.okJSON(&events, append([]string{"hooks", "--event", "Notification"}, flags...)...)
-	if len(events) != 1 || events[0].Event != "Notification" || events[0].Run || len(events[0].Hooks) != 2 {
+	if len(events) != 2 || events[0].Event != "Notification" || !events[0].Run || len(events[0].Hooks) != 1 ||
+		events[0].Hooks[0].Name != "notify-send done" || events[1].Run || len(events[1].Hooks) != 1 || events[1].Hooks[0].Type != "http" {
 		t.Fatalf("hooks --event Notification = %+v", events)
 	}
+	c.okJSON(&events, append([]string{"hooks", "--event", "Notification", "--source", "idle_prompt"}, flags...)...)
+	if len(events) != 2 || events[0].Value != "idle_prompt" || len(events[0].Hooks) != 1 {
+		t.Fatalf("hooks --event Notification --source idle_prompt = %+v", events)
+	}
 	c.okJSON(&events, append([]string{"hooks", "--event", "CwdChanged"}, flags...)...)
-	if len(events) != 0 {
+	if len(events) != 1 || events[0].Event != "CwdChanged" || len(events[0].Hooks) != 0 {
 		t.Fatalf("hooks --event CwdChanged, which no file configures = %+v", events)
 	}
+	c.fails(exitUsage, append([]string{"hooks", "--event", "CwdChanged", "--source", "x"}, flags...)...)
 	if r := c.fails(exitUsage, "hooks", "--event", "Notfication"); !strings.Contains(r.stderr, "Claude Code's 33 hook events") {
 		t.Fatalf("a misspelt event: %s", r.stderr)
 	}
@@ -70,22 +77,22 @@ func TestHooksEveryEventAndOthersFound(t *testing.T) {
 	for _, ev := range events {
 		names = append(names, ev.Event)
 	}
-	if got := strings.Join(names, ","); got != "SessionStart,UserPromptSubmit,PreToolUse,PermissionRequest,PostToolUse,PostToolUseFailure,Stop,PreCompact,SessionEnd,Notification" {
+	if got := strings.Join(names, ","); got != "SessionStart,UserPromptSubmit,PreToolUse,PermissionRequest,PostToolUse,PostToolUseFailure,Notification,Stop,PreCompact,SessionEnd,Notification" {
 		t.Fatalf("events listed: %s", got)
 	}
-	pre, post, note := events[2], events[4], events[9]
+	pre, post, note := events[2], events[4], events[10]
 	if !pre.Run || pre.Tool != "*" || len(pre.Hooks) != 1 || pre.Hooks[0].Matcher != "Bash" || pre.Hooks[0].TimeoutMS != 5000 || pre.Hooks[0].Source != settings {
 		t.Fatalf("PreToolUse = %+v", pre)
 	}
 	if !post.Run || len(post.Hooks) != 1 || post.Hooks[0].Name != plugin+"/fmt.sh" || post.Hooks[0].Source != "plugin:"+plugin {
 		t.Fatalf("PostToolUse = %+v", post)
 	}
-	if len(note.Hooks) != 2 || note.Hooks[1].Type != "prompt" || note.Hooks[1].Name != "Is this urgent?" {
+	if note.Run || len(note.Hooks) != 1 || note.Hooks[0].Type != "http" || note.Hooks[0].Name != "http://127.0.0.1:9/urgent" {
 		t.Fatalf("Notification = %+v", note)
 	}
 	out := c.ok(append([]string{"hooks"}, flags...)...)
 	if !strings.Contains(out, "PreToolUse (any tool):\n") || !strings.Contains(out, "~/bin/check-bash.sh") || !strings.Contains(out, "Notification: found, not run by reprise:\n") ||
-		!strings.Contains(out, "prompt: Is this urgent?") || !strings.Contains(out, "Stop:\n") || !strings.Contains(out, "PreCompact (trigger manual):\n  none") {
+		!strings.Contains(out, "http: http://127.0.0.1:9/urgent") || !strings.Contains(out, "Notification:\n  #") || !strings.Contains(out, "Stop:\n") || !strings.Contains(out, "PreCompact (trigger manual):\n  none") {
 		t.Fatalf("hooks:\n%s", out)
 	}
 

@@ -20,11 +20,12 @@ import (
 // hookEventJSON is one event of hooks --json and the hooks it would run.
 type hookEventJSON struct {
 	Event   string     `json:"event"`
-	Run     bool       `json:"run"`               // false for an event reprise does not run
+	Run     bool       `json:"run"`               // false for hooks reprise does not run (other types, unknown events)
 	Source  string     `json:"source,omitempty"`  // SessionStart
 	Reason  string     `json:"reason,omitempty"`  // SessionEnd
 	Trigger string     `json:"trigger,omitempty"` // PreCompact
 	Tool    string     `json:"tool,omitempty"`    // the tool events: the tool, or * for any
+	Value   string     `json:"value,omitempty"`   // a fired event: the value --source matched, when given
 	Hooks   []hookJSON `json:"hooks"`
 }
 
@@ -98,7 +99,7 @@ directory; only then is the store read, read-only.
 		},
 	}
 	cmd.Flags().StringVar(&o.event, "event", "", "list only `EVENT`, any of Claude Code's 33 (SessionStart, PreToolUse, Notification, ...)")
-	cmd.Flags().StringVar(&o.value, "source", "", "the SessionStart `SOURCE`, SessionEnd reason or PreCompact trigger to match (default resume; manual for PreCompact)")
+	cmd.Flags().StringVar(&o.value, "source", "", "the SessionStart `SOURCE`, SessionEnd reason, PreCompact trigger, tool or other event's matched value to match (default resume; manual for PreCompact; any for the rest)")
 	cmd.Flags().StringVar(&o.session, "session", "", "the session `ID` whose project settings apply")
 	o.hooks.register(cmd)
 	return cmd
@@ -107,20 +108,21 @@ directory; only then is the store read, read-only.
 // hookValue returns the value event's matchers see when --source is value
 // (set says whether it was given), and the key it is reported under.
 func hookValue(event hookexec.Event, value string, set bool) string {
-	switch event {
-	case hookexec.Stop, hookexec.UserPromptSubmit:
+	if spec, _ := schema.LookupEvent(event); spec.Rule == schema.MatchNone {
 		return ""
+	}
+	switch event {
 	case hookexec.PreCompact:
 		if !set {
 			return "manual"
 		}
-	case hookexec.PreToolUse, hookexec.PermissionRequest, hookexec.PostToolUse, hookexec.PostToolUseFailure:
+	case hookexec.SessionStart, hookexec.SessionEnd:
 		if !set {
-			return hookexec.AnyTool
+			return string(reprise.SourceResume)
 		}
 	default:
 		if !set {
-			return string(reprise.SourceResume)
+			return hookexec.AnyTool
 		}
 	}
 	return value
@@ -129,26 +131,18 @@ func hookValue(event hookexec.Event, value string, set bool) string {
 // runHooks lists, for each event, the hooks reprise would run, and without
 // --event the hooks found for events it does not run.
 func runHooks(ctx context.Context, o *hooksOptions) (err error) {
-	events := hookexec.Events
+	// Without --event: the events with steps of their own, and the fired
+	// ones that have hooks.
+	events, always := hookexec.Events, schema.HookEvents
 	if o.event != "" {
 		ev := hookexec.Event(o.event)
-		all := make([]hookexec.Event, len(schema.Events))
-		for i, s := range schema.Events {
-			all[i] = s.Event
-		}
 		switch {
-		case !slices.Contains(all, ev):
-			return usagef("--event must name one of Claude Code's %d hook events (SessionStart, PreToolUse, Stop, Notification, ...: docs/hooks.md lists them), not %q", len(all), o.event)
 		case !slices.Contains(hookexec.Events, ev):
-			// Listed as found, from the files, as without --event.
-			if o.valueSet {
-				return usagef("--source does not apply to %s hooks: reprise does not run them yet", ev)
-			}
-			events = nil
+			return usagef("--event must name one of Claude Code's %d hook events (SessionStart, PreToolUse, Stop, Notification, ...: docs/hooks.md lists them), not %q", len(hookexec.Events), o.event)
 		case o.valueSet && hookValue(ev, "x", true) == "":
 			return usagef("--source does not apply to %s hooks: they have no matcher", ev)
 		default:
-			events = []hookexec.Event{ev}
+			events, always = []hookexec.Event{ev}, []hookexec.Event{ev}
 		}
 	}
 	if o.valueSet && o.value == "" {
@@ -202,11 +196,17 @@ func runHooks(ctx context.Context, o *hooksOptions) (err error) {
 			x.Trigger = value
 		case hookexec.PreToolUse, hookexec.PermissionRequest, hookexec.PostToolUse, hookexec.PostToolUseFailure:
 			x.Tool = value
+		default:
+			if value != hookexec.AnyTool {
+				x.Value = value
+			}
 		}
 		for _, h := range e.HooksFor(ctx, ev, value, o.session) {
 			x.Hooks = append(x.Hooks, newHookJSON(h))
 		}
-		out = append(out, x)
+		if len(x.Hooks) > 0 || slices.Contains(always, ev) {
+			out = append(out, x)
+		}
 	}
 	for _, x := range otherEventHooks(paths, o.hooks.plugins, o.stderr) {
 		if o.event == "" || x.Event == o.event {
@@ -247,6 +247,8 @@ func printHooks(w io.Writer, events []hookEventJSON) error {
 			fmt.Fprintf(w, "%s (reason %s):\n", ev.Event, ev.Reason)
 		case ev.Trigger != "":
 			fmt.Fprintf(w, "%s (trigger %s):\n", ev.Event, ev.Trigger)
+		case ev.Value != "":
+			fmt.Fprintf(w, "%s (matching %s):\n", ev.Event, ev.Value)
 		case ev.Tool == hookexec.AnyTool:
 			fmt.Fprintf(w, "%s (any tool):\n", ev.Event)
 		case ev.Tool != "":

@@ -1,0 +1,59 @@
+package projection
+
+import (
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/fsm"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// Fire is what the log says about one fired hook event: an event of the
+// table without steps of its own, run once under its fire id.
+type Fire struct {
+	ID      string
+	Event   schema.HookEvent
+	Session string
+	State   fsm.State
+	Began   int64 // UTC unix nanoseconds of its first step
+	Ended   int64 // of its last, once done
+	Value   string
+	Fields  []byte   // the event's own input, JSON
+	Hooks   []string // the hooks its intent named
+	Ran     *schema.HookEventRan
+}
+
+// applyFire folds the step of a fire labelled label into a: its fire,
+// named by the event's restore id, moves as the fire table allows, and
+// only while the agent is active, between lifecycle steps.
+func (a *Agent) applyFire(ev eventlog.Event, p schema.Payload, label fsm.Event) error {
+	if a.State != fsm.Active {
+		return &eventlog.EventError{Stream: ev.Stream, Seq: ev.Seq, Err: &fsm.TransitionError{From: a.State, Event: label}}
+	}
+	f := a.Fires[ev.RestoreID]
+	if f == nil {
+		f = &Fire{ID: ev.RestoreID, State: fsm.NoFire, Began: ev.Time}
+	}
+	next, err := fsm.ApplyFire(f.State, label)
+	if err != nil {
+		return &eventlog.EventError{Stream: ev.Stream, Seq: ev.Seq, Err: err}
+	}
+	if a.Fires == nil {
+		a.Fires = map[string]*Fire{}
+	}
+	a.Fires[f.ID] = f
+	if f.State == fsm.FireHooks {
+		a.HooksInFlight--
+	}
+	switch p := p.(type) {
+	case *schema.HookEventStarted:
+		f.Event, f.Session, f.Value, f.Fields, f.Hooks = p.Event, p.Session, p.Value, p.Fields, p.Hooks
+		a.HooksInFlight++
+	case *schema.HookEventRan:
+		f.Event, f.Session, f.Ran = p.Event, p.Session, p
+		if f.Fields == nil {
+			f.Value, f.Fields = p.Value, p.Fields
+		}
+		f.Ended = ev.Time
+	}
+	f.State, a.Head = next, ev.Seq
+	return nil
+}
