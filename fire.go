@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -77,14 +79,114 @@ func (a *Agent) Fire(ctx context.Context, event hookexec.Event, id string, field
 	if !spec.Recorded {
 		return a.display(ctx, req)
 	}
-	rep, err := a.doLane(ctx, lifecycle.Action{Kind: lifecycle.Fire, Fire: req}, fireLane(id), func() error { return nil })
+	return a.fire(ctx, req)
+}
+
+// fire performs req on its lane.
+func (a *Agent) fire(ctx context.Context, req *lifecycle.FireRequest) (*Fired, error) {
+	rep, err := a.doLane(ctx, lifecycle.Action{Kind: lifecycle.Fire, Fire: req}, fireLane(req.ID), func() error { return nil })
 	if err != nil {
 		return nil, err
 	}
-	if rep.Fire == nil || rep.Fire.Ran == nil {
-		return nil, fmt.Errorf("agent %s: fire %s was not recorded", a.id, id)
+	switch {
+	case rep.Fire == nil:
+		return nil, fmt.Errorf("agent %s: fire %s was not decided", a.id, req.ID)
+	case rep.Fire.Ran == nil:
+		return nil, nil // no hook, and req.OnlyWithHooks
 	}
 	return firedOf(rep.Fire.Ran, rep.Fire.AlreadyRecorded), nil
+}
+
+// ToolBatch fires PostToolBatch, once, for the last answer of the agent's
+// current session, when every call of the answer has its result and none
+// has hooks running: Claude Code fires it there, before the next model
+// request, with each call's name, input, id and the result the model sees
+// (tool_calls). The hooks' additionalContext reaches the model as a meta
+// message after the results, in the same append as their outcome; a block
+// or a "continue": false stops the turn (Fired.Blocked, Fired.Halted).
+//
+// PostToolUse calls it when it records the last result of an answer, so
+// a host seldom needs to: call it before the next model request after a
+// crash, which it rolls forward (turn.Runner does). Asked again, it runs
+// nothing and returns the recorded result. It returns nil, nil when the
+// answer calls no tool, calls are unresolved, or no PostToolBatch hook
+// matches: then nothing is recorded.
+func (a *Agent) ToolBatch(ctx context.Context) (*Fired, error) {
+	id := a.Current()
+	if id == "" {
+		return nil, nil
+	}
+	s, err := a.e.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	calls, open := s.toolUses().CallsAfter(s.pending)
+	var fields []byte
+	if len(calls) > 0 && len(open) == 0 {
+		fields = batchFields(slices.Concat(s.conv.Messages[s.conv.ViewStart:], s.pending), calls)
+	}
+	s.mu.Unlock()
+	fireID := projection.BatchFireID(calls)
+	if fields == nil || a.callsRunning(calls) || ValidateID(fireID) != nil {
+		return nil, nil
+	}
+	return a.fire(ctx, &lifecycle.FireRequest{ID: fireID, Event: schema.HookPostToolBatch, Fields: fields,
+		Inject: true, OnlyWithHooks: true})
+}
+
+// callsRunning reports whether hooks of any of calls may be running.
+func (a *Agent) callsRunning(calls []string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.ContainsFunc(calls, func(id string) bool {
+		c := a.view.Tools[id]
+		return c != nil && fsm.ToolInFlight(c.State)
+	})
+}
+
+// batchFields is PostToolBatch's input for calls, the calls of the last
+// answer of msgs: tool_calls, each call's tool_name, tool_input,
+// tool_use_id and tool_response, the content of its tool_result as the
+// model sees it (a string as it is, other content as its JSON text).
+func batchFields(msgs []Message, calls []string) []byte {
+	type call struct {
+		Name     string          `json:"tool_name"`
+		Input    json.RawMessage `json:"tool_input"`
+		ID       string          `json:"tool_use_id"`
+		Response *string         `json:"tool_response,omitempty"`
+	}
+	byID := map[string]*call{}
+	for _, id := range calls {
+		byID[id] = &call{ID: id, Input: json.RawMessage("{}")}
+	}
+	for _, m := range msgs {
+		for _, u := range projection.ToolUses(m) {
+			if c := byID[u.ID]; c != nil && m.Role == "assistant" {
+				c.Name, c.Input = u.Name, jsonOr(u.Input, "{}")
+			}
+		}
+		for _, b := range m.Content {
+			var r struct {
+				ID      string          `json:"tool_use_id"`
+				Content json.RawMessage `json:"content"`
+			}
+			if b.Type != "tool_result" || json.Unmarshal(b.Raw, &r) != nil || byID[r.ID] == nil {
+				continue
+			}
+			text := string(r.Content)
+			_ = json.Unmarshal(r.Content, &text) // a string's text; other content stays JSON
+			byID[r.ID].Response = &text
+		}
+	}
+	out := struct {
+		Calls []*call `json:"tool_calls"`
+	}{}
+	for _, id := range calls {
+		out.Calls = append(out.Calls, byID[id])
+	}
+	b, _ := json.Marshal(out) // strings and valid JSON always marshal
+	return b
 }
 
 // fireRequest checks what Fire was given and makes the stepper's request.

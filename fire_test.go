@@ -222,3 +222,86 @@ func TestFireCutByACrashIsClosedAsInterrupted(t *testing.T) {
 		t.Fatalf("agent stream ends %v", steps[len(steps)-2:])
 	}
 }
+
+// PostToolBatch fires once, when the last call of an answer has its
+// result: the first result of two fires nothing; the second gives the
+// hooks every call's name, input, id and result, and their context
+// reaches the model as a meta message after the results. Asked again
+// about the last call, nothing runs twice.
+func TestPostToolBatchFiresOnceAfterTheLastResult(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stdin := filepath.Join(dir, "stdin")
+	e, a := fireEngine(t, dir, `{"hooks": {"PostToolBatch": [{"hooks": [{"type": "command",
+		"command": "cat >> '`+stdin+`'; echo >> '`+stdin+`'; echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PostToolBatch\", \"additionalContext\": \"both ran\"}}'"}]}]}}`)
+	answer(t, e, "s", reprise.ToolUseBlock("toolu_1", "Read", json.RawMessage(`{"file_path":"a"}`)),
+		reprise.ToolUseBlock("toolu_2", "Bash", json.RawMessage(`{"command":"ls"}`)))
+	for _, id := range []string{"toolu_1", "toolu_2"} {
+		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: map[string]string{"toolu_1": "Read", "toolu_2": "Bash"}[id], Permission: reprise.ToolAllow}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_1", Output: json.RawMessage(`"a's text"`)})
+	if err != nil || first.Batch != nil {
+		t.Fatalf("the first result: %+v, %v", first, err)
+	}
+	last, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_2", Error: "exit status 1"})
+	if err != nil || last.Batch == nil || last.Batch.Context != "both ran" || last.Halted {
+		t.Fatalf("the last result: %+v, %v", last, err)
+	}
+	msgs, err := e.Conversation(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := msgs[len(msgs)-1]
+	if !end.IsMeta || end.Content[0].Text != "<system-reminder>\nPostToolBatch hook additional context: both ran\n</system-reminder>" {
+		t.Fatalf("the conversation ends with %+v", end)
+	}
+	again, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_2", Error: "exit status 1"})
+	if err != nil || !again.AlreadyRecorded || again.Batch == nil || !again.Batch.AlreadyRecorded {
+		t.Fatalf("asked again: %+v, %v", again, err)
+	}
+	data, err := os.ReadFile(stdin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("the hook ran %d times", len(lines))
+	}
+	var in struct {
+		Event string `json:"hook_event_name"`
+		Calls []struct {
+			Name     string          `json:"tool_name"`
+			Input    json.RawMessage `json:"tool_input"`
+			ID       string          `json:"tool_use_id"`
+			Response string          `json:"tool_response"`
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Event != "PostToolBatch" || len(in.Calls) != 2 || in.Calls[0].Name != "Read" || in.Calls[0].ID != "toolu_1" ||
+		in.Calls[0].Response != "a's text" || string(in.Calls[1].Input) != `{"command":"ls"}` || in.Calls[1].Response != "exit status 1" {
+		t.Fatalf("stdin: %s", lines[0])
+	}
+}
+
+// A PostToolBatch hook's exit 2 stops the agentic loop: the result that
+// fired it halts, and the turn is over by the log, not asking the model.
+func TestPostToolBatchBlockEndsTheTurn(t *testing.T) {
+	ctx := context.Background()
+	e, a := fireEngine(t, t.TempDir(), `{"hooks": {"PostToolBatch": [{"hooks": [{"type": "command", "command": "echo 'budget spent' >&2; exit 2"}]}]}}`)
+	answer(t, e, "s", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`)))
+	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+		t.Fatal(err)
+	}
+	fb, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_1", Output: json.RawMessage(`"a b"`)})
+	if err != nil || !fb.Halted || fb.StopReason != "budget spent" || fb.Batch == nil || !fb.Batch.Blocked {
+		t.Fatalf("the last result: %+v, %v", fb, err)
+	}
+	turn, err := a.Turn(ctx)
+	if err != nil || turn.Phase != reprise.TurnOver {
+		t.Fatalf("turn after the block: %+v, %v; want over", turn, err)
+	}
+}

@@ -122,6 +122,10 @@ type ToolFeedback struct {
 	Reason          string
 	UpdatedResult   json.RawMessage
 	Outcomes        []schema.HookOutcome // the PostToolUse (or PostToolUseFailure) hooks'
+	// Batch is what the answer's PostToolBatch hooks decided, when this
+	// result was the last of its answer (ToolBatch); nil otherwise. Their
+	// block or halt halts the turn: Halt says so.
+	Batch *Fired
 	// AsyncMessage holds, as a meta message after the result and its
 	// hooks' feedback, the context of the session's async hooks that ended
 	// since the model last heard from them: given with the last result of
@@ -225,8 +229,9 @@ func (a *Agent) AnswerAsk(ctx context.Context, ans ToolAnswer) (*ToolDecision, e
 // PostToolUse hooks, or PostToolUseFailure when res.Error is set. Their
 // context and the reason of a block are appended after the tool_result,
 // where Claude Code puts them. The last result of an answer also brings
-// the context of async hooks that ended meanwhile (AsyncMessage). Asked
-// again, it returns what the log holds.
+// the context of async hooks that ended meanwhile (AsyncMessage) and
+// fires the answer's PostToolBatch (Batch). Asked again, it returns what
+// the log holds.
 func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback, error) {
 	if err := checkToolID(res.ID); err != nil {
 		return nil, err
@@ -254,6 +259,16 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 			return nil, err
 		}
 		fb.AsyncMessage = &m
+	}
+	if rep.LastOfAnswer || rep.AlreadyRecorded {
+		// AlreadyRecorded: a process that died after the result may not
+		// have fired the batch.
+		if fb.Batch, err = a.ToolBatch(ctx); err != nil {
+			return nil, fmt.Errorf("agent %s: the result of %s is recorded; its answer's PostToolBatch: %w", a.id, res.ID, err)
+		}
+		if b := fb.Batch; b != nil && (b.Blocked || b.Halted) && !fb.Halted {
+			fb.Halt = Halt{Halted: true, StopReason: cmp.Or(b.StopReason, b.Reason)}
+		}
 	}
 	return fb, nil
 }

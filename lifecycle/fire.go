@@ -19,11 +19,19 @@ type FireRequest struct {
 	// object the shell checked against the row.
 	Value  string
 	Fields []byte
+	// Inject asks for the hooks' context to reach the model: a meta
+	// message after the session's last one, in the same append as the
+	// outcome.
+	Inject bool
+	// OnlyWithHooks records nothing when no hook matches: the lifecycle's
+	// own fires (PostToolBatch) then cost no append. The report is then a
+	// FireReport without Ran.
+	OnlyWithHooks bool
 }
 
 // FireReport is what a Fire recorded, or found recorded before.
 type FireReport struct {
-	Ran *schema.HookEventRan
+	Ran *schema.HookEventRan // nil when nothing was recorded (OnlyWithHooks)
 	// AlreadyRecorded says that the log held the fire before this action:
 	// nothing ran, and Ran is what the log holds.
 	AlreadyRecorded bool
@@ -64,7 +72,10 @@ func fireStep(in Input) (Ready, error) {
 	if !ok {
 		return Ready{Effect: MatchHooks{Event: r.Event, Value: r.Value, Session: a.Current}}, nil
 	}
-	if len(matched.Hooks) == 0 {
+	switch {
+	case len(matched.Hooks) == 0 && r.OnlyWithHooks:
+		return Ready{Report: Report{Fire: &FireReport{}}}, nil
+	case len(matched.Hooks) == 0:
 		return fired(in, a.Current, HooksRan{}, false), nil
 	}
 	ready := withAgentStep(in, Ready{}, r.ID, &schema.HookEventStarted{Event: r.Event, Session: a.Current, ID: r.ID,
@@ -84,7 +95,14 @@ func fired(in Input, session string, ran HooksRan, cut bool) Ready {
 	if f := in.Agent.Fires[r.ID]; f == nil {
 		step.Value, step.Fields = r.Value, r.Fields // no intent holds them
 	}
-	ready := agentStep(in, r.ID, step)
+	ready := Ready{}
+	if s := in.Sessions[session]; r.Inject && ran.Context != "" && s != nil && !s.Deleted {
+		msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
+			Content: []schema.Block{{Type: "text", Text: Reminder(r.Event, ran.Context)}}}
+		step.MessageUUID = msg.UUID
+		ready = messages(in.Now, s, &msg)
+	}
+	ready = withAgentStep(in, ready, r.ID, step)
 	ready.Report.Fire = &FireReport{Ran: step}
 	return ready
 }

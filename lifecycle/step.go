@@ -112,9 +112,9 @@ type Session struct {
 	LastAssistant string
 	LastAnswer    string // the uuid of that message
 	Pending       []schema.Message
-	// OpenCalls are the tool_use ids of the last answer, saved or pending,
-	// that have no tool_result yet.
-	OpenCalls []string
+	// Calls are the tool_use ids of the last answer, saved or pending;
+	// OpenCalls those of them that have no tool_result yet.
+	Calls, OpenCalls []string
 	// Deleted says that the session's stream ends with its tombstone: no
 	// action may use it.
 	Deleted bool

@@ -71,6 +71,10 @@ type ToolReport struct {
 	BlockReason   string
 	PostContext   string
 	UpdatedResult []byte
+	// LastOfAnswer says that this step resolved the last call of its
+	// answer: every call has its result, and none has hooks running. The
+	// answer's PostToolBatch is due.
+	LastOfAnswer bool
 	// AsyncUUID is the meta message, after the result, with the context of
 	// async hooks that ended since the model last heard from them; "" when
 	// none did or calls of the answer still lack results.
@@ -331,7 +335,8 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 			ready.Effect = RunHooks{Event: event, Session: c.Session, Hooks: matched.Hooks, Tool: t, ToolInput: c.Input}
 			return ready, nil
 		}
-		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true}
+		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true,
+			LastOfAnswer: lastOfAnswer(in, s, t.ID)}
 		return withInjected(in, ready, injected), nil
 	case fsm.ToolPostHooks:
 		if err := othersHooks(in, t.ID); err != nil {
@@ -357,7 +362,8 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 		}
 		ready := withAgentStep(in, withMessages(in, s, msgs, injected), t.ID, step)
 		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true,
-			Blocked: ran.Blocked, BlockReason: ran.Reason, PostContext: ran.Context, UpdatedResult: ran.Replacement}
+			Blocked: ran.Blocked, BlockReason: ran.Reason, PostContext: ran.Context, UpdatedResult: ran.Replacement,
+			LastOfAnswer: lastOfAnswer(in, s, t.ID)}
 		return withInjected(in, ready, injected), nil
 	case fsm.ToolDone:
 		rep := report(c)
@@ -368,15 +374,29 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 }
 
 // batchEnd is the context of session s's async hooks that ended since the
-// model last heard from them, when no call of call id's answer but id
-// lacks a result: Claude Code hands that context on in the next request,
-// and the last result of an answer ends the next request's messages. Nil
-// when there is none, or calls are still open.
+// model last heard from them, when call id is the last of its answer to
+// resolve (lastOfAnswer): Claude Code hands that context on in the next
+// request, and the last result of an answer ends the next request's
+// messages. Nil when there is none, or calls are still open.
 func batchEnd(in Input, s *Session, id string) *injection {
-	if slices.ContainsFunc(s.OpenCalls, func(o string) bool { return o != id }) {
+	if !lastOfAnswer(in, s, id) {
 		return nil
 	}
 	return asyncContext(in, s.ID, "")
+}
+
+// lastOfAnswer reports whether, once call id's step is recorded, every
+// call of the answer holding it is resolved: each has its result, and
+// none but id has hooks running after it.
+func lastOfAnswer(in Input, s *Session, id string) bool {
+	other := func(o string) bool { return o != id }
+	if slices.ContainsFunc(s.OpenCalls, other) {
+		return false
+	}
+	return !slices.ContainsFunc(s.Calls, func(o string) bool {
+		c := in.Agent.Tools[o]
+		return o != id && c != nil && fsm.ToolInFlight(c.State)
+	})
 }
 
 // withMessages is the Ready that appends msgs, then injected's message

@@ -57,3 +57,24 @@ func (a *Agent) applyFire(ev eventlog.Event, p schema.Payload, label fsm.Event) 
 	f.State, a.Head = next, ev.Seq
 	return nil
 }
+
+// BatchFireID is the fire id of the PostToolBatch of the answer whose
+// tool_use ids are calls: one per answer, named by its first call. ""
+// for an answer without calls.
+func BatchFireID(calls []string) string {
+	if len(calls) == 0 {
+		return ""
+	}
+	return "batch-" + calls[0]
+}
+
+// batchHalted reports whether the PostToolBatch of the answer whose calls
+// are uses blocked or halted the turn.
+func (a *Agent) batchHalted(uses []ToolUse) bool {
+	ids := make([]string, len(uses))
+	for i, u := range uses {
+		ids[i] = u.ID
+	}
+	f := a.Fires[BatchFireID(ids)]
+	return f != nil && f.Ran != nil && (f.Ran.Blocked || f.Ran.Halt)
+}

@@ -19,7 +19,8 @@ import (
 // not safe for concurrent use.
 type ToolUseLedger struct {
 	ids    map[string]bool // every tool_use id seen
-	open   []string        // the last answer's calls without a tool_result, in order
+	calls  []string        // the last answer's calls, in order
+	open   []string        // those without a tool_result, in order
 	answer bool            // the last message is an assistant one
 	last   string          // the Messages API id of that answer, from its record; "" when unknown
 }
@@ -109,7 +110,7 @@ func (l *ToolUseLedger) Add(m schema.Message) {
 	case "assistant":
 		id := answerID(m)
 		if !l.answer || l.last == "" || id != l.last {
-			l.open = l.open[:0]
+			l.open, l.calls = l.open[:0], nil
 		}
 		ids, _ := toolUseIDs(m)
 		for _, u := range ids {
@@ -117,7 +118,7 @@ func (l *ToolUseLedger) Add(m schema.Message) {
 				l.ids = map[string]bool{}
 			}
 			l.ids[u] = true
-			l.open = append(l.open, u)
+			l.open, l.calls = append(l.open, u), append(l.calls, u)
 		}
 		l.answer, l.last = true, id
 	case "user":
@@ -136,14 +137,15 @@ func (l *ToolUseLedger) Add(m schema.Message) {
 	}
 }
 
-// OpenAfter returns the calls of the last answer that have no tool_result
-// once pending, messages not given to Add, follow. It changes nothing.
-func (l *ToolUseLedger) OpenAfter(pending []schema.Message) []string {
-	t := ToolUseLedger{ids: map[string]bool{}, open: slices.Clone(l.open), answer: l.answer, last: l.last}
+// CallsAfter returns the calls of the last answer, and those of them that
+// have no tool_result, once pending, messages not given to Add, follow.
+// It changes nothing.
+func (l *ToolUseLedger) CallsAfter(pending []schema.Message) (calls, open []string) {
+	t := ToolUseLedger{ids: map[string]bool{}, calls: slices.Clone(l.calls), open: slices.Clone(l.open), answer: l.answer, last: l.last}
 	for _, p := range pending {
 		t.Add(p)
 	}
-	return t.open
+	return t.calls, t.open
 }
 
 // toolUseIDs returns the ids of m's tool_use blocks, in order, or an error

@@ -101,7 +101,9 @@ func TurnOf(id string, msgs []schema.Message, a *Agent) Turn {
 			turn.Phase = TurnAsk
 		}
 	case len(uses) > 0:
-		if !halted {
+		// A PostToolBatch hook's block or halt ends the turn, as in
+		// Claude Code it stops the agentic loop.
+		if !halted && !a.batchHalted(uses) {
 			turn.Phase = TurnAsk
 		}
 	case last >= 0:

@@ -52,6 +52,10 @@ type HookEventRan struct {
 	// Env is what command hooks wrote to CLAUDE_ENV_FILE, on the events
 	// that give them one (Setup, CwdChanged, FileChanged).
 	Env string `msgpack:"env,omitempty"`
+	// MessageUUID is the meta message, appended to the session in the same
+	// append, that takes Context to the model, for a fire that asked for
+	// it (PostToolBatch's).
+	MessageUUID string `msgpack:"message,omitempty"`
 }
 
 func (HookEventStarted) EventType() eventlog.Type { return TypeHookEventStarted }

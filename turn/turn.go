@@ -225,6 +225,16 @@ func (r *Runner) drive(ctx context.Context, out *Outcome) error {
 		case reprise.TurnOver:
 			return nil
 		case reprise.TurnAsk:
+			// The answer's PostToolBatch, once: a process that died after
+			// the last result may not have fired it.
+			b, err := r.Agent.ToolBatch(ctx)
+			if err != nil {
+				return err
+			}
+			if b != nil && !b.AlreadyRecorded && (b.Blocked || b.Halted) {
+				out.Halt = reprise.Halt{Halted: true, StopReason: cmp.Or(b.StopReason, b.Reason)}
+				continue // the log now ends the turn
+			}
 			if out.Requests >= limit {
 				out.Limited = true
 				return nil

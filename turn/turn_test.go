@@ -17,6 +17,7 @@ import (
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/turn"
 )
 
@@ -750,5 +751,67 @@ func TestTheModelGetsAHooksUpdatedToolOutput(t *testing.T) {
 	}
 	if kept := shape(t, e, "s"); strings.Contains(kept, "[redacted]") {
 		t.Errorf("the session lost what the tool gave:\n%s", kept)
+	}
+}
+
+// TestPostToolBatchRunsBeforeTheNextRequest: the answer's PostToolBatch
+// hook runs once its calls have results, its context is in the next
+// request, and a batch that a dead process left unfired (its last result
+// recorded, the hook not run) is fired by Resume before the model is asked.
+func TestPostToolBatchRunsBeforeTheNextRequest(t *testing.T) {
+	ctx := context.Background()
+	s := &script{answers: []reprise.Message{answer("", "t1:Echo", "t2:Read"), answer("done")}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	var batches []string
+	if err := e.Hooks().On(schema.HookPostToolBatch, "", func(_ context.Context, in hookexec.EventInput) (hookexec.EventOutput, error) {
+		batches = append(batches, string(in.Fields))
+		return hookexec.EventOutput{HookSpecificOutput: json.RawMessage(`{"hookEventName": "PostToolBatch", "additionalContext": "batch seen"}`)}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var second []reprise.Message
+	model := runner.Model
+	runner.Model = func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+		if len(s.requests) == 1 {
+			second = conv
+		}
+		return model(ctx, conv)
+	}
+	if _, err := runner.Run(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	if len(batches) != 1 || !strings.Contains(batches[0], `"tool_use_id":"t1"`) || !strings.Contains(batches[0], `"tool_response":"ran t2"`) {
+		t.Fatalf("PostToolBatch ran with %q", batches)
+	}
+	if len(second) == 0 || !strings.Contains(second[len(second)-1].Content[0].Text, "PostToolBatch hook additional context: batch seen") {
+		t.Fatalf("the second request ends %+v", second[len(second)-1:])
+	}
+
+	// A dead process's last result, with the batch not fired: the agent on
+	// a second session, whose answer's results are all in, and no turn
+	// fired them.
+	testkit.Session(t, e, "b", t.TempDir())
+	if _, err := runner.Agent.Restore(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "b", reprise.Message{Role: "user", Content: []reprise.Block{{Type: "text", Text: "go"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "b", answer("", "t9:Echo")); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": "t9", "content": "ran t9"})
+	if _, err := e.Append(ctx, "b", reprise.Message{Role: "user", Content: []reprise.Block{{Type: "tool_result", Raw: raw}}}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.answers = []reprise.Message{{}, answer("done on b")} // b holds one answer: the next is the second
+	s.mu.Unlock()
+	if _, err := runner.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(batches) != 2 || !strings.Contains(batches[1], `"tool_use_id":"t9"`) {
+		t.Fatalf("Resume fired the batches %q", batches)
 	}
 }
