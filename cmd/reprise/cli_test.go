@@ -351,6 +351,7 @@ var jsonRuns = []struct {
 	{"stop", []string{"stop", "--agent", "ide", "--no-default-settings"}},
 	{"tool", []string{"tool", "--agent", "ide", "--no-default-settings", "--tool-use-id", "t1", "--name", "Read", "--permission", "allow", "--add-tool-use"}},
 	{"tool-result", []string{"tool-result", "--agent", "ide", "--no-default-settings", "--tool-use-id", "t1", "--output", `"ok"`}},
+	{"fire", []string{"fire", "Setup", "--agent", "ide", "--no-default-settings", "--id", "f1", "--input", `{"trigger":"init"}`}},
 	{"compact", []string{"compact", "--agent", "ide", "--no-default-settings", "summary"}},
 	{"fork", []string{"fork", "--agent", "ide", "--no-default-settings", "a"}},
 	{"clear", []string{"clear", "--agent", "ide", "--no-default-settings"}},

@@ -21,7 +21,8 @@ const (
 	exitFailure = 1 // the operation failed, or the audit found violations
 	exitUsage   = 2 // the command line is wrong
 	// exitAlreadyRecorded: tool-result found the call's result recorded
-	// before (or the call denied): the result given was not kept.
+	// before (or the call denied): the result given was not kept; fire
+	// found the fire recorded before: its hooks did not run again.
 	exitAlreadyRecorded = 3
 )
 

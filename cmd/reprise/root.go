@@ -106,6 +106,7 @@ func newRootApp() (*cobra.Command, *app) {
 		group("tools",
 			newToolCmd(a, nil),
 			newToolResultCmd(a, nil),
+			newFireCmd(a, nil),
 		),
 		group("inspect",
 			newSessionsCmd(a, nil),
