@@ -92,28 +92,53 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 		e.agents[id] = a
 	}
 	e.mu.Unlock()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.loaded || fsm.InFlight(a.view.State) {
-		release, err := a.lockStream(ctx)
-		if err != nil {
+	due, err := a.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if due != nil {
+		// A compaction whose process died before its PostCompact ran.
+		if _, err := a.postCompact(ctx, due); err != nil {
 			return nil, err
 		}
-		defer release()
-		if err := a.sync(ctx); err != nil {
-			return nil, err
-		}
-		if !a.loaded {
-			if err := a.closeOrphans(ctx); err != nil {
-				return nil, err
-			}
-			if err := a.closeAsyncOrphans(ctx); err != nil {
-				return nil, err
-			}
-		}
-		a.loaded = true
 	}
 	return a, nil
+}
+
+// load reads a's log on first use, rolling forward what a dead process
+// left (see Engine.Agent), and returns the compaction whose PostCompact is
+// still due, for the caller to fire once a.mu is let go.
+func (a *Agent) load(ctx context.Context) (due *Restore, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.loaded && !fsm.InFlight(a.view.State) {
+		return nil, nil
+	}
+	release, err := a.lockStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if err := a.sync(ctx); err != nil {
+		return nil, err
+	}
+	first := !a.loaded
+	if first {
+		if err := a.closeOrphans(ctx); err != nil {
+			return nil, err
+		}
+		if err := a.closeAsyncOrphans(ctx); err != nil {
+			return nil, err
+		}
+	}
+	a.loaded = true
+	if n := len(a.view.History); n > 0 && a.view.State == fsm.Active {
+		// Compacted: a blocked compaction has no SessionCompacted.
+		if r := a.view.History[n-1]; r.Source == schema.SourceCompact && r.SummaryUUID != "" && a.view.Fires[postCompactID(r.ID)] == nil {
+			return &r, nil
+		}
+	}
+	return nil, nil
 }
 
 // lockStream takes the agent's lock in a store shared between processes;

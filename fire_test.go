@@ -305,3 +305,65 @@ func TestPostToolBatchBlockEndsTheTurn(t *testing.T) {
 		t.Fatalf("turn after the block: %+v, %v; want over", turn, err)
 	}
 }
+
+// PostCompact fires once a compaction completes, with its trigger and
+// summary; a compaction whose process died before its PostCompact ran has
+// it fired by the next process that loads the agent, once.
+func TestPostCompactFiresAfterACompactionAndIsRolledForward(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stdin := filepath.Join(dir, "stdin")
+	settings := `{"hooks": {"PostCompact": [{"matcher": "auto", "hooks": [{"type": "command", "command": "cat >> '` + stdin + `'; echo >> '` + stdin + `'"}]}]}}`
+	e, a := fireEngine(t, dir, settings)
+	if _, err := a.Compact(ctx, "we fixed the parser", reprise.WithTrigger("auto")); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(stdin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in map[string]any
+	if err := json.Unmarshal(data, &in); err != nil {
+		t.Fatal(err)
+	}
+	if in["hook_event_name"] != "PostCompact" || in["trigger"] != "auto" || in["compact_summary"] != "we fixed the parser" {
+		t.Fatalf("stdin: %s", data)
+	}
+
+	// The same log without the fire: a process that died after the
+	// compaction. The next to load the agent fires it, and only once.
+	var cut []eventlog.Event
+	for _, ev := range testkit.Events(t, e.Store()) {
+		if ev.Type != schema.TypeHookEventStarted && ev.Type != schema.TypeHookEventRan {
+			cut = append(cut, ev)
+		}
+	}
+	if len(cut) == len(testkit.Events(t, e.Store())) {
+		t.Fatal("the compaction's PostCompact was not recorded")
+	}
+	if err := os.Remove(stdin); err != nil {
+		t.Fatal(err)
+	}
+	path := testkit.WriteStore(t, cut)
+	for range 2 {
+		e2 := testkit.OpenEngine(t, path, reprise.Options{Logger: testkit.Discard})
+		hooks, err := hookexec.LoadSettings(filepath.Join(dir, "settings.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e2.Hooks().AddAll(hooks); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Agent(t, e2, "ide")
+		if err := e2.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err = os.ReadFile(stdin)
+	if err != nil {
+		t.Fatalf("the due PostCompact did not run: %v", err)
+	}
+	if n := strings.Count(strings.TrimSpace(string(data)), "\n") + 1; n != 1 {
+		t.Fatalf("the due PostCompact ran %d times:\n%s", n, data)
+	}
+}

@@ -1,7 +1,9 @@
 package reprise
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -116,9 +118,44 @@ const CompactSummaryPrefix = lifecycle.CompactSummaryPrefix
 // stops the compaction: Compact returns the restore, which records it, and
 // an error matching ErrCompactionBlocked with the hook's reason.
 func (a *Agent) Compact(ctx context.Context, summary string, opts ...ActionOption) (*Restore, error) {
-	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Compact, Summary: summary}, opts), nil)
-	return r, err
+	act := action(lifecycle.Action{Kind: lifecycle.Compact, Summary: summary}, opts)
+	r, _, err := a.do(ctx, act, nil)
+	return a.compacted(ctx, act.Trigger, r, err)
 }
+
+// compacted fires the PostCompact of compaction r, started by trigger,
+// which do returned with err, and returns r.
+func (a *Agent) compacted(ctx context.Context, trigger string, r *Restore, err error) (*Restore, error) {
+	if err != nil || r == nil || r.Source != SourceCompact || r.SummaryUUID == "" {
+		return r, err
+	}
+	if r.Trigger == "" {
+		r.Trigger = trigger // an older log's compaction, without it
+	}
+	if _, err := a.postCompact(ctx, r); err != nil {
+		return r, fmt.Errorf("agent %s: session %s is compacted; its PostCompact: %w", a.id, r.To, err)
+	}
+	return r, nil
+}
+
+// postCompact fires PostCompact once for compaction r, with its trigger
+// and summary, as Claude Code fires it when a compaction completes.
+func (a *Agent) postCompact(ctx context.Context, r *Restore) (*Fired, error) {
+	summary := r.Summary
+	if r.SummaryUUID != "" {
+		m, err := a.e.message(context.WithoutCancel(ctx), r.To, r.SummaryUUID)
+		if err != nil {
+			return nil, err
+		}
+		summary = strings.TrimPrefix(projection.FirstText(m), lifecycle.CompactSummaryPrefix)
+	}
+	fields, _ := json.Marshal(map[string]string{"trigger": cmp.Or(r.Trigger, "manual"), "compact_summary": summary}) // strings always marshal
+	return a.fire(ctx, &lifecycle.FireRequest{ID: postCompactID(r.ID), Event: schema.HookPostCompact,
+		Value: cmp.Or(r.Trigger, "manual"), Fields: fields})
+}
+
+// postCompactID is the fire id of the PostCompact of compaction rid.
+func postCompactID(rid string) string { return "compact-" + rid }
 
 // Summarizer makes the summary of a compaction from its custom
 // instructions: the user's (WithInstructions) and, after a blank line, what
@@ -137,8 +174,9 @@ func (a *Agent) CompactWith(ctx context.Context, summarize Summarizer, opts ...A
 		return nil, errors.New("reprise: CompactWith needs a Summarizer")
 	}
 	ctx = context.WithValue(ctx, summarizerKey{}, summarize)
-	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Compact, Summarize: true}, opts), nil)
-	return r, err
+	act := action(lifecycle.Action{Kind: lifecycle.Compact, Summarize: true}, opts)
+	r, _, err := a.do(ctx, act, nil)
+	return a.compacted(ctx, act.Trigger, r, err)
 }
 
 // summarizerKey holds, in the context of a CompactWith, its Summarizer.

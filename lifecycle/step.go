@@ -780,7 +780,7 @@ func compaction(in Input, id, rid, summaryText string) (Ready, error) {
 	}
 	ready = add(ready, projection.SessionStream(id), boundary, in.Now, "")
 	ready = add(ready, projection.SessionStream(id), summary, in.Now, "")
-	step := &schema.SessionCompacted{Session: id, Boundary: boundary.UUID, SummaryUUID: summary.Message.UUID}
+	step := &schema.SessionCompacted{Session: id, Boundary: boundary.UUID, SummaryUUID: summary.Message.UUID, Trigger: boundary.Trigger}
 	return withAgentStep(in, ready, rid, step), nil
 }
 

@@ -326,6 +326,9 @@ func (a *Agent) fold(r *Restore, p schema.Payload) {
 	case *schema.SessionCompacted:
 		r.Source, r.From, r.To, r.Loaded = schema.SourceCompact, p.Session, p.Session, true
 		r.Boundary, r.SummaryUUID = p.Boundary, p.SummaryUUID
+		if p.Trigger != "" {
+			r.Trigger = p.Trigger
+		}
 		a.StopBlocks = 0
 	case *schema.SessionClosed:
 		a.Current, a.StopBlocks = "", 0

@@ -198,6 +198,9 @@ type SessionCompacted struct {
 	Session     string `msgpack:"session"`
 	Boundary    string `msgpack:"boundary"` // uuid of the CompactBoundary
 	SummaryUUID string `msgpack:"summary"`
+	// Trigger is the boundary's, "manual" or "auto"; "" in logs written
+	// before it was recorded here.
+	Trigger string `msgpack:"trigger,omitempty"`
 }
 
 // SessionClosed ends an explicit End: the agent has no current session.
