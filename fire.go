@@ -71,10 +71,13 @@ type Fired struct {
 // restore, prompt, stop or compaction, and while another fire of the same
 // id runs. MessageDisplay, which Claude Code fires for every streamed
 // delta, runs and is not recorded: its id is not kept.
-func (a *Agent) Fire(ctx context.Context, event hookexec.Event, id string, fields json.RawMessage) (*Fired, error) {
+func (a *Agent) Fire(ctx context.Context, event hookexec.Event, id string, fields json.RawMessage, opts ...FireOption) (*Fired, error) {
 	req, spec, err := fireRequest(event, id, fields)
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range opts {
+		o(req)
 	}
 	if !spec.Recorded {
 		return a.display(ctx, req)
@@ -187,6 +190,17 @@ func batchFields(msgs []Message, calls []string) []byte {
 	}
 	b, _ := json.Marshal(out) // strings and valid JSON always marshal
 	return b
+}
+
+// FireOption sets an optional part of a Fire.
+type FireOption func(*lifecycle.FireRequest)
+
+// FireOnlyWithHooks makes a Fire that no hook matches record nothing, and
+// return nil, nil: for events fired often whose absence of hooks is not
+// worth an append (turn.Runner's Notification). Fired again after hooks
+// were added, the same id then runs them.
+func FireOnlyWithHooks() FireOption {
+	return func(r *lifecycle.FireRequest) { r.OnlyWithHooks = true }
 }
 
 // fireRequest checks what Fire was given and makes the stepper's request.

@@ -78,3 +78,8 @@ func (a *Agent) batchHalted(uses []ToolUse) bool {
 	f := a.Fires[BatchFireID(ids)]
 	return f != nil && f.Ran != nil && (f.Ran.Blocked || f.Ran.Halt)
 }
+
+// StopFailureFireID is the fire id of the StopFailure that ended a turn
+// whose model request failed after message last, the conversation's last:
+// the turn is over there.
+func StopFailureFireID(last string) string { return "stopfailure-" + last }

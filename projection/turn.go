@@ -119,6 +119,9 @@ func TurnOf(id string, msgs []schema.Message, a *Agent) Turn {
 			}
 		}
 	}
+	if turn.Phase == TurnAsk && len(msgs) > 0 && a.Fires[StopFailureFireID(msgs[len(msgs)-1].UUID)] != nil {
+		turn.Phase = TurnOver // the model failed there, and StopFailure ended the turn
+	}
 	return turn
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/internal/uuid"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // ErrUnfinished is returned by Run while the agent's last turn has tool
@@ -44,9 +45,27 @@ const DefaultMaxRequests = 50
 // one. The Runner records it before acting on it.
 type Model func(ctx context.Context, conv []reprise.Message) (reprise.Message, error)
 
-// ModelError is a failed model request. The turn waits for an answer:
-// Resume asks again.
+// ModelError is a failed model request. Unless the Runner's policy ends
+// the turn on it (Runner.ModelTries, FinalError), the turn waits for an
+// answer: Resume asks again.
 type ModelError struct{ Err error }
+
+// FinalError is a model error that the host marks final, such as a
+// refused key: the turn ends at once with StopFailure, Kind as its
+// error. Kind is one of ErrorKinds; "" is "unknown".
+type FinalError struct {
+	Kind string
+	Err  error
+}
+
+func (e *FinalError) Error() string { return e.Err.Error() }
+func (e *FinalError) Unwrap() error { return e.Err }
+
+// ErrorKinds are the words StopFailure's error takes, as Claude Code
+// 2.1.328 names the API errors a turn can end on.
+var ErrorKinds = []string{"authentication_failed", "oauth_org_not_allowed", "account_on_hold", "verification_required",
+	"billing_error", "rate_limit", "overloaded", "invalid_request", "model_not_found", "server_error", "unknown",
+	"max_output_tokens", "cloud_credential_error"}
 
 func (e *ModelError) Error() string { return "turn: model: " + e.Err.Error() }
 func (e *ModelError) Unwrap() error { return e.Err }
@@ -131,6 +150,14 @@ type Runner struct {
 	// MaxRequests bounds the model requests of one Run or Resume;
 	// DefaultMaxRequests when 0.
 	MaxRequests int
+	// ModelTries is how many times in a row one model request may fail
+	// before the turn ends with StopFailure (error "unknown"), in place of
+	// Stop, as Claude Code ends a turn on an API error it gives up on. 0
+	// leaves the turn waiting on the first failure (Run and Resume return
+	// the ModelError; Resume asks again), unless the Model's error is a
+	// FinalError, which ends the turn at once. Tries follow each other at
+	// once: a Model that wants a pause between them waits itself.
+	ModelTries int
 	// OnEvent, when set, is told each step, one at a time.
 	OnEvent func(Event)
 
@@ -139,13 +166,18 @@ type Runner struct {
 
 // Outcome says how a Run or Resume ended.
 type Outcome struct {
-	Resumed      bool // Resume found a turn left unfinished, and went on with it
-	Requests     int  // the model requests made
-	Blocked      bool // a UserPromptSubmit hook blocked the prompt: it was not kept
-	Reason       string
-	Capped       bool // the Stop hooks were not asked: too many consecutive blocks
-	Limited      bool // MaxRequests was reached: the turn waits for an answer
-	reprise.Halt      // a hook's "continue": false ended the turn
+	Resumed  bool // Resume found a turn left unfinished, and went on with it
+	Requests int  // the model requests made
+	Blocked  bool // a UserPromptSubmit hook blocked the prompt: it was not kept
+	Reason   string
+	Capped   bool // the Stop hooks were not asked: too many consecutive blocks
+	Limited  bool // MaxRequests was reached: the turn waits for an answer
+	// StopFailure is the error kind the turn ended on, with StopFailure's
+	// hooks run in place of Stop's (ModelTries, FinalError); Failure is
+	// the model's error. "" and nil otherwise.
+	StopFailure  string
+	Failure      error
+	reprise.Halt // a hook's "continue": false ended the turn
 }
 
 // Run submits prompt to the agent's current session and drives the turn
@@ -209,6 +241,7 @@ func (r *Runner) begin(ctx context.Context) (held context.Context, release func(
 func (r *Runner) drive(ctx context.Context, out *Outcome) error {
 	limit := cmp.Or(r.MaxRequests, DefaultMaxRequests)
 	var last *reprise.Turn
+	tries := 0 // consecutive failures of the model request in flight
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -223,7 +256,11 @@ func (r *Runner) drive(ctx context.Context, out *Outcome) error {
 		last = &t
 		switch t.Phase {
 		case reprise.TurnOver:
-			return nil
+			if t.Answer == "" || out.Limited {
+				return nil
+			}
+			// Waiting on the user, once per answer the turn ended on.
+			return r.notify(ctx, "idle-"+t.Answer, IdlePrompt, "Claude is waiting for your input")
 		case reprise.TurnAsk:
 			// The answer's PostToolBatch, once: a process that died after
 			// the last result may not have fired it.
@@ -240,9 +277,27 @@ func (r *Runner) drive(ctx context.Context, out *Outcome) error {
 				return nil
 			}
 			out.Requests++
-			if err := r.answer(ctx, t.Session); err != nil {
-				return err
+			err = r.answer(ctx, t.Session)
+			var failed *ModelError
+			if !errors.As(err, &failed) {
+				if err != nil {
+					return err
+				}
+				tries = 0
+				continue
 			}
+			tries++
+			var final *FinalError
+			switch {
+			case errors.As(failed.Err, &final):
+				return r.stopFailure(ctx, out, cmp.Or(final.Kind, "unknown"), failed)
+			case r.ModelTries > 0 && tries >= r.ModelTries:
+				return r.stopFailure(ctx, out, "unknown", failed)
+			case r.ModelTries > 0:
+				last = nil // the failed request recorded nothing: try it again
+				continue
+			}
+			return err
 		case reprise.TurnTools:
 			halt, err := r.tools(ctx, t)
 			if err != nil {
@@ -266,6 +321,34 @@ func (r *Runner) drive(ctx context.Context, out *Outcome) error {
 			}
 		}
 	}
+}
+
+// stopFailure ends the turn on failed, a model error of kind, with
+// StopFailure's hooks in place of Stop's, recorded once for the place in
+// the conversation where the model failed: the log then shows the turn
+// over.
+func (r *Runner) stopFailure(ctx context.Context, out *Outcome, kind string, failed *ModelError) error {
+	conv, err := r.Agent.ModelView(ctx)
+	if err != nil {
+		return err
+	}
+	if len(conv) == 0 {
+		return failed
+	}
+	lastAnswer := ""
+	for i := len(conv) - 1; i >= 0; i-- {
+		if conv[i].Role == "assistant" {
+			lastAnswer = projection.FirstText(conv[i])
+			break
+		}
+	}
+	fields, _ := json.Marshal(map[string]string{"error": kind, "error_details": failed.Err.Error(),
+		"last_assistant_message": lastAnswer}) // strings always marshal
+	if _, err := r.Agent.Fire(ctx, schema.HookStopFailure, projection.StopFailureFireID(conv[len(conv)-1].UUID), fields); err != nil {
+		return fmt.Errorf("turn: %w; its StopFailure: %w", failed, err)
+	}
+	out.StopFailure, out.Failure = kind, failed
+	return nil
 }
 
 // same reports whether two readings of the turn are one: a step between
@@ -563,7 +646,10 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 		return step{res: &reprise.ToolResult{ID: c.ID, Error: Interrupted, Interrupt: true}, halt: d.Halt}
 	}
 	if d.Decision == reprise.ToolAsk {
-		refusal := r.confirm(ctx, call, d.Reason)
+		refusal, err := r.confirm(ctx, call, d.Reason)
+		if err != nil {
+			return step{err: err}
+		}
 		a, err := r.Agent.AnswerAsk(context.WithoutCancel(ctx), reprise.ToolAnswer{ID: c.ID, Allow: refusal == "", Refusal: refusal})
 		if err != nil {
 			return step{err: err}
@@ -670,14 +756,37 @@ func resultsMessage(results []reprise.ToolResult) reprise.Message {
 	return m
 }
 
-// confirm asks the host about call, one call at a time.
-func (r *Runner) confirm(ctx context.Context, call Call, reason string) string {
+// confirm asks the host about call, one call at a time, after its
+// Notification hooks (permission_prompt) have run, as Claude Code runs
+// them when it waits on the user.
+func (r *Runner) confirm(ctx context.Context, call Call, reason string) (string, error) {
 	if r.Ask == nil {
-		return NoOneToAsk
+		return NoOneToAsk, nil
+	}
+	if err := r.notify(ctx, "ask-"+call.ID, PermissionPrompt, "Claude needs your permission to use "+call.Name); err != nil {
+		return "", err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.Ask(ctx, call, reason)
+	return r.Ask(ctx, call, reason), nil
+}
+
+// The notification types the Runner fires Notification with, and the
+// messages Claude Code 2.1.328 gives them.
+const (
+	PermissionPrompt = "permission_prompt" // before Ask: "Claude needs your permission to use TOOL"
+	IdlePrompt       = "idle_prompt"       // a turn ended: "Claude is waiting for your input"
+)
+
+// notify fires Notification of kind with message, once under fire id
+// "notify-"+id; nothing is recorded when no hook matches.
+func (r *Runner) notify(ctx context.Context, id, kind, message string) error {
+	fields, _ := json.Marshal(map[string]string{"message": message, "notification_type": kind}) // strings always marshal
+	_, err := r.Agent.Fire(ctx, schema.HookNotification, "notify-"+id, fields, reprise.FireOnlyWithHooks())
+	if err != nil {
+		return fmt.Errorf("turn: Notification %s: %w", kind, err)
+	}
+	return nil
 }
 
 func (r *Runner) emit(ev Event) {

@@ -815,3 +815,91 @@ func TestPostToolBatchRunsBeforeTheNextRequest(t *testing.T) {
 		t.Fatalf("Resume fired the batches %q", batches)
 	}
 }
+
+// TestModelFailuresEndTheTurnWithStopFailure: with ModelTries 2, a model
+// that keeps failing is asked twice, then StopFailure's hooks run in place
+// of Stop's, with Claude Code's input, and the log shows the turn over: a
+// Resume asks the model nothing. A FinalError ends the turn at once, with
+// its kind.
+func TestModelFailuresEndTheTurnWithStopFailure(t *testing.T) {
+	ctx := context.Background()
+	var r runs
+	e, runner := newRunner(t, &script{}, &r)
+	var failures []map[string]any
+	if err := e.Hooks().On(schema.HookStopFailure, "", func(_ context.Context, in hookexec.EventInput) (hookexec.EventOutput, error) {
+		var f map[string]any
+		if err := json.Unmarshal(in.Fields, &f); err != nil {
+			return hookexec.EventOutput{}, err
+		}
+		failures = append(failures, f)
+		return hookexec.EventOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stops := countStops(t, e)
+	asked := 0
+	runner.ModelTries = 2
+	runner.Model = func(context.Context, []reprise.Message) (reprise.Message, error) {
+		asked++
+		return reprise.Message{}, errors.New("503 from the gateway")
+	}
+	out, err := runner.Run(ctx, "go")
+	if err != nil || out.StopFailure != "unknown" || out.Failure == nil || asked != 2 {
+		t.Fatalf("Run: %+v, %v; asked %d times", out, err, asked)
+	}
+	if len(failures) != 1 || failures[0]["error"] != "unknown" || failures[0]["error_details"] != "503 from the gateway" || *stops != 0 {
+		t.Fatalf("StopFailure ran with %v; Stop hooks ran %d times", failures, *stops)
+	}
+	tn, err := runner.Agent.Turn(ctx)
+	if err != nil || tn.Phase != reprise.TurnOver {
+		t.Fatalf("turn after StopFailure: %+v, %v", tn, err)
+	}
+	if out, err := runner.Resume(ctx); err != nil || out.Resumed || asked != 2 {
+		t.Fatalf("Resume after StopFailure: %+v, %v; asked %d times", out, err, asked)
+	}
+
+	runner.Model = func(context.Context, []reprise.Message) (reprise.Message, error) {
+		asked++
+		return reprise.Message{}, &turn.FinalError{Kind: "rate_limit", Err: errors.New("429")}
+	}
+	out, err = runner.Run(ctx, "again")
+	if err != nil || out.StopFailure != "rate_limit" || asked != 3 || len(failures) != 2 || failures[1]["error"] != "rate_limit" {
+		t.Fatalf("Run with a final error: %+v, %v; asked %d; failures %v", out, err, asked, failures)
+	}
+}
+
+// TestNotificationsWhereTheRunnerWaitsOnTheUser: Notification's hooks run
+// with permission_prompt before Ask, naming the tool, and with
+// idle_prompt once a turn ends, once per answer.
+func TestNotificationsWhereTheRunnerWaitsOnTheUser(t *testing.T) {
+	ctx := context.Background()
+	s := &script{answers: []reprise.Message{answer("", "t1:Echo"), answer("done")}}
+	var r runs
+	e, runner := newRunner(t, s, &r)
+	var notes []string
+	if err := e.Hooks().On(schema.HookNotification, "permission_prompt|idle_prompt", func(_ context.Context, in hookexec.EventInput) (hookexec.EventOutput, error) {
+		var f struct{ Message, Type string }
+		var raw map[string]string
+		_ = json.Unmarshal(in.Fields, &raw)
+		f.Message, f.Type = raw["message"], raw["notification_type"]
+		notes = append(notes, f.Type+": "+f.Message)
+		return hookexec.EventOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	runner.Permission = func(turn.Call) string { return reprise.ToolAsk }
+	runner.Ask = func(context.Context, turn.Call, string) string {
+		notes = append(notes, "asked")
+		return ""
+	}
+	if _, err := runner.Run(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := "permission_prompt: Claude needs your permission to use Echo | asked | idle_prompt: Claude is waiting for your input"
+	if got := strings.Join(notes, " | "); got != want {
+		t.Fatalf("notifications: %s\nwant %s", got, want)
+	}
+}
