@@ -1,6 +1,7 @@
 package reprise
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -383,16 +384,20 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (lifecycle.Repor
 			d.Performed(lifecycle.HooksMatched{Event: eff.Event, Hooks: hookexec.Names(matched), Status: statusMessages(matched)})
 			continue
 		}
+		cwd := ""
+		if eff, ok := ready.Effect.(lifecycle.RunHooks); ok {
+			cwd = a.view.Cwds[eff.Session]
+		}
 		if laneAction(act) {
 			// The hooks of one tool call do not hold the agent: the calls
 			// of one answer run theirs at once.
 			a.mu.Unlock()
-			outcome := a.perform(ctx, wctx, ready.Effect, matched)
+			outcome := a.perform(ctx, wctx, ready.Effect, matched, cwd)
 			a.mu.Lock()
 			d.Performed(outcome)
 			continue
 		}
-		d.Performed(a.perform(ctx, wctx, ready.Effect, matched))
+		d.Performed(a.perform(ctx, wctx, ready.Effect, matched, cwd))
 	}
 	return d.Report(), nil
 }
@@ -603,7 +608,7 @@ func (a *Agent) append(ctx context.Context, d *lifecycle.Driver, act lifecycle.A
 }
 
 // perform carries out effect and returns its outcome for the stepper.
-func (a *Agent) perform(ctx, wctx context.Context, effect lifecycle.Effect, matched []hookexec.Hook) lifecycle.Outcome {
+func (a *Agent) perform(ctx, wctx context.Context, effect lifecycle.Effect, matched []hookexec.Hook, cwd string) lifecycle.Outcome {
 	switch eff := effect.(type) {
 	case lifecycle.DropSessionHooks:
 		a.e.scoped.Drop(eff.Session)
@@ -612,7 +617,7 @@ func (a *Agent) perform(ctx, wctx context.Context, effect lifecycle.Effect, matc
 		if !slices.Equal(hookexec.Names(matched), eff.Hooks) {
 			panic(fmt.Sprintf("reprise: RunHooks of %q follows a MatchHooks that found %q", eff.Hooks, hookexec.Names(matched)))
 		}
-		ran := a.runHooks(ctx, wctx, eff, matched)
+		ran := a.runHooks(ctx, wctx, eff, matched, cwd)
 		for _, o := range ran.Outcomes {
 			if o.Status != schema.HookOK {
 				a.e.log.Warn("hook did not succeed", "agent", a.id, "event", eff.Event,
@@ -626,12 +631,13 @@ func (a *Agent) perform(ctx, wctx context.Context, effect lifecycle.Effect, matc
 
 // runHooks runs eff's hooks through the Engine's runner, with the session's
 // transcript brought up to date and, for SessionStart command hooks, an
-// empty CLAUDE_ENV_FILE whose content is returned.
-func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks, hooks []hookexec.Hook) lifecycle.HooksRan {
+// empty CLAUDE_ENV_FILE whose content is returned; cwd, when set, is
+// where a CwdChanged moved the session.
+func (a *Agent) runHooks(ctx, wctx context.Context, eff lifecycle.RunHooks, hooks []hookexec.Hook, cwd string) lifecycle.HooksRan {
 	e := a.e
 	id := eff.Session
 	env := hookexec.CommandEnv{Now: e.now, Spill: func(text string) (string, error) { return e.spill(id, text) },
-		Background: a.background(id, eff.Event, a.stepID(eff))}
+		Background: a.background(id, eff.Event, a.stepID(eff)), Cwd: cwd}
 	if obs := e.observer; obs != nil {
 		var end func([]schema.HookOutcome)
 		ctx, env.Extra, end = obs.Hooks(ctx, eff.Event, id, hookValue(eff), hooks)
@@ -733,35 +739,36 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 		}
 	}
 	now := e.now().UnixMilli()
+	cwd := cmp.Or(env.Cwd, env.ProjectDir) // what the hooks are told
 	if eff.Fire != nil {
-		return a.runFire(ctx, eff, hooks, hookexec.EventInput{SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir,
+		return a.runFire(ctx, eff, hooks, hookexec.EventInput{SessionID: id, TranscriptPath: transcript, Cwd: cwd,
 			PromptID: eff.PromptID, PermissionMode: e.permissionMode, Fields: eff.Fire.Fields, Messages: msgs}, env)
 	}
 	if eff.Tool != nil {
 		return a.runToolHooks(ctx, eff, hooks, hookexec.ToolInput{SessionID: id, TranscriptPath: transcript,
-			Cwd: env.ProjectDir, Timestamp: now, Messages: msgs}, env)
+			Cwd: cwd, Timestamp: now, Messages: msgs}, env)
 	}
 	switch eff.Event {
 	case hookexec.SessionEnd:
 		outcomes := e.runner.SessionEnd(ctx, hooks, hookexec.SessionEndInput{
-			SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: env.ProjectDir,
+			SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: cwd,
 			Reason: eff.Reason, FinalMessage: eff.FinalMessage, Error: eff.Error, Messages: msgs}, env)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes)}
 	case hookexec.Stop:
 		outcomes, blocked, reason, context := e.runner.Stop(ctx, hooks, hookexec.StopInput{
-			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, StopHookActive: eff.StopActive,
+			SessionID: id, TranscriptPath: transcript, Cwd: cwd, StopHookActive: eff.StopActive,
 			StopReason: eff.StopReason, LastAssistantMessage: eff.FinalMessage, PromptID: eff.PromptID,
 			PermissionMode: e.permissionMode, Messages: msgs}, env)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason, Context: context}
 	case hookexec.UserPromptSubmit:
 		outcomes, blocked, reason, text := e.runner.Prompt(ctx, hooks, hookexec.PromptInput{
-			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Prompt: eff.Prompt, PromptID: eff.PromptID,
+			SessionID: id, TranscriptPath: transcript, Cwd: cwd, Prompt: eff.Prompt, PromptID: eff.PromptID,
 			PermissionMode: e.permissionMode, Messages: msgs}, env)
 		blocked, reason = gate(ctx, blocked, reason)
 		return lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason, Context: text}
 	case hookexec.PreCompact:
 		outcomes, blocked, reason, instructions := e.runner.PreCompact(ctx, hooks, hookexec.PreCompactInput{
-			SessionID: id, TranscriptPath: transcript, Cwd: env.ProjectDir, Trigger: eff.Trigger,
+			SessionID: id, TranscriptPath: transcript, Cwd: cwd, Trigger: eff.Trigger,
 			CustomInstructions: eff.Instructions, Messages: msgs}, env)
 		blocked, reason = gate(ctx, blocked, reason)
 		ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: blocked, Reason: reason, Instructions: instructions}
@@ -779,7 +786,7 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 	envName, envFile := e.newEnvFile(id, run, hooks)
 	env.EnvFile = envFile
 	outcomes, text := e.runner.SessionStart(ctx, hooks, hookexec.SessionStartInput{
-		SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: env.ProjectDir, Source: eff.Source,
+		SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: cwd, Source: eff.Source,
 		InitialPrompt: eff.InitialPrompt, Messages: msgs}, env)
 	ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Context: text, EnvFile: env.EnvFile}
 	if envName != "" {

@@ -263,7 +263,10 @@ func (a *Agent) display(ctx context.Context, req *lifecycle.FireRequest) (*Fired
 	}
 	hooks := a.e.HooksFor(ctx, req.Event, req.Value, session)
 	eff := lifecycle.RunHooks{Event: req.Event, Session: session, Hooks: hookexec.Names(hooks), Fire: req}
-	ran := a.runHooks(ctx, context.WithoutCancel(ctx), eff, hooks)
+	a.mu.Lock()
+	cwd := a.view.Cwds[session]
+	a.mu.Unlock()
+	ran := a.runHooks(ctx, context.WithoutCancel(ctx), eff, hooks, cwd)
 	return firedOf(&schema.HookEventRan{Event: req.Event, Session: session, ID: req.ID, Outcomes: ran.Outcomes,
 		Blocked: ran.Blocked, Reason: ran.Reason, Feedback: ran.Feedback, Context: ran.Context, Halt: ran.Halt,
 		StopReason: ran.StopReason, SystemMessage: ran.SystemMessage, Specific: ran.Specific, Env: ran.Env}, false), nil

@@ -367,3 +367,51 @@ func TestPostCompactFiresAfterACompactionAndIsRolledForward(t *testing.T) {
 		t.Fatalf("the due PostCompact ran %d times:\n%s", n, data)
 	}
 }
+
+// CwdChanged moves the working directory that later hooks of the session
+// run in and are told, as recorded by the fire; CLAUDE_PROJECT_DIR stays
+// the session's.
+func TestCwdChangedMovesWhereLaterHooksRun(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "app")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "where")
+	e, a := fireEngine(t, dir, `{"hooks": {"Notification": [{"hooks": [{"type": "command",
+		"command": "{ pwd -P; echo \"$CLAUDE_PROJECT_DIR\"; grep -o '\"cwd\":\"[^\"]*\"'; } >> '`+out+`'"}]}]}}`)
+	if _, err := a.Fire(ctx, schema.HookNotification, "n1", json.RawMessage(`{"message": "before"}`)); err != nil {
+		t.Fatal(err)
+	}
+	moved, _ := json.Marshal(map[string]string{"old_cwd": dir, "new_cwd": sub})
+	if _, err := a.Fire(ctx, schema.HookCwdChanged, "cd-1", moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Fire(ctx, schema.HookNotification, "n2", json.RawMessage(`{"message": "after"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// A new process reads the move from the log.
+	e.Close()
+	e2 := testkit.OpenEngine(t, filepath.Join(dir, "reprise.db"), reprise.Options{Logger: testkit.Discard})
+	hooks, err := hookexec.LoadSettings(filepath.Join(dir, "settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Hooks().AddAll(hooks); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testkit.Agent(t, e2, "ide").Fire(ctx, schema.HookNotification, "n3", json.RawMessage(`{"message": "later"}`)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := func(p string) string { r, _ := filepath.EvalSymlinks(p); return r }
+	want := strings.Join([]string{real(dir), dir, `"cwd":"` + dir + `"`, real(sub), dir, `"cwd":"` + sub + `"`,
+		real(sub), dir, `"cwd":"` + sub + `"`}, "\n") + "\n"
+	if string(data) != want {
+		t.Fatalf("the hooks ran in:\n%s\nwant\n%s", data, want)
+	}
+}

@@ -23,9 +23,12 @@ import (
 // CommandEnv is what a command hook needs besides its stdin.
 type CommandEnv struct {
 	ProjectDir string // working directory and CLAUDE_PROJECT_DIR
-	EnvFile    string // CLAUDE_ENV_FILE, set only for SessionStart; "" to omit
-	SpillDir   string // where context over MaxContextChars is saved
-	SpillName  string // base name for spilled context files, e.g. the session id
+	// Cwd, when set, is the working directory instead of ProjectDir: where
+	// a CwdChanged moved the session (CLAUDE_PROJECT_DIR stays).
+	Cwd       string
+	EnvFile   string // CLAUDE_ENV_FILE, set only for SessionStart; "" to omit
+	SpillDir  string // where context over MaxContextChars is saved
+	SpillName string // base name for spilled context files, e.g. the session id
 	// Spill, when set, saves context over MaxContextChars instead of
 	// SpillDir and returns the path that names it.
 	Spill func(text string) (path string, err error)
@@ -387,19 +390,20 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 		r.err = errors.New("no working directory: the session has none")
 		return r
 	}
+	dir := cmp.Or(env.Cwd, env.ProjectDir)
 	{
 		// exec reports a missing directory as if the shell were missing.
-		info, err := os.Stat(env.ProjectDir)
+		info, err := os.Stat(dir)
 		if err == nil && !info.IsDir() {
-			err = fmt.Errorf("%s is not a directory", env.ProjectDir)
+			err = fmt.Errorf("%s is not a directory", dir)
 		}
 		if err != nil {
-			r.err = fmt.Errorf("project directory: %w", err)
+			r.err = fmt.Errorf("working directory: %w", err)
 			return r
 		}
 	}
 	cmd := exec.CommandContext(ctx, shell, commandArgs(body, env.ProjectDir)...)
-	cmd.Dir = env.ProjectDir
+	cmd.Dir = dir
 	cmd.Env = commandEnviron(h, env)
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &r.stdout, &r.stderr

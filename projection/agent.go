@@ -37,6 +37,10 @@ type Agent struct {
 	Tools         map[string]*ToolCall
 	Fires         map[string]*Fire
 	HooksInFlight int
+	// Cwds holds, by session, the working directory a CwdChanged fire
+	// moved it to: where later hooks of the session run, and the cwd they
+	// are told.
+	Cwds map[string]string
 
 	// Async holds, by id, the async hook runs that are running or whose
 	// context the model has not had yet.

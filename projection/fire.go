@@ -1,6 +1,9 @@
 package projection
 
 import (
+	"encoding/json"
+	"path/filepath"
+
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/schema"
@@ -53,6 +56,9 @@ func (a *Agent) applyFire(ev eventlog.Event, p schema.Payload, label fsm.Event) 
 			f.Value, f.Fields = p.Value, p.Fields
 		}
 		f.Ended = ev.Time
+		if p.Event == schema.HookCwdChanged && !p.Interrupted {
+			a.moveCwd(f)
+		}
 	}
 	f.State, a.Head = next, ev.Seq
 	return nil
@@ -83,3 +89,18 @@ func (a *Agent) batchHalted(uses []ToolUse) bool {
 // whose model request failed after message last, the conversation's last:
 // the turn is over there.
 func StopFailureFireID(last string) string { return "stopfailure-" + last }
+
+// moveCwd records where CwdChanged fire f moved its session: its new_cwd,
+// when it is an absolute path.
+func (a *Agent) moveCwd(f *Fire) {
+	var in struct {
+		New string `json:"new_cwd"`
+	}
+	if json.Unmarshal(f.Fields, &in) != nil || !filepath.IsAbs(in.New) {
+		return
+	}
+	if a.Cwds == nil {
+		a.Cwds = map[string]string{}
+	}
+	a.Cwds[f.Session] = in.New
+}
