@@ -538,3 +538,28 @@ func TestAHooksUpdatedInputMustBeAnObject(t *testing.T) {
 		}
 	}
 }
+
+// A Go PermissionRequest hook answers for the user on a call left to ask:
+// its allow, with the input it gives, is the call's decision; Registry.On
+// refuses an event with steps of its own, naming the typed helper.
+func TestGoPermissionRequestHookDecidesACallLeftToAsk(t *testing.T) {
+	ctx := context.Background()
+	e, agent := startedAgent(t)
+	err := e.Hooks().OnPermissionRequest("auto", "Bash", func(_ context.Context, in hookexec.ToolInput) (hookexec.PermissionRequestOutput, error) {
+		return hookexec.PermissionRequestOutput{Behavior: hookexec.Allow, UpdatedInput: json.RawMessage(`{"command":"ls -l"}`)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer(t, e, "a", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`)))
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAsk})
+	if err != nil || d.Decision != reprise.ToolAllow || string(d.Input) != `{"command":"ls -l"}` {
+		t.Fatalf("decision: %+v, %v", d, err)
+	}
+	err = e.Hooks().On(hookexec.PreToolUse, "", func(context.Context, hookexec.EventInput) (hookexec.EventOutput, error) {
+		return hookexec.EventOutput{}, nil
+	})
+	if !errors.Is(err, hookexec.ErrBadHook) || !strings.Contains(err.Error(), "OnPreToolUse") {
+		t.Fatalf("On(PreToolUse) = %v", err)
+	}
+}

@@ -49,10 +49,7 @@ type EventOutput struct {
 // EventFunc is a Go hook of any event. It should return when ctx is done.
 type EventFunc func(ctx context.Context, in EventInput) (EventOutput, error)
 
-func (f EventFunc) runsOn(e Event) bool {
-	_, known := schema.LookupEvent(e)
-	return f != nil && known
-}
+func (f EventFunc) runsOn(e Event) bool { return f != nil && generic(e) }
 
 // EventResult is what the hooks of one event decided together, after the
 // event's row of schema.Events.

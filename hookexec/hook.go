@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -391,11 +392,16 @@ func (r *Registry) OnSessionStart(name, matcher string, fn SessionStartFunc) err
 	return r.Add(Hook{Event: SessionStart, Name: name, Source: "function", Matcher: m, Body: fn})
 }
 
-// On registers a Go hook of event, any of schema.Events, whose matcher
-// selects what the event matches on with the event's rule (on an event
-// without a matcher, the matcher is ignored). RunEvent runs it, and so do
-// the runners of the events that have their own, for their hosts' Fire.
+// On registers a Go hook of event, any of schema.Events without steps of
+// its own (those the Agent fires, or a host with Agent.Fire), whose
+// matcher selects what the event matches on with the event's rule (on an
+// event without a matcher, the matcher is ignored). RunEvent runs it. The
+// events with steps of their own (schema.HookEvents) take the typed hooks
+// of OnSessionStart, OnPreToolUse, ...: On refuses them with ErrBadHook.
 func (r *Registry) On(event Event, matcher string, fn EventFunc) error {
+	if slices.Contains(schema.HookEvents, event) {
+		return fmt.Errorf("%w: %s has steps of its own: register its Go hooks with On%s", ErrBadHook, event, event)
+	}
 	m, err := ParseMatcherFor(event, matcher)
 	if err != nil {
 		return err
@@ -438,6 +444,13 @@ func (r *Registry) OnSessionEnd(name, matcher string, fn SessionEndFunc) error {
 // names (Bash, Edit|Write, mcp__memory__.*).
 func (r *Registry) OnPreToolUse(name, matcher string, fn PreToolUseFunc) error {
 	return r.onTool(PreToolUse, name, matcher, fn)
+}
+
+// OnPermissionRequest registers a Go PermissionRequest hook whose matcher
+// selects tool names: it answers for the user when a call's decision is
+// still to ask.
+func (r *Registry) OnPermissionRequest(name, matcher string, fn PermissionRequestFunc) error {
+	return r.onTool(PermissionRequest, name, matcher, fn)
 }
 
 // OnPostToolUse registers a Go PostToolUse hook whose matcher selects tool

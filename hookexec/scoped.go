@@ -217,6 +217,13 @@ func (s *Scoped) List(session string, event Event) []ScopedHook {
 	return out
 }
 
+// ListFunctions is List of session's function hooks only, those with a
+// Go body (Claude Code's getSessionFunctionHooks): what a host that runs
+// its own command hooks still has to run itself.
+func (s *Scoped) ListFunctions(session string, event Event) []ScopedHook {
+	return slices.DeleteFunc(s.List(session, event), func(sh ScopedHook) bool { return sh.Hook.IsCommand() })
+}
+
 // collect returns session's hooks that keep selects, in the order they
 // were added.
 func (s *Scoped) collect(session string, keep func(scopedHook) bool) []scopedHook {

@@ -376,3 +376,22 @@ func TestFrontmatterHooksHonourOnce(t *testing.T) {
 		t.Fatalf("bad frontmatter: %v", err)
 	}
 }
+
+// ListFunctions lists a session's Go hooks only, of any event, Notification
+// and CwdChanged among them, in the order they were added.
+func TestScopedListFunctionsLeavesCommandsOut(t *testing.T) {
+	var s hookexec.Scoped
+	fn := hookexec.EventFunc(func(context.Context, hookexec.EventInput) (hookexec.EventOutput, error) {
+		return hookexec.EventOutput{}, nil
+	})
+	n := mustAddWith(t, &s, "x", hookexec.Hook{Event: schema.HookNotification, Body: fn}, hookexec.ScopedOptions{ID: "notify"})
+	mustAddWith(t, &s, "x", scopedCommand("echo a"), hookexec.ScopedOptions{})
+	c := mustAddWith(t, &s, "x", hookexec.Hook{Event: schema.HookCwdChanged, Body: fn}, hookexec.ScopedOptions{ID: "cd"})
+	got := s.ListFunctions("x", "")
+	if len(got) != 2 || got[0].ID != n || got[1].ID != c || len(s.List("x", "")) != 3 {
+		t.Fatalf("ListFunctions = %+v", got)
+	}
+	if got := s.ListFunctions("x", schema.HookCwdChanged); len(got) != 1 || got[0].ID != c {
+		t.Fatalf("ListFunctions of CwdChanged = %+v", got)
+	}
+}

@@ -101,7 +101,23 @@ type PostToolUseFunc func(ctx context.Context, in ToolInput) (PostToolUseOutput,
 // ctx is done.
 type ErrorOccurredFunc func(ctx context.Context, in ToolInput) (ErrorOccurredOutput, error)
 
-func (f PreToolUseFunc) runsOn(e Event) bool    { return f != nil && e == PreToolUse }
+// PermissionRequestFunc is a Go PermissionRequest hook: it answers, for a
+// call whose decision is still to ask, as the permission dialog would. It
+// should return when ctx is done.
+type PermissionRequestFunc func(ctx context.Context, in ToolInput) (PermissionRequestOutput, error)
+
+// PermissionRequestOutput is what a Go PermissionRequest hook returns, as
+// Claude Code reads hookSpecificOutput.decision: Behavior Allow (with the
+// input to run, UpdatedInput, or nil for the call's) or Deny with Message,
+// the reason the model is told; "" decides nothing.
+type PermissionRequestOutput struct {
+	Behavior     string
+	UpdatedInput json.RawMessage
+	Message      string
+}
+
+func (f PreToolUseFunc) runsOn(e Event) bool        { return f != nil && e == PreToolUse }
+func (f PermissionRequestFunc) runsOn(e Event) bool { return f != nil && e == PermissionRequest }
 func (f PostToolUseFunc) runsOn(e Event) bool   { return f != nil && e == PostToolUse }
 func (f ErrorOccurredFunc) runsOn(e Event) bool { return f != nil && e == PostToolUseFailure }
 
@@ -392,13 +408,21 @@ func RunPreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandE
 // RunPermissionRequest runs the PermissionRequest hooks of a tool call
 // whose decision is still to ask the user, as Claude Code runs them before
 // it shows a permission dialog, and returns their outcomes and what they
-// decided: Allow, Deny, or "" when none answered. Only command hooks serve
-// this event.
+// decided: Allow, Deny, or "" when none answered. Command hooks and
+// PermissionRequestFunc hooks serve this event.
 func RunPermissionRequest(ctx context.Context, hooks []Hook, in ToolInput, env CommandEnv) ([]schema.HookOutcome, ToolDecision) {
 	env.EnvFile, env.session = "", in.SessionID
 	hooks = meetingIf(hooks, in, env)
-	outcomes, answers := runAll(ctx, hooks, in.stdin(PermissionRequest), env, in.Messages, func(context.Context, Hook) (answer, error) {
-		return answer{}, errors.New("no Go hook serves PermissionRequest")
+	outcomes, answers := runAll(ctx, hooks, in.stdin(PermissionRequest), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
+		out, err := h.Body.(PermissionRequestFunc)(ctx, in)
+		var a answer
+		switch out.Behavior {
+		case Allow:
+			a.decision, a.replace = Allow, validJSON(out.UpdatedInput)
+		case Deny:
+			a.decision, a.reason = Deny, out.Message
+		}
+		return a, err
 	})
 	return outcomes, decide(answers)
 }
