@@ -108,7 +108,7 @@ func TestDocsTableMatchesTheCode(t *testing.T) {
 
 func eventsMarkdown() string {
 	var b strings.Builder
-	b.WriteString("| event | matches on | input beyond the common fields (`?` optional) | output read | exit 2 | types | timeout | fired by | reprise |\n")
+	b.WriteString("| event | matches on | input beyond the common fields (`?` optional) | output read | exit 2 | types | timeout | fired by | reprise runs it in |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range Events {
 		match := "—"
@@ -139,9 +139,12 @@ func eventsMarkdown() string {
 		for i, ty := range s.Types {
 			types[i] = string(ty)
 		}
-		runs := "runs"
-		if !slices.Contains(HookEvents, s.Event) {
-			runs = "listed, not run"
+		runs := s.RunBy
+		switch {
+		case runs == "" && s.FiredBy == FiredByLifecycle:
+			runs = "Agent.Fire, reprise fire (the host runs subagents)"
+		case runs == "":
+			runs = "Agent.Fire, reprise fire"
 		}
 		if !s.Recorded {
 			runs += "; not recorded"
