@@ -3,14 +3,17 @@ package scenario
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
 )
 
 // agentOf opens the agent named by d's first argument, rolling forward a
@@ -214,7 +217,8 @@ func (w *World) toolAnswer(ctx context.Context, t *testing.T, d *datadriven.Test
 
 // toolResult tells the agent what the call ID gave, its output as input
 // (JSON), or that it failed with error, and prints what the hooks after
-// it said.
+// it said: the last result of an answer also prints what its
+// PostToolBatch hooks decided, as fire does.
 //
 //	tool-result ide t1
 //	"done"
@@ -224,5 +228,65 @@ func (w *World) toolResult(ctx context.Context, t *testing.T, d *datadriven.Test
 	if err != nil {
 		return nil, err
 	}
-	return printf("blocked=%v reason=%q context=%q", f.Blocked, f.Reason, f.Context), nil
+	out := printf("blocked=%v reason=%q context=%q", f.Blocked, f.Reason, f.Context)
+	if f.Halted {
+		out[0] += fmt.Sprintf(" halted stop=%q", f.StopReason)
+	}
+	if f.Batch != nil {
+		out = append(out, firedLine(f.Batch))
+	}
+	return out, nil
+}
+
+// fire runs the hooks of EVENT, an event without steps of its own, on the
+// agent's current session, once under the fire id ID; the input is the
+// event's own fields, a JSON object. It prints what Fire returned.
+//
+//	fire ide Notification n1
+//	{"message": "Claude needs your permission", "notification_type": "permission_prompt"}
+func (w *World) fire(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return fired(w.agentOf(ctx, t, d).Fire(ctx, hookexec.Event(w.arg(t, d, 1)), w.arg(t, d, 2), json.RawMessage(d.Input)))
+}
+
+// toolBatch fires the PostToolBatch of the agent's last answer, as a host
+// does before the next model request, and prints what it returned:
+// "(nothing to do)" when the answer's calls lack results or no hook
+// matches.
+//
+//	tool-batch ide
+func (w *World) toolBatch(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	return fired(w.agentOf(ctx, t, d).ToolBatch(ctx))
+}
+
+// fired prints what a fire returned: whether it was recorded before or
+// cut off, the hooks' outcomes and what they decided, and what else they
+// gave when they gave it.
+func fired(f *reprise.Fired, err error) ([]string, error) {
+	switch {
+	case err != nil:
+		return nil, err
+	case f == nil:
+		return []string{"(nothing to do)"}, nil
+	}
+	return []string{firedLine(f)}, nil
+}
+
+// firedLine is the line fired prints of f.
+func firedLine(f *reprise.Fired) string {
+	hooks := make([]string, len(f.Outcomes))
+	for i, o := range f.Outcomes {
+		hooks[i] = o.Name + ":" + o.Status
+	}
+	line := fmt.Sprintf("fired %s %s already=%v interrupted=%v [%s] blocked=%v reason=%q context=%q", f.Event, f.ID,
+		f.AlreadyRecorded, f.Interrupted, strings.Join(hooks, " "), f.Blocked, f.Reason, f.Context)
+	for _, extra := range []struct{ key, value string }{{"feedback", f.Feedback}, {"system", f.SystemMessage},
+		{"specific", string(f.Specific)}, {"env", f.Env}, {"stop", f.StopReason}} {
+		if extra.value != "" {
+			line += fmt.Sprintf(" %s=%q", extra.key, extra.value)
+		}
+	}
+	if f.Halted {
+		line += " halted"
+	}
+	return line
 }

@@ -73,6 +73,9 @@
 //	tool NAME TOOL ID [permission=P]   PreToolUse on a call, its input (JSON) as input
 //	tool-result NAME ID [error=TEXT]   PostToolUse on a call, its output (JSON) as input
 //	tool-answer NAME ID allow|refuse [refusal=TEXT]   the user's answer to a call left to ask
+//	tool-batch NAME                    PostToolBatch of the last answer, as before the next model request
+//	fire NAME EVENT ID                 run the hooks of an event without steps of its own once under
+//	                                   fire id ID, the event's own fields (a JSON object) as input
 //
 // Turns (package turn):
 //

@@ -3,7 +3,9 @@ package scenario
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -373,4 +375,48 @@ func (r *recordingRunner) PostToolUse(ctx context.Context, hooks []hookexec.Hook
 func (r *recordingRunner) PostToolUseFailure(ctx context.Context, hooks []hookexec.Hook, in hookexec.ToolInput, env hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.ToolFeedback) {
 	r.noteTool(hookexec.PostToolUseFailure, in, hooks)
 	return r.toolRunner().PostToolUseFailure(ctx, hooks, in, env)
+}
+
+// Event plays the hooks of a fired event as hookexec.RunEvent reads
+// them on the event's row: a block where the row honours a "decision",
+// context where it honours additionalContext or plain stdout, the
+// specific fields merged, a later hook winning.
+func (s scriptedRunner) Event(ctx context.Context, hooks []hookexec.Hook, event hookexec.Event, in hookexec.EventInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.EventResult, error) {
+	if err := hookexec.CheckEventInput(event, in); err != nil {
+		return nil, hookexec.EventResult{}, err
+	}
+	spec, _ := schema.LookupEvent(event)
+	out, texts := s.outcomes(ctx, hooks, in.Messages)
+	var (
+		r                 hookexec.EventResult
+		reasons, contexts []string
+		merged            = map[string]json.RawMessage{}
+	)
+	takesContext := spec.PlainContext || slices.Contains(spec.Output, "additionalContext")
+	for i, o := range out {
+		switch {
+		case o.Decision == "block" && spec.Decision:
+			r.Blocked, reasons = true, append(reasons, texts[i])
+		case o.Decision == "block":
+			out[i].Decision, out[i].Reason = "", "" // the row honours no decision
+		case takesContext:
+			contexts = append(contexts, texts[i])
+		}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(o.Specific, &fields) == nil {
+			maps.Copy(merged, fields)
+		}
+	}
+	r.Reason, r.Context = joinTexts(reasons), joinTexts(contexts)
+	if len(merged) > 0 {
+		r.Specific, _ = json.Marshal(merged) // raw JSON values always marshal
+	}
+	return out, r, nil
+}
+
+// Event notes the run of a fired event with its own input, then passes it
+// on to the inner runner, which must run any event.
+func (r *recordingRunner) Event(ctx context.Context, hooks []hookexec.Hook, event hookexec.Event, in hookexec.EventInput, env hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.EventResult, error) {
+	r.note(event, in.SessionID, "input="+string(in.Fields), hooks)
+	return r.inner.(hookexec.EventRunner).Event(ctx, hooks, event, in, env)
 }

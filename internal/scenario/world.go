@@ -156,6 +156,8 @@ var commands = map[string]command{
 	"tool":        {(*World).tool, []string{"permission"}},
 	"tool-result": {(*World).toolResult, []string{"error"}},
 	"tool-answer": {(*World).toolAnswer, []string{"refusal"}},
+	"tool-batch":  {(*World).toolBatch, nil},
+	"fire":        {(*World).fire, nil},
 	"turn":        {(*World).turnState, nil},
 	"run-turn":    {(*World).runTurn, []string{"prompt", "repeat", "permission"}},
 }
