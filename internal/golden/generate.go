@@ -176,8 +176,100 @@ func Generate(ctx context.Context, store eventlog.Store, dir string, transcript 
 	if err := s.async(); err != nil {
 		return fmt.Errorf("agent watcher: %w", err)
 	}
+	if err := s.fired(); err != nil {
+		return fmt.Errorf("agent notifier: %w", err)
+	}
 	return nil
 }
+
+// fired is an agent's fired hook events on session epsilon: a host's
+// Notification, whose command hook gives context, and a TaskCreated it
+// blocks; an answer's PostToolBatch, whose context reaches the model as a
+// meta message; an auto compaction, whose SessionCompacted records its
+// trigger and whose PostCompact hook runs; and a Notification whose
+// process died while its hook ran (its intent appended here as that
+// process had), closed as interrupted by the next process that loads the
+// agent: a second Engine over the same store.
+func (s *script) fired() error {
+	ctx, e := s.ctx, s.e
+	const agent, session = "notifier", "epsilon"
+	if _, err := e.CreateSession(ctx, session, "/"); err != nil {
+		return err
+	}
+	if _, err := e.Append(ctx, session, reprise.Text("user", "Tell me when the build is done.")); err != nil {
+		return err
+	}
+	for _, h := range []hookexec.Hook{
+		{Event: schema.HookNotification, Body: hookexec.Command{
+			Line: `echo '{"hookSpecificOutput":{"hookEventName":"Notification","additionalContext":"the user was told"}}'`}},
+		{Event: schema.HookTaskCreated, Body: hookexec.Command{Line: `echo 'no tasks during a release' >&2; exit 2`}},
+		{Event: schema.HookPostToolBatch, Name: "batch-notes", Body: hookexec.EventFunc(func(context.Context, hookexec.EventInput) (hookexec.EventOutput, error) {
+			return hookexec.EventOutput{HookSpecificOutput: []byte(`{"hookEventName":"PostToolBatch","additionalContext":"the build log is in /tmp/build.log"}`)}, nil
+		})},
+		{Event: schema.HookPostCompact, Name: "after-compact", Body: hookexec.EventFunc(func(context.Context, hookexec.EventInput) (hookexec.EventOutput, error) {
+			return hookexec.EventOutput{SystemMessage: "compacted"}, nil
+		})},
+	} {
+		if _, err := s.sessionHook(session, h); err != nil {
+			return err
+		}
+	}
+	a, err := e.Agent(ctx, agent)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Start(ctx, session); err != nil {
+		return err
+	}
+	if _, err := a.Fire(ctx, schema.HookNotification, "notify-1",
+		[]byte(`{"message":"Claude needs your permission to use Bash","notification_type":"permission_prompt"}`)); err != nil {
+		return err
+	}
+	if _, err := a.Fire(ctx, schema.HookTaskCreated, "task-1", []byte(`{"task_id":"1","task_subject":"tag the release"}`)); err != nil {
+		return err
+	}
+	// PostToolUse of the answer's last call fires its PostToolBatch.
+	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_build", Name: "Bash", Input: []byte(`{"command":"make"}`),
+		Permission: reprise.ToolAllow, AddToolUse: true}); err != nil {
+		return err
+	}
+	fb, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_build", Output: []byte(`"build ok"`)})
+	if err != nil {
+		return err
+	}
+	if fb.Batch == nil || fb.Batch.Context == "" {
+		return fmt.Errorf("the answer's PostToolBatch did not run: %+v", fb.Batch)
+	}
+	if _, err := a.Compact(ctx, "The user waits for the build; it passed.", reprise.WithTrigger("auto")); err != nil {
+		return err
+	}
+
+	// The intent of a fire whose process died while its hook ran.
+	stream := projection.AgentStream(agent)
+	head, err := e.Store().Head(ctx, stream)
+	if err != nil {
+		return err
+	}
+	intent, err := schema.NewRecord(stream, &schema.HookEventStarted{Event: schema.HookNotification, Session: session, ID: "notify-2",
+		Value: "idle_prompt", Fields: []byte(`{"message":"Claude is waiting for your input","notification_type":"idle_prompt"}`),
+		Hooks: hookexec.Names(e.HooksFor(ctx, schema.HookNotification, "idle_prompt", session))}, s.now().UnixNano(), "notify-2")
+	if err != nil {
+		return err
+	}
+	if _, err := e.Store().Append(ctx, []eventlog.Expect{{Stream: stream, Seq: head}}, []eventlog.Record{intent}); err != nil {
+		return err
+	}
+	next := reprise.New(sharedStore{s.store}, reprise.Options{Logger: slog.New(slog.DiscardHandler), Now: s.now, NewID: s.newID,
+		TranscriptDir: s.dir})
+	_, err = next.Agent(ctx, agent)
+	return errors.Join(err, next.Close())
+}
+
+// sharedStore is the script's store as a second process sees it: closing
+// that process's Engine leaves it open.
+type sharedStore struct{ *failingStore }
+
+func (sharedStore) Close() error { return nil }
 
 // async is an agent whose UserPromptSubmit hook runs in the background:
 // the first prompt starts it, it ends (AsyncHookEnded) once the script

@@ -58,8 +58,13 @@ var (
 //     refuse a conversation the Messages API would), and an async hook:
 //     its end and its context taken to the model (AsyncHookEnded,
 //     AsyncContextInjected).
+//   - v7: the history of v6 with fired hook events (HookEventStarted,
+//     HookEventRan): a host's fires, one closed as interrupted by the next
+//     process; an answer's PostToolBatch and the meta message of its
+//     context; PostCompact after every compaction, and a compaction's
+//     trigger in SessionCompacted.
 var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2", "../../testdata/golden/v3", "../../testdata/golden/v4",
-	"../../testdata/golden/v5", "../../testdata/golden/v6"}
+	"../../testdata/golden/v5", "../../testdata/golden/v6", "../../testdata/golden/v7"}
 
 // current is the set of the format this build writes, the only one
 // -golden.write may write, and only into an empty directory.
@@ -554,6 +559,40 @@ func TestGoldenHoldsEveryType(t *testing.T) {
 	for _, typ := range schema.Types() {
 		if v := schema.Version(typ); !seen[typ][v] {
 			t.Errorf("%s holds no %s event of version %d: add one to golden.Generate and regenerate the set", current, typ, v)
+		}
+	}
+}
+
+// The newest golden set holds fired hook events in each of their shapes:
+// a fire closed as interrupted, a PostToolBatch whose context reached the
+// model as a meta message, a PostCompact whose hooks ran, and a
+// compaction's trigger; an event type alone would not show that later
+// builds read these fields.
+func TestGoldenHoldsFires(t *testing.T) {
+	e := openBolt(t, current)
+	want := map[string]bool{"interrupted fire": false, "PostToolBatch message": false, "PostCompact hooks": false,
+		"compaction trigger": false}
+	err := e.Store().ReadAll(context.Background(), 1, func(ev eventlog.Event) error {
+		p, err := schema.Decode(ev)
+		if err != nil {
+			return err
+		}
+		switch p := p.(type) {
+		case *schema.HookEventRan:
+			want["interrupted fire"] = want["interrupted fire"] || p.Interrupted
+			want["PostToolBatch message"] = want["PostToolBatch message"] || p.Event == schema.HookPostToolBatch && p.MessageUUID != ""
+			want["PostCompact hooks"] = want["PostCompact hooks"] || p.Event == schema.HookPostCompact && len(p.Outcomes) > 0
+		case *schema.SessionCompacted:
+			want["compaction trigger"] = want["compaction trigger"] || p.Trigger != ""
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, seen := range want {
+		if !seen {
+			t.Errorf("%s holds no %s: add one to golden.Generate and regenerate the set", current, what)
 		}
 	}
 }
