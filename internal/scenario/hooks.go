@@ -378,9 +378,10 @@ func (r *recordingRunner) PostToolUseFailure(ctx context.Context, hooks []hookex
 }
 
 // Event plays the hooks of a fired event as hookexec.RunEvent reads
-// them on the event's row: a block where the row honours a "decision",
-// context where it honours additionalContext or plain stdout, the
-// specific fields merged, a later hook winning.
+// them on the event's row: a block (a "decision" or an exit 2, as the
+// hook's command gives it) where the row honours one, context where it
+// honours additionalContext or plain stdout, the specific fields merged,
+// a later hook winning.
 func (s scriptedRunner) Event(ctx context.Context, hooks []hookexec.Hook, event hookexec.Event, in hookexec.EventInput, _ hookexec.CommandEnv) ([]schema.HookOutcome, hookexec.EventResult, error) {
 	if err := hookexec.CheckEventInput(event, in); err != nil {
 		return nil, hookexec.EventResult{}, err
@@ -393,9 +394,10 @@ func (s scriptedRunner) Event(ctx context.Context, hooks []hookexec.Hook, event 
 		merged            = map[string]json.RawMessage{}
 	)
 	takesContext := spec.PlainContext || slices.Contains(spec.Output, "additionalContext")
+	blocks := spec.Decision || slices.Contains([]schema.ExitTwo{schema.ExitTwoBlocks, schema.ExitTwoBlocksUser, schema.ExitTwoContinues}, spec.ExitTwo)
 	for i, o := range out {
 		switch {
-		case o.Decision == "block" && spec.Decision:
+		case o.Decision == "block" && blocks:
 			r.Blocked, reasons = true, append(reasons, texts[i])
 		case o.Decision == "block":
 			out[i].Decision, out[i].Reason = "", "" // the row honours no decision
