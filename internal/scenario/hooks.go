@@ -37,7 +37,8 @@ import (
 // on once a message holds this text, and otherwise blocks it with error),
 // timeout (a duration), scoped, id, error, once=true, specific (the JSON
 // of the hookSpecificOutput fields it gives that no other option names,
-// such as a SessionStart hook's initialUserMessage).
+// such as a SessionStart hook's initialUserMessage), halt (the stopReason
+// of its "continue": false).
 func (w *World) hook(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
 	line := w.text(t, d)
 	m, err := hookexec.ParseMatcher(opt(d, "matcher"))
@@ -61,7 +62,7 @@ func (w *World) hook(ctx context.Context, t *testing.T, d *datadriven.TestData) 
 	w.scripts[line] = hookScript{status: cmp.Or(opt(d, "status"), schema.HookOK), context: opt(d, "context"),
 		block: opt(d, "block"), summary: opt(d, "summary"), cleanup: opt(d, "cleanup"), config: opt(d, "config"),
 		suppress: opt(d, "suppress") == "true", decision: opt(d, "decision"), reason: opt(d, "reason"), input: opt(d, "input"),
-		specific: opt(d, "specific")}
+		specific: opt(d, "specific"), halt: opt(d, "halt")}
 	if id := opt(d, "scoped"); id != "" {
 		hid, err := w.e.AddSessionHookWith(id, h, hookexec.ScopedOptions{ID: opt(d, "id"), ErrorMessage: opt(d, "error"),
 			Once: opt(d, "once") == "true", OnSuccess: func(o schema.HookOutcome) {
@@ -104,6 +105,7 @@ type hookScript struct {
 	reason   string // of the decision
 	input    string // PreToolUse, PermissionRequest: the input given instead, as JSON
 	specific string // the hookSpecificOutput fields recorded in HookOutcome.Specific, as JSON
+	halt     string // the stopReason of its "continue": false
 }
 
 // scriptedRunner is the in-memory twin of hookexec.Exec: it plays each
@@ -148,6 +150,9 @@ func (s scriptedRunner) outcomes(ctx context.Context, hooks []hookexec.Hook, msg
 			o.Suppress = sc.suppress
 			if sc.specific != "" {
 				o.Specific = []byte(sc.specific)
+			}
+			if sc.halt != "" {
+				o.Halt, o.StopReason = true, sc.halt
 			}
 			if sc.cleanup != "" {
 				o.Cleanup = strings.Split(sc.cleanup, ";")
@@ -403,6 +408,9 @@ func (s scriptedRunner) Event(ctx context.Context, hooks []hookexec.Hook, event 
 			out[i].Decision, out[i].Reason = "", "" // the row honours no decision
 		case takesContext:
 			contexts = append(contexts, texts[i])
+		}
+		if o.Halt && !r.Halt {
+			r.Halt, r.StopReason = true, o.StopReason
 		}
 		var fields map[string]json.RawMessage
 		if json.Unmarshal(o.Specific, &fields) == nil {

@@ -138,7 +138,7 @@ var commands = map[string]command{
 	"vacuum":       {(*World).vacuum, nil},
 	"audit":        {(*World).audit, nil},
 	"hook": {(*World).hook, []string{"matcher", "status", "context", "block", "summary", "cleanup", "config", "suppress",
-		"decision", "reason", "input", "check", "timeout", "scoped", "id", "error", "once", "specific"}},
+		"decision", "reason", "input", "check", "timeout", "scoped", "id", "error", "once", "specific", "halt"}},
 	"unhook":      {(*World).unhook, nil},
 	"hooks":       {(*World).scopedHooks, []string{"event"}},
 	"agent":       {(*World).agent, nil},
