@@ -563,3 +563,22 @@ func TestGoPermissionRequestHookDecidesACallLeftToAsk(t *testing.T) {
 		t.Fatalf("On(PreToolUse) = %v", err)
 	}
 }
+
+// A Go hook of the turn's events stops the agent with Claude Code's
+// "continue": false: a PreToolUse hook's Halt, its stop reason and its
+// warning for the user are in the decision's outcome and halt.
+func TestGoToolHookHaltsTheTurn(t *testing.T) {
+	ctx := context.Background()
+	e, agent := startedAgent(t)
+	if err := e.Hooks().OnPreToolUse("budget", "Bash", func(context.Context, hookexec.ToolInput) (hookexec.PreToolUseOutput, error) {
+		return hookexec.PreToolUseOutput{PermissionDecision: hookexec.Allow,
+			Control: hookexec.Control{Halt: true, StopReason: "budget spent", SystemMessage: "3 of 3 calls used"}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	answer(t, e, "a", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`)))
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow})
+	if err != nil || !d.Halted || d.StopReason != "budget spent" || len(d.Outcomes) != 1 || d.Outcomes[0].SystemMessage != "3 of 3 calls used" {
+		t.Fatalf("decision: %+v, %v", d, err)
+	}
+}

@@ -112,11 +112,30 @@ type StopInput struct {
 	Messages             []schema.Message // as in SessionStartInput
 }
 
+// Control is what any Go hook of the turn's events (UserPromptSubmit,
+// PreToolUse, PermissionRequest, PostToolUse, PostToolUseFailure, Stop)
+// may say besides its answer, as Claude Code's common output fields:
+// Halt is a "continue": false, which stops the agent after the hooks with
+// StopReason for the user; SystemMessage is a warning for the user. Both
+// are kept in the hook's outcome.
+type Control struct {
+	Halt          bool
+	StopReason    string
+	SystemMessage string
+}
+
+// apply puts c in a.
+func (c Control) apply(a answer) answer {
+	a.halt, a.stopReason, a.systemMessage = c.Halt, c.StopReason, c.SystemMessage
+	return a
+}
+
 // StopOutput is what a Stop hook may return: Decision "block" with a Reason
 // makes the agent continue, with the reason as its next user message.
 type StopOutput struct {
 	Decision string
 	Reason   string
+	Control
 }
 
 // PromptInput is what a UserPromptSubmit hook receives when the user
@@ -138,6 +157,7 @@ type PromptOutput struct {
 	AdditionalContext string
 	Decision          string
 	Reason            string
+	Control
 }
 
 // PreCompactInput is what a PreCompact hook receives before a compaction.

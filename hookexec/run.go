@@ -91,7 +91,7 @@ func RunStop(ctx context.Context, hooks []Hook, in StopInput, env CommandEnv) (o
 	env.EnvFile, env.session = "", in.SessionID
 	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(StopFunc)(ctx, in)
-		return answer{text: out.Reason, block: out.Decision == "block"}, err
+		return out.apply(answer{text: out.Reason, block: out.Decision == "block"}), err
 	})
 	blocked, reason, _ = blocks(outcomes, texts(answers))
 	var contexts []string
@@ -143,9 +143,9 @@ func RunPrompt(ctx context.Context, hooks []Hook, in PromptInput, env CommandEnv
 	outcomes, answers := runAll(ctx, hooks, stdin, env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PromptFunc)(ctx, in)
 		if out.Decision == "block" {
-			return answer{text: out.Reason, block: true}, err
+			return out.apply(answer{text: out.Reason, block: true}), err
 		}
-		return answer{text: out.AdditionalContext}, err
+		return out.apply(answer{text: out.AdditionalContext}), err
 	})
 	blocked, reason, text = blocks(outcomes, texts(answers))
 	return outcomes, blocked, reason, text

@@ -69,6 +69,7 @@ type PreToolUseOutput struct {
 	ModifiedArgs             json.RawMessage
 	AdditionalContext        string
 	SuppressOutput           bool
+	Control
 }
 
 // PostToolUseOutput is what a Go PostToolUse hook may return: a result
@@ -77,6 +78,7 @@ type PostToolUseOutput struct {
 	ModifiedResult    json.RawMessage
 	AdditionalContext string
 	SuppressOutput    bool
+	Control
 }
 
 // ErrorOccurredOutput is what a Go PostToolUseFailure hook may return, as
@@ -87,6 +89,7 @@ type ErrorOccurredOutput struct {
 	ErrorHandling    string
 	RetryCount       int
 	UserNotification string
+	Control
 }
 
 // PreToolUseFunc is a Go PreToolUse hook. It should return when ctx is
@@ -114,12 +117,13 @@ type PermissionRequestOutput struct {
 	Behavior     string
 	UpdatedInput json.RawMessage
 	Message      string
+	Control
 }
 
 func (f PreToolUseFunc) runsOn(e Event) bool        { return f != nil && e == PreToolUse }
 func (f PermissionRequestFunc) runsOn(e Event) bool { return f != nil && e == PermissionRequest }
-func (f PostToolUseFunc) runsOn(e Event) bool   { return f != nil && e == PostToolUse }
-func (f ErrorOccurredFunc) runsOn(e Event) bool { return f != nil && e == PostToolUseFailure }
+func (f PostToolUseFunc) runsOn(e Event) bool       { return f != nil && e == PostToolUse }
+func (f ErrorOccurredFunc) runsOn(e Event) bool     { return f != nil && e == PostToolUseFailure }
 
 // ToolDecision is what the PreToolUse or PermissionRequest hooks of a call
 // decided together. The strictest decision wins: Deny over Ask over
@@ -396,7 +400,7 @@ func RunPreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandE
 	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PreToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PreToolUseFunc)(ctx, in)
-		a := answer{reason: out.PermissionDecisionReason, context: out.AdditionalContext, replace: validJSON(out.ModifiedArgs)}
+		a := out.apply(answer{reason: out.PermissionDecisionReason, context: out.AdditionalContext, replace: validJSON(out.ModifiedArgs)})
 		if d := out.PermissionDecision; d == Allow || d == Deny || d == Ask {
 			a.decision = d
 		}
@@ -415,7 +419,7 @@ func RunPermissionRequest(ctx context.Context, hooks []Hook, in ToolInput, env C
 	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PermissionRequest), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PermissionRequestFunc)(ctx, in)
-		var a answer
+		a := out.apply(answer{})
 		switch out.Behavior {
 		case Allow:
 			a.decision, a.replace = Allow, validJSON(out.UpdatedInput)
@@ -466,7 +470,7 @@ func RunPostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env Command
 	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PostToolUseFunc)(ctx, in)
-		return answer{context: out.AdditionalContext, replace: validJSON(out.ModifiedResult)}, err
+		return out.apply(answer{context: out.AdditionalContext, replace: validJSON(out.ModifiedResult)}), err
 	})
 	return outcomes, feedback(answers)
 }
@@ -479,7 +483,7 @@ func RunPostToolUseFailure(ctx context.Context, hooks []Hook, in ToolInput, env 
 	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUseFailure), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(ErrorOccurredFunc)(ctx, in)
-		return answer{handling: out.ErrorHandling, reason: out.UserNotification}, err
+		return out.apply(answer{handling: out.ErrorHandling, reason: out.UserNotification}), err
 	})
 	f := feedback(answers)
 	for _, a := range answers {
