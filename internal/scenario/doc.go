@@ -80,8 +80,10 @@
 // Turns (package turn):
 //
 //	turn NAME                          where the turn on the current session stands, from the log
-//	run-turn NAME [prompt=T] [repeat=TOOLS] [permission=P]   drive a turn (Run with prompt, else Resume);
-//	                                   the model's answers as input, a line per request: text, use:ID:TOOL
+//	run-turn NAME [prompt=T] [repeat=TOOLS] [permission=P] [ask=allow|refuse] [tries=N]
+//	                                   drive a turn (Run with prompt, else Resume); the model's
+//	                                   answers as input, a line per request: text, use:ID:TOOL,
+//	                                   fail (a failed request) or fail:KIND (a FinalError)
 //
 // Every command also takes the faults: crash-after=TYPE (the process dies
 // right after the append that holds an event of TYPE; only reopen may

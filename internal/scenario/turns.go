@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,8 +45,11 @@ func (w *World) turnState(ctx context.Context, t *testing.T, d *datadriven.TestD
 // makes: words of text, and "use:ID:TOOL" for a tool call. The tools Bash,
 // Read, Write and Edit run and give "ran ID"; those in repeat are safe to
 // repeat; the
-// host's rules allow every call unless permission says otherwise. Model
-// requests and tool runs are journaled where they happen.
+// host's rules allow every call unless permission says otherwise; ask
+// (allow or refuse) answers the calls left to ask; tries is the Runner's
+// ModelTries. A line "fail" is a failed request, "fail:KIND" a
+// turn.FinalError of KIND. Model requests, questions and tool runs are
+// journaled where they happen.
 //
 //	run-turn ide prompt=(fix the build) repeat=Read
 //	use:t1:Bash use:t2:Read
@@ -64,6 +68,13 @@ func (w *World) runTurn(ctx context.Context, t *testing.T, d *datadriven.TestDat
 		line := answers[requests]
 		requests++
 		w.journal.add(fmt.Sprintf("  model request %d: %s", requests, line))
+		if kind, ok := strings.CutPrefix(line, "fail"); ok {
+			err := fmt.Errorf("model request %d failed", requests)
+			if kind, ok = strings.CutPrefix(kind, ":"); ok {
+				return reprise.Message{}, &turn.FinalError{Kind: kind, Err: err}
+			}
+			return reprise.Message{}, err
+		}
 		m := reprise.Message{Role: "assistant"}
 		var text []string
 		for _, word := range strings.Fields(line) {
@@ -101,6 +112,22 @@ func (w *World) runTurn(ctx context.Context, t *testing.T, d *datadriven.TestDat
 	permission := cmp.Or(opt(d, "permission"), reprise.ToolAllow)
 	r := &turn.Runner{Engine: w.e, Agent: w.agentOf(ctx, t, d), Model: model, Tools: tools,
 		Permission: func(turn.Call) string { return permission }}
+	if ask := opt(d, "ask"); ask != "" {
+		r.Ask = func(_ context.Context, c turn.Call, _ string) string {
+			w.journal.add(fmt.Sprintf("  asked about %s %s: %s", c.Name, c.ID, ask))
+			if ask == "allow" {
+				return ""
+			}
+			return "the user said no"
+		}
+	}
+	if tries := opt(d, "tries"); tries != "" {
+		n, err := strconv.Atoi(tries)
+		if err != nil {
+			return nil, fmt.Errorf("tries=%q is not a number", tries)
+		}
+		r.ModelTries = n
+	}
 	var (
 		out *turn.Outcome
 		err error
@@ -113,5 +140,9 @@ func (w *World) runTurn(ctx context.Context, t *testing.T, d *datadriven.TestDat
 	if err != nil {
 		return nil, err
 	}
-	return printf("requests=%d resumed=%v halted=%v capped=%v", out.Requests, out.Resumed, out.Halted, out.Capped), nil
+	line := fmt.Sprintf("requests=%d resumed=%v halted=%v capped=%v", out.Requests, out.Resumed, out.Halted, out.Capped)
+	if out.StopFailure != "" {
+		line += " stopfailure=" + out.StopFailure
+	}
+	return printf("%s", line), nil
 }

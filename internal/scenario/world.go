@@ -159,7 +159,7 @@ var commands = map[string]command{
 	"tool-batch":  {(*World).toolBatch, nil},
 	"fire":        {(*World).fire, nil},
 	"turn":        {(*World).turnState, nil},
-	"run-turn":    {(*World).runTurn, []string{"prompt", "repeat", "permission"}},
+	"run-turn":    {(*World).runTurn, []string{"prompt", "repeat", "permission", "ask", "tries"}},
 }
 
 // faultOptions are the options every command takes.
