@@ -59,26 +59,45 @@ type ToolInput struct {
 	Messages       []schema.Message
 }
 
-// PreToolUseOutput is what a Go PreToolUse hook may return, in the Copilot
-// SDK's words: a PermissionDecision (Allow, Deny, Ask; "" decides
-// nothing) with its reason, arguments that replace the call's input, and
-// context for the model.
+// PreToolUseOutput is what a Go PreToolUse hook may return, in Claude
+// Code's words: a PermissionDecision (Allow, Deny, Ask; "" decides
+// nothing) with its reason, UpdatedInput that replaces the call's input,
+// and context for the model.
 type PreToolUseOutput struct {
 	PermissionDecision       string
 	PermissionDecisionReason string
-	ModifiedArgs             json.RawMessage
-	AdditionalContext        string
-	SuppressOutput           bool
+	UpdatedInput             json.RawMessage
+	// ModifiedArgs is UpdatedInput under the Copilot SDK's name; when both
+	// are set, UpdatedInput wins.
+	//
+	// Deprecated: use UpdatedInput, Claude Code's word for it.
+	ModifiedArgs      json.RawMessage
+	AdditionalContext string
+	SuppressOutput    bool
 	Control
 }
 
 // PostToolUseOutput is what a Go PostToolUse hook may return: a result
-// that replaces the tool's, and context for the model.
+// that replaces the tool's for the model (UpdatedToolOutput), and context
+// for the model.
 type PostToolUseOutput struct {
+	UpdatedToolOutput json.RawMessage
+	// ModifiedResult is UpdatedToolOutput under the Copilot SDK's name;
+	// when both are set, UpdatedToolOutput wins.
+	//
+	// Deprecated: use UpdatedToolOutput, Claude Code's word for it.
 	ModifiedResult    json.RawMessage
 	AdditionalContext string
 	SuppressOutput    bool
 	Control
+}
+
+// either is a when it is set, else b.
+func either(a, b json.RawMessage) json.RawMessage {
+	if len(a) > 0 {
+		return a
+	}
+	return b
 }
 
 // ErrorOccurredOutput is what a Go PostToolUseFailure hook may return, as
@@ -400,7 +419,7 @@ func RunPreToolUse(ctx context.Context, hooks []Hook, in ToolInput, env CommandE
 	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PreToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PreToolUseFunc)(ctx, in)
-		a := out.apply(answer{reason: out.PermissionDecisionReason, context: out.AdditionalContext, replace: validJSON(out.ModifiedArgs)})
+		a := out.apply(answer{reason: out.PermissionDecisionReason, context: out.AdditionalContext, replace: validJSON(either(out.UpdatedInput, out.ModifiedArgs))})
 		if d := out.PermissionDecision; d == Allow || d == Deny || d == Ask {
 			a.decision = d
 		}
@@ -470,7 +489,7 @@ func RunPostToolUse(ctx context.Context, hooks []Hook, in ToolInput, env Command
 	hooks = meetingIf(hooks, in, env)
 	outcomes, answers := runAll(ctx, hooks, in.stdin(PostToolUse), env, in.Messages, func(ctx context.Context, h Hook) (answer, error) {
 		out, err := h.Body.(PostToolUseFunc)(ctx, in)
-		return out.apply(answer{context: out.AdditionalContext, replace: validJSON(out.ModifiedResult)}), err
+		return out.apply(answer{context: out.AdditionalContext, replace: validJSON(either(out.UpdatedToolOutput, out.ModifiedResult))}), err
 	})
 	return outcomes, feedback(answers)
 }

@@ -210,7 +210,7 @@ func TestToolFunctionHooks(t *testing.T) {
 		if strings.Contains(string(in.ToolInput), "rm -rf") {
 			return PreToolUseOutput{PermissionDecision: Deny, PermissionDecisionReason: "destructive"}, nil
 		}
-		return PreToolUseOutput{PermissionDecision: Allow, ModifiedArgs: json.RawMessage(`{"command":"ls -a"}`)}, nil
+		return PreToolUseOutput{PermissionDecision: Allow, UpdatedInput: json.RawMessage(`{"command":"ls -a"}`)}, nil
 	})
 	hook := Hook{Event: PreToolUse, Name: "guard", Source: "function", Body: guard}
 	outcomes, d := RunPreToolUse(context.Background(), []Hook{hook}, bashCall(t), CommandEnv{})
@@ -224,7 +224,7 @@ func TestToolFunctionHooks(t *testing.T) {
 		t.Errorf("allow: %+v", d)
 	}
 	post := Hook{Event: PostToolUse, Name: "redact", Source: "function", Body: PostToolUseFunc(func(context.Context, ToolInput) (PostToolUseOutput, error) {
-		return PostToolUseOutput{ModifiedResult: json.RawMessage(`{"stdout":"***"}`), AdditionalContext: "redacted a key"}, nil
+		return PostToolUseOutput{UpdatedToolOutput: json.RawMessage(`{"stdout":"***"}`), AdditionalContext: "redacted a key"}, nil
 	})}
 	_, f := RunPostToolUse(context.Background(), []Hook{post}, bashCall(t), CommandEnv{})
 	if string(f.UpdatedResult) != `{"stdout":"***"}` || f.Context != "redacted a key" {
@@ -281,5 +281,22 @@ func TestCheckHooksBlockWithTheirMessage(t *testing.T) {
 	outcomes, d = RunPreToolUse(context.Background(), []Hook{broken}, bashCall(t), CommandEnv{})
 	if d.Decision != "" || outcomes[0].Status != schema.HookFailed {
 		t.Errorf("a check that fails: %+v %+v", d, outcomes)
+	}
+}
+
+// The Copilot SDK's names, ModifiedArgs and ModifiedResult, still work;
+// where a hook sets both names, Claude Code's wins.
+func TestDeprecatedToolOutputNames(t *testing.T) {
+	old := Hook{Event: PreToolUse, Name: "old", Source: "function", Body: PreToolUseFunc(func(context.Context, ToolInput) (PreToolUseOutput, error) {
+		return PreToolUseOutput{PermissionDecision: Allow, ModifiedArgs: json.RawMessage(`{"command":"old"}`)}, nil
+	})}
+	if _, d := RunPreToolUse(context.Background(), []Hook{old}, bashCall(t), CommandEnv{}); string(d.UpdatedInput) != `{"command":"old"}` {
+		t.Errorf("ModifiedArgs: %+v", d)
+	}
+	both := Hook{Event: PostToolUse, Name: "both", Source: "function", Body: PostToolUseFunc(func(context.Context, ToolInput) (PostToolUseOutput, error) {
+		return PostToolUseOutput{ModifiedResult: json.RawMessage(`"old"`), UpdatedToolOutput: json.RawMessage(`"new"`)}, nil
+	})}
+	if _, f := RunPostToolUse(context.Background(), []Hook{both}, bashCall(t), CommandEnv{}); string(f.UpdatedResult) != `"new"` {
+		t.Errorf("both names: %+v", f)
 	}
 }
