@@ -15,6 +15,7 @@ import (
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/schema"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // The tests of this file run, through an Agent, the hooks of three real
@@ -189,7 +190,7 @@ func fixtureEngine(t *testing.T, base, cwd string, hooks []hookexec.Hook) (*repr
 	if err := e.Hooks().AddAll(hooks); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Session(t, e, "s", cwd, "hello", "hi")
+	testkit.Session(t, e, "s", cwd, "hello")
 	return e, testkit.Agent(t, e, "ide")
 }
 
@@ -367,6 +368,63 @@ func TestRealConfigHooksMastery(t *testing.T) {
 	}
 	checkRun(t, rec.take(t, 1)[0], "session_end.py", []string{}, schema.HookSessionEnd, project,
 		map[string]any{"reason": "prompt_input_exit"})
+}
+
+// TestRealConfigHooksMasteryTurn runs claude-code-hooks-mastery's hooks
+// in a turn that turn.Runner drives, as Claude Code's loop does: one
+// prompt, one Bash call that the host's rules leave to ask and the user
+// allows, one final answer. The Runner fires Notification itself, before
+// it asks (permission_prompt) and when the turn ends (idle_prompt), and
+// the one Notification hook, whose matcher is empty, runs for both.
+func TestRealConfigHooksMasteryTurn(t *testing.T) {
+	ctx := context.Background()
+	base := t.TempDir()
+	project := copyFixture(t, "claude-code-hooks-mastery", filepath.Join(base, "project"))
+	rec := newFixtureRecords(t, base, filepath.Join(project, "bin"))
+	hooks, err := hookexec.LoadSettings(filepath.Join(project, ".claude", "settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, a := fixtureEngine(t, base, project, hooks)
+	if _, err := a.Start(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	rec.take(t, 1) // SessionStart
+	rm := `{"command":"rm -rf build"}`
+	requests := 0
+	r := &turn.Runner{Engine: e, Agent: a,
+		Model: func(context.Context, []reprise.Message) (reprise.Message, error) {
+			requests++
+			if requests == 1 {
+				return reprise.Message{Role: "assistant", Content: []reprise.Block{
+					reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(rm))}}, nil
+			}
+			return reprise.Text("assistant", "build/ is gone"), nil
+		},
+		Tools: map[string]turn.Tool{"Bash": {Run: func(context.Context, turn.Call) (reprise.ToolResult, error) {
+			return reprise.ToolResult{Output: json.RawMessage(`""`)}, nil
+		}}},
+		Permission: func(turn.Call) string { return reprise.ToolAsk },
+		Ask:        func(context.Context, turn.Call, string) string { return "" },
+	}
+	if _, err := r.Run(ctx, "remove the build"); err != nil {
+		t.Fatal(err)
+	}
+	runs := rec.take(t, 7)
+	checkRun(t, runs[0], "notification.py", []string{"--notify"}, schema.HookNotification, project,
+		map[string]any{"message": "Claude is waiting for your input", "notification_type": "idle_prompt"})
+	checkRun(t, runs[1], "notification.py", []string{"--notify"}, schema.HookNotification, project,
+		map[string]any{"message": "Claude needs your permission to use Bash", "notification_type": "permission_prompt"})
+	checkRun(t, runs[2], "permission_request.py", []string{"--log-only"}, schema.HookPermissionRequest, project,
+		map[string]any{"tool_name": "Bash", "tool_input": jsonValue(t, rm)})
+	checkRun(t, runs[3], "post_tool_use.py", []string{}, schema.HookPostToolUse, project,
+		map[string]any{"tool_name": "Bash", "tool_use_id": "toolu_1", "tool_response": ""})
+	checkRun(t, runs[4], "pre_tool_use.py", []string{}, schema.HookPreToolUse, project,
+		map[string]any{"tool_name": "Bash", "tool_input": jsonValue(t, rm), "tool_use_id": "toolu_1"})
+	checkRun(t, runs[5], "stop.py", []string{"--chat"}, schema.HookStop, project,
+		map[string]any{"stop_hook_active": false, "last_assistant_message": "build/ is gone"})
+	checkRun(t, runs[6], "user_prompt_submit.py", []string{"--log-only", "--store-last-prompt", "--name-agent"},
+		schema.HookUserPromptSubmit, project, map[string]any{"prompt": "remove the build"})
 }
 
 // TestRealConfigClaudeMem runs claude-mem's plugin hooks: bash commands
