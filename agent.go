@@ -746,7 +746,7 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 	}
 	if eff.Tool != nil {
 		return a.runToolHooks(ctx, eff, hooks, hookexec.ToolInput{SessionID: id, TranscriptPath: transcript,
-			Cwd: cwd, Timestamp: now, Messages: msgs}, env)
+			Cwd: cwd, Timestamp: now, PromptID: eff.PromptID, Messages: msgs}, env)
 	}
 	switch eff.Event {
 	case hookexec.SessionEnd:

@@ -582,3 +582,44 @@ func TestGoToolHookHaltsTheTurn(t *testing.T) {
 		t.Fatalf("decision: %+v, %v", d, err)
 	}
 }
+
+// Tool hooks are told the turn's prompt_id, as Claude Code tells them,
+// before and after the tool.
+func TestToolHooksGetTheTurnsPromptID(t *testing.T) {
+	ctx := context.Background()
+	e, agent := startedAgent(t)
+	var ids []string
+	seen := func(_ context.Context, in hookexec.ToolInput) { ids = append(ids, in.PromptID) }
+	if err := e.Hooks().OnPreToolUse("pre", "", func(ctx context.Context, in hookexec.ToolInput) (hookexec.PreToolUseOutput, error) {
+		seen(ctx, in)
+		return hookexec.PreToolUseOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Hooks().OnPostToolUse("post", "", func(ctx context.Context, in hookexec.ToolInput) (hookexec.PostToolUseOutput, error) {
+		seen(ctx, in)
+		return hookexec.PostToolUseOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var prompt string
+	if err := e.Hooks().OnUserPromptSubmit("p", func(_ context.Context, in hookexec.PromptInput) (hookexec.PromptOutput, error) {
+		prompt = in.PromptID
+		return hookexec.PromptOutput{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Prompt(ctx, "list the files"); err != nil {
+		t.Fatal(err)
+	}
+	answer(t, e, "a", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`)))
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_1", Output: json.RawMessage(`"a"`)}); err != nil {
+		t.Fatal(err)
+	}
+	if prompt == "" || len(ids) != 2 || ids[0] != prompt || ids[1] != prompt {
+		t.Fatalf("tool hooks got prompt ids %q, the prompt's was %q", ids, prompt)
+	}
+}

@@ -230,7 +230,7 @@ type RunHooks struct {
 	StopActive    bool          // Stop: the previous stop was blocked
 	StopReason    string        // Stop
 	Prompt        string        // UserPromptSubmit
-	PromptID      string        // UserPromptSubmit; Stop: the turn's prompt, when its hooks ran
+	PromptID      string        // UserPromptSubmit; the others: the turn's prompt, when its hooks ran
 	Trigger       string        // PreCompact
 	Instructions  string        // PreCompact
 	Summarize     bool          // PreCompact: the performer makes the summary after the hooks (HooksRan.Summary)

@@ -135,7 +135,8 @@ func toolStep(in Input) (Ready, error) {
 		if matched.Event == schema.HookPreToolUse && len(matched.Hooks) > 0 {
 			ready := withAgentStep(in, use, t.ID, &schema.ToolHookStarted{Event: schema.HookPreToolUse,
 				Session: a.Current, ToolUseID: t.ID, Tool: t.Name, Hooks: matched.Hooks, Status: matched.Status})
-			ready.Effect = RunHooks{Event: schema.HookPreToolUse, Session: a.Current, Hooks: matched.Hooks, Tool: t, ToolInput: t.Input}
+			ready.Effect = RunHooks{Event: schema.HookPreToolUse, Session: a.Current, Hooks: matched.Hooks, Tool: t, ToolInput: t.Input,
+				PromptID: a.LastPromptID}
 			return ready, nil
 		}
 		return decide(in, nil, use)
@@ -227,7 +228,8 @@ func decide(in Input, c *projection.ToolCall, base Ready) (Ready, error) {
 		if len(matched.Hooks) > 0 {
 			ready := withAgentStep(in, base, t.ID, &schema.ToolHookStarted{Event: schema.HookPermissionRequest,
 				Session: a.Current, ToolUseID: t.ID, Tool: t.Name, Hooks: matched.Hooks, Status: matched.Status})
-			ready.Effect = RunHooks{Event: schema.HookPermissionRequest, Session: a.Current, Hooks: matched.Hooks, Tool: t, ToolInput: input}
+			ready.Effect = RunHooks{Event: schema.HookPermissionRequest, Session: a.Current, Hooks: matched.Hooks, Tool: t, ToolInput: input,
+				PromptID: in.Agent.LastPromptID}
 			return ready, nil
 		}
 	}
@@ -332,7 +334,8 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 		ready = withAgentStep(in, ready, t.ID, &schema.ToolResultRecorded{Session: c.Session,
 			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed || t.Refused, Hooks: matched.Hooks, Status: matched.Status})
 		if len(matched.Hooks) > 0 {
-			ready.Effect = RunHooks{Event: event, Session: c.Session, Hooks: matched.Hooks, Tool: t, ToolInput: c.Input}
+			ready.Effect = RunHooks{Event: event, Session: c.Session, Hooks: matched.Hooks, Tool: t, ToolInput: c.Input,
+				PromptID: in.Agent.LastPromptID}
 			return ready, nil
 		}
 		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true,
