@@ -387,6 +387,10 @@ func (a *Agent) step(ctx context.Context, act lifecycle.Action) (lifecycle.Repor
 		cwd := ""
 		if eff, ok := ready.Effect.(lifecycle.RunHooks); ok {
 			cwd = a.view.Cwds[eff.Session]
+			if eff.Fire != nil && eff.Fire.Event == schema.HookCwdChanged {
+				// Claude Code fires it from the directory it moved to.
+				cwd = cmp.Or(projection.NewCwd(eff.Fire.Fields), cwd)
+			}
 		}
 		if laneAction(act) {
 			// The hooks of one tool call do not hold the agent: the calls

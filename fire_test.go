@@ -368,9 +368,9 @@ func TestPostCompactFiresAfterACompactionAndIsRolledForward(t *testing.T) {
 	}
 }
 
-// CwdChanged moves the working directory that later hooks of the session
-// run in and are told, as recorded by the fire; CLAUDE_PROJECT_DIR stays
-// the session's.
+// CwdChanged moves the working directory that its own hooks and later
+// hooks of the session run in and are told, as recorded by the fire;
+// CLAUDE_PROJECT_DIR stays the session's.
 func TestCwdChangedMovesWhereLaterHooksRun(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -379,8 +379,8 @@ func TestCwdChangedMovesWhereLaterHooksRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "where")
-	e, a := fireEngine(t, dir, `{"hooks": {"Notification": [{"hooks": [{"type": "command",
-		"command": "{ pwd -P; echo \"$CLAUDE_PROJECT_DIR\"; grep -o '\"cwd\":\"[^\"]*\"'; } >> '`+out+`'"}]}]}}`)
+	record := `{"hooks": [{"type": "command", "command": "{ pwd -P; echo \"$CLAUDE_PROJECT_DIR\"; grep -o '\"cwd\":\"[^\"]*\"'; } >> '` + out + `'"}]}`
+	e, a := fireEngine(t, dir, `{"hooks": {"Notification": [`+record+`], "CwdChanged": [`+record+`]}}`)
 	if _, err := a.Fire(ctx, schema.HookNotification, "n1", json.RawMessage(`{"message": "before"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -409,8 +409,12 @@ func TestCwdChangedMovesWhereLaterHooksRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	real := func(p string) string { r, _ := filepath.EvalSymlinks(p); return r }
-	want := strings.Join([]string{real(dir), dir, `"cwd":"` + dir + `"`, real(sub), dir, `"cwd":"` + sub + `"`,
-		real(sub), dir, `"cwd":"` + sub + `"`}, "\n") + "\n"
+	// Before; the CwdChanged hook itself, in the new directory as Claude
+	// Code fires it; after; and in the next process.
+	var want string
+	for _, in := range []string{dir, sub, sub, sub} {
+		want += real(in) + "\n" + dir + "\n" + `"cwd":"` + in + `"` + "\n"
+	}
 	if string(data) != want {
 		t.Fatalf("the hooks ran in:\n%s\nwant\n%s", data, want)
 	}

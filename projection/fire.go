@@ -90,17 +90,26 @@ func (a *Agent) batchHalted(uses []ToolUse) bool {
 // the turn is over there.
 func StopFailureFireID(last string) string { return "stopfailure-" + last }
 
-// moveCwd records where CwdChanged fire f moved its session: its new_cwd,
-// when it is an absolute path.
+// moveCwd records where CwdChanged fire f moved its session.
 func (a *Agent) moveCwd(f *Fire) {
-	var in struct {
-		New string `json:"new_cwd"`
-	}
-	if json.Unmarshal(f.Fields, &in) != nil || !filepath.IsAbs(in.New) {
+	cwd := NewCwd(f.Fields)
+	if cwd == "" {
 		return
 	}
 	if a.Cwds == nil {
 		a.Cwds = map[string]string{}
 	}
-	a.Cwds[f.Session] = in.New
+	a.Cwds[f.Session] = cwd
+}
+
+// NewCwd is where the fields of a CwdChanged fire move the session: their
+// new_cwd, when it is an absolute path; "" otherwise.
+func NewCwd(fields []byte) string {
+	var in struct {
+		New string `json:"new_cwd"`
+	}
+	if json.Unmarshal(fields, &in) != nil || !filepath.IsAbs(in.New) {
+		return ""
+	}
+	return in.New
 }
