@@ -3,6 +3,7 @@ package projection
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -178,6 +179,26 @@ func Describe(p schema.Payload) string {
 			out += " rewake"
 		}
 		return out
+	case *schema.HookEventStarted:
+		out := fmt.Sprintf("session=%s %s id=%s%s hooks=%s", p.Session, Word(string(p.Event)), Word(p.ID), fireValue(p.Value), hookList(p.Hooks))
+		if status := strings.Join(slices.DeleteFunc(slices.Clone(p.Status), func(s string) bool { return s == "" }), "; "); status != "" {
+			out += fmt.Sprintf(" status=%q", Clip(status, 40))
+		}
+		return out
+	case *schema.HookEventRan:
+		out := fmt.Sprintf("session=%s %s id=%s%s %s", p.Session, Word(string(p.Event)), Word(p.ID), fireValue(p.Value), outcomes(p.Outcomes, p.Interrupted))
+		if p.Blocked {
+			out += fmt.Sprintf(" blocked reason=%q", Clip(p.Reason, 40))
+		}
+		for _, f := range []struct{ name, text string }{{"feedback", p.Feedback}, {"context", p.Context}, {"specific", string(p.Specific)}} {
+			if f.text != "" {
+				out += fmt.Sprintf(" %s=%q", f.name, Clip(f.text, 40))
+			}
+		}
+		if p.Halt {
+			out += fmt.Sprintf(" halt=%q", Clip(p.StopReason, 40))
+		}
+		return out
 	case *schema.AsyncContextInjected:
 		return fmt.Sprintf("session=%s runs=%d message=%s", p.Session, len(p.Runs), p.MessageUUID)
 	case *schema.ToolResultRecorded:
@@ -204,6 +225,15 @@ func Word(s string) string {
 		return `""`
 	}
 	return s
+}
+
+// fireValue is the value a fire's matchers selected on, as " value=V",
+// or "" when its event has no matcher.
+func fireValue(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " value=" + Word(v)
 }
 
 // hookList joins hook names, or says there are none.
