@@ -56,15 +56,20 @@ func (v Violation) String() string {
 }
 
 // InProgress is a step an agent's log ends inside: a restore stopped
-// between steps, or hooks started with no outcome recorded yet. It is not a
-// violation: the process running it may still be at work, or it died and the
-// next Engine.Agent call on the agent rolls the step forward.
+// between steps, or hooks started with no outcome recorded yet, of a
+// lifecycle step, a tool call or a fire. It is not a violation: the
+// process running it may still be at work, or it died and the next
+// Engine.Agent call on the agent rolls the step forward, or closes the
+// hooks of the call or fire as interrupted.
 type InProgress struct {
 	Agent  string // the agent's id
 	Stream string // the agent's stream
 	Seq    uint64 // the stream's last event
-	ID     string // the restore, Stop run or prompt run in flight
-	State  string // the lifecycle state the log ends in, such as "starting"
+	ID     string // the restore, Stop run or prompt run in flight; the tool_use id or fire id
+	// Lane is "tool" for a tool call's hooks, "fire" for a fire's, and ""
+	// for a lifecycle step.
+	Lane   string
+	State  string // the state the log ends in, such as "starting", or the call's or fire's
 	Detail string
 }
 
@@ -84,14 +89,31 @@ type Report struct {
 	HooksFailed      int // failed or panicked
 	HooksCancelled   int // timed out or cancelled
 	HooksInterrupted int
-	Violations       []Violation
-	InProgress       []InProgress // not violations; at most one per agent
+	// Fires counts the fired events the agents' logs record as run, by
+	// event in name order; their hooks count in HooksRun too.
+	Fires      []FireCount
+	Violations []Violation
+	// InProgress are not violations: at most one lifecycle step per
+	// agent, and each of its tool calls and fires whose hooks have no
+	// outcome.
+	InProgress []InProgress
 	// Unsendable are the messages that make a session one the Messages
 	// API refuses (AnswerBeforeResults, DuplicateToolUse,
 	// ToolUseWithoutID): the log is whole, but the session cannot be sent
 	// to the model as it is. Append refuses such messages; older builds
 	// took them.
 	Unsendable []Violation
+}
+
+// FireCount is what the agents' logs record of the fires of one event:
+// how many ran, how many its hooks blocked, how many a dying process cut
+// short, and how its hooks ended, by status.
+type FireCount struct {
+	Event       schema.HookEvent
+	Fired       int
+	Blocked     int
+	Interrupted int
+	Hooks       map[string]int // by status: ok, failed, timeout, interrupted...
 }
 
 // Check reads the log once, in store-wide order, which every store serves
@@ -155,6 +177,7 @@ type auditor struct {
 	store   eventlog.Store
 	rep     *Report
 	streams map[string]*stream
+	fires   map[schema.HookEvent]*FireCount
 	pos     uint64   // the last position read
 	gaps    []gap    // gaps that only the vacuums the log holds can explain
 	vacuums vacuumed // the gaps the vacuums read so far explain
@@ -412,14 +435,20 @@ func (a *auditor) session(st *stream, ev eventlog.Event) error {
 
 // agent folds the next event of an agent stream, naming what a refused
 // step means for the audit. It counts each restore as it finishes, keeps
-// the ones that injected a message, and drops them.
+// the ones that injected a message, and drops them; of a fire, once its
+// step is folded, it keeps only the state.
 func (a *auditor) agent(st *stream, ev eventlog.Event) error {
 	view := st.agent
 	what, run := inFlight(view)
 	state := view.State
+	fire := view.Fires[ev.RestoreID]
+	fireStep := ev.Type == schema.TypeHookEventStarted || ev.Type == schema.TypeHookEventRan
 	err := view.Apply(ev)
 	if err == nil {
 		a.countTurnHooks(ev)
+		if f := view.Fires[ev.RestoreID]; fireStep && f != nil {
+			f.Fields, f.Hooks, f.Ran = nil, nil, nil
+		}
 	}
 	repeated := view.Restore != nil && slices.Contains(view.Restore.Steps, ev.Type)
 	for _, r := range view.History {
@@ -442,15 +471,53 @@ func (a *auditor) agent(st *stream, ev eventlog.Event) error {
 		return fmt.Errorf("%s %s left in state %s (%w), then %s began %q: %w", what, run, state, cause, ev.Type, ev.RestoreID, err)
 	case errors.Is(err, fsm.ErrIllegalTransition) && repeated && strings.Contains(string(ev.Type), "Hook"):
 		return fmt.Errorf("%w: %s in restore %s: %w", errRepeatedStep, ev.Type, view.Restore.ID, err)
+	case errors.Is(err, fsm.ErrIllegalTransition) && fireStep && fire != nil && state == fsm.Active:
+		// A fire's hooks run once: its intent, then its outcome.
+		return fmt.Errorf("%w: %s of fire %s, in state %s: %w", errRepeatedStep, ev.Type, projection.Word(fire.ID), fire.State, err)
+	case errors.Is(err, fsm.ErrIllegalTransition) && view.HooksInFlight > 0 && !laneStep(ev.Type):
+		// A lifecycle step began while the hooks of a call or fire ran.
+		return fmt.Errorf("%s left with hooks started (%w), then %s began: %w", strings.Join(openLanes(view), ", "), errUnresolved, ev.Type, err)
 	}
 	return err
 }
 
+// laneStep reports whether t is a step of a tool call or a fire, which
+// go on beside each other, not a lifecycle step.
+func laneStep(t eventlog.Type) bool {
+	switch t {
+	case schema.TypeToolHookStarted, schema.TypeToolHookRan, schema.TypeToolDecided, schema.TypeToolResultRecorded,
+		schema.TypeHookEventStarted, schema.TypeHookEventRan:
+		return true
+	}
+	return false
+}
+
+// openLanes names view's tool calls and fires whose hooks may be running,
+// in id order, each as one line of text.
+func openLanes(view *projection.Agent) []string {
+	var out []string
+	for _, id := range slices.Sorted(maps.Keys(view.Tools)) {
+		if c := view.Tools[id]; c.HooksRunning() {
+			out = append(out, fmt.Sprintf("tool call %s (%s)", projection.Word(id), projection.Word(c.Tool)))
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(view.Fires)) {
+		if f := view.Fires[id]; f.State == fsm.FireHooks {
+			out = append(out, fmt.Sprintf("fire %s (%s)", projection.Word(id), projection.Word(string(f.Event))))
+		}
+	}
+	return out
+}
+
 // finish checks, once the whole log is read, what only its end tells: the
 // gaps its vacuums explain, the imports left unfinished, the steps agents'
-// logs end inside, and the messages restores injected.
+// logs end inside, and the messages restores injected; and it lists the
+// fires counted.
 func (a *auditor) finish() {
 	a.checkGaps()
+	for _, event := range slices.Sorted(maps.Keys(a.fires)) {
+		a.rep.Fires = append(a.rep.Fires, *a.fires[event])
+	}
 	for _, name := range slices.Sorted(maps.Keys(a.streams)) {
 		st := a.streams[name]
 		switch {
@@ -529,6 +596,18 @@ func (a *auditor) finishAgent(st *stream) {
 		}
 		a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: view.ID, Stream: st.name, Seq: view.Head, ID: run, State: string(view.State), Detail: detail})
 	}
+	for _, id := range slices.Sorted(maps.Keys(view.Tools)) {
+		if c := view.Tools[id]; c.HooksRunning() {
+			a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: view.ID, Stream: st.name, Seq: view.Head, ID: id, Lane: "tool", State: string(c.State),
+				Detail: fmt.Sprintf("tool call %s (%s): hooks started in state %s with no outcome recorded yet", projection.Word(id), projection.Word(c.Tool), c.State)})
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(view.Fires)) {
+		if f := view.Fires[id]; f.State == fsm.FireHooks {
+			a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: view.ID, Stream: st.name, Seq: view.Head, ID: id, Lane: "fire", State: string(f.State),
+				Detail: fmt.Sprintf("fire %s (%s): hooks started with no outcome recorded yet", projection.Word(id), projection.Word(string(f.Event)))})
+		}
+	}
 	for _, in := range st.injected {
 		target := projection.SessionStream(in.session)
 		held := a.streams[target] != nil && a.streams[target].meta[in.uuid]
@@ -573,7 +652,8 @@ func (a *auditor) count(r projection.Restore) {
 // tool call, a stop, a compaction), records as run.
 func (a *auditor) countTurnHooks(ev eventlog.Event) {
 	switch ev.Type {
-	case schema.TypeStopHookRan, schema.TypePromptHookRan, schema.TypePreCompactHookRan, schema.TypeToolHookRan, schema.TypeAsyncHookEnded:
+	case schema.TypeStopHookRan, schema.TypePromptHookRan, schema.TypePreCompactHookRan, schema.TypeToolHookRan, schema.TypeAsyncHookEnded,
+		schema.TypeHookEventRan:
 	default:
 		return
 	}
@@ -593,6 +673,32 @@ func (a *auditor) countTurnHooks(ev eventlog.Event) {
 	case *schema.AsyncHookEnded:
 		// Its step counted it as run; how it ended counts here.
 		a.countEnd(p.Outcome)
+	case *schema.HookEventRan:
+		a.countOutcomes(p.Outcomes)
+		a.countFire(p)
+	}
+}
+
+// countFire counts fire p by its event: that it ran, whether its hooks
+// blocked or a dying process cut them short, and how each ended.
+func (a *auditor) countFire(p *schema.HookEventRan) {
+	c := a.fires[p.Event]
+	if c == nil {
+		if a.fires == nil {
+			a.fires = map[schema.HookEvent]*FireCount{}
+		}
+		c = &FireCount{Event: p.Event, Hooks: map[string]int{}}
+		a.fires[p.Event] = c
+	}
+	c.Fired++
+	if p.Blocked {
+		c.Blocked++
+	}
+	if p.Interrupted {
+		c.Interrupted++
+	}
+	for _, o := range p.Outcomes {
+		c.Hooks[o.Status]++
 	}
 }
 

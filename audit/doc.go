@@ -36,7 +36,9 @@
 // with the size of the messages.
 //
 // A step an agent's log ends inside is in progress, not a violation: the
-// process running it may still be at work. A store that keeps records
+// process running it may still be at work. So are the hooks of a tool call
+// or a fire started with no outcome at the log's end; their outcome
+// recorded twice, or a lifecycle step begun while they run, is one. A store that keeps records
 // outside the log (a bbolt file's meta pages) is asked for their damage
 // through eventlog.MetaChecker.
 package audit

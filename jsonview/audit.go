@@ -13,6 +13,7 @@ type Audit struct {
 	HooksFailed      int          `json:"hooks_failed"`
 	HooksCancelled   int          `json:"hooks_cancelled"`
 	HooksInterrupted int          `json:"hooks_interrupted"`
+	Fires            []Fires      `json:"fires"`
 	Violations       []Violation  `json:"violations"`
 	InProgress       []InProgress `json:"in_progress"`
 	// Unsendable are the messages that make a session one the Messages
@@ -20,13 +21,26 @@ type Audit struct {
 	Unsendable []Violation `json:"unsendable"`
 }
 
+// Fires counts the fires of one event the log records: how many ran,
+// were blocked by their hooks or cut short by a dying process, and how
+// their hooks ended, by status.
+type Fires struct {
+	Event       string         `json:"event"`
+	Fired       int            `json:"fired"`
+	Blocked     int            `json:"blocked"`
+	Interrupted int            `json:"interrupted"`
+	Hooks       map[string]int `json:"hooks"`
+}
+
 // InProgress is a step an agent's log ends inside, with the command that
-// rolls it forward.
+// rolls it forward. Lane is "tool" or "fire" for the hooks of a tool call
+// or a fire, whose id ID is, and absent for a lifecycle step.
 type InProgress struct {
 	Agent   string `json:"agent"`
 	Stream  string `json:"stream"`
 	Seq     uint64 `json:"seq"`
 	ID      string `json:"id"`
+	Lane    string `json:"lane,omitempty"`
 	State   string `json:"state"`
 	Detail  string `json:"detail"`
 	Command string `json:"command"`
@@ -52,11 +66,15 @@ func NewAudit(rep *reprise.AuditReport, ok bool, finish func(agent string) strin
 		OK: ok, Events: rep.Events, Sessions: rep.Sessions, Agents: rep.Agents,
 		Restores: rep.Restores, HooksRun: rep.HooksRun, HooksFailed: rep.HooksFailed,
 		HooksCancelled: rep.HooksCancelled, HooksInterrupted: rep.HooksInterrupted,
+		Fires:      make([]Fires, len(rep.Fires)),
 		Violations: make([]Violation, len(rep.Violations)),
 		InProgress: make([]InProgress, len(rep.InProgress)),
 	}
+	for i, f := range rep.Fires {
+		out.Fires[i] = Fires{Event: string(f.Event), Fired: f.Fired, Blocked: f.Blocked, Interrupted: f.Interrupted, Hooks: f.Hooks}
+	}
 	for i, p := range rep.InProgress {
-		out.InProgress[i] = InProgress{Agent: p.Agent, Stream: p.Stream, Seq: p.Seq, ID: p.ID,
+		out.InProgress[i] = InProgress{Agent: p.Agent, Stream: p.Stream, Seq: p.Seq, ID: p.ID, Lane: p.Lane,
 			State: p.State, Detail: p.Detail, Command: finish(p.Agent), RunningIn: runningIn}
 	}
 	for i, v := range rep.Violations {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/audit"
 	"github.com/reprise-dev/reprise/jsonview"
 )
 
@@ -142,7 +143,31 @@ func (a *app) printAudit(w io.Writer, rep *reprise.AuditReport, failed bool) {
 	if n := len(rep.InProgress); n > 0 {
 		inProgress = fmt.Sprintf("; %d in progress", n)
 	}
-	fmt.Fprintf(w, "%s: %d events, %d sessions, %d agents, %d restores%s; hooks: %d run, %d failed, %d cancelled, %d interrupted\n",
+	fmt.Fprintf(w, "%s: %d events, %d sessions, %d agents, %d restores%s; hooks: %d run, %d failed, %d cancelled, %d interrupted%s\n",
 		verdict, rep.Events, rep.Sessions, rep.Agents, rep.Restores, inProgress,
-		rep.HooksRun, rep.HooksFailed, rep.HooksCancelled, rep.HooksInterrupted)
+		rep.HooksRun, rep.HooksFailed, rep.HooksCancelled, rep.HooksInterrupted, firesSummary(rep.Fires))
+}
+
+// firesSummary counts the fires of each event for the audit's summary, as
+// "; fires: Notification 2 (1 blocked, 1 interrupted), Setup 1"; "" when
+// the log holds none.
+func firesSummary(fires []audit.FireCount) string {
+	if len(fires) == 0 {
+		return ""
+	}
+	parts := make([]string, len(fires))
+	for i, f := range fires {
+		parts[i] = fmt.Sprintf("%s %d", f.Event, f.Fired)
+		var how []string
+		if f.Blocked > 0 {
+			how = append(how, fmt.Sprintf("%d blocked", f.Blocked))
+		}
+		if f.Interrupted > 0 {
+			how = append(how, fmt.Sprintf("%d interrupted", f.Interrupted))
+		}
+		if len(how) > 0 {
+			parts[i] += " (" + strings.Join(how, ", ") + ")"
+		}
+	}
+	return "; fires: " + strings.Join(parts, ", ")
 }

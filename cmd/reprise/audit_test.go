@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -374,5 +376,88 @@ func TestAuditThroughTheHolderSaysTheRestoreMayBeRunningThere(t *testing.T) {
 	c.okJSON(&rep, "audit")
 	if len(rep.InProgress) != 1 || !strings.HasPrefix(rep.InProgress[0].RunningIn, fmt.Sprintf("process %d (", pid)) {
 		t.Fatalf("audit --json while the restore runs: %+v", rep.InProgress)
+	}
+}
+
+// firedRun fires, on agent ide with session a current, Notification n1,
+// whose command hook answers with context, TaskCreated task-1, whose hook
+// blocks it with exit 2, and Notification n2, and returns the events of
+// the log.
+func firedRun(t *testing.T) []eventlog.Event {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	e := testkit.OpenEngine(t, filepath.Join(dir, "reprise.db"), reprise.Options{Logger: testkit.Discard})
+	hooks, err := hookexec.LoadSettings(testkit.WriteFile(t, filepath.Join(dir, "settings.json"), `{"hooks": {
+		"Notification": [{"hooks": [{"type": "command", "command": "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"Notification\", \"additionalContext\": \"told\"}}'"}]}],
+		"TaskCreated": [{"hooks": [{"type": "command", "command": "echo 'no tasks today' >&2; exit 2"}]}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Hooks().AddAll(hooks); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Session(t, e, "a", dir, "hello")
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		event      schema.HookEvent
+		id, fields string
+	}{
+		{schema.HookNotification, "n1", `{"message": "waiting"}`},
+		{schema.HookTaskCreated, "task-1", `{"task_id": "1", "task_subject": "ship"}`},
+		{schema.HookNotification, "n2", `{"message": "still waiting"}`},
+	} {
+		if _, err := agent.Fire(ctx, f.event, f.id, json.RawMessage(f.fields)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return testkit.Events(t, e.Store())
+}
+
+// A log cut while a fire's hooks ran has the fire in progress: audit names
+// it with the command that closes it, counts the fires of each event in
+// its summary and JSON, and reprise log shows each fire's steps. The next
+// command on the agent closes the fire as interrupted.
+func TestAuditCountsFiresAndReportsOneCutShortAsInProgress(t *testing.T) {
+	c := newCLI(t)
+	evs := firedRun(t)
+	path := testkit.WriteStore(t, evs[:len(evs)-1]) // without n2's outcome
+	out := c.ok("--store", path, "audit")
+	want := "agent/ide#9: in progress: fire n2 (Notification): hooks started with no outcome recorded yet; " +
+		"the next command on agent ide rolls it forward: reprise --store " + path + " finish --agent ide\n" +
+		"ok: 11 events, 1 sessions, 1 agents, 1 restores; 1 in progress; hooks: 2 run, 0 failed, 0 cancelled, 0 interrupted; " +
+		"fires: Notification 1, TaskCreated 1 (1 blocked)\n"
+	if out != want {
+		t.Fatalf("audit:\n%s\nwant:\n%s", out, want)
+	}
+	var rep auditJSON
+	c.okJSON(&rep, "--store", path, "audit")
+	if len(rep.InProgress) != 1 || rep.InProgress[0].Lane != "fire" || rep.InProgress[0].ID != "n2" || rep.InProgress[0].State != "fire-hooks" {
+		t.Fatalf("audit --json in progress: %+v", rep.InProgress)
+	}
+	if len(rep.Fires) != 2 || !reflect.DeepEqual(rep.Fires[1], jsonview.Fires{Event: "TaskCreated", Fired: 1, Blocked: 1, Hooks: map[string]int{"ok": 1}}) {
+		t.Fatalf("audit --json fires: %+v", rep.Fires)
+	}
+
+	log := c.ok("--store", path, "log", "--agent", "ide")
+	for _, line := range []string{
+		"HookEventStarted         session=a Notification id=n1 hooks=",
+		`HookEventRan             session=a Notification id=n1 [`,
+		`:ok] context="told"`,
+		`HookEventRan             session=a TaskCreated id=task-1 [`,
+		`:ok block="no tasks today"] blocked reason="no tasks today"`,
+	} {
+		if !strings.Contains(log, line) {
+			t.Fatalf("log --agent ide has no %q:\n%s", line, log)
+		}
+	}
+
+	c.ok("--store", path, "finish", "--agent", "ide", "--no-default-settings")
+	out = c.ok("--store", path, "audit")
+	if !strings.HasPrefix(out, "ok: 12 events, ") || !strings.HasSuffix(out, "hooks: 3 run, 0 failed, 0 cancelled, 1 interrupted; fires: Notification 2 (1 interrupted), TaskCreated 1 (1 blocked)\n") {
+		t.Fatalf("audit after the next command:\n%s", out)
 	}
 }
