@@ -22,10 +22,10 @@ import (
 )
 
 // run is one row of an agent's timeline: the events of one restore, or
-// of one prompt, stop, compaction or tool call, which share an id.
+// of one prompt, stop, compaction, tool call or fire, which share an id.
 type run struct {
 	ID, Agent     string
-	Kind          string // restore, end, prompt, stop, compact or tool
+	Kind          string // restore, end, prompt, stop, compact, tool or fire
 	Source        string // a restore's SessionStart source
 	From, To      string
 	Began, Ended  int64
@@ -38,6 +38,7 @@ type run struct {
 	Cuts          []*cutItem // its events the page shows cut
 	cuts          []cutJSON  // the same, for the API's answer
 	Tool          *toolCall  // a tool call's row: its id is the tool_use id; nil for the others
+	Fire          *fireRun   // a fire's row: its id is the fire id; nil for the others
 }
 
 // step is one event of a run, a segment of the row as long as the time
@@ -178,6 +179,7 @@ type runJSON struct {
 	RolledForward bool       `json:"rolled_forward,omitempty"`
 	InProgress    bool       `json:"in_progress,omitempty"`
 	Tool          *toolJSON  `json:"tool,omitempty"`
+	Fire          *fireJSON  `json:"fire,omitempty"`
 }
 
 // runningHook is a hook its intent names, with the statusMessage it
@@ -311,6 +313,9 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		if rn.Tool != nil {
 			rj.Tool = h.newToolJSON(rn.ID, rn.Tool)
 		}
+		if rn.Fire != nil {
+			rj.Fire = newFireJSON(rn.Fire)
+		}
 		out.Runs = append(out.Runs, rj)
 	}
 	return &view{Template: "agent", Title: "Agent " + id, Data: d, API: out}, nil
@@ -343,10 +348,10 @@ func (h *handler) runsByInjected(ctx context.Context) (map[string]run, error) {
 }
 
 // runBytes is what r's texts take of a page: what its hooks were given,
-// their context and spilled output, as the page escapes them, and a tool
-// call's input, result and reasons.
+// their context and spilled output, as the page escapes them, a tool
+// call's input, result and reasons, and a fire's input and answers.
 func runBytes(r run) int {
-	n := toolBytes(r.Tool)
+	n := toolBytes(r.Tool) + fireBytes(r.Fire)
 	for _, g := range r.Hooks {
 		n += escapedLen(g.Given) + escapedLen(g.Context)
 		if g.Spilled != nil {
@@ -373,15 +378,16 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 		if err := a.ApplyDecoded(ev, p); err != nil {
 			return err
 		}
-		i, ok := at[ev.RestoreID]
+		key := fireKey(ev)
+		i, ok := at[key]
 		if !ok || ev.RestoreID == "" {
 			i = len(runs)
-			at[ev.RestoreID] = i
+			at[key] = i
 			runs = append(runs, run{ID: ev.RestoreID, Agent: id, Began: ev.Time, Position: ev.Position})
 		}
 		r := &runs[i]
 		r.Ended = ev.Time
-		label := toolStepLabel(p)
+		label := toolStepLabel(p) + fireStepLabel(p)
 		if label == "" {
 			label = string(ev.Type)
 		}
@@ -411,6 +417,9 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 		r.InProgress = a.InFlight() && r.ID == inFlight
 		if c := a.Tools[r.ID]; r.Tool != nil && c != nil {
 			r.InProgress = c.HooksRunning()
+		}
+		if r.Fire != nil {
+			r.InProgress = fireRunning(a, r.ID)
 		}
 		for gi := range r.Hooks {
 			if g := &r.Hooks[gi]; r.InProgress && g.Outcomes == nil {
@@ -454,6 +463,7 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 		}
 	}
 	foldTool(r, ev, p, intent, ran)
+	foldFire(r, p, intent, ran)
 	switch p := p.(type) {
 	case *schema.SaveAttempted:
 		r.Kind, r.From, r.To, r.Source = "restore", p.From, p.To, string(orDefault(p.Source, schema.Source("resume")))
