@@ -38,14 +38,18 @@ audit while others write reports only what is in the log.
 
 It prints each violation as STREAM#SEQ: KIND: DETAIL, then a summary of the
 events, sessions, agents, restores and hooks (run, failed, cancelled or
-timed out, interrupted). It exits with 1 when it finds any violation.
+timed out, interrupted), and of the fired events by name (how many ran,
+were blocked, were interrupted). It exits with 1 when it finds any
+violation.
 
 A log that ends inside a restore (a restore stopped between two steps, or
 hooks started with no outcome yet) is not damaged: the process running it
 is still at work, or it died and the next command on that agent rolls the
 restore forward. audit lists such a restore as "in progress", with the
 command that finishes it (reprise finish --agent NAME), and exits with 0
-unless --strict is given.`,
+unless --strict is given. So does it list a tool call or a fire whose hooks
+started with no outcome: the next command on the agent closes them as
+interrupted, once the process that ran them is gone.`,
 		Example: `  reprise audit
   reprise audit --strict
   reprise audit --json | jq '.violations[] | .kind'`,
