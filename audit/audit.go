@@ -476,7 +476,11 @@ func (a *auditor) agent(st *stream, ev eventlog.Event) error {
 		return fmt.Errorf("%w: %s of fire %s, in state %s: %w", errRepeatedStep, ev.Type, projection.Word(fire.ID), fire.State, err)
 	case errors.Is(err, fsm.ErrIllegalTransition) && view.HooksInFlight > 0 && !laneStep(ev.Type):
 		// A lifecycle step began while the hooks of a call or fire ran.
-		return fmt.Errorf("%s left with hooks started (%w), then %s began: %w", strings.Join(openLanes(view), ", "), errUnresolved, ev.Type, err)
+		var open []string
+		for _, l := range openLanes(view) {
+			open = append(open, l.what)
+		}
+		return fmt.Errorf("%s left with hooks started (%w), then %s began: %w", strings.Join(open, ", "), errUnresolved, ev.Type, err)
 	}
 	return err
 }
@@ -492,18 +496,25 @@ func laneStep(t eventlog.Type) bool {
 	return false
 }
 
-// openLanes names view's tool calls and fires whose hooks may be running,
-// in id order, each as one line of text.
-func openLanes(view *projection.Agent) []string {
-	var out []string
+// openLane is a tool call or a fire whose hooks may be running.
+type openLane struct {
+	lane, id string // "tool" or "fire", and its id
+	state    fsm.State
+	what     string // it in words, on one line: "fire n1 (Notification)"
+}
+
+// openLanes returns view's tool calls, then its fires, whose hooks may be
+// running, each in id order.
+func openLanes(view *projection.Agent) []openLane {
+	var out []openLane
 	for _, id := range slices.Sorted(maps.Keys(view.Tools)) {
 		if c := view.Tools[id]; c.HooksRunning() {
-			out = append(out, fmt.Sprintf("tool call %s (%s)", projection.Word(id), projection.Word(c.Tool)))
+			out = append(out, openLane{"tool", id, c.State, fmt.Sprintf("tool call %s (%s)", projection.Word(id), projection.Word(c.Tool))})
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(view.Fires)) {
 		if f := view.Fires[id]; f.State == fsm.FireHooks {
-			out = append(out, fmt.Sprintf("fire %s (%s)", projection.Word(id), projection.Word(string(f.Event))))
+			out = append(out, openLane{"fire", id, f.State, fmt.Sprintf("fire %s (%s)", projection.Word(id), projection.Word(string(f.Event)))})
 		}
 	}
 	return out
@@ -596,17 +607,13 @@ func (a *auditor) finishAgent(st *stream) {
 		}
 		a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: view.ID, Stream: st.name, Seq: view.Head, ID: run, State: string(view.State), Detail: detail})
 	}
-	for _, id := range slices.Sorted(maps.Keys(view.Tools)) {
-		if c := view.Tools[id]; c.HooksRunning() {
-			a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: view.ID, Stream: st.name, Seq: view.Head, ID: id, Lane: "tool", State: string(c.State),
-				Detail: fmt.Sprintf("tool call %s (%s): hooks started in state %s with no outcome recorded yet", projection.Word(id), projection.Word(c.Tool), c.State)})
+	for _, l := range openLanes(view) {
+		detail := l.what + ": hooks started with no outcome recorded yet"
+		if l.lane == "tool" { // which of its hooks: the state says
+			detail = fmt.Sprintf("%s: hooks started in state %s with no outcome recorded yet", l.what, l.state)
 		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(view.Fires)) {
-		if f := view.Fires[id]; f.State == fsm.FireHooks {
-			a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: view.ID, Stream: st.name, Seq: view.Head, ID: id, Lane: "fire", State: string(f.State),
-				Detail: fmt.Sprintf("fire %s (%s): hooks started with no outcome recorded yet", projection.Word(id), projection.Word(string(f.Event)))})
-		}
+		a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: view.ID, Stream: st.name, Seq: view.Head, ID: l.id, Lane: l.lane,
+			State: string(l.state), Detail: detail})
 	}
 	for _, in := range st.injected {
 		target := projection.SessionStream(in.session)
