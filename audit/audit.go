@@ -196,12 +196,13 @@ type stream struct {
 	tools   projection.ToolUseLedger // a session's tool calls, as the model sees them
 
 	agent    *projection.Agent // an agent's fold, its finished restores dropped as they are counted
-	injected []injection       // the agent's finished restores that injected a message
+	injected []injection       // the agent's finished restores and fires that injected a message
 }
 
-// injection is a restore that injected a meta message into a session.
+// injection is a restore or a fire that injected a meta message into a
+// session; what names it, as "restore ID" or "fire ID".
 type injection struct {
-	restore, session, uuid string
+	what, session, uuid string
 }
 
 // gap is a run of positions (stream "") or of a stream's sequences that
@@ -436,7 +437,7 @@ func (a *auditor) session(st *stream, ev eventlog.Event) error {
 // agent folds the next event of an agent stream, naming what a refused
 // step means for the audit. It counts each restore as it finishes, keeps
 // the ones that injected a message, and drops them; of a fire, once its
-// step is folded, it keeps only the state.
+// outcome is folded, it keeps its state and decision, not its texts.
 func (a *auditor) agent(st *stream, ev eventlog.Event) error {
 	view := st.agent
 	what, run := inFlight(view)
@@ -446,15 +447,18 @@ func (a *auditor) agent(st *stream, ev eventlog.Event) error {
 	err := view.Apply(ev)
 	if err == nil {
 		a.countTurnHooks(ev)
-		if f := view.Fires[ev.RestoreID]; fireStep && f != nil {
-			f.Fields, f.Hooks, f.Ran = nil, nil, nil
+		if f := view.Fires[ev.RestoreID]; fireStep && f != nil && f.State == fsm.FireDone {
+			if f.Ran != nil && f.Ran.MessageUUID != "" {
+				st.injected = append(st.injected, injection{what: "fire " + projection.Word(f.ID), session: f.Session, uuid: f.Ran.MessageUUID})
+			}
+			slimFire(f)
 		}
 	}
 	repeated := view.Restore != nil && slices.Contains(view.Restore.Steps, ev.Type)
 	for _, r := range view.History {
 		a.count(r)
 		if r.InjectedUUID != "" {
-			st.injected = append(st.injected, injection{restore: r.ID, session: r.To, uuid: r.InjectedUUID})
+			st.injected = append(st.injected, injection{what: "restore " + r.ID, session: r.To, uuid: r.InjectedUUID})
 		}
 	}
 	clear(view.History)
@@ -483,6 +487,17 @@ func (a *auditor) agent(st *stream, ev eventlog.Event) error {
 		return fmt.Errorf("%s left with hooks started (%w), then %s began: %w", strings.Join(open, ", "), errUnresolved, ev.Type, err)
 	}
 	return err
+}
+
+// slimFire drops the texts of f, a fire whose outcome is folded: no
+// later step of the log may add to it, and what the fold may still read of
+// it is its decision, not its texts.
+func slimFire(f *projection.Fire) {
+	f.Fields, f.Hooks = nil, nil
+	if r := f.Ran; r != nil {
+		f.Ran = &schema.HookEventRan{Event: r.Event, Session: r.Session, ID: r.ID, Interrupted: r.Interrupted,
+			Blocked: r.Blocked, Halt: r.Halt, MessageUUID: r.MessageUUID}
+	}
 }
 
 // laneStep reports whether t is a step of a tool call or a fire, which
@@ -522,8 +537,8 @@ func openLanes(view *projection.Agent) []openLane {
 
 // finish checks, once the whole log is read, what only its end tells: the
 // gaps its vacuums explain, the imports left unfinished, the steps agents'
-// logs end inside, and the messages restores injected; and it lists the
-// fires counted.
+// logs end inside, and the messages restores and fires injected; and it
+// lists the fires counted.
 func (a *auditor) finish() {
 	a.checkGaps()
 	for _, event := range slices.Sorted(maps.Keys(a.fires)) {
@@ -619,7 +634,7 @@ func (a *auditor) finishAgent(st *stream) {
 		target := projection.SessionStream(in.session)
 		held := a.streams[target] != nil && a.streams[target].meta[in.uuid]
 		if !held && a.vacuums.seqs[target] == nil {
-			a.add(st.name, view.Head, MissingInjected, "restore %s injected message %s, which %s does not hold", in.restore, in.uuid, in.session)
+			a.add(st.name, view.Head, MissingInjected, "%s injected message %s, which %s does not hold", in.what, in.uuid, in.session)
 		}
 	}
 }

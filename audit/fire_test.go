@@ -19,12 +19,14 @@ import (
 
 // fireSettings are command hooks for the fires of these tests: a
 // Notification hook that answers with context, a TaskCreated hook that
-// blocks with exit 2, a Setup hook that fails, and a PreToolUse hook.
+// blocks with exit 2, a Setup hook that fails, a PreToolUse hook, and a
+// PostToolBatch hook whose context reaches the model.
 const fireSettings = `{"hooks": {
 	"Notification": [{"hooks": [{"type": "command", "command": "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"Notification\", \"additionalContext\": \"told\"}}'"}]}],
 	"TaskCreated": [{"hooks": [{"type": "command", "command": "echo 'no tasks today' >&2; exit 2"}]}],
 	"Setup": [{"hooks": [{"type": "command", "command": "exit 1"}]}],
-	"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}}`
+	"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}],
+	"PostToolBatch": [{"hooks": [{"type": "command", "command": "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PostToolBatch\", \"additionalContext\": \"batch seen\"}}'"}]}]}}`
 
 // fired runs, on agent ide of a new store with session s current, two
 // Notification fires, a TaskCreated one its hook blocks, a Setup one
@@ -238,5 +240,39 @@ func TestAuditFindsAFireLaneOutOfItsRules(t *testing.T) {
 		if v.Kind != tc.kind || v.Stream != "agent/ide" || v.Seq != tc.seq(tc.log) || !strings.Contains(v.Detail, tc.detail) {
 			t.Errorf("%s: %v; want %s at agent/ide#%d saying %q", tc.name, v, tc.kind, tc.seq(tc.log), tc.detail)
 		}
+	}
+}
+
+// A fire whose context reached the model names the meta message it
+// appended to the session: the audit checks the session holds it, as it
+// checks a restore's.
+func TestAuditFindsAFiresInjectedMessageMissing(t *testing.T) {
+	evs := fired(t, func(ctx context.Context, e *reprise.Engine, a *reprise.Agent) {
+		if _, err := e.Append(ctx, "s", reprise.Message{Role: "assistant", Content: []reprise.Block{reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`))}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_1", Output: json.RawMessage(`{"stdout":""}`)}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	rep := check(t, testkit.WriteStore(t, evs))
+	if len(rep.Violations) != 0 || len(rep.Fires) != 4 || rep.Fires[1].Event != schema.HookPostToolBatch || rep.Fires[1].Fired != 1 {
+		t.Fatalf("violations %v, fires %+v; want a clean log with a PostToolBatch", rep.Violations, rep.Fires)
+	}
+	// The batch's meta message is the session's last.
+	last := -1
+	for i, ev := range evs {
+		if ev.Stream == "session/s" && ev.Type == schema.TypeMessageAppended {
+			last = i
+		}
+	}
+	broken := renumber(append(append([]eventlog.Event(nil), evs[:last]...), evs[last+1:]...))
+	rep = check(t, testkit.WriteStore(t, broken))
+	if len(rep.Violations) != 1 || rep.Violations[0].Kind != audit.MissingInjected ||
+		!strings.HasPrefix(rep.Violations[0].Detail, "fire batch-toolu_1 injected message ") {
+		t.Fatalf("violations %v; want the batch's message missing", rep.Violations)
 	}
 }
