@@ -198,6 +198,9 @@ func Describe(p schema.Payload) string {
 		if p.Halt {
 			out += fmt.Sprintf(" halt=%q", Clip(p.StopReason, 40))
 		}
+		if p.MessageUUID != "" {
+			out += " message=" + Word(p.MessageUUID)
+		}
 		return out
 	case *schema.AsyncContextInjected:
 		return fmt.Sprintf("session=%s runs=%d message=%s", p.Session, len(p.Runs), p.MessageUUID)
