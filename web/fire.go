@@ -23,6 +23,8 @@ type fireRun struct {
 	StopReason    string
 	Specific      string // the hookSpecificOutput fields its hooks gave, as indented JSON
 	Env           string // what its command hooks wrote to CLAUDE_ENV_FILE
+	Session       string
+	Message       string // the meta message that took its context to the model, if one did
 	fields, spec  []byte // the same, as recorded, for the API
 }
 
@@ -40,6 +42,7 @@ type fireJSON struct {
 	StopReason    string `json:"stop_reason,omitempty"`
 	Specific      any    `json:"specific,omitempty"`
 	Env           string `json:"env,omitempty"`
+	Message       string `json:"message,omitempty"`
 }
 
 // fireKey is the key of the row of ev when it is a step of a fire, whose
@@ -63,7 +66,7 @@ func foldFire(r *run, p schema.Payload, intent func(schema.HookEvent),
 			r.Fire = &fireRun{}
 		}
 		f := r.Fire
-		f.Event = string(event)
+		f.Event, f.Session = string(event), session
 		if f.fields == nil {
 			f.Value, f.fields, f.Fields = value, fields, indentJSON(fields)
 		}
@@ -79,7 +82,7 @@ func foldFire(r *run, p schema.Payload, intent func(schema.HookEvent),
 		f := fire(p.Event, p.Session, p.Value, p.Fields)
 		ran(p.Event, p.Outcomes, p.Interrupted, p.Context)
 		f.Ran, f.Blocked, f.Reason, f.Feedback, f.SystemMessage = true, p.Blocked, p.Reason, p.Feedback, p.SystemMessage
-		f.Halt, f.StopReason, f.Env = p.Halt, p.StopReason, p.Env
+		f.Halt, f.StopReason, f.Env, f.Message = p.Halt, p.StopReason, p.Env, p.MessageUUID
 		f.spec, f.Specific = p.Specific, indentJSON(p.Specific)
 	}
 }
@@ -108,7 +111,7 @@ func fireStepLabel(p schema.Payload) string {
 func newFireJSON(f *fireRun) *fireJSON {
 	return &fireJSON{Event: f.Event, Value: f.Value, Fields: jsonValue(f.fields), Ran: f.Ran, Blocked: f.Blocked,
 		Reason: f.Reason, Feedback: f.Feedback, SystemMessage: f.SystemMessage, Halt: f.Halt, StopReason: f.StopReason,
-		Specific: jsonValue(f.spec), Env: f.Env}
+		Specific: jsonValue(f.spec), Env: f.Env, Message: f.Message}
 }
 
 // fireBytes is what f's texts take of a page.

@@ -159,22 +159,28 @@ func TestAgentPageShowsEachFireAsARow(t *testing.T) {
 // A fire whose hooks may be running is in progress, its hooks shown
 // running with their status messages, and the audit page links its row;
 // its id, a tool call's too as PermissionDenied's is, makes a row of its
-// own beside the call's.
+// own beside the call's. A fire whose context reached the model links the
+// message that took it.
 func TestFireWhoseHooksMayBeRunningIsInProgress(t *testing.T) {
 	running := agentRun{id: "toolu_1", steps: []schema.Payload{
 		&schema.HookEventStarted{Event: schema.HookPermissionDenied, Session: "s1", ID: "toolu_1", Value: "Bash",
 			Fields: []byte(`{"tool_name":"Bash","tool_use_id":"toolu_1","reason":"auto mode"}`), Hooks: []string{"retry.sh"}, Status: []string{"Deciding"}},
 	}}
-	s := serveAgent(t, web.Options{AuditWait: time.Minute}, nil, startup("r1", "s1", "", ""),
-		toolCall("toolu_1", "s1", "Bash", []byte(`{"command":"rm -rf build"}`)), running)
+	batch := agentRun{id: "batch-toolu_1", steps: []schema.Payload{
+		&schema.HookEventRan{Event: schema.HookPostToolBatch, Session: "s1", ID: "batch-toolu_1", Context: "batch seen", MessageUUID: "m-batch",
+			Outcomes: []schema.HookOutcome{{Name: "batch.sh", Status: schema.HookOK, ContextLen: len("batch seen")}}},
+	}}
+	meta := schema.Message{UUID: "m-batch", Role: "user", IsMeta: true, Content: []schema.Block{{Type: "text", Text: "batch seen"}}}
+	s := serveAgent(t, web.Options{AuditWait: time.Minute}, []schema.Message{meta}, startup("r1", "s1", "", ""),
+		toolCall("toolu_1", "s1", "Bash", []byte(`{"command":"rm -rf build"}`)), batch, running)
 	var page struct {
 		Runs []fireRow `json:"runs"`
 	}
 	s.api(t, "/agents/a1", &page)
-	if len(page.Runs) != 3 {
-		t.Fatalf("%d runs, want the restore, the tool call and the fire: %+v", len(page.Runs), page.Runs)
+	if len(page.Runs) != 4 {
+		t.Fatalf("%d runs, want the restore, the tool call and two fires: %+v", len(page.Runs), page.Runs)
 	}
-	call, fire := page.Runs[1], page.Runs[2]
+	call, fire := page.Runs[1], page.Runs[3]
 	if call.Kind != "tool" || call.Tool == nil || call.Fire != nil || call.InProgress || len(call.Steps) != 3 {
 		t.Errorf("the tool call: %+v", call)
 	}
@@ -190,5 +196,12 @@ func TestFireWhoseHooksMayBeRunningIsInProgress(t *testing.T) {
 	row, _, _ := strings.Cut(body[i:], "</li>")
 	contains(t, "the running fire's row", row, `<span class="kind">fire PermissionDenied</span>`, `<span class="badge warn">in progress</span>`,
 		`<span class="hook running">running</span> retry.sh <span class="status">Deciding</span>`, "none recorded: its hooks may be running")
-	contains(t, "audit page", s.page(t, "/audit"), `href="/agents/a1#fire-toolu_1"`, "fire toolu_1 (PermissionDenied): hooks started with no outcome recorded yet")
+	i = strings.Index(body, `id="fire-batch-toolu_1"`)
+	if i < 0 {
+		t.Fatalf("the page lacks the batch's row:\n%s", body)
+	}
+	row, _, _ = strings.Cut(body[i:], "</li>")
+	contains(t, "the batch's row", row, `<span class="kind">fire PostToolBatch</span>`, "batch seen",
+		`sent to the model as <a href="/sessions/s1#m-m-batch">message m-batch</a>`)
+	contains(t, "audit page", s.page(t, "/audit"), `<p class="verdict ok">ok:`, `href="/agents/a1#fire-toolu_1"`, "fire toolu_1 (PermissionDenied): hooks started with no outcome recorded yet")
 }

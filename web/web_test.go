@@ -393,7 +393,9 @@ func TestAgentPagesAreCut(t *testing.T) {
 	}
 	var latest, first page
 	s.api(t, "/agents/ci?limit=2", &latest)
-	if got := kinds(latest); !slices.Equal(got, []string{"compact", "end"}) || latest.Prev != "0" || latest.Next != "" || len(latest.Restores) != 2 {
+	// The compaction's PostCompact, which no hook matched, is a row of
+	// its own after it.
+	if got := kinds(latest); !slices.Equal(got, []string{"fire", "end"}) || latest.Prev != "0" || latest.Next != "" || len(latest.Restores) != 1 {
 		t.Errorf("latest page of 2: runs %v, prev %q, next %q, %d restores", got, latest.Prev, latest.Next, len(latest.Restores))
 	}
 	s.api(t, "/agents/ci?limit=2&cursor="+latest.Prev, &first)
