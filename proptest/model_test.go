@@ -145,6 +145,10 @@ type model struct {
 	// stopBlocks counts each agent's consecutive blocked stops.
 	stopBlocks map[string]int
 	deleted    map[string]bool // deleted sessions, which are not in order
+	// fires are each agent's host fires by id; compactFires the
+	// PostCompact fires of its compactions, in order.
+	fires        map[string]map[string]*modelFire
+	compactFires map[string][]modelFire
 }
 
 // compactSummary is the summary every compaction of the model gives.
@@ -153,7 +157,7 @@ const compactSummary = "what was said so far"
 func newModel(registry []hookSpec, behaviour map[string]string) *model {
 	return &model{registry: registry, behaviour: behaviour, sessions: map[string]*modelSession{},
 		current: map[string]string{}, history: map[string][]modelRestore{}, stopBlocks: map[string]int{},
-		deleted: map[string]bool{}}
+		deleted: map[string]bool{}, fires: map[string]map[string]*modelFire{}, compactFires: map[string][]modelFire{}}
 }
 
 func (m *model) create(id string) {
@@ -263,6 +267,10 @@ func (m *model) run(hooks []hookSpec, event hookexec.Event, session, value strin
 		switch b {
 		case behaveFail:
 			status = schema.HookFailed
+			if h.command != "" && !slices.Contains(schema.HookEvents, event) {
+				// A fired event's row reads a command hook's exit 2: it ran.
+				status = schema.HookOK
+			}
 		case behavePanic:
 			status = schema.HookPanicked
 		case behaveHang:

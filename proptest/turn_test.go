@@ -44,13 +44,14 @@ type turnWorld struct {
 	requests map[int]int    // model requests by answer index
 	stops    map[string]int // Stop hook runs by the answer they saw
 	posts    map[string]int // PostToolUse hook runs by tool_use id
+	batches  map[string]int // PostToolBatch hook runs by the tool_use ids of their answer
 	stopRuns int
 	disorder string // a request whose tool_results were not in the answer's order
 }
 
 func newTurnWorld(sc turnScript) *turnWorld {
 	return &turnWorld{store: eventlog.NewMemoryStore(), sc: sc, runs: map[string]int{}, requests: map[int]int{},
-		stops: map[string]int{}, posts: map[string]int{}}
+		stops: map[string]int{}, posts: map[string]int{}, batches: map[string]int{}}
 }
 
 // answer is the n-th answer of the script: its text, and a call of each
@@ -85,6 +86,26 @@ func (w *turnWorld) process(t *rapid.T, store eventlog.Store) (*turn.Runner, err
 		defer w.mu.Unlock()
 		w.posts[in.ToolUseID]++
 		return hookexec.PostToolUseOutput{AdditionalContext: "seen " + in.ToolUseID}, nil
+	}))
+	must(t, reg.On(schema.HookPostToolBatch, "", func(ctx context.Context, in hookexec.EventInput) (hookexec.EventOutput, error) {
+		var batch struct {
+			Calls []struct {
+				ID string `json:"tool_use_id"`
+			} `json:"tool_calls"`
+		}
+		if err := json.Unmarshal(in.Fields, &batch); err != nil {
+			return hookexec.EventOutput{}, err
+		}
+		var ids []string
+		for _, c := range batch.Calls {
+			ids = append(ids, c.ID)
+		}
+		key := strings.Join(ids, " ")
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.batches[key]++
+		out, _ := json.Marshal(map[string]string{"hookEventName": string(schema.HookPostToolBatch), "additionalContext": "batch " + key})
+		return hookexec.EventOutput{HookSpecificOutput: out}, nil
 	}))
 	e := reprise.New(store, reprise.Options{Hooks: reg, Logger: discard})
 	agent, err := e.Agent(context.Background(), "ide")
@@ -271,11 +292,12 @@ func (c *countingStore) Append(ctx context.Context, expect []eventlog.Expect, re
 // run again), and a Stop hook run the crash cut does not block; no tool
 // runs twice unless safe to repeat (then at most once more per crash); no
 // answer is asked for again unless its request was in flight (at most
-// once more per crash); no hook runs twice; every tool_use has exactly one
+// once more per crash); no hook runs twice, PostToolBatch's (which runs
+// once for every answer with calls in the reference) included; every tool_use has exactly one
 // tool_result; the audit finds nothing.
 func TestTurnSurvivesACrashAtEveryStep(t *testing.T) {
 	t.Parallel()
-	var cases, crashes, cut atomic.Int64
+	var cases, crashes, cut, batches atomic.Int64
 	rapid.Check(t, func(rt *rapid.T) {
 		sc := turnScript{
 			answers: rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(turnTools), 0, 4), 0, 3).Draw(rt, "answers"),
@@ -293,6 +315,8 @@ func TestTurnSurvivesACrashAtEveryStep(t *testing.T) {
 			rt.Fatalf("reference run: %v", err)
 		}
 		want := ref.lines(rt)
+		checkBatches(rt, ref, want)
+		batches.Add(int64(len(ref.batches)))
 
 		// The same turn, dying at the k-th append, then once more maybe.
 		w := newTurnWorld(sc)
@@ -377,6 +401,11 @@ func TestTurnSurvivesACrashAtEveryStep(t *testing.T) {
 				rt.Fatalf("the PostToolUse hook of %s ran %d times", id, n)
 			}
 		}
+		for key, n := range w.batches {
+			if n > 1 {
+				rt.Fatalf("the PostToolBatch hook of the calls %s ran %d times", key, n)
+			}
+		}
 		if w.disorder != "" || ref.disorder != "" {
 			rt.Fatalf("the model got tool_results out of the answer's order: %s%s", w.disorder, ref.disorder)
 		}
@@ -387,7 +416,7 @@ func TestTurnSurvivesACrashAtEveryStep(t *testing.T) {
 			rt.Fatalf("audit: %+v", report.Violations)
 		}
 	})
-	t.Logf("%s: %d cases, %d crashes, %d Stop hook runs cut", rapidBudget(), cases.Load(), crashes.Load(), cut.Load())
+	t.Logf("%s: %d cases, %d crashes, %d Stop hook runs cut, %d PostToolBatch runs in the references", rapidBudget(), cases.Load(), crashes.Load(), cut.Load(), batches.Load())
 }
 
 // toolOf is the tool of call id ("t<answer>_<call>") in sc.
@@ -434,5 +463,25 @@ func checkPairs(t *rapid.T, w *turnWorld) {
 	}
 	if len(results) != len(uses) {
 		t.Fatalf("%d tool_results for %d tool_uses", len(results), len(uses))
+	}
+}
+
+// checkBatches fails unless, in a run without crashes, the PostToolBatch
+// hook ran once for each answer of lines that calls tools, and for no
+// other calls.
+func checkBatches(t *rapid.T, w *turnWorld, lines []string) {
+	want := 0
+	for _, line := range lines {
+		if strings.HasPrefix(line, "assistant ") && strings.Contains(line, " use:") {
+			want++
+		}
+	}
+	for key, n := range w.batches {
+		if n != 1 {
+			t.Fatalf("the PostToolBatch hook of the calls %s ran %d times", key, n)
+		}
+	}
+	if len(w.batches) != want {
+		t.Fatalf("the PostToolBatch hook ran for %d answers, want %d: %v", len(w.batches), want, w.batches)
 	}
 }

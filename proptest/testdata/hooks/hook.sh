@@ -1,8 +1,9 @@
 #!/bin/sh
 # hook.sh TAG MODE SIDE
 #
-# A SessionStart or SessionEnd command hook whose behaviour the tests choose.
-# It appends "EVENT SESSION SOURCE-OR-REASON TAG" to the file SIDE, so that
+# A SessionStart or SessionEnd command hook whose behaviour the tests choose,
+# or a hook of a fired event whose input holds a fire_id. It appends
+# "EVENT SESSION SOURCE-OR-REASON-OR-FIRE-ID TAG" to the file SIDE, so that
 # every run is observed, then acts as MODE:
 #
 #   text   prints "TAG for SESSION SOURCE" as plain text
@@ -35,6 +36,7 @@ get hook_event_name; ev=$v
 get session_id; sid=$v
 get source; src=$v
 if [ -z "$src" ]; then get reason; src=$v; fi
+if [ -z "$src" ]; then get fire_id; src=$v; fi
 printf '%s %s %s %s\n' "$ev" "$sid" "$src" "$tag" >> "$side"
 if [ -n "$REPRISE_CRASH_BLOCK" ] && [ "$REPRISE_CRASH_BLOCK" = "$ev $sid $tag" ]; then
 	while [ "$(grep -c "^$ev $sid " "$side")" -lt "$REPRISE_CRASH_PEERS" ]; do
