@@ -25,8 +25,23 @@
 // on, before or after writing it, as if the process had died there, and a
 // new Engine opens the file and rolls forward. Two agents share the
 // Engine. Every hook run appends a line to a side file, so runs are
-// observed, not taken from the log. Fork, Compact and Stop are not in
-// the model.
+// observed, not taken from the log. Fork, Compact and Stop are actions
+// too.
+//
+// Fired events are actions as well: Agent.Fire of Notification, Setup
+// (trigger init, which a function hook matches, or maintenance, which no
+// hook matches) or TaskCreated, with an id drawn from a pool of three per
+// agent, so that ids come back, for the same event or another one, with
+// or without a current session. A function hook runs on each (it can
+// return context, nothing, fail, panic, or try to End the session while
+// it runs) and a command hook on Notification and TaskCreated; every
+// compaction fires PostCompact, whose function hook can do the same but
+// meddle. CrashInFire kills the process (in effect) at the append of a new
+// fire's intent or of its outcome, before or after writing it, and
+// CrashInCompact at any append of a compaction or of its PostCompact. The
+// fire actions are keyed in lower case, after the older ones, so that
+// adding them moved none of those and the kept .fail files replay as
+// before.
 //
 // After every action it checks that the current session of each agent,
 // every conversation (roles, texts, meta flags, parent links) and every
@@ -40,8 +55,17 @@
 // non-empty; that conversations and agents rebuilt from the log equal the
 // live ones, and the session index agrees; that Engine.HooksFor lists the
 // model's hooks for every session, so session-scoped hooks come and go as
-// they should; and that reprise.Audit finds no violation and counts the
-// model's restores and interrupted hooks.
+// they should; that reprise.Audit finds no violation and counts the
+// model's restores and interrupted hooks; and, for fires, that the hooks
+// of one fire id never run twice in a case, across crashes and reopens;
+// that a fire of a recorded id runs nothing and returns what the first
+// answer said; that the fire table (fsm.ApplyFire) accepts the fire steps
+// of every agent stream, that no step but a tool call's or a fire's comes
+// between a fire's HookEventStarted and its HookEventRan, and that every
+// fire id of the model, and every compaction's PostCompact, has exactly
+// one HookEventRan with the model's hooks, statuses and interrupted flag
+// (interrupted when a crash cut it); and that End tried by a hook while
+// its fire runs fails with ErrAgentBusy.
 //
 // TestCrashPoints kills real processes. For each seed it draws a scenario
 // (sessions, durable and buffered messages, hook behaviours, which restore
