@@ -257,6 +257,7 @@ func (s *machine) CrashInCompact(t *rapid.T) {
 	s.store.arm(c.k, c.after)
 	_, err := s.agents[agent].Compact(context.Background(), compactSummary)
 	s.reopenAfterCrash(t, err, groups)
+	s.st.compactCrashes.Add(1)
 }
 
 // checkFired compares what Fire returned for id with the model's fire; the

@@ -41,14 +41,14 @@ func TestEngineStateMachine(t *testing.T) {
 // stats counts what the state machine test did, over all its cases.
 type stats struct {
 	cases, startups, runtimes, ends, crashes, reopens, hooks atomic.Int64
-	fires, refires, fireCrashes, meddles                     atomic.Int64
+	fires, refires, fireCrashes, compactCrashes, meddles     atomic.Int64
 }
 
 func (st *stats) String() string {
 	return fmt.Sprintf("%d cases, %d restores leaving no session, %d leaving one, %d ends, %d crashes, %d clean reopens, %d hook runs; "+
-		"%d new fires, %d fired again, %d crashes in a fire, %d lifecycle actions refused during a fire",
+		"%d new fires, %d fired again, %d crashes in a fire, %d in a compaction, %d lifecycle actions refused during a fire",
 		st.cases.Load(), st.startups.Load(), st.runtimes.Load(), st.ends.Load(), st.crashes.Load(), st.reopens.Load(), st.hooks.Load(),
-		st.fires.Load(), st.refires.Load(), st.fireCrashes.Load(), st.meddles.Load())
+		st.fires.Load(), st.refires.Load(), st.fireCrashes.Load(), st.compactCrashes.Load(), st.meddles.Load())
 }
 
 // The agents of the state machine: two hosts sharing one Engine.
