@@ -87,7 +87,7 @@ func (a *Agent) Fire(ctx context.Context, event hookexec.Event, id string, field
 
 // fire performs req on its lane.
 func (a *Agent) fire(ctx context.Context, req *lifecycle.FireRequest) (*Fired, error) {
-	rep, err := a.doLane(ctx, lifecycle.Action{Kind: lifecycle.Fire, Fire: req}, fireLane(req.ID), func() error { return nil })
+	rep, err := a.doLane(ctx, lifecycle.Action{Kind: lifecycle.Fire, Fire: req}, fireLane(req.ID), func() error { return nil }, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -307,11 +307,12 @@ func jsonOr(raw json.RawMessage, otherwise string) []byte {
 // doTool performs the tool action act, with prepare run once the agent's
 // log is read (doLane), and returns what the log holds of the call.
 func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func() error) (*lifecycle.ToolReport, projection.ToolCall, error) {
-	rep, err := a.doLane(ctx, act, toolLane(act.Tool.ID), prepare)
 	var c projection.ToolCall
-	if call := a.view.Tools[act.Tool.ID]; call != nil {
-		c = *call
-	}
+	rep, err := a.doLane(ctx, act, toolLane(act.Tool.ID), prepare, func() {
+		if call := a.view.Tools[act.Tool.ID]; call != nil {
+			c = *call
+		}
+	})
 	return rep.Tool, c, err
 }
 
@@ -319,8 +320,9 @@ func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()
 // run once the agent's log is read: a lane's steps hold the agent only
 // while they decide and append, never while hooks run, so the calls of
 // one answer, and fires, go on at once; a second action on the same lane
-// meanwhile is ErrAgentBusy. a.mu is taken and let go.
-func (a *Agent) doLane(ctx context.Context, act lifecycle.Action, lane string, prepare func() error) (lifecycle.Report, error) {
+// meanwhile is ErrAgentBusy. a.mu is taken and let go; read, when set,
+// runs with it held once the action is done, to copy what the view holds.
+func (a *Agent) doLane(ctx context.Context, act lifecycle.Action, lane string, prepare func() error, read func()) (lifecycle.Report, error) {
 	ctx, release, err := a.lockLane(ctx, lane)
 	if err != nil {
 		return lifecycle.Report{}, err
@@ -342,6 +344,9 @@ func (a *Agent) doLane(ctx context.Context, act lifecycle.Action, lane string, p
 	rep, err := a.step(ctx, act)
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, eventlog.ErrLockLost) {
 		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	if read != nil {
+		read()
 	}
 	return rep, err
 }
