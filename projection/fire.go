@@ -24,6 +24,10 @@ type Fire struct {
 	Ran     *schema.HookEventRan
 }
 
+// Running reports whether f's hooks may be running: its intent is
+// recorded and its outcome is not.
+func (f *Fire) Running() bool { return f.State == fsm.FireHooks }
+
 // applyFire folds the step of a fire labelled label into a: its fire,
 // named by the event's restore id, moves as the fire table allows, and
 // only while the agent is active, between lifecycle steps.

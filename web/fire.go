@@ -2,7 +2,6 @@ package web
 
 import (
 	"github.com/reprise-dev/reprise/eventlog"
-	"github.com/reprise-dev/reprise/fsm"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -129,5 +128,5 @@ func fireBytes(f *fireRun) int {
 // fireRunning reports whether the hooks of fire id of a may be running.
 func fireRunning(a *projection.Agent, id string) bool {
 	f := a.Fires[id]
-	return f != nil && f.State == fsm.FireHooks
+	return f != nil && f.Running()
 }
