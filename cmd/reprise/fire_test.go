@@ -104,12 +104,14 @@ func TestFireReadsInputFromStdin(t *testing.T) {
 	dir := t.TempDir()
 	runs := filepath.Join(dir, "runs")
 	c, flags := fireCLI(t, `{"hooks": {"CwdChanged": [{"hooks": [{"type": "command", "command": "cat >> '`+runs+`'; echo >> '`+runs+`'"}]}]}}`)
-	r := c.runIn(strings.NewReader(`{"old_cwd": "/src", "new_cwd": "/src/app"}`+"\n"), fireArgs("CwdChanged", "cd-1", "-", flags)...)
+	// The hook runs in the directory the session moves to: one that is.
+	moved := t.TempDir()
+	r := c.runIn(strings.NewReader(`{"old_cwd": "/src", "new_cwd": "`+moved+`"}`+"\n"), fireArgs("CwdChanged", "cd-1", "-", flags)...)
 	if r.code != exitOK {
 		t.Fatalf("fire --input -: exit %d: %s", r.code, r.stderr)
 	}
 	lines := readLines(t, runs)
-	if len(lines) != 1 || !strings.Contains(lines[0], `"new_cwd":"/src/app"`) || !strings.Contains(lines[0], `"old_cwd":"/src"`) {
+	if len(lines) != 1 || !strings.Contains(lines[0], `"new_cwd":"`+moved+`"`) || !strings.Contains(lines[0], `"old_cwd":"/src"`) {
 		t.Fatalf("the hook read %q", lines)
 	}
 	big := `{"old_cwd": "/src", "new_cwd": "` + strings.Repeat("a", maxFireInput) + `"}`
