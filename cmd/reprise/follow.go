@@ -44,6 +44,10 @@ func follow(ctx context.Context, a *app, stderr io.Writer, next uint64, fn func(
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case waited && errors.Is(err, remote.ErrDisconnected):
+			// The holder went away while this waited at its socket, as a
+			// writer that appended and exited does: read again, after a
+			// pause.
 		case err != nil && (first || !transient(err)):
 			return err
 		case waited && err == nil:

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,9 @@ const (
 	codeCorrupt       = "corrupt"
 	codeNoIndex       = "no_index"
 	codeInternal      = "internal"
+	// codeStopped: the serving process stopped answering, its work
+	// cancelled as it shut down; the client sees ErrDisconnected.
+	codeStopped = "stopped"
 )
 
 // frameWriter writes frames to a response body.
@@ -77,6 +81,8 @@ func errorCode(err error) string {
 		return codeCorrupt
 	case errors.Is(err, eventlog.ErrNoIndex):
 		return codeNoIndex
+	case errors.Is(err, context.Canceled):
+		return codeStopped
 	}
 	return codeInternal
 }
@@ -100,6 +106,8 @@ func (e *remoteError) Is(target error) bool {
 		return target == eventlog.ErrCorrupt
 	case codeNoIndex:
 		return target == eventlog.ErrNoIndex
+	case codeStopped:
+		return target == ErrDisconnected
 	}
 	return false
 }
