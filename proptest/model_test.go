@@ -456,5 +456,23 @@ func (m *model) interruptedHooks() (restores, interrupted int) {
 			}
 		}
 	}
+	// The audit counts fired events' hooks with the rest.
+	count := func(f *modelFire) {
+		for _, s := range f.statuses {
+			if s == schema.HookInterrupted {
+				interrupted++
+			}
+		}
+	}
+	for _, byID := range m.fires {
+		for _, f := range byID {
+			count(f)
+		}
+	}
+	for _, fs := range m.compactFires {
+		for i := range fs {
+			count(&fs[i])
+		}
+	}
 	return restores, interrupted
 }
