@@ -89,6 +89,10 @@ type Report struct {
 	HooksFailed      int // failed or panicked
 	HooksCancelled   int // timed out or cancelled
 	HooksInterrupted int
+	// Interrupted names where the interrupted hooks were (at most
+	// MaxInterrupted of them, in log order): a run whose hooks a dying
+	// process cut short and the next one closed, never running them again.
+	Interrupted []Run
 	// Fires counts the fired events the agents' logs record as run, by
 	// event in name order; their hooks count in HooksRun too.
 	Fires      []FireCount
@@ -104,6 +108,15 @@ type Report struct {
 	// took them.
 	Unsendable []Violation
 }
+
+// Run names one step of an agent that ran hooks: a restore, Stop run or
+// prompt run (Lane ""), a tool call ("tool") or a fire ("fire"), by its id.
+type Run struct {
+	Agent, ID, Lane string
+}
+
+// MaxInterrupted bounds Report.Interrupted.
+const MaxInterrupted = 100
 
 // FireCount is what the agents' logs record of the fires of one event:
 // how many ran, how many its hooks blocked, how many a dying process cut
@@ -178,6 +191,7 @@ type auditor struct {
 	rep     *Report
 	streams map[string]*stream
 	fires   map[schema.HookEvent]*FireCount
+	at      Run      // the run whose hooks are being counted
 	pos     uint64   // the last position read
 	gaps    []gap    // gaps that only the vacuums the log holds can explain
 	vacuums vacuumed // the gaps the vacuums read so far explain
@@ -446,6 +460,7 @@ func (a *auditor) agent(st *stream, ev eventlog.Event) error {
 	fireStep := ev.Type == schema.TypeHookEventStarted || ev.Type == schema.TypeHookEventRan
 	err := view.Apply(ev)
 	if err == nil {
+		a.at = runOf(view.ID, ev)
 		a.countTurnHooks(ev)
 		if f := view.Fires[ev.RestoreID]; fireStep && f != nil && f.State == fsm.FireDone {
 			if f.Ran != nil && f.Ran.MessageUUID != "" {
@@ -456,6 +471,7 @@ func (a *auditor) agent(st *stream, ev eventlog.Event) error {
 	}
 	repeated := view.Restore != nil && slices.Contains(view.Restore.Steps, ev.Type)
 	for _, r := range view.History {
+		a.at = Run{Agent: view.ID, ID: r.ID}
 		a.count(r)
 		if r.InjectedUUID != "" {
 			st.injected = append(st.injected, injection{what: "restore " + r.ID, session: r.To, uuid: r.InjectedUUID})
@@ -610,6 +626,7 @@ func (a *auditor) finishSession(st *stream) {
 func (a *auditor) finishAgent(st *stream) {
 	view := st.agent
 	if view.Restore != nil {
+		a.at = Run{Agent: view.ID, ID: view.Restore.ID}
 		a.count(*view.Restore)
 	}
 	if st.failed || st.refused {
@@ -741,7 +758,22 @@ func (a *auditor) countEnd(o schema.HookOutcome) {
 		a.rep.HooksCancelled++
 	case schema.HookInterrupted:
 		a.rep.HooksInterrupted++
+		if n := len(a.rep.Interrupted); n < MaxInterrupted && (n == 0 || a.rep.Interrupted[n-1] != a.at) {
+			a.rep.Interrupted = append(a.rep.Interrupted, a.at)
+		}
 	}
+}
+
+// runOf names the run that ev, a step of agent, belongs to.
+func runOf(agent string, ev eventlog.Event) Run {
+	r := Run{Agent: agent, ID: ev.RestoreID}
+	switch ev.Type {
+	case schema.TypeToolHookStarted, schema.TypeToolHookRan, schema.TypeToolDecided, schema.TypeToolResultRecorded:
+		r.Lane = "tool"
+	case schema.TypeHookEventStarted, schema.TypeHookEventRan:
+		r.Lane = "fire"
+	}
+	return r
 }
 
 // vacuumed holds the gaps that the Vacuumed events of a log explain: the

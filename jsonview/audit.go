@@ -4,21 +4,31 @@ import "github.com/reprise-dev/reprise"
 
 // Audit is the verdict of an audit and what it found.
 type Audit struct {
-	OK               bool         `json:"ok"`
-	Events           int          `json:"events"`
-	Sessions         int          `json:"sessions"`
-	Agents           int          `json:"agents"`
-	Restores         int          `json:"restores"`
-	HooksRun         int          `json:"hooks_run"`
-	HooksFailed      int          `json:"hooks_failed"`
-	HooksCancelled   int          `json:"hooks_cancelled"`
-	HooksInterrupted int          `json:"hooks_interrupted"`
-	Fires            []Fires      `json:"fires"`
-	Violations       []Violation  `json:"violations"`
-	InProgress       []InProgress `json:"in_progress"`
+	OK               bool `json:"ok"`
+	Events           int  `json:"events"`
+	Sessions         int  `json:"sessions"`
+	Agents           int  `json:"agents"`
+	Restores         int  `json:"restores"`
+	HooksRun         int  `json:"hooks_run"`
+	HooksFailed      int  `json:"hooks_failed"`
+	HooksCancelled   int  `json:"hooks_cancelled"`
+	HooksInterrupted int  `json:"hooks_interrupted"`
+	// Interrupted names the runs whose hooks a dying process cut short.
+	Interrupted []Run        `json:"interrupted"`
+	Fires       []Fires      `json:"fires"`
+	Violations  []Violation  `json:"violations"`
+	InProgress  []InProgress `json:"in_progress"`
 	// Unsendable are the messages that make a session one the Messages
 	// API refuses.
 	Unsendable []Violation `json:"unsendable"`
+}
+
+// Run is one run of an agent that ran hooks, by its id: a restore, Stop
+// or prompt run, a tool call (lane "tool") or a fire ("fire").
+type Run struct {
+	Agent string `json:"agent"`
+	ID    string `json:"id"`
+	Lane  string `json:"lane,omitempty"`
 }
 
 // Fires counts the fires of one event the log records: how many ran,
@@ -66,9 +76,13 @@ func NewAudit(rep *reprise.AuditReport, ok bool, finish func(agent string) strin
 		OK: ok, Events: rep.Events, Sessions: rep.Sessions, Agents: rep.Agents,
 		Restores: rep.Restores, HooksRun: rep.HooksRun, HooksFailed: rep.HooksFailed,
 		HooksCancelled: rep.HooksCancelled, HooksInterrupted: rep.HooksInterrupted,
-		Fires:      make([]Fires, len(rep.Fires)),
-		Violations: make([]Violation, len(rep.Violations)),
-		InProgress: make([]InProgress, len(rep.InProgress)),
+		Interrupted: make([]Run, len(rep.Interrupted)),
+		Fires:       make([]Fires, len(rep.Fires)),
+		Violations:  make([]Violation, len(rep.Violations)),
+		InProgress:  make([]InProgress, len(rep.InProgress)),
+	}
+	for i, r := range rep.Interrupted {
+		out.Interrupted[i] = Run{Agent: r.Agent, ID: r.ID, Lane: r.Lane}
 	}
 	for i, f := range rep.Fires {
 		out.Fires[i] = Fires{Event: string(f.Event), Fired: f.Fired, Blocked: f.Blocked, Interrupted: f.Interrupted, Hooks: f.Hooks}

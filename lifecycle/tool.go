@@ -332,7 +332,8 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 		}
 		ready := withMessages(in, s, append([]schema.Message{msg}, msgs...), injected)
 		ready = withAgentStep(in, ready, t.ID, &schema.ToolResultRecorded{Session: c.Session,
-			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed || t.Refused, Hooks: matched.Hooks, Status: matched.Status})
+			ToolUseID: t.ID, Tool: c.Tool, MessageUUID: msg.UUID, Failed: t.Failed || t.Refused, Interrupted: t.Interrupt,
+			Hooks: matched.Hooks, Status: matched.Status})
 		if len(matched.Hooks) > 0 {
 			ready.Effect = RunHooks{Event: event, Session: c.Session, Hooks: matched.Hooks, Tool: t, ToolInput: c.Input,
 				PromptID: in.Agent.LastPromptID}

@@ -209,6 +209,9 @@ func Describe(p schema.Payload) string {
 		if p.Failed {
 			result = "failure"
 		}
+		if p.Interrupted {
+			result = "interrupted"
+		}
 		return fmt.Sprintf("session=%s %s id=%s %s=%s hooks=%s", p.Session, Word(p.Tool), Word(p.ToolUseID), result, p.MessageUUID, hookList(p.Hooks))
 	}
 	return ""

@@ -67,11 +67,15 @@ type ToolDecided struct {
 // same append. Hooks names the PostToolUse (or PostToolUseFailure) hooks
 // about to run: it is their intent.
 type ToolResultRecorded struct {
-	Session     string   `msgpack:"session"`
-	ToolUseID   string   `msgpack:"tooluse"`
-	Tool        string   `msgpack:"tool"`
-	MessageUUID string   `msgpack:"message"`
-	Failed      bool     `msgpack:"failed,omitempty"`
+	Session     string `msgpack:"session"`
+	ToolUseID   string `msgpack:"tooluse"`
+	Tool        string `msgpack:"tool"`
+	MessageUUID string `msgpack:"message"`
+	Failed      bool   `msgpack:"failed,omitempty"`
+	// Interrupted says the call was cut off before its result: the host
+	// reports it stopped, or a process that died may have run it and the
+	// next one rolled the call forward with an error result.
+	Interrupted bool     `msgpack:"interrupted,omitempty"`
 	Hooks       []string `msgpack:"hooks,omitempty"`
 	Status      []string `msgpack:"status,omitempty"` // the hooks' statusMessage, as in SessionStartHookStarted
 }

@@ -587,3 +587,45 @@ func TestRunningHooksShowTheirStatusMessage(t *testing.T) {
 		t.Errorf("runs %+v; want the running hooks' status messages", page.Runs)
 	}
 }
+
+// A call a crash cut off before its result, rolled forward with an
+// interrupted error result, is marked so on its row and in the API, not
+// as a plain failure.
+func TestToolCallCutByACrashIsShownInterrupted(t *testing.T) {
+	cut := toolCall("toolu_cut", "s1", "Bash", []byte(`{"command":"make"}`))
+	cut.steps = append(cut.steps, &schema.ToolResultRecorded{Session: "s1", ToolUseID: "toolu_cut", Tool: "Bash",
+		MessageUUID: "m-cut", Failed: true, Interrupted: true})
+	failed := toolCall("toolu_failed", "s1", "Bash", []byte(`{"command":"false"}`))
+	failed.steps = append(failed.steps, &schema.ToolResultRecorded{Session: "s1", ToolUseID: "toolu_failed", Tool: "Bash",
+		MessageUUID: "m-failed", Failed: true})
+	s := serveAgent(t, web.Options{}, nil, startup("r1", "s1", "", ""), cut, failed)
+	var page struct {
+		Runs []struct {
+			ID   string `json:"id"`
+			Tool *struct {
+				Result *struct {
+					Failed      bool `json:"failed"`
+					Interrupted bool `json:"interrupted"`
+				} `json:"result"`
+			} `json:"tool"`
+		} `json:"runs"`
+	}
+	s.api(t, "/agents/a1", &page)
+	if len(page.Runs) != 3 || page.Runs[1].Tool == nil || page.Runs[1].Tool.Result == nil || !page.Runs[1].Tool.Result.Interrupted ||
+		page.Runs[2].Tool == nil || page.Runs[2].Tool.Result == nil || page.Runs[2].Tool.Result.Interrupted || !page.Runs[2].Tool.Result.Failed {
+		t.Fatalf("runs %+v", page.Runs)
+	}
+	body := s.page(t, "/agents/a1")
+	row := func(id string) string {
+		i := strings.Index(body, `id="run-`+id+`"`)
+		if i < 0 {
+			t.Fatalf("no row for %s", id)
+		}
+		r, _, _ := strings.Cut(body[i:], "</li>")
+		return r
+	}
+	contains(t, "the cut call's row", row("toolu_cut"), "interrupted: cut off before its result, rolled forward")
+	if r := row("toolu_failed"); strings.Contains(r, "interrupted") || !strings.Contains(r, `<span class="badge warn">failed</span>`) {
+		t.Errorf("the failed call's row: %s", r)
+	}
+}

@@ -30,12 +30,13 @@ type toolCall struct {
 // toolResult is the tool_result message of a call: the tool's output or
 // failure, or the error a denied call's model is told.
 type toolResult struct {
-	Message string // its uuid
-	Failed  bool
-	Seq     uint64 // its sequence in the session's stream; 0 when it was not found
-	Whole   string // the path that serves it whole, once found
-	At      string // the path of the session's page at it, once found
-	named   eventlog.Event
+	Message     string // its uuid
+	Failed      bool
+	Interrupted bool   // the call was cut off before it: a dead process's, rolled forward
+	Seq         uint64 // its sequence in the session's stream; 0 when it was not found
+	Whole       string // the path that serves it whole, once found
+	At          string // the path of the session's page at it, once found
+	named       eventlog.Event
 }
 
 // toolJSON is, in the API's answer, what a tool call's row shows.
@@ -55,10 +56,11 @@ type toolJSON struct {
 // toolResultJSON is a call's tool_result, with the path that serves it
 // whole when it was found.
 type toolResultJSON struct {
-	Message string `json:"message"`
-	Failed  bool   `json:"failed,omitempty"`
-	Seq     uint64 `json:"seq,omitempty"`
-	Whole   string `json:"whole,omitempty"`
+	Message     string `json:"message"`
+	Failed      bool   `json:"failed,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	Seq         uint64 `json:"seq,omitempty"`
+	Whole       string `json:"whole,omitempty"`
 }
 
 // foldTool adds what event ev with payload p says to r when it is a step
@@ -93,7 +95,7 @@ func foldTool(r *run, ev eventlog.Event, p schema.Payload, intent func(schema.Ho
 		}
 	case *schema.ToolResultRecorded:
 		c := call(p.Tool, p.Session)
-		c.Result = &toolResult{Message: p.MessageUUID, Failed: p.Failed, named: ev}
+		c.Result = &toolResult{Message: p.MessageUUID, Failed: p.Failed, Interrupted: p.Interrupted, named: ev}
 		if len(p.Hooks) > 0 {
 			intent(postEvent(p.Failed))
 		}
@@ -124,7 +126,10 @@ func toolStepLabel(p schema.Payload) string {
 		return "decided " + p.Decision
 	case *schema.ToolResultRecorded:
 		label := "result"
-		if p.Failed {
+		switch {
+		case p.Interrupted:
+			label = "result (interrupted)"
+		case p.Failed:
 			label = "result (failed)"
 		}
 		if len(p.Hooks) > 0 {
@@ -180,7 +185,7 @@ func (h *handler) newToolJSON(id string, c *toolCall) *toolJSON {
 	out := &toolJSON{Name: c.Name, ToolUse: id, Session: c.Session, Decision: c.Decision, Reason: c.Reason,
 		Input: jsonValue(c.input), Blocked: c.Blocked, BlockReason: c.BlockReason, UpdatedResult: jsonValue(c.updated)}
 	if res := c.Result; res != nil {
-		out.Result = &toolResultJSON{Message: res.Message, Failed: res.Failed, Seq: res.Seq}
+		out.Result = &toolResultJSON{Message: res.Message, Failed: res.Failed, Interrupted: res.Interrupted, Seq: res.Seq}
 		if res.Seq != 0 {
 			out.Result.Whole = h.opts.Prefix + "/api" + messagePath(c.Session, res.Seq)
 		}

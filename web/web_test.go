@@ -859,3 +859,25 @@ func TestAuditPageCountsTheSessionsListed(t *testing.T) {
 	}
 	contains(t, "audit page", s.page(t, "/audit"), fmt.Sprintf("%d sessions (2 deleted)", len(listed.Sessions)))
 }
+
+// The audit page links each run whose hooks a dying process cut short:
+// the fixture's crashy restore, closed as interrupted on reopen, and the
+// tools agent's call whose PreToolUse hooks a crash cut.
+func TestAuditPageLinksTheInterruptedHooks(t *testing.T) {
+	s := fixture.New(t)
+	srv := httptest.NewServer(web.New(s.Engine, web.Options{AuditWait: time.Minute}))
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	page := string(b)
+	_, after, ok := strings.Cut(page, "<h2>Interrupted hooks</h2>")
+	section, _, _ := strings.Cut(after, "<h2>")
+	if !ok || !strings.Contains(section, `<a href="/agents/crashy#run-`) || !strings.Contains(section, `<a href="/agents/tools#run-`) ||
+		!strings.Contains(section, "tool call ") {
+		t.Fatalf("the interrupted hooks section:\n%s", section)
+	}
+}
