@@ -124,7 +124,7 @@ func (a *Agent) ToolBatch(ctx context.Context) (*Fired, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	calls, open := s.toolUses().CallsAfter(s.pending)
+	calls, open := projection.LastCalls(s.conv.Messages[s.conv.ViewStart:], s.pending)
 	var fields []byte
 	if len(calls) > 0 && len(open) == 0 {
 		fields = batchFields(slices.Concat(s.conv.Messages[s.conv.ViewStart:], s.pending), calls)

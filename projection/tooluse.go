@@ -19,8 +19,7 @@ import (
 // not safe for concurrent use.
 type ToolUseLedger struct {
 	ids    map[string]bool // every tool_use id seen
-	calls  []string        // the last answer's calls, in order
-	open   []string        // those without a tool_result, in order
+	open   []string        // the last answer's calls without a tool_result, in order
 	answer bool            // the last message is an assistant one
 	last   string          // the Messages API id of that answer, from its record; "" when unknown
 }
@@ -110,7 +109,7 @@ func (l *ToolUseLedger) Add(m schema.Message) {
 	case "assistant":
 		id := answerID(m)
 		if !l.answer || l.last == "" || id != l.last {
-			l.open, l.calls = l.open[:0], nil
+			l.open = l.open[:0]
 		}
 		ids, _ := toolUseIDs(m)
 		for _, u := range ids {
@@ -118,7 +117,7 @@ func (l *ToolUseLedger) Add(m schema.Message) {
 				l.ids = map[string]bool{}
 			}
 			l.ids[u] = true
-			l.open, l.calls = append(l.open, u), append(l.calls, u)
+			l.open = append(l.open, u)
 		}
 		l.answer, l.last = true, id
 	case "user":
@@ -137,15 +136,45 @@ func (l *ToolUseLedger) Add(m schema.Message) {
 	}
 }
 
-// CallsAfter returns the calls of the last answer, and those of them that
-// have no tool_result, once pending, messages not given to Add, follow.
-// It changes nothing.
-func (l *ToolUseLedger) CallsAfter(pending []schema.Message) (calls, open []string) {
-	t := ToolUseLedger{ids: map[string]bool{}, calls: slices.Clone(l.calls), open: slices.Clone(l.open), answer: l.answer, last: l.last}
-	for _, p := range pending {
-		t.Add(p)
+// LastCalls returns the tool_use ids of the last answer of msgs followed
+// by pending, and those of them that no later message gives a tool_result,
+// as a ledger fed both would: reading back from the end only as far as
+// that answer, and keeping nothing.
+func LastCalls(msgs, pending []schema.Message) (calls, open []string) {
+	at := func(i int) *schema.Message {
+		if i >= len(msgs) {
+			return &pending[i-len(msgs)]
+		}
+		return &msgs[i]
 	}
-	return t.calls, t.open
+	n := len(msgs) + len(pending)
+	last := n - 1
+	for last >= 0 && at(last).Role != "assistant" {
+		last--
+	}
+	if last < 0 {
+		return nil, nil
+	}
+	first := last
+	for id := answerID(*at(last)); id != "" && first > 0 && at(first-1).Role == "assistant" && answerID(*at(first - 1)) == id; {
+		first-- // the first record of that answer
+	}
+	for i := first; i <= last; i++ {
+		ids, _ := toolUseIDs(*at(i))
+		calls = append(calls, ids...)
+	}
+	resulted := map[string]bool{}
+	for i := last + 1; i < n; i++ {
+		for _, id := range ToolResults(*at(i)) {
+			resulted[id] = true
+		}
+	}
+	for _, id := range calls {
+		if !resulted[id] {
+			open = append(open, id)
+		}
+	}
+	return calls, open
 }
 
 // toolUseIDs returns the ids of m's tool_use blocks, in order, or an error
