@@ -829,7 +829,7 @@ func (s *session) view() *lifecycle.Session {
 	v := &lifecycle.Session{ID: s.conv.ID, Cwd: s.conv.Cwd, Head: s.conv.Head, Messages: len(s.conv.Messages),
 		ViewLen: len(s.conv.Messages) - s.conv.ViewStart, LastUUID: s.conv.LastUUID(), Pending: s.pending,
 		Deleted: s.conv.Deleted, Importing: s.conv.Importing}
-	v.Calls, v.OpenCalls = projection.LastCalls(s.conv.Messages[s.conv.ViewStart:], s.pending)
+	v.Calls, v.OpenCalls, _ = projection.LastCalls(s.conv.Messages[s.conv.ViewStart:], s.pending)
 	for i := len(s.conv.Messages) - 1; i >= 0; i-- {
 		if m := &s.conv.Messages[i]; m.Role == "assistant" {
 			v.LastAssistant, v.LastAnswer = projection.FirstText(*m), m.UUID

@@ -124,10 +124,12 @@ func (a *Agent) ToolBatch(ctx context.Context) (*Fired, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	calls, open := projection.LastCalls(s.conv.Messages[s.conv.ViewStart:], s.pending)
+	view := s.conv.Messages[s.conv.ViewStart:]
+	calls, open, from := projection.LastCalls(view, s.pending)
 	var fields []byte
 	if len(calls) > 0 && len(open) == 0 {
-		fields = batchFields(slices.Concat(s.conv.Messages[s.conv.ViewStart:], s.pending), calls)
+		// The answer and what follows it: where its calls and results are.
+		fields = batchFields(slices.Concat(view[min(from, len(view)):], s.pending[max(from-len(view), 0):]), calls)
 	}
 	s.mu.Unlock()
 	fireID := projection.BatchFireID(calls)
@@ -148,8 +150,8 @@ func (a *Agent) callsRunning(calls []string) bool {
 	})
 }
 
-// batchFields is PostToolBatch's input for calls, the calls of the last
-// answer of msgs: tool_calls, each call's tool_name, tool_input,
+// batchFields is PostToolBatch's input for calls, the calls of the answer
+// msgs begin with: tool_calls, each call's tool_name, tool_input,
 // tool_use_id and tool_response, the content of its tool_result as the
 // model sees it (a string as it is, other content as its JSON text).
 func batchFields(msgs []Message, calls []string) []byte {

@@ -55,9 +55,12 @@ func TestLastCallsOfTheLastAnswer(t *testing.T) {
 		{"records of two answers", []schema.Message{record("msg_1", "a"), record("msg_2", "b")}, []string{"b"}, []string{"b"}},
 	} {
 		for split := 0; split <= len(c.msgs); split++ {
-			calls, open := LastCalls(c.msgs[:split], c.msgs[split:])
+			calls, open, from := LastCalls(c.msgs[:split], c.msgs[split:])
 			if !slices.Equal(calls, c.calls) || !slices.Equal(open, c.open) {
 				t.Errorf("%s, %d saved: calls %q, open %q; want %q, %q", c.name, split, calls, open, c.calls, c.open)
+			}
+			if len(calls) > 0 && (from >= len(c.msgs) || len(ToolUses(c.msgs[from])) == 0 || ToolUses(c.msgs[from])[0].ID != calls[0]) {
+				t.Errorf("%s, %d saved: the answer begins at %d", c.name, split, from)
 			}
 			var l ToolUseLedger
 			for _, m := range c.msgs {

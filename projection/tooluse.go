@@ -137,10 +137,11 @@ func (l *ToolUseLedger) Add(m schema.Message) {
 }
 
 // LastCalls returns the tool_use ids of the last answer of msgs followed
-// by pending, and those of them that no later message gives a tool_result,
-// as a ledger fed both would: reading back from the end only as far as
-// that answer, and keeping nothing.
-func LastCalls(msgs, pending []schema.Message) (calls, open []string) {
+// by pending, those of them that no later message gives a tool_result, as
+// a ledger fed both would, and the index, in msgs then pending, of that
+// answer's first message: it reads back from the end only as far as that
+// answer, and keeps nothing.
+func LastCalls(msgs, pending []schema.Message) (calls, open []string, from int) {
 	at := func(i int) *schema.Message {
 		if i >= len(msgs) {
 			return &pending[i-len(msgs)]
@@ -153,7 +154,7 @@ func LastCalls(msgs, pending []schema.Message) (calls, open []string) {
 		last--
 	}
 	if last < 0 {
-		return nil, nil
+		return nil, nil, n
 	}
 	first := last
 	for id := answerID(*at(last)); id != "" && first > 0 && at(first-1).Role == "assistant" && answerID(*at(first - 1)) == id; {
@@ -174,7 +175,7 @@ func LastCalls(msgs, pending []schema.Message) (calls, open []string) {
 			open = append(open, id)
 		}
 	}
-	return calls, open
+	return calls, open, first
 }
 
 // toolUseIDs returns the ids of m's tool_use blocks, in order, or an error
