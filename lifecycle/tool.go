@@ -326,9 +326,10 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 		}
 		var msgs []schema.Message
 		var injected *injection
+		last := len(matched.Hooks) == 0 && lastOfAnswer(in, s, t.ID)
 		if len(matched.Hooks) == 0 {
 			// The PreToolUse hooks' context, beside the result.
-			msgs, injected = feedback(in, c, event, HooksRan{}), batchEnd(in, s, t.ID)
+			msgs, injected = feedback(in, c, event, HooksRan{}), batchEnd(in, s, last)
 		}
 		ready := withMessages(in, s, append([]schema.Message{msg}, msgs...), injected)
 		ready = withAgentStep(in, ready, t.ID, &schema.ToolResultRecorded{Session: c.Session,
@@ -339,8 +340,7 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 				PromptID: in.Agent.LastPromptID}
 			return ready, nil
 		}
-		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true,
-			LastOfAnswer: lastOfAnswer(in, s, t.ID)}
+		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true, LastOfAnswer: last}
 		return withInjected(in, ready, injected), nil
 	case fsm.ToolPostHooks:
 		if err := othersHooks(in, t.ID); err != nil {
@@ -360,14 +360,15 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 		if s == nil {
 			return Ready{}, fmt.Errorf("%w: %s", ErrSessionNotFound, c.Session)
 		}
-		msgs, injected := feedback(in, c, event, ran), batchEnd(in, s, t.ID)
+		last := lastOfAnswer(in, s, t.ID)
+		msgs, injected := feedback(in, c, event, ran), batchEnd(in, s, last)
 		if len(msgs) > 0 {
 			step.MessageUUID = msgs[0].UUID
 		}
 		ready := withAgentStep(in, withMessages(in, s, msgs, injected), t.ID, step)
 		ready.Report.Tool = &ToolReport{ID: t.ID, Decision: c.Decision, Input: c.Input, Resulted: true,
 			Blocked: ran.Blocked, BlockReason: ran.Reason, PostContext: ran.Context, UpdatedResult: ran.Replacement,
-			LastOfAnswer: lastOfAnswer(in, s, t.ID)}
+			LastOfAnswer: last}
 		return withInjected(in, ready, injected), nil
 	case fsm.ToolDone:
 		rep := report(c)
@@ -378,12 +379,12 @@ func postTool(in Input, c *projection.ToolCall, state fsm.State) (Ready, error) 
 }
 
 // batchEnd is the context of session s's async hooks that ended since the
-// model last heard from them, when call id is the last of its answer to
-// resolve (lastOfAnswer): Claude Code hands that context on in the next
-// request, and the last result of an answer ends the next request's
+// model last heard from them, when the step resolves the last call of its
+// answer (last, lastOfAnswer's): Claude Code hands that context on in the
+// next request, and the last result of an answer ends the next request's
 // messages. Nil when there is none, or calls are still open.
-func batchEnd(in Input, s *Session, id string) *injection {
-	if !lastOfAnswer(in, s, id) {
+func batchEnd(in Input, s *Session, last bool) *injection {
+	if !last {
 		return nil
 	}
 	return asyncContext(in, s.ID, "")
