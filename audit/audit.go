@@ -109,6 +109,13 @@ type Report struct {
 	Unsendable []Violation
 }
 
+// The lanes of InProgress and Run: the hooks of a tool call, or of a fire;
+// "" is a lifecycle step's.
+const (
+	LaneTool = "tool"
+	LaneFire = "fire"
+)
+
 // Run names one step of an agent that ran hooks: a restore, Stop run or
 // prompt run (Lane ""), a tool call ("tool") or a fire ("fire"), by its id.
 type Run struct {
@@ -540,12 +547,12 @@ func openLanes(view *projection.Agent) []openLane {
 	var out []openLane
 	for _, id := range slices.Sorted(maps.Keys(view.Tools)) {
 		if c := view.Tools[id]; c.HooksRunning() {
-			out = append(out, openLane{"tool", id, c.State, fmt.Sprintf("tool call %s (%s)", projection.Word(id), projection.Word(c.Tool))})
+			out = append(out, openLane{LaneTool, id, c.State, fmt.Sprintf("tool call %s (%s)", projection.Word(id), projection.Word(c.Tool))})
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(view.Fires)) {
 		if f := view.Fires[id]; f.State == fsm.FireHooks {
-			out = append(out, openLane{"fire", id, f.State, fmt.Sprintf("fire %s (%s)", projection.Word(id), projection.Word(string(f.Event)))})
+			out = append(out, openLane{LaneFire, id, f.State, fmt.Sprintf("fire %s (%s)", projection.Word(id), projection.Word(string(f.Event)))})
 		}
 	}
 	return out
@@ -641,7 +648,7 @@ func (a *auditor) finishAgent(st *stream) {
 	}
 	for _, l := range openLanes(view) {
 		detail := l.what + ": hooks started with no outcome recorded yet"
-		if l.lane == "tool" { // which of its hooks: the state says
+		if l.lane == LaneTool { // which of its hooks: the state says
 			detail = fmt.Sprintf("%s: hooks started in state %s with no outcome recorded yet", l.what, l.state)
 		}
 		a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: view.ID, Stream: st.name, Seq: view.Head, ID: l.id, Lane: l.lane,
@@ -769,9 +776,9 @@ func runOf(agent string, ev eventlog.Event) Run {
 	r := Run{Agent: agent, ID: ev.RestoreID}
 	switch ev.Type {
 	case schema.TypeToolHookStarted, schema.TypeToolHookRan, schema.TypeToolDecided, schema.TypeToolResultRecorded:
-		r.Lane = "tool"
+		r.Lane = LaneTool
 	case schema.TypeHookEventStarted, schema.TypeHookEventRan:
-		r.Lane = "fire"
+		r.Lane = LaneFire
 	}
 	return r
 }
