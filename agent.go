@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,7 +66,7 @@ type Agent struct {
 	mu     sync.Mutex // held for the whole of a restore, and while a tool call's step decides
 	loaded bool
 	view   *projection.Agent
-	lanes  map[string]bool // the tool calls and fires this process has a step of in flight, by lane key
+	lanes  map[lane]bool // the tool calls and fires this process has a step of in flight
 
 	// The async hooks this process runs for the agent (ids), the ends
 	// not recorded yet, and how many of their recorders may hold mu.
@@ -89,7 +88,7 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 	e.mu.Lock()
 	a := e.agents[id]
 	if a == nil {
-		a = &Agent{e: e, id: id, stream: projection.AgentStream(id), view: projection.NewAgent(id), lanes: map[string]bool{}}
+		a = &Agent{e: e, id: id, stream: projection.AgentStream(id), view: projection.NewAgent(id), lanes: map[lane]bool{}}
 		e.agents[id] = a
 	}
 	e.mu.Unlock()
@@ -166,30 +165,32 @@ func (a *Agent) lockStream(ctx context.Context) (release func(), err error) {
 // end. The context it returns ends if the lock is lost (eventlog.Hold):
 // the lane's hooks are then cancelled, as when the caller gives up, since
 // another process may close them.
-func (a *Agent) lockLane(ctx context.Context, lane string) (held context.Context, release func(), err error) {
+func (a *Agent) lockLane(ctx context.Context, l lane) (held context.Context, release func(), err error) {
 	locker, ok := a.e.store.(eventlog.StreamLocker)
 	if !ok {
 		return ctx, func() {}, nil
 	}
-	kind, id, _ := strings.Cut(lane, "/")
-	held, release, err = eventlog.Hold(ctx, locker, kind+"/"+a.id+"/"+id)
+	held, release, err = eventlog.Hold(ctx, locker, l.kind+"/"+a.id+"/"+l.id)
 	if errors.Is(err, eventlog.ErrBusy) {
-		return nil, nil, fmt.Errorf("%w: agent %s: %s: %w", ErrAgentBusy, a.id, laneName(lane), err)
+		return nil, nil, fmt.Errorf("%w: agent %s: %s: %w", ErrAgentBusy, a.id, l, err)
 	}
 	return held, release, err
 }
 
-// toolLane and fireLane are the lane keys of tool call id and fire id: the
-// two name spaces are apart, so a fire may take a tool call's id.
-func toolLane(id string) string { return "tool/" + id }
-func fireLane(id string) string { return "fire/" + id }
+// lane is a tool call or a fire by its id: the two name spaces are apart,
+// so a fire may take a tool call's id.
+type lane struct{ kind, id string }
 
-// laneName is lane for people: "tool call ID" or "fire ID".
-func laneName(lane string) string {
-	if id, ok := strings.CutPrefix(lane, "fire/"); ok {
-		return "fire " + id
+// toolLane and fireLane are the lanes of tool call id and fire id.
+func toolLane(id string) lane { return lane{"tool", id} }
+func fireLane(id string) lane { return lane{"fire", id} }
+
+// String names l for people: "tool call ID" or "fire ID".
+func (l lane) String() string {
+	if l.kind == "fire" {
+		return "fire " + l.id
 	}
-	return "tool call " + strings.TrimPrefix(lane, "tool/")
+	return "tool call " + l.id
 }
 
 // closeOrphans closes, as interrupted, the tool calls whose hooks the log
@@ -198,9 +199,9 @@ func laneName(lane string) string {
 // it. a.mu must be held, and no call of this process may be running on
 // the agent: a new Agent's first read.
 func (a *Agent) closeOrphans(ctx context.Context) error {
-	var dead []string
-	for _, lane := range a.orphanLanes() {
-		_, release, err := a.lockLane(ctx, lane)
+	var dead []lane
+	for _, l := range a.orphanLanes() {
+		_, release, err := a.lockLane(ctx, l)
 		if errors.Is(err, ErrAgentBusy) {
 			continue
 		}
@@ -208,7 +209,7 @@ func (a *Agent) closeOrphans(ctx context.Context) error {
 			return err
 		}
 		defer release()
-		dead = append(dead, lane)
+		dead = append(dead, l)
 	}
 	if len(dead) == 0 {
 		return nil
@@ -220,13 +221,13 @@ func (a *Agent) closeOrphans(ctx context.Context) error {
 	}
 	for {
 		act := lifecycle.Action{Kind: lifecycle.Continue}
-		for _, lane := range dead {
-			if id, ok := strings.CutPrefix(lane, "fire/"); ok {
-				if f := a.view.Fires[id]; f != nil && f.State == fsm.FireHooks {
-					act.OrphanFires = append(act.OrphanFires, id)
+		for _, l := range dead {
+			if l.kind == "fire" {
+				if f := a.view.Fires[l.id]; f != nil && f.State == fsm.FireHooks {
+					act.OrphanFires = append(act.OrphanFires, l.id)
 				}
-			} else if c := a.view.Tools[strings.TrimPrefix(lane, "tool/")]; c != nil && fsm.ToolInFlight(c.State) {
-				act.Orphans = append(act.Orphans, c.ID)
+			} else if c := a.view.Tools[l.id]; c != nil && fsm.ToolInFlight(c.State) {
+				act.Orphans = append(act.Orphans, l.id)
 			}
 		}
 		if len(act.Orphans)+len(act.OrphanFires) == 0 {

@@ -322,16 +322,16 @@ func (a *Agent) doTool(ctx context.Context, act lifecycle.Action, prepare func()
 // one answer, and fires, go on at once; a second action on the same lane
 // meanwhile is ErrAgentBusy. a.mu is taken and let go; read, when set,
 // runs with it held once the action is done, to copy what the view holds.
-func (a *Agent) doLane(ctx context.Context, act lifecycle.Action, lane string, prepare func() error, read func()) (lifecycle.Report, error) {
-	ctx, release, err := a.lockLane(ctx, lane)
+func (a *Agent) doLane(ctx context.Context, act lifecycle.Action, l lane, prepare func() error, read func()) (lifecycle.Report, error) {
+	ctx, release, err := a.lockLane(ctx, l)
 	if err != nil {
 		return lifecycle.Report{}, err
 	}
 	defer release()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lanes[lane] {
-		return lifecycle.Report{}, fmt.Errorf("%w: agent %s: %s", ErrAgentBusy, a.id, laneName(lane))
+	if a.lanes[l] {
+		return lifecycle.Report{}, fmt.Errorf("%w: agent %s: %s", ErrAgentBusy, a.id, l)
 	}
 	if err := a.sync(ctx); err != nil {
 		return lifecycle.Report{}, err
@@ -339,8 +339,8 @@ func (a *Agent) doLane(ctx context.Context, act lifecycle.Action, lane string, p
 	if err := prepare(); err != nil {
 		return lifecycle.Report{}, err
 	}
-	a.lanes[lane] = true
-	defer delete(a.lanes, lane)
+	a.lanes[l] = true
+	defer delete(a.lanes, l)
 	rep, err := a.step(ctx, act)
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, eventlog.ErrLockLost) {
 		err = fmt.Errorf("%w: %w", err, cause)
@@ -427,8 +427,8 @@ func holds(msgs []Message, id string) bool {
 // orphanLanes returns the lanes (tool calls and fires) whose hooks the
 // log shows running but that no step of this process runs: those of a
 // process that died. a.mu is held.
-func (a *Agent) orphanLanes() []string {
-	var lanes []string
+func (a *Agent) orphanLanes() []lane {
+	var lanes []lane
 	for id, c := range a.view.Tools {
 		if fsm.ToolInFlight(c.State) && !a.lanes[toolLane(id)] {
 			lanes = append(lanes, toolLane(id))
