@@ -56,6 +56,15 @@ func Tombstone(ctx context.Context, store eventlog.Store, now func() int64, conv
 		}
 		evs, err := store.Append(ctx, append(expect, eventlog.Expect{Stream: stream, Seq: conv.Head}), []eventlog.Record{rec})
 		if errors.Is(err, eventlog.ErrConflict) && tries < maxTries {
+			// Another writer appended between the read and the append. A
+			// pause, longer each time, lets the tombstone find a gap in a
+			// writer that appends steadily, where trying again at once
+			// meets it at the same point of its stride.
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("delete %s: %w", id, ctx.Err())
+			case <-time.After(time.Duration(tries*tries) * time.Millisecond):
+			}
 			continue
 		}
 		if err != nil {
