@@ -18,7 +18,7 @@ import (
 
 // maxTries bounds how often a deletion starts again because another
 // writer moved a stream it had read.
-const maxTries = 8
+const maxTries = 16
 
 // Tombstone deletes the session conv folds: it appends the session's
 // SessionDeleted tombstone, with reason, to store, stamped with now (UTC
@@ -31,22 +31,33 @@ const maxTries = 8
 func Tombstone(ctx context.Context, store eventlog.Store, now func() int64, conv *projection.Conversation, reason string, g *Guard) error {
 	id := conv.ID
 	stream := projection.SessionStream(id)
+	// What a try reads, kept short: a writer appending steadily to the
+	// session leaves only a short gap between its appends. The read that
+	// catches conv up also gives the time of the session's last event,
+	// and the agents are read again only when one of them moved.
+	var last int64
+	from, refresh := max(conv.Head, 1), true
 	for tries := 1; ; tries++ {
-		if err := store.ReadStream(ctx, stream, conv.Head+1, conv.Apply); err != nil {
+		if err := store.ReadStream(ctx, stream, from, func(ev eventlog.Event) error {
+			last = ev.Time
+			if ev.Seq <= conv.Head {
+				return nil // its time only
+			}
+			return conv.Apply(ev)
+		}); err != nil {
 			return err
 		}
+		from = conv.Head + 1
 		if conv.Deleted {
 			return Deleted(id)
 		}
-		if err := g.Refresh(ctx, store); err != nil {
-			return err
+		if refresh {
+			if err := g.Refresh(ctx, store); err != nil {
+				return err
+			}
 		}
 		expect, err := g.Check(id)
 		if err != nil {
-			return err
-		}
-		var last int64
-		if err := store.ReadStream(ctx, stream, conv.Head, func(ev eventlog.Event) error { last = ev.Time; return nil }); err != nil {
 			return err
 		}
 		p := &schema.SessionDeleted{ID: id, Reason: reason, Messages: len(conv.Messages), LastActivity: last}
@@ -56,14 +67,15 @@ func Tombstone(ctx context.Context, store eventlog.Store, now func() int64, conv
 		}
 		evs, err := store.Append(ctx, append(expect, eventlog.Expect{Stream: stream, Seq: conv.Head}), []eventlog.Record{rec})
 		if errors.Is(err, eventlog.ErrConflict) && tries < maxTries {
-			// Another writer appended between the read and the append. A
-			// pause, longer each time, lets the tombstone find a gap in a
-			// writer that appends steadily, where trying again at once
-			// meets it at the same point of its stride.
+			var conflict *eventlog.ConflictError
+			refresh = !errors.As(err, &conflict) || conflict.Stream != stream
+			// A pause, longer each time, lets the tombstone find a gap in
+			// a writer that appends steadily, where trying again at once
+			// can meet it at the same point of its stride.
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("delete %s: %w", id, ctx.Err())
-			case <-time.After(time.Duration(tries*tries) * time.Millisecond):
+			case <-time.After(time.Duration(tries) * time.Millisecond):
 			}
 			continue
 		}
