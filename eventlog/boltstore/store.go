@@ -760,6 +760,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 		return err
 	}
 	return s.view(func(tx *bolt.Tx, g *guard) error {
+		g.at(stream, from) // a fault finding the buckets is in this read too
 		b, err := s.buckets(tx)
 		if err != nil {
 			return err
@@ -767,7 +768,6 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, fn f
 		want, lastPos := from, uint64(0)
 		sc := streamCursor{c: b.events.Cursor()}
 		sc.reset(stream)
-		g.at(stream, from)
 		if err := sc.seek(from); err != nil {
 			return err
 		}
