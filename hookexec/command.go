@@ -43,11 +43,15 @@ type CommandEnv struct {
 	// any other hook.
 	Background Background
 
-	supervisor string        // Exec.Supervisor: "" or NoSupervisor
-	inherit    []string      // Exec.InheritEnv: nil for the whole environment
-	session    string        // CLAUDE_CODE_SESSION_ID: the session the hooks run for
-	log        *slog.Logger  // Exec.Logger: where warnings go; nil for slog.Default
-	budget     time.Duration // the time every command hook of the run has; 0 for each its own
+	evaluator      Evaluator        // Exec.Evaluator
+	agentEvaluator Evaluator        // Exec.AgentEvaluator
+	mcp            MCPCaller        // Exec.MCP
+	messages       []schema.Message // the conversation, for the prompt hooks of Stop
+	supervisor     string           // Exec.Supervisor: "" or NoSupervisor
+	inherit        []string         // Exec.InheritEnv: nil for the whole environment
+	session        string           // CLAUDE_CODE_SESSION_ID: the session the hooks run for
+	log            *slog.Logger     // Exec.Logger: where warnings go; nil for slog.Default
+	budget         time.Duration    // the time every command hook of the run has; 0 for each its own
 }
 
 // warn logs a warning of a hook run.
@@ -58,6 +62,9 @@ func (env CommandEnv) warn(msg string, args ...any) {
 	}
 	log.Warn(msg, args...)
 }
+
+// dir is where hooks work: the session's current directory.
+func (env CommandEnv) dir() string { return cmp.Or(env.Cwd, env.ProjectDir) }
 
 // clock returns env's clock.
 func (env CommandEnv) clock() func() time.Time {
@@ -88,12 +95,28 @@ const (
 )
 
 // commandRun is what one execution of a command hook left behind.
+// A hook of another type (http, mcp_tool, prompt, agent) that answered
+// is read as a command that exited with code, its answer as stdout.
 type commandRun struct {
 	stdout, stderr capture
-	state          *os.ProcessState // nil when the hook never ran
-	err            error            // from starting or waiting
-	killed         atomic.Bool      // its process group was killed
+	ran            bool        // the hook ran to an exit: code and status hold
+	code           int         // its exit code; 128 plus the signal's number when a signal ended it
+	status         string      // how it ended, as a process state says it ("exit status 1")
+	signaled       bool        // a signal ended it
+	err            error       // from starting or waiting
+	killed         atomic.Bool // its process group was killed
+
+	// A prompt or agent hook's ok: false that ends the turn: Claude Code
+	// sets "continue": false with the reason as its stopReason.
+	halt       bool
+	stopReason string
+	request    string          // what a prompt, agent or mcp_tool hook asked
+	answer     string          // what an http, prompt, agent or mcp_tool hook answered
+	kind       schema.HookType // the hook's type; "" for a command
 }
+
+// success reports whether the hook ran and exited 0.
+func (r *commandRun) success() bool { return r.ran && r.code == 0 }
 
 // runCommand runs the command hook h with stdin and returns its outcome and
 // the context it contributes. The hook's whole process group is killed when
@@ -172,16 +195,17 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 	defer cancel()
 	r := execute(hctx, h, stdin, env)
 
-	o := schema.HookOutcome{Name: h.Name, Source: h.Source}
+	o := schema.HookOutcome{Name: h.Name, Source: h.Source, Type: string(r.kind), Request: excerpt([]byte(r.request)), Answer: excerpt([]byte(r.answer))}
+	o.Halt, o.StopReason = r.halt, r.stopReason
 	o.Dropped = r.stdout.dropped + r.stderr.dropped
 	var a answer // what it gives, as its event reads it
 	switch {
 	case r.stoppedBy(hctx):
 		o.Status, o.Error = stopped(ctx, timeout)
 		o.Stderr = excerpt(r.stderr.buf)
-	case r.state == nil:
+	case !r.ran:
 		o.Status, o.Error = schema.HookFailed, r.err.Error()
-	case r.state.Success() && wrongEventName(r.stdout.buf, h.Event) != "":
+	case r.success() && wrongEventName(r.stdout.buf, h.Event) != "":
 		// As in Claude Code: an answer meant for another event is an
 		// error, and nothing of it is used.
 		o.Status, o.Error = schema.HookFailed, wrongEventName(r.stdout.buf, h.Event)
@@ -195,13 +219,13 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 		readControl(&o, h, r)
 		o.Duration = now().Sub(began).Nanoseconds()
 		return o, a
-	case mayBlock(h.Event) && exitCode(r.state) == 2:
+	case mayBlock(h.Event) && r.code == 2:
 		// Exit 2 is how a hook blocks: its stderr is the reason.
 		o.Status, o.ExitCode, o.Decision = schema.HookOK, 2, "block"
 		o.Reason = excerpt(r.stderr.buf)
 		a.text = o.Reason
-	case !r.state.Success():
-		o.Status, o.ExitCode, o.Error = schema.HookFailed, exitCode(r.state), r.state.String()
+	case !r.success():
+		o.Status, o.ExitCode, o.Error = schema.HookFailed, r.code, r.status
 		o.Stderr = excerpt(r.stderr.buf)
 		// As in Claude Code, a JSON answer is honoured whatever the exit
 		// code; plain text is not.
@@ -264,7 +288,7 @@ func compactInstructions(h Hook, stdout []byte) string {
 // warning for the user. The fields of its hookSpecificOutput that h's
 // event honours and no other field records go in Specific, for the host.
 func readControl(o *schema.HookOutcome, h Hook, r *commandRun) {
-	if r.state == nil || !r.state.Success() {
+	if !r.success() {
 		return
 	}
 	var out struct {
@@ -352,10 +376,10 @@ func stopped(ctx context.Context, timeout time.Duration) (status, msg string) {
 // stoppedBy reports whether the hook was stopped, or never started, because
 // ctx was done.
 func (r *commandRun) stoppedBy(ctx context.Context) bool {
-	if r.state == nil {
+	if !r.ran {
 		return ctx.Err() != nil
 	}
-	return r.killed.Load() && !r.state.Exited()
+	return r.killed.Load() && r.signaled
 }
 
 // execute starts h in its own process group, held by the process's
@@ -363,6 +387,14 @@ func (r *commandRun) stoppedBy(ctx context.Context) bool {
 // done the group is killed with SIGKILL. On a system without process
 // groups it starts nothing and fails with ErrUnsupportedPlatform.
 func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *commandRun {
+	switch body := h.Body.(type) {
+	case HTTP:
+		return post(ctx, body, stdin, env)
+	case MCPTool:
+		return callTool(ctx, body, stdin, env)
+	case Prompt:
+		return evaluate(ctx, h, body, stdin, env.messages, env)
+	}
 	r := &commandRun{stdout: capture{limit: MaxCapture}, stderr: capture{limit: MaxCapture}}
 	if err := commandPlatform(); err != nil {
 		r.err = err
@@ -390,7 +422,7 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 		r.err = errors.New("no working directory: the session has none")
 		return r
 	}
-	dir := cmp.Or(env.Cwd, env.ProjectDir)
+	dir := env.dir()
 	{
 		// exec reports a missing directory as if the shell were missing.
 		info, err := os.Stat(dir)
@@ -424,7 +456,8 @@ func execute(ctx context.Context, h Hook, stdin []byte, env CommandEnv) *command
 		r.err = err
 		return r
 	}
-	r.state = cmd.ProcessState
+	r.ran, r.code, r.status = true, exitCode(cmd.ProcessState), cmd.ProcessState.String()
+	r.signaled = !cmd.ProcessState.Exited()
 	return r
 }
 

@@ -238,7 +238,7 @@ func cmpBytes(a, b []byte) []byte {
 // stdout as context where the event takes it. WorktreeCreate's plain
 // stdout is the worktree's path, and any failure there blocks.
 func commandEventAnswer(o *schema.HookOutcome, spec schema.EventSpec, r *commandRun, env CommandEnv) answer {
-	code := exitCode(r.state)
+	code := r.code
 	stdout := bytes.TrimSpace(r.stdout.buf)
 	var out EventOutput
 	parsed := bytes.HasPrefix(stdout, []byte("{")) && json.Unmarshal(stdout, &out) == nil
@@ -256,7 +256,7 @@ func commandEventAnswer(o *schema.HookOutcome, spec schema.EventSpec, r *command
 		}
 		return a
 	case code != 0:
-		o.Status, o.ExitCode, o.Error, o.Stderr = schema.HookFailed, code, r.state.String(), stderr
+		o.Status, o.ExitCode, o.Error, o.Stderr = schema.HookFailed, code, r.status, stderr
 		if spec.Event == schema.HookWorktreeCreate {
 			a.block, a.reason = true, cmpString(stderr, o.Error)
 			o.Decision, o.Reason = "block", a.reason

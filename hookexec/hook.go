@@ -298,6 +298,43 @@ func (h Hook) IsCommand() bool {
 	return ok
 }
 
+// Type returns h's hook type as a settings file names it: command, http,
+// mcp_tool, prompt or agent; "" for a Go function hook.
+func (h Hook) Type() schema.HookType {
+	switch b := h.Body.(type) {
+	case Command:
+		return schema.HookCommand
+	case HTTP:
+		return schema.HookHTTP
+	case MCPTool:
+		return schema.HookMCPTool
+	case Prompt:
+		return b.kind()
+	}
+	return ""
+}
+
+// defaultName is the name a hook of one of Claude Code's types is shown
+// and recorded by: a command hook's CommandName; else its type, a colon
+// and its URL (http), server and tool (mcp_tool) or prompt (prompt,
+// agent), cut as CommandName cuts a long command.
+func (h Hook) defaultName() string {
+	switch b := h.Body.(type) {
+	case HTTP:
+		return CommandName("http: " + b.URL)
+	case MCPTool:
+		return CommandName("mcp_tool: " + b.Server + " " + b.Tool)
+	case Prompt:
+		return CommandName(string(b.kind()) + ": " + b.Text)
+	}
+	return CommandName(h.CommandLine())
+}
+
+// configured reports whether h is of one of Claude Code's hook types,
+// which speak its protocol (JSON in, an answer read as a command's
+// stdout), rather than a Go function hook.
+func (h Hook) configured() bool { return h.Type() != "" }
+
 // background reports whether h runs in the background when it can.
 func (h Hook) background() bool { return h.IsCommand() && (h.Async || h.AsyncRewake) }
 
@@ -383,8 +420,8 @@ func (r *Registry) Add(h Hook) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
-	case h.Name == "" && h.IsCommand():
-		h.Name = CommandName(h.CommandLine())
+	case h.Name == "" && h.configured():
+		h.Name = h.defaultName()
 	case h.Name == "":
 		h.Name = fmt.Sprintf("%s#%d", h.Event, len(r.hooks)+1)
 	}

@@ -10,14 +10,11 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/reprise-dev/reprise/schema"
 )
 
 // OtherHook is a hook that a settings file or a plugin's hooks.json
-// configures and this package does not run: one of a type other than
-// command (http, prompt, agent, mcp_tool), or of an event that is none of
-// Claude Code's. It is listed, never run.
+// configures and this package does not run: one of an event that is none
+// of Claude Code's. It is listed, never run.
 type OtherHook struct {
 	Event   string // the event, as the file names it
 	Matcher string // the group's matcher, as written
@@ -82,7 +79,7 @@ func loadOtherHooks(path, source, root string) ([]OtherHook, []error, error) {
 		known := slices.Contains(Events, Event(ev))
 		for _, g := range groups {
 			for _, e := range g.Hooks {
-				if known && e.Type == string(schema.HookCommand) {
+				if known {
 					continue // LoadSettings loads it
 				}
 				text := cmp.Or(e.Command, e.Prompt, e.URL)

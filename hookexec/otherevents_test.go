@@ -12,15 +12,15 @@ import (
 	"github.com/reprise-dev/reprise/hookexec"
 )
 
-// LoadOtherHooks lists what LoadSettings does not load: hooks of other
-// types than command, and of events that are none of Claude Code's.
+// LoadOtherHooks lists what LoadSettings does not load: the hooks of
+// events that are none of Claude Code's, whatever their type.
 func TestLoadOtherHooksListsTheHooksNotRun(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
 	data := `{"hooks": {
   "SessionStart": [{"hooks": [{"type": "command", "command": "echo start"}]}],
   "SubagentStop": [{"matcher": "*", "hooks": [{"type": "http", "url": "http://127.0.0.1:9/x", "timeout": 1.5}]}],
   "Notification": [{"hooks": [{"type": "command", "command": "notify-send done"}, {"type": "http", "url": "http://127.0.0.1:9/n"}]}],
-  "Sneezed": [{"hooks": [{"type": "command", "command": "echo bless"}]}],
+  "Sneezed": [{"hooks": [{"type": "command", "command": "echo bless"}, {"type": "http", "url": "http://127.0.0.1:9/s", "timeout": 1.5}]}],
   "Broken": {"not": "a list"}
 }}`
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
@@ -31,9 +31,8 @@ func TestLoadOtherHooksListsTheHooksNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []hookexec.OtherHook{
-		{Event: "Notification", Type: "http", Text: "http://127.0.0.1:9/n", Source: path},
 		{Event: "Sneezed", Type: "command", Text: "echo bless", Source: path},
-		{Event: "SubagentStop", Matcher: "*", Type: "http", Text: "http://127.0.0.1:9/x", Timeout: 1500 * time.Millisecond, Source: path},
+		{Event: "Sneezed", Type: "http", Text: "http://127.0.0.1:9/s", Timeout: 1500 * time.Millisecond, Source: path},
 	}
 	if !reflect.DeepEqual(hooks, want) {
 		t.Errorf("hooks = %+v\nwant %+v", hooks, want)
@@ -60,7 +59,7 @@ func TestLoadOtherPluginHooksReplacesThePluginRoot(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "hooks"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	data := `{"hooks": {"Notification": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:9/${CLAUDE_PLUGIN_ROOT}"}]}]}}`
+	data := `{"hooks": {"Sneezed": [{"hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/bless"}]}]}}`
 	if err := os.WriteFile(filepath.Join(dir, "hooks", "hooks.json"), []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +67,7 @@ func TestLoadOtherPluginHooksReplacesThePluginRoot(t *testing.T) {
 	if err != nil || len(bad) != 0 {
 		t.Fatal(err, bad)
 	}
-	want := []hookexec.OtherHook{{Event: "Notification", Type: "http", Text: "http://127.0.0.1:9/" + dir, Source: "plugin:" + dir, PluginRoot: dir}}
+	want := []hookexec.OtherHook{{Event: "Sneezed", Type: "command", Text: dir + "/bless", Source: "plugin:" + dir, PluginRoot: dir}}
 	if !reflect.DeepEqual(hooks, want) {
 		t.Errorf("hooks = %+v\nwant %+v", hooks, want)
 	}

@@ -251,6 +251,7 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, msg
 	if len(hooks) == 0 {
 		return nil, nil // as a decoded event has it
 	}
+	env.messages = msgs
 	outcomes := make([]schema.HookOutcome, len(hooks))
 	answers := make([]answer, len(hooks))
 	var funcs []*funcRun
@@ -262,7 +263,7 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, msg
 		}
 		if check, ok := h.Body.(Check); ok {
 			funcs = append(funcs, startFunc(ctx, h, check.call(msgs), i, env.clock()))
-		} else if !h.IsCommand() {
+		} else if !h.configured() {
 			funcs = append(funcs, startFunc(ctx, h, fn, i, env.clock()))
 		} else {
 			last = i
@@ -270,7 +271,7 @@ func runAll(ctx context.Context, hooks []Hook, stdin []byte, env CommandEnv, msg
 	}
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		if h.IsCommand() && i != last && outcomes[i].Status != schema.HookAsync {
+		if h.configured() && i != last && outcomes[i].Status != schema.HookAsync {
 			wg.Go(func() { outcomes[i], answers[i] = runCommand(ctx, h, stdin, env, env.timeout(h)) })
 		}
 	}
@@ -315,7 +316,7 @@ func (env CommandEnv) timeout(h Hook) time.Duration {
 func SessionEndBudget(hooks []Hook) time.Duration {
 	var longest time.Duration
 	for _, h := range hooks {
-		if h.IsCommand() && !strings.HasPrefix(h.Source, "plugin:") {
+		if h.configured() && !strings.HasPrefix(h.Source, "plugin:") {
 			longest = max(longest, h.Timeout)
 		}
 	}
@@ -331,9 +332,9 @@ func SessionEndBudget(hooks []Hook) time.Duration {
 // it has by itself: SessionEndBudget), else DefaultFuncTimeout.
 func Timeout(h Hook) time.Duration {
 	switch {
-	case !h.IsCommand() && h.Timeout > 0:
+	case !h.configured() && h.Timeout > 0:
 		return h.Timeout
-	case !h.IsCommand():
+	case !h.configured():
 		return DefaultFuncTimeout
 	case h.Event == SessionEnd:
 		return SessionEndBudget([]Hook{h})
@@ -346,6 +347,12 @@ func Timeout(h Hook) time.Duration {
 func commandTimeout(h Hook) time.Duration {
 	if h.Timeout > 0 {
 		return h.Timeout
+	}
+	if b, ok := h.Body.(Prompt); ok {
+		if b.Agent {
+			return DefaultAgentTimeout
+		}
+		return DefaultPromptTimeout
 	}
 	if spec, ok := schema.LookupEvent(h.Event); ok {
 		return spec.Timeout

@@ -54,6 +54,15 @@ type Exec struct {
 	// Logger receives the warnings of hook runs, such as a hook's "if"
 	// that cannot be evaluated for a call; nil means slog.Default().
 	Logger *slog.Logger
+	// Evaluator answers prompt hooks with one model request, and
+	// AgentEvaluator agent hooks with a bounded run of a model that may
+	// read the session's directory. Nil makes each such hook fail, as a
+	// hook whose model cannot be reached fails: it blocks nothing, and
+	// its outcome says why.
+	Evaluator, AgentEvaluator Evaluator
+	// MCP calls the tools of mcp_tool hooks; nil fails each one as a
+	// hook whose MCP server is not connected.
+	MCP MCPCaller
 }
 
 var _ Runner = Exec{}
@@ -63,6 +72,7 @@ func (x Exec) env(env CommandEnv) CommandEnv {
 	env.supervisor = x.Supervisor
 	env.inherit = x.InheritEnv
 	env.log = x.Logger
+	env.evaluator, env.agentEvaluator, env.mcp = x.Evaluator, x.AgentEvaluator, x.MCP
 	return env
 }
 

@@ -72,6 +72,9 @@ func identity(h Hook) string {
 	if c, ok := h.Body.(Command); ok {
 		return string(h.Event) + "\x00" + h.Matcher.String() + "\x00cmd\x00" + c.Shell + "\x00" + c.Line
 	}
+	if h.configured() {
+		return string(h.Event) + "\x00" + h.Matcher.String() + "\x00" + string(h.Type()) + "\x00" + dedupeKey(h)
+	}
 	return "func\x00" + h.scoped
 }
 
@@ -96,15 +99,15 @@ func (s *Scoped) AddWith(session string, h Hook, o ScopedOptions) (string, error
 	if err := validate(h); err != nil {
 		return "", err
 	}
-	if h.Name == "" && h.IsCommand() {
-		h.Name = CommandName(h.CommandLine())
+	if h.Name == "" && h.configured() {
+		h.Name = h.defaultName()
 	}
 	h.Source = ScopedSource
 	v, _ := s.sessions.LoadOrStore(session, &scopedSet{byID: map[string]scopedHook{}, byKey: map[string]string{}})
 	set := v.(*scopedSet)
 	set.mu.Lock()
 	defer set.mu.Unlock()
-	if h.IsCommand() {
+	if h.configured() {
 		if id, ok := set.byKey[identity(h)]; ok {
 			return id, nil
 		}
@@ -121,7 +124,7 @@ func (s *Scoped) AddWith(session string, h Hook, o ScopedOptions) (string, error
 		id = "sh-" + strconv.FormatUint(s.next.Add(1), 10)
 	}
 	o.ID = id
-	if !h.IsCommand() {
+	if !h.configured() {
 		h.scoped = id
 		if h.Name == "" {
 			h.Name = id
@@ -221,7 +224,7 @@ func (s *Scoped) List(session string, event Event) []ScopedHook {
 // Go body (Claude Code's getSessionFunctionHooks): what a host that runs
 // its own command hooks still has to run itself.
 func (s *Scoped) ListFunctions(session string, event Event) []ScopedHook {
-	return slices.DeleteFunc(s.List(session, event), func(sh ScopedHook) bool { return sh.Hook.IsCommand() })
+	return slices.DeleteFunc(s.List(session, event), func(sh ScopedHook) bool { return sh.Hook.configured() })
 }
 
 // collect returns session's hooks that keep selects, in the order they

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"math"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,17 +51,26 @@ type settingsGroup struct {
 	Hooks   []settingsEntry `json:"hooks"`
 }
 
-// settingsEntry is one hook of a group. Prompt and URL are read only to
-// list the hooks of other types (LoadOtherHooks).
+// settingsEntry is one hook of a group, of any of the five types.
 type settingsEntry struct {
 	Type    string    `json:"type"`
 	Command string    `json:"command"`
-	Args    *[]string `json:"args"` // present: exec form
-	Prompt  string    `json:"prompt"`
-	URL     string    `json:"url"`
+	Args    *[]string `json:"args"`    // present: exec form
 	Timeout float64   `json:"timeout"` // seconds
-	Shell   string    `json:"shell"`
-	If      string    `json:"if"`
+	// http
+	URL            string            `json:"url"`
+	Headers        map[string]string `json:"headers"`
+	AllowedEnvVars []string          `json:"allowedEnvVars"`
+	// prompt and agent
+	Prompt          string `json:"prompt"`
+	Model           string `json:"model"`
+	ContinueOnBlock bool   `json:"continueOnBlock"`
+	// mcp_tool
+	Server string          `json:"server"`
+	Tool   string          `json:"tool"`
+	Input  json.RawMessage `json:"input"`
+	Shell  string          `json:"shell"`
+	If     string          `json:"if"`
 	// Once is honoured only in frontmatter (AddFrontmatter); of Claude
 	// Code's internal keys, rewakeMessage is read, as plugins use it, and
 	// cloud and rewakeSummary (a line for Claude Code's terminal) are not
@@ -395,6 +405,38 @@ func isManaged(path string) bool {
 // off every hook but the managed ones.
 type hookPolicy struct {
 	managedOnly, noneAtAll bool
+	// Managed settings' allowedHttpHookUrls and httpHookAllowedEnvVars:
+	// nil when no managed file sets them.
+	httpURLs, httpEnv []string
+}
+
+// apply makes http hooks keep to p's allowlists: a hook whose URL no
+// pattern of allowedHttpHookUrls matches fails whenever it runs, saying
+// so, and a hook's allowedEnvVars are only those httpHookAllowedEnvVars
+// also lists.
+func (p hookPolicy) apply(hooks []Hook) {
+	for i, h := range hooks {
+		b, ok := h.Body.(HTTP)
+		if !ok {
+			continue
+		}
+		if p.httpURLs != nil && !urlAllowed(b.URL, p.httpURLs) {
+			b.Unrunnable = fmt.Sprintf("HTTP hook blocked: %s does not match any pattern in allowedHttpHookUrls", b.URL)
+		}
+		if p.httpEnv != nil {
+			b.AllowedEnvVars = slices.DeleteFunc(slices.Clone(b.AllowedEnvVars), func(v string) bool { return !slices.Contains(p.httpEnv, v) })
+		}
+		hooks[i].Body = b
+	}
+}
+
+// allowlist adds a file's list, when it sets one, to list: the result is
+// not nil once any file set one, even an empty one that allows nothing.
+func allowlist(list []string, file *[]string) []string {
+	if file == nil {
+		return list
+	}
+	return append(append(make([]string, 0, len(list)+len(*file)), list...), *file...)
 }
 
 // policyOf reads the hook policy of the settings files.
@@ -406,11 +448,17 @@ func policyOf(settings []string) hookPolicy {
 			continue // missing, or reported by LoadSettings
 		}
 		var f struct {
-			ManagedOnly bool `json:"allowManagedHooksOnly"`
-			DisableAll  bool `json:"disableAllHooks"`
+			ManagedOnly bool      `json:"allowManagedHooksOnly"`
+			DisableAll  bool      `json:"disableAllHooks"`
+			HTTPURLs    *[]string `json:"allowedHttpHookUrls"`
+			HTTPEnv     *[]string `json:"httpHookAllowedEnvVars"`
 		}
 		if json.Unmarshal(data, &f) != nil {
 			continue
+		}
+		if isManaged(path) {
+			p.httpURLs = allowlist(p.httpURLs, f.HTTPURLs)
+			p.httpEnv = allowlist(p.httpEnv, f.HTTPEnv)
 		}
 		switch managed := isManaged(path); {
 		case managed && f.DisableAll:
@@ -466,6 +514,7 @@ func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 		}
 		hooks = append(hooks, hs...)
 	}
+	policy.apply(hooks)
 	return hooks, errs
 }
 
@@ -473,7 +522,8 @@ func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 // command, exec-form arguments and "if" equal those of an earlier one, as
 // Claude Code keys them: the same command configured in several places
 // runs once, whatever its matcher or source, while a shell-form and an
-// exec-form copy of one command both run. Function hooks are all kept.
+// exec-form copy of one command both run. Hooks of the other types are
+// keyed by dedupeKey and "if". Function hooks are all kept.
 // Order is preserved. Apply it to the hooks that matched, so that a copy
 // whose matcher selects the value is not lost to one whose matcher does
 // not.
@@ -486,16 +536,38 @@ func Dedupe(hooks []Hook) []Hook {
 	seen := make(map[key]bool)
 	out := make([]Hook, 0, len(hooks))
 	for _, h := range hooks {
-		if c, ok := h.Body.(Command); ok {
-			k := key{h.Event, cmp.Or(c.Shell, "bash"), c.Line, strings.Join(c.Args, "\x00"), h.If, c.Args != nil}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
+		var k key
+		switch b := h.Body.(type) {
+		case Command:
+			k = key{h.Event, cmp.Or(b.Shell, "bash"), b.Line, strings.Join(b.Args, "\x00"), h.If, b.Args != nil}
+		case HTTP, MCPTool, Prompt:
+			k = key{event: h.Event, shell: string(h.Type()), line: dedupeKey(h), rule: h.If}
+		default:
+			out = append(out, h)
+			continue
 		}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
 		out = append(out, h)
 	}
 	return out
+}
+
+// dedupeKey is what makes a hook of another type than command the same
+// as another, as Claude Code keys them: an http hook's URL, a prompt or
+// agent hook's prompt, an mcp_tool hook's server, tool and input.
+func dedupeKey(h Hook) string {
+	switch b := h.Body.(type) {
+	case HTTP:
+		return b.URL
+	case Prompt:
+		return b.Text
+	case MCPTool:
+		return b.Server + "\x00" + b.Tool + "\x00" + string(b.Input)
+	}
+	return ""
 }
 
 // loadHooksFile reads and parses the hooks file at path, giving its hooks
@@ -615,8 +687,8 @@ func parseSettings(data []byte, path, source string) ([]Hook, error) {
 	return hooks, errors.Join(bad...)
 }
 
-// settingsHook converts one hook entry. It reports false for entries of a
-// type other than "command". Its errors start with the offending key.
+// settingsHook converts one hook entry. Its errors start with the
+// offending key.
 func settingsHook(event Event, e settingsEntry) (Hook, bool, error) {
 	spec, _ := schema.LookupEvent(event)
 	switch {
@@ -626,8 +698,46 @@ func settingsHook(event Event, e settingsEntry) (Hook, bool, error) {
 		return Hook{}, false, fmt.Errorf("type: %q is not a hook type (command, http, mcp_tool, prompt or agent)", e.Type)
 	case !spec.Accepts(schema.HookType(e.Type)):
 		return Hook{}, false, fmt.Errorf("type: %s hooks do not run on %s, as Claude Code refuses them there (it takes %s)", e.Type, event, typeList(spec.Types))
-	case e.Type != string(schema.HookCommand):
-		return Hook{}, false, nil
+	case e.Timeout < 0 || e.Timeout*float64(time.Second) >= math.MaxInt64:
+		return Hook{}, false, fmt.Errorf("timeout: %v seconds is out of range", e.Timeout)
+	}
+	switch e.OnFailure {
+	case "", "continue", OnFailureBlock:
+	default:
+		return Hook{}, false, fmt.Errorf("onFailure: %q is neither continue nor block", e.OnFailure)
+	}
+	h := Hook{If: e.If, OnFailure: e.OnFailure, StatusMessage: e.StatusMessage, once: e.Once,
+		Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}
+	switch schema.HookType(e.Type) {
+	case schema.HookHTTP:
+		u, err := url.Parse(e.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return Hook{}, false, fmt.Errorf("url: %q is not an http or https URL", e.URL)
+		}
+		h.Body = HTTP{URL: e.URL, Headers: e.Headers, AllowedEnvVars: e.AllowedEnvVars}
+	case schema.HookPrompt, schema.HookAgent:
+		if strings.TrimSpace(e.Prompt) == "" {
+			return Hook{}, false, errors.New("prompt: empty")
+		}
+		h.Body = Prompt{Text: e.Prompt, Model: e.Model, ContinueOnBlock: e.ContinueOnBlock, Agent: e.Type == string(schema.HookAgent)}
+	case schema.HookMCPTool:
+		switch {
+		case e.Server == "":
+			return Hook{}, false, errors.New("server: missing")
+		case e.Tool == "":
+			return Hook{}, false, errors.New("tool: missing")
+		case len(e.Input) > 0 && !isJSONObject(e.Input) && string(e.Input) != "null":
+			return Hook{}, false, errors.New("input: not a JSON object")
+		}
+		input := e.Input
+		if string(input) == "null" {
+			input = nil
+		}
+		h.Body = MCPTool{Server: e.Server, Tool: e.Tool, Input: append(json.RawMessage(nil), input...)}
+	}
+	if h.Body != nil {
+		h.Name = h.defaultName()
+		return h, true, nil
 	}
 	if strings.TrimSpace(e.Command) == "" {
 		return Hook{}, false, errors.New("command: empty")
@@ -638,9 +748,6 @@ func settingsHook(event Event, e settingsEntry) (Hook, bool, error) {
 	}
 	if err := checkCommand(append([]string{body.Line}, body.Args...)...); err != nil {
 		return Hook{}, false, fmt.Errorf("command: %w", err)
-	}
-	if e.Timeout < 0 || e.Timeout*float64(time.Second) >= math.MaxInt64 {
-		return Hook{}, false, fmt.Errorf("timeout: %v seconds is out of range", e.Timeout)
 	}
 	switch e.Shell {
 	case "", "bash":
@@ -653,14 +760,9 @@ func settingsHook(event Event, e settingsEntry) (Hook, bool, error) {
 	default:
 		return Hook{}, false, fmt.Errorf("shell: %q is not a shell hooks run in (bash or powershell)", e.Shell)
 	}
-	switch e.OnFailure {
-	case "", "continue", OnFailureBlock:
-	default:
-		return Hook{}, false, fmt.Errorf("onFailure: %q is neither continue nor block", e.OnFailure)
-	}
-	return Hook{Name: CommandName(body.String()), Body: body, If: e.If, OnFailure: e.OnFailure, StatusMessage: e.StatusMessage, once: e.Once,
-		Async: e.Async, AsyncRewake: e.AsyncRewake, RewakeMessage: e.RewakeMessage,
-		Timeout: time.Duration(math.Round(e.Timeout * float64(time.Second)))}, true, nil
+	h.Name, h.Body = CommandName(body.String()), body
+	h.Async, h.AsyncRewake, h.RewakeMessage = e.Async, e.AsyncRewake, e.RewakeMessage
+	return h, true, nil
 }
 
 // typeList joins hook types for a message.

@@ -51,7 +51,9 @@ func FuzzParseSettings(f *testing.F) {
 			switch {
 			case validate(h) != nil:
 				t.Fatalf("hook %d of %q is invalid: %v", i, data, validate(h))
-			case strings.TrimSpace(c.Line) == "" || h.Name != c.Line:
+			case h.Type() == "" || h.Name == "":
+				t.Fatalf("hook %d of %q has type %q and name %q", i, data, h.Type(), h.Name)
+			case h.IsCommand() && (strings.TrimSpace(c.Line) == "" || h.Name != c.Line):
 				t.Fatalf("hook %d of %q has command %q and name %q", i, data, c.Line, h.Name)
 			case h.Source != "user" || h.Timeout < 0 || c.Shell != "" && c.Shell != "bash":
 				t.Fatalf("hook %d of %q: source %q, timeout %v, shell %q", i, data, h.Source, h.Timeout, c.Shell)

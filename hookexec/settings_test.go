@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // fixture returns the path of a settings file in testdata/settings.
@@ -282,10 +283,38 @@ func TestUnknownKeysAndEventsAreIgnored(t *testing.T) {
 	}
 }
 
-func TestNonCommandHooksAreSkipped(t *testing.T) {
+// TestEveryHookTypeLoads checks that a hook of each of the five types
+// loads with what its keys say, and none is skipped.
+func TestEveryHookTypeLoads(t *testing.T) {
 	hooks := mustLoadSettings(t, fixture("types.json"))
-	if got := commands(hooks); !reflect.DeepEqual(got, []string{"echo only-me"}) {
-		t.Errorf("loaded %q", got)
+	want := []struct {
+		typ  schema.HookType
+		name string
+		body hookexec.Body
+	}{
+		{schema.HookPrompt, "prompt: Summarise the project", hookexec.Prompt{Text: "Summarise the project"}},
+		{schema.HookHTTP, "http: http://localhost:8080/start", hookexec.HTTP{URL: "http://localhost:8080/start"}},
+		{schema.HookAgent, "agent: Check the build", hookexec.Prompt{Text: "Check the build", Agent: true}},
+		{schema.HookMCPTool, "mcp_tool: memory save", hookexec.MCPTool{Server: "memory", Tool: "save", Input: json.RawMessage(`{"text": "${last_assistant_message}"}`)}},
+		{schema.HookCommand, "echo only-me", hookexec.Command{Line: "echo only-me"}},
+	}
+	if len(hooks) != len(want) {
+		t.Fatalf("loaded %d hooks, want %d", len(hooks), len(want))
+	}
+	for i, w := range want {
+		h := hooks[i]
+		if h.Type() != w.typ || h.Name != w.name || !reflect.DeepEqual(h.Body, w.body) {
+			t.Errorf("hook %d: type %q, name %q, body %#v; want %q, %q, %#v", i, h.Type(), h.Name, h.Body, w.typ, w.name, w.body)
+		}
+	}
+	if got := hookexec.Timeout(hooks[1]); got != 5*time.Second {
+		t.Errorf("the http hook's timeout is %v, want its 5 s", got)
+	}
+	if got := hookexec.Timeout(hooks[0]); got != hookexec.DefaultPromptTimeout {
+		t.Errorf("the prompt hook's timeout is %v, want the default %v", got, hookexec.DefaultPromptTimeout)
+	}
+	if got := hookexec.Timeout(hooks[2]); got != hookexec.DefaultAgentTimeout {
+		t.Errorf("the agent hook's timeout is %v, want the default %v", got, hookexec.DefaultAgentTimeout)
 	}
 }
 
@@ -436,8 +465,9 @@ func TestLoadAllKeepsGoingPastABadFile(t *testing.T) {
 	if len(errs) != 1 || !errors.Is(errs[0], hookexec.ErrBadConfig) || !strings.Contains(errs[0].Error(), fixture("syntax.json")) {
 		t.Fatalf("errors %v, want one naming syntax.json", errs)
 	}
-	want := []string{"echo local", "echo only-me", plugin + "/scripts/x.sh --root " + plugin}
-	if got := commands(hooks); !reflect.DeepEqual(got, want) {
+	want := []string{"echo local", "prompt: Summarise the project", "http: http://localhost:8080/start", "agent: Check the build",
+		"mcp_tool: memory save", "echo only-me", plugin + "/scripts/x.sh --root " + plugin}
+	if got := hookexec.Names(hooks); !reflect.DeepEqual(got, want) {
 		t.Errorf("loaded %q, want %q", got, want)
 	}
 }

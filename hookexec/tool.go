@@ -280,7 +280,7 @@ type toolOutput struct {
 // is no context for these events. Any other exit is a failure that
 // decides nothing.
 func toolAnswer(o *schema.HookOutcome, event Event, r *commandRun, env CommandEnv) answer {
-	code := exitCode(r.state)
+	code := r.code
 	var exitErr *exec.ExitError
 	if r.err != nil && !errors.As(r.err, &exitErr) && !errors.Is(r.err, exec.ErrWaitDelay) {
 		o.Status, o.Error, o.Stderr = schema.HookFailed, r.err.Error(), excerpt(r.stderr.buf)
@@ -306,7 +306,7 @@ func toolAnswer(o *schema.HookOutcome, event Event, r *commandRun, env CommandEn
 		o.Decision, o.Reason = a.decision, a.reason
 		return a
 	case code != 0:
-		o.Status, o.ExitCode, o.Error = schema.HookFailed, code, r.state.String()
+		o.Status, o.ExitCode, o.Error = schema.HookFailed, code, r.status
 		o.Stderr = excerpt(r.stderr.buf)
 		if !parsed {
 			return answer{}

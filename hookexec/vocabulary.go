@@ -51,7 +51,7 @@ func (h Hook) Selects(value string) bool {
 	if value == AnyTool && (toolEvent(h.Event) || generic(h.Event)) {
 		return true
 	}
-	if h.IsCommand() {
+	if h.configured() {
 		switch h.Event {
 		case SessionStart:
 			value = string(CommandSource(schema.Source(value)))

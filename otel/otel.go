@@ -14,6 +14,7 @@
 package otel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -95,7 +96,8 @@ const (
 	ErrorTypeKey = attribute.Key("error.type")
 )
 
-// Hook kinds, the values of HookKindKey.
+// Hook kinds, the values of HookKindKey: a Go function hook, or one of
+// Claude Code's hook types (command, http, mcp_tool, prompt, agent).
 const (
 	KindCommand  = "command"
 	KindFunction = "function"
@@ -249,10 +251,7 @@ func (o *observer) environment(ctx context.Context) []string {
 func (o *observer) outcome(ctx context.Context, event hookexec.Event, began time.Time, h *hookexec.Hook, out schema.HookOutcome) {
 	kind := ""
 	if h != nil {
-		kind = KindFunction
-		if h.IsCommand() {
-			kind = KindCommand
-		}
+		kind = cmp.Or(string(h.Type()), KindFunction) // command, http, mcp_tool, prompt or agent
 	}
 	o.hookOutcomes.Add(ctx, 1, metric.WithAttributes(HookEventKey.String(string(event)),
 		HookStatusKey.String(out.Status), HookKindKey.String(kind)))

@@ -99,7 +99,7 @@ func redactOutcomes(outs []HookOutcome) bool {
 	changed := false
 	for i := range outs {
 		o := &outs[i]
-		if blank(&o.Error, &o.Stderr, &o.Summary, &o.Reason, &o.StopReason, &o.SystemMessage) {
+		if blank(&o.Error, &o.Stderr, &o.Summary, &o.Reason, &o.StopReason, &o.SystemMessage, &o.Request, &o.Answer) {
 			changed = true
 		}
 		if o.Cleanup != nil || o.Config != nil || o.Specific != nil {

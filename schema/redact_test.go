@@ -7,10 +7,10 @@ import (
 
 // TestRedactBlanksEveryTextOfAnOutcome fills every string field of a
 // hook's outcome and checks that Redact blanks all but the ones the
-// lifecycle keeps (name, source, status, decision, an async run's id), so that a text field added to
+// lifecycle keeps (name, source, status, decision, the hook's type, an async run's id), so that a text field added to
 // HookOutcome cannot escape a vacuum unnoticed.
 func TestRedactBlanksEveryTextOfAnOutcome(t *testing.T) {
-	keep := map[string]bool{"Name": true, "Source": true, "Status": true, "Decision": true, "Async": true}
+	keep := map[string]bool{"Name": true, "Source": true, "Status": true, "Decision": true, "Type": true, "Async": true}
 	var o HookOutcome
 	v := reflect.ValueOf(&o).Elem()
 	for i := range v.NumField() {

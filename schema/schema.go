@@ -459,6 +459,14 @@ type HookOutcome struct {
 	// sessionTitle and suppressOriginalPrompt, and so on; nil when it gave
 	// none.
 	Specific []byte `msgpack:"specific,omitempty"`
+	// Type is the hook's type when it is not a command or a Go function:
+	// "http", "prompt", "agent" or "mcp_tool". Request is what a prompt,
+	// agent or mcp_tool hook asked (the prompt, the tool's input), Answer
+	// what an http, prompt, agent or mcp_tool hook answered (the body, the
+	// model's text, the tool's text), each at most 2000 bytes.
+	Type    string `msgpack:"type,omitempty"`
+	Request string `msgpack:"request,omitempty"`
+	Answer  string `msgpack:"answer,omitempty"`
 	// Async is the id of an "async" hook's run, in the outcome its step
 	// records (status HookAsync) and in its AsyncHookEnded.
 	Async string `msgpack:"async,omitempty"`

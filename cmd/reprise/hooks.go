@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -32,7 +33,7 @@ type hookEventJSON struct {
 // hookJSON is one hook as configured.
 type hookJSON struct {
 	Name       string  `json:"name"`
-	Type       string  `json:"type"` // "command" or "function"; as configured for events not run
+	Type       string  `json:"type"` // command, http, mcp_tool, prompt, agent or function
 	Command    string  `json:"command,omitempty"`
 	Shell      string  `json:"shell,omitempty"`
 	Matcher    string  `json:"matcher"`
@@ -45,6 +46,13 @@ type hookJSON struct {
 	If            string   `json:"if,omitempty"`
 	OnFailure     string   `json:"on_failure,omitempty"`
 	StatusMessage string   `json:"status_message,omitempty"`
+	// URL is an http hook's; Server and Tool an mcp_tool hook's; Prompt
+	// and Model a prompt or agent hook's.
+	URL    string `json:"url,omitempty"`
+	Server string `json:"server,omitempty"`
+	Tool   string `json:"tool,omitempty"`
+	Prompt string `json:"prompt,omitempty"`
+	Model  string `json:"model,omitempty"`
 }
 
 // hooksOptions are the options of hooks.
@@ -221,12 +229,17 @@ func runHooks(ctx context.Context, o *hooksOptions) (err error) {
 
 // newHookJSON describes h for JSON output, with its effective timeout.
 func newHookJSON(h hookexec.Hook) hookJSON {
-	c, isCommand := h.Body.(hookexec.Command)
-	out := hookJSON{Name: h.Name, Type: "function", Command: c.Line, Shell: c.Shell, Args: c.Args,
+	c, _ := h.Body.(hookexec.Command)
+	out := hookJSON{Name: h.Name, Type: cmp.Or(string(h.Type()), "function"), Command: c.Line, Shell: c.Shell, Args: c.Args,
 		Matcher: h.Matcher.String(), Source: h.Source, PluginRoot: c.PluginRoot,
 		If: h.If, OnFailure: h.OnFailure, StatusMessage: h.StatusMessage}
-	if isCommand {
-		out.Type = "command"
+	switch b := h.Body.(type) {
+	case hookexec.HTTP:
+		out.URL = b.URL
+	case hookexec.MCPTool:
+		out.Server, out.Tool = b.Server, b.Tool
+	case hookexec.Prompt:
+		out.Prompt, out.Model = b.Text, b.Model
 	}
 	out.TimeoutMS = float64(hookexec.Timeout(h)) / float64(time.Millisecond)
 	return out
