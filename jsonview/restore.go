@@ -73,6 +73,12 @@ type Outcome struct {
 	// tool) and why.
 	Decision string `json:"decision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Type is the hook's type when it is http, mcp_tool, prompt or agent;
+	// Request what a prompt, agent or mcp_tool hook asked, Answer what an
+	// http, prompt, agent or mcp_tool hook answered.
+	Type    string `json:"type,omitempty"`
+	Request string `json:"request,omitempty"`
+	Answer  string `json:"answer,omitempty"`
 
 	ModifiedConfig *json.RawMessage `json:"modifiedConfig,omitempty"` // SessionStart
 	SessionSummary *string          `json:"sessionSummary,omitempty"` // SessionEnd
@@ -88,7 +94,7 @@ func NewOutcomes(event hookexec.Event, list []schema.HookOutcome) []Outcome {
 			Name: o.Name, Source: o.Source, Status: o.Status, ExitCode: o.ExitCode,
 			DurationMS: float64(o.Duration) / float64(time.Millisecond),
 			Error:      o.Error, Stderr: o.Stderr, ContextLen: o.ContextLen, Dropped: o.Dropped,
-			Decision: o.Decision, Reason: o.Reason,
+			Decision: o.Decision, Reason: o.Reason, Type: o.Type, Request: o.Request, Answer: o.Answer,
 		}
 		switch event {
 		case hookexec.SessionStart:

@@ -327,6 +327,12 @@ func printOutcomes(w io.Writer, list []schema.HookOutcome, interrupted bool) {
 		if said {
 			fmt.Fprintf(w, "      reason: %s\n", projection.Clip(o.Reason, 200))
 		}
+		if o.Request != "" {
+			fmt.Fprintf(w, "      asked: %s\n", projection.OneLine(o.Request, 200))
+		}
+		if o.Answer != "" {
+			fmt.Fprintf(w, "      answered: %s\n", projection.OneLine(o.Answer, 200))
+		}
 		if o.Summary != "" {
 			fmt.Fprintf(w, "      session summary: %s\n", projection.Clip(o.Summary, 200))
 		}
