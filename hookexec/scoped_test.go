@@ -395,3 +395,33 @@ func TestScopedListFunctionsLeavesCommandsOut(t *testing.T) {
 		t.Fatalf("ListFunctions of CwdChanged = %+v", got)
 	}
 }
+
+// TestScopedHooksOfTheOtherTypes checks that a session gets http and
+// prompt hooks as Claude Code's session hooks add them: named by their
+// type, the same one added twice kept once, and refused on an event that
+// does not take their type.
+func TestScopedHooksOfTheOtherTypes(t *testing.T) {
+	var s hookexec.Scoped
+	gate := hookexec.Hook{Event: hookexec.PreToolUse, Body: hookexec.HTTP{URL: "http://127.0.0.1:9/gate"}}
+	id1, err := s.Add("s1", gate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id2, err := s.Add("s1", gate); err != nil || id2 != id1 {
+		t.Errorf("the same http hook again: %q, %v; want %q", id2, err, id1)
+	}
+	check := hookexec.Hook{Event: hookexec.Stop, Body: hookexec.Prompt{Text: "the tests pass"}}
+	if _, err := s.Add("s1", check); err != nil {
+		t.Fatal(err)
+	}
+	pre, stop := s.List("s1", hookexec.PreToolUse), s.List("s1", hookexec.Stop)
+	if len(pre) != 1 || pre[0].Hook.Name != "http: http://127.0.0.1:9/gate" || len(stop) != 1 || stop[0].Hook.Type() != schema.HookPrompt {
+		t.Errorf("listed %+v and %+v", pre, stop)
+	}
+	if fns := s.ListFunctions("s1", hookexec.PreToolUse); len(fns) != 0 {
+		t.Errorf("ListFunctions lists the http hook: %+v", fns)
+	}
+	if _, err := s.Add("s1", hookexec.Hook{Event: hookexec.SessionStart, Body: hookexec.HTTP{URL: "http://127.0.0.1:9/"}}); !errors.Is(err, hookexec.ErrBadHook) {
+		t.Errorf("an http hook on SessionStart: %v; want ErrBadHook", err)
+	}
+}

@@ -472,3 +472,113 @@ func TestDedupeOtherTypes(t *testing.T) {
 		t.Errorf("Dedupe kept %q; want one of each", got)
 	}
 }
+
+// runAny runs hooks on event through the runner this package has for it,
+// and returns their outcomes and whether they blocked what the event
+// guards.
+func runAny(t *testing.T, event Event, hooks []Hook, env CommandEnv) ([]schema.HookOutcome, bool) {
+	t.Helper()
+	ctx := context.Background()
+	switch event {
+	case SessionStart:
+		outcomes, _ := RunSessionStart(ctx, hooks, SessionStartInput{SessionID: "s1", Source: "startup"}, env)
+		return outcomes, false
+	case SessionEnd:
+		return RunSessionEnd(ctx, hooks, SessionEndInput{SessionID: "s1", Reason: "other"}, env), false
+	case Stop:
+		outcomes, blocked, _, _ := RunStop(ctx, hooks, StopInput{SessionID: "s1"}, env)
+		return outcomes, blocked
+	case UserPromptSubmit:
+		outcomes, blocked, _, _ := RunPrompt(ctx, hooks, PromptInput{SessionID: "s1", Prompt: "hi"}, env)
+		return outcomes, blocked
+	case PreCompact:
+		outcomes, blocked, _, _ := RunPreCompact(ctx, hooks, PreCompactInput{SessionID: "s1", Trigger: "manual"}, env)
+		return outcomes, blocked
+	case PreToolUse:
+		outcomes, d := RunPreToolUse(ctx, hooks, bashCall(t), env)
+		return outcomes, d.Decision == Deny
+	case PermissionRequest:
+		outcomes, d := RunPermissionRequest(ctx, hooks, bashCall(t), env)
+		return outcomes, d.Decision == Deny
+	case PostToolUse:
+		outcomes, fb := RunPostToolUse(ctx, hooks, bashCall(t), env)
+		return outcomes, fb.Blocked
+	case PostToolUseFailure:
+		outcomes, fb := RunPostToolUseFailure(ctx, hooks, bashCall(t), env)
+		return outcomes, fb.Blocked
+	}
+	spec, _ := schema.LookupEvent(event)
+	fields := map[string]any{}
+	for _, f := range spec.Required {
+		fields[f] = "x"
+	}
+	raw, _ := json.Marshal(fields)
+	outcomes, res, err := RunEvent(ctx, hooks, event, EventInput{SessionID: "s1", Fields: raw}, env)
+	if err != nil {
+		t.Fatalf("%s: %v", event, err)
+	}
+	return outcomes, res.Blocked
+}
+
+// TestEveryTypeOnEveryEventThatTakesIt runs an http, a prompt, an agent
+// and an mcp_tool hook on each of the 33 events that accepts its type:
+// each runs once with an outcome of its type; an answer of {} decides
+// nothing; a prompt or agent hook's ok: false blocks exactly where exit 2
+// blocks, and ends the turn everywhere but Stop and SubagentStop.
+func TestEveryTypeOnEveryEventThatTakesIt(t *testing.T) {
+	var a answering
+	srv := a.server(t, http.StatusOK, `{}`)
+	calls := 0
+	env := testEnv(t)
+	env.mcp = func(ctx context.Context, server, tool string, input json.RawMessage) (string, error) {
+		calls++
+		return `{}`, nil
+	}
+	verdict := `{"ok": true, "reason": "fine"}`
+	env.evaluator = func(ctx context.Context, q Question) (string, error) { return verdict, nil }
+	env.agentEvaluator = env.evaluator
+	bodies := map[schema.HookType]Body{
+		schema.HookHTTP:    HTTP{URL: srv.URL},
+		schema.HookMCPTool: MCPTool{Server: "s", Tool: "t"},
+		schema.HookPrompt:  Prompt{Text: "ok?"},
+		schema.HookAgent:   Prompt{Text: "ok?", Agent: true},
+	}
+	ran := 0
+	for _, spec := range schema.Events {
+		for _, typ := range spec.Types {
+			body, ok := bodies[typ]
+			if !ok {
+				continue
+			}
+			h := Hook{Event: spec.Event, Source: "test", Body: body}
+			h.Name = h.defaultName()
+			if err := NewRegistry().Add(h); err != nil {
+				t.Errorf("%s %s: Registry.Add: %v", spec.Event, typ, err)
+				continue
+			}
+			verdict = `{"ok": true, "reason": "fine"}`
+			outcomes, blocked := runAny(t, spec.Event, []Hook{h}, env)
+			if len(outcomes) != 1 || outcomes[0].Status != schema.HookOK || outcomes[0].Type != string(typ) || blocked {
+				t.Errorf("%s %s: outcomes %+v, blocked %v; want one ok outcome of its type that decides nothing", spec.Event, typ, outcomes, blocked)
+			}
+			ran++
+			if typ != schema.HookPrompt && typ != schema.HookAgent {
+				continue
+			}
+			verdict = `{"ok": false, "reason": "no"}`
+			outcomes, blocked = runAny(t, spec.Event, []Hook{h}, env)
+			stop := spec.Event == Stop || spec.Event == schema.HookSubagentStop
+			wantBlock := spec.ExitTwo == schema.ExitTwoBlocks || spec.ExitTwo == schema.ExitTwoBlocksUser || spec.ExitTwo == schema.ExitTwoContinues
+			if spec.Event == PostToolUse || spec.Event == PostToolUseFailure {
+				wantBlock = true // exit 2 there is a block whose reason reaches the model
+			}
+			if blocked != wantBlock || outcomes[0].ExitCode != 2 || outcomes[0].Halt == stop {
+				t.Errorf("%s %s ok:false: blocked %v (want %v), outcome %+v; want exit 2, and the turn ended unless it is a stop", spec.Event, typ, blocked, wantBlock, outcomes[0])
+			}
+		}
+	}
+	t.Logf("%d (event, type) pairs, %d MCP calls", ran, calls)
+	if ran < 60 || calls == 0 {
+		t.Errorf("ran %d (event, type) pairs and %d MCP calls; the table should give over 60", ran, calls)
+	}
+}
