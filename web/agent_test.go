@@ -629,3 +629,24 @@ func TestToolCallCutByACrashIsShownInterrupted(t *testing.T) {
 		t.Errorf("the failed call's row: %s", r)
 	}
 }
+
+// TestOtherHookTypesShowWhatTheyAskedAndAnswered: an http and a prompt
+// hook's details name their type and show what each asked and answered.
+func TestOtherHookTypesShowWhatTheyAskedAndAnswered(t *testing.T) {
+	stop := agentRun{id: "st1", steps: []schema.Payload{
+		&schema.StopHookStarted{Session: "s1", Hooks: []string{"http: http://127.0.0.1:9/gate", "prompt: the tests pass"}},
+		&schema.StopHookRan{Session: "s1", Blocked: true, Reason: "[the tests pass]: none ran",
+			Outcomes: []schema.HookOutcome{
+				{Name: "http: http://127.0.0.1:9/gate", Status: schema.HookOK, Type: "http", Answer: `{"gate":"open"}`},
+				{Name: "prompt: the tests pass", Status: schema.HookOK, Type: "prompt", ExitCode: 2, Decision: "block",
+					Reason: "[the tests pass]: none ran", Request: "Condition: the tests pass", Answer: `{"ok": false, "reason": "none ran"}`},
+			}},
+	}}
+	s := serveAgent(t, web.Options{}, nil, startup("r1", "s1", "", ""), stop)
+	body := s.page(t, "/agents/a1")
+	for _, want := range []string{`<dt>http hook</dt><dd><pre>http: http://127.0.0.1:9/gate</pre>`,
+		`<dt>answered</dt><dd><pre>{&#34;gate&#34;:&#34;open&#34;}</pre>`, `<dt>prompt hook</dt>`,
+		`<dt>asked</dt><dd><pre>Condition: the tests pass</pre>`, `<dt>answered</dt><dd><pre>{&#34;ok&#34;: false, &#34;reason&#34;: &#34;none ran&#34;}</pre>`} {
+		contains(t, "agent page", body, want)
+	}
+}
