@@ -1,15 +1,18 @@
 // Package hookexec configures, matches and runs lifecycle hooks.
 //
 // A Registry holds the hooks of one Engine in configuration order. Each Hook
-// answers one event (SessionStart, SessionEnd, Stop, UserPromptSubmit or
-// PreCompact), has a matcher over the event's source, reason or trigger, a
-// timeout, and a body: a shell command configured the way Claude Code
-// configures it (LoadSettings, LoadPluginDir, LoadAll, and
-// LoadEnabledPlugins for the plugins Claude Code installed under
-// ~/.claude/plugins that settings enable), or a Go function with the shapes
-// of the Copilot SDK's session hooks. The same files' hooks for events
-// this package does not run (Notification, SubagentStop, ...) are read, to
-// be listed, by LoadOtherHooks and LoadOtherPluginHooks.
+// answers one of Claude Code's 33 events (schema.Events), has a matcher
+// over the event's matcher field, a timeout, and a body of one of Claude
+// Code's five hook types, configured the way Claude Code configures them
+// (LoadSettings, LoadPluginDir, LoadAll, and LoadEnabledPlugins for the
+// plugins Claude Code installed under ~/.claude/plugins that settings
+// enable): a shell command (Command), an HTTP POST (HTTP), a tool of an
+// MCP server (MCPTool, through the host's Exec.MCP), or a question to a
+// model (Prompt, through the host's Exec.Evaluator or, for agent hooks,
+// Exec.AgentEvaluator). A body may also be a Go function with the shapes
+// of the Copilot SDK's session hooks, or an EventFunc. The same files'
+// hooks of events that are none of Claude Code's are read, to be listed,
+// by LoadOtherHooks and LoadOtherPluginHooks.
 //
 // Scoped holds hooks that belong to one session, with Claude Code's
 // session-hook options (ScopedOptions: a chosen id, an error message, a
@@ -21,6 +24,10 @@
 // object whose additionalContext is the context (ParseOutput), or for Stop
 // hooks a {"decision": "block"} (ParseStopOutput). A non-zero exit is a
 // failure that keeps stderr, except exit 2 of a Stop hook, which blocks.
+// Hooks of the other types are read as a command that exited 0 with
+// their answer on stdout (an http hook's body, an MCP tool's text), or,
+// for a prompt or agent hook's ok: false, as exit 2 (Prompt); each of
+// their failures blocks nothing unless the hook's onFailure is "block".
 //
 // # Usage
 //
