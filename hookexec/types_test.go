@@ -318,7 +318,7 @@ func TestPromptHookOnStop(t *testing.T) {
 		t.Fatalf("blocked %v, reason %q, outcome %+v; want a block that keeps the turn going", blocked, reason, outcomes[0])
 	}
 	q := s.asked[0]
-	if q.System != stopSystem || len(q.Transcript) != 2 || !strings.Contains(q.Prompt, "Condition: The tests were run") {
+	if q.System != stopSystem || len(q.Transcript) != 2 || !strings.Contains(q.Prompt, "Condition: The tests were run\nARGUMENTS: {") || !strings.Contains(q.Prompt, `"hook_event_name":"Stop"`) {
 		t.Errorf("question %+v; want the stop-condition prompt with the transcript", q)
 	}
 	s.answer = `{"ok": false, "impossible": true, "reason": "there are no tests"}`
