@@ -20,8 +20,15 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// Restore is the log's record of one restore, step by step.
-type Restore = projection.Restore
+// Transition is the log's record of one change of the agent's current
+// session, step by step: what Start, Restore, New, Clear, Fork, Compact
+// and End return.
+type Transition = projection.Transition
+
+// Restore is Transition's former name.
+//
+// Deprecated: use Transition; New, Clear and End are no restores.
+type Restore = Transition
 
 // Source says how a session became current: what SessionStart hooks get.
 type Source = schema.Source
@@ -108,7 +115,7 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 // load reads a's log on first use, rolling forward what a dead process
 // left (see Engine.Agent), and returns the compaction whose PostCompact is
 // still due, for the caller to fire once a.mu is let go.
-func (a *Agent) load(ctx context.Context) (due *Restore, err error) {
+func (a *Agent) load(ctx context.Context) (due *Transition, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.loaded && !fsm.InFlight(a.view.State) {
@@ -264,10 +271,10 @@ func (a *Agent) Current() string {
 }
 
 // History returns the agent's completed restores, oldest first.
-func (a *Agent) History() []Restore {
+func (a *Agent) History() []Transition {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]Restore(nil), a.view.History...)
+	return append([]Transition(nil), a.view.History...)
 }
 
 // readNew folds into the agent's view what other writers appended to its
@@ -301,7 +308,7 @@ func (a *Agent) sync(ctx context.Context) error {
 // left in flight, runs prepare (which names the session act creates, and
 // writes nothing), then performs act. It returns the restore act
 // completed, nil when it changed nothing, and what the action decided.
-func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context, *lifecycle.Action) error) (r *Restore, out lifecycle.Report, err error) {
+func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context, *lifecycle.Action) error) (r *Transition, out lifecycle.Report, err error) {
 	if !a.take() {
 		return nil, lifecycle.Report{}, fmt.Errorf("%w: agent %s", ErrAgentBusy, a.id)
 	}
@@ -311,7 +318,7 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 		if session == "" {
 			session = a.view.Current
 		}
-		var end func(*Restore, error)
+		var end func(*Transition, error)
 		ctx, end = obs.Action(ctx, a.id, act.Kind.String(), session)
 		defer func() { end(r, err) }()
 	}
@@ -826,7 +833,7 @@ func (e *Engine) spill(id, text string) (string, error) {
 // already has as current. A host that reopens a stored session at its
 // start, as Claude Code's --resume does, passes WithResume, and the hooks
 // get source "resume". An empty id is a no-op that returns nil, nil.
-func (a *Agent) Start(ctx context.Context, id string, opts ...ActionOption) (*Restore, error) {
+func (a *Agent) Start(ctx context.Context, id string, opts ...ActionOption) (*Transition, error) {
 	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.Start, To: id}, opts), nil)
 	return r, err
 }
@@ -886,7 +893,7 @@ func action(act lifecycle.Action, opts []ActionOption) lifecycle.Action {
 // hooks that are running, records their outcome and stops at that step
 // boundary with ErrInterrupted; the next call on the agent finishes the
 // restore.
-func (a *Agent) Restore(ctx context.Context, id string) (*Restore, error) {
+func (a *Agent) Restore(ctx context.Context, id string) (*Transition, error) {
 	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Restore, To: id}, nil)
 	return r, err
 }

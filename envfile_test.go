@@ -44,7 +44,7 @@ func TestEachSessionStartRunHasItsOwnEnvFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []*reprise.Restore{first, second} {
+	for _, r := range []*reprise.Transition{first, second} {
 		if r.EnvFile == "" || !strings.Contains(r.Context, r.EnvFile) || !strings.HasPrefix(r.Env, "export RUN=") {
 			t.Fatalf("restore %s recorded env file %q and env %q; its hook was given %q", r.ID, r.EnvFile, r.Env, r.Context)
 		}
@@ -53,7 +53,7 @@ func TestEachSessionStartRunHasItsOwnEnvFile(t *testing.T) {
 		t.Fatalf("two runs shared the env file %s: %q, %q", first.EnvFile, first.Env, second.Env)
 	}
 	// Its content recorded, each run's file is gone: none piles up.
-	for _, r := range []*reprise.Restore{first, second} {
+	for _, r := range []*reprise.Transition{first, second} {
 		if _, err := os.Lstat(r.EnvFile); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("env file %s left after the run: %v", r.EnvFile, err)
 		}
@@ -93,7 +93,7 @@ func TestHostileEnvFiles(t *testing.T) {
 			for i, id := range []string{"s", "t", "s"} {
 				restore := a.Restore
 				if i == 0 {
-					restore = func(ctx context.Context, id string) (*reprise.Restore, error) { return a.Start(ctx, id) }
+					restore = func(ctx context.Context, id string) (*reprise.Transition, error) { return a.Start(ctx, id) }
 				}
 				r, err := restore(ctx, id)
 				if err != nil {

@@ -47,7 +47,7 @@ func hookEngine(t *testing.T, settings, plugins []string) *reprise.Engine {
 
 // restoreAB starts session a, then restores b, and returns b's restore. The
 // sessions' working directories are a/ and b/ under root.
-func restoreAB(t *testing.T, e *reprise.Engine, root string) *reprise.Restore {
+func restoreAB(t *testing.T, e *reprise.Engine, root string) *reprise.Transition {
 	t.Helper()
 	ctx := context.Background()
 	for id, texts := range map[string][]string{"a": {"hello"}, "b": {"question", "answer", "the last thing said"}} {

@@ -28,7 +28,7 @@ var ErrBadReason = lifecycle.ErrBadReason
 // append as the action's first step, so a New that is refused leaves
 // nothing behind. It returns ErrSessionExists for an id already taken and
 // ErrSessionDeleted for a deleted one.
-func (a *Agent) New(ctx context.Context, id, cwd string, opts ...ActionOption) (*Restore, error) {
+func (a *Agent) New(ctx context.Context, id, cwd string, opts ...ActionOption) (*Transition, error) {
 	r, _, err := a.do(ctx, action(lifecycle.Action{Kind: lifecycle.New}, opts), func(ctx context.Context, act *lifecycle.Action) error {
 		cwd, err := a.e.resolveCwd(cwd)
 		if err != nil {
@@ -46,7 +46,7 @@ func (a *Agent) New(ctx context.Context, id, cwd string, opts ...ActionOption) (
 // Clear ends the current session with reason "clear" and makes a fresh,
 // empty session in the same working directory current, with SessionStart
 // source "clear", as Claude Code's /clear does.
-func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
+func (a *Agent) Clear(ctx context.Context) (*Transition, error) {
 	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Clear}, func(ctx context.Context, act *lifecycle.Action) error {
 		cwd := ""
 		if info, err := a.e.Session(ctx, a.view.Current); err == nil {
@@ -65,7 +65,7 @@ func (a *Agent) Clear(ctx context.Context) (*Restore, error) {
 // the parent and the fork point. A current session is left as by Restore,
 // with reason "resume". Copies drop imported transcript lines, so the
 // fork's transcript names the fork, not the parent.
-func (a *Agent) Fork(ctx context.Context, parent, upTo string) (*Restore, error) {
+func (a *Agent) Fork(ctx context.Context, parent, upTo string) (*Transition, error) {
 	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.Fork}, func(ctx context.Context, act *lifecycle.Action) (err error) {
 		act.To = a.e.newID()
 		act.Create, err = a.e.fork(ctx, parent, upTo)
@@ -117,7 +117,7 @@ const CompactSummaryPrefix = lifecycle.CompactSummaryPrefix
 // default) and the user's instructions (WithInstructions). One that blocks
 // stops the compaction: Compact returns the restore, which records it, and
 // an error matching ErrCompactionBlocked with the hook's reason.
-func (a *Agent) Compact(ctx context.Context, summary string, opts ...ActionOption) (*Restore, error) {
+func (a *Agent) Compact(ctx context.Context, summary string, opts ...ActionOption) (*Transition, error) {
 	act := action(lifecycle.Action{Kind: lifecycle.Compact, Summary: summary}, opts)
 	r, _, err := a.do(ctx, act, nil)
 	return a.compacted(ctx, act.Trigger, r, err)
@@ -125,7 +125,7 @@ func (a *Agent) Compact(ctx context.Context, summary string, opts ...ActionOptio
 
 // compacted fires the PostCompact of compaction r, started by trigger,
 // which do returned with err, and returns r.
-func (a *Agent) compacted(ctx context.Context, trigger string, r *Restore, err error) (*Restore, error) {
+func (a *Agent) compacted(ctx context.Context, trigger string, r *Transition, err error) (*Transition, error) {
 	if err != nil || r == nil || r.Source != SourceCompact || r.SummaryUUID == "" {
 		return r, err
 	}
@@ -140,7 +140,7 @@ func (a *Agent) compacted(ctx context.Context, trigger string, r *Restore, err e
 
 // postCompact fires PostCompact once for compaction r, with its trigger
 // and summary, as Claude Code fires it when a compaction completes.
-func (a *Agent) postCompact(ctx context.Context, r *Restore) (*Fired, error) {
+func (a *Agent) postCompact(ctx context.Context, r *Transition) (*Fired, error) {
 	summary := r.Summary
 	if r.SummaryUUID != "" {
 		m, err := a.e.message(context.WithoutCancel(ctx), r.To, r.SummaryUUID)
@@ -169,7 +169,7 @@ type Summarizer func(ctx context.Context, instructions string) (summary string, 
 // an error or an empty summary ends the compaction as blocked (an error
 // matching ErrCompactionBlocked), as does a process that dies before the
 // summary is recorded. The summary is recorded with the hooks' outcome.
-func (a *Agent) CompactWith(ctx context.Context, summarize Summarizer, opts ...ActionOption) (*Restore, error) {
+func (a *Agent) CompactWith(ctx context.Context, summarize Summarizer, opts ...ActionOption) (*Transition, error) {
 	if summarize == nil {
 		return nil, errors.New("reprise: CompactWith needs a Summarizer")
 	}
@@ -293,7 +293,7 @@ type EndOptions struct {
 // SessionEnd hooks run with that reason, and the agent is left without a
 // current session until the next Start or New. What the hooks return
 // (summaries, cleanup actions) is recorded with their outcomes.
-func (a *Agent) End(ctx context.Context, reason Reason, opts EndOptions) (*Restore, error) {
+func (a *Agent) End(ctx context.Context, reason Reason, opts EndOptions) (*Transition, error) {
 	r, _, err := a.do(ctx, lifecycle.Action{Kind: lifecycle.End, Reason: reason, FinalMessage: opts.FinalMessage, Error: opts.Error}, nil)
 	return r, err
 }

@@ -382,10 +382,10 @@ func TestRefusedCreationsLeaveNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := testkit.Agent(t, mine, "ide")
-	actions := map[string]func() (*reprise.Restore, error){
-		"new":   func() (*reprise.Restore, error) { return agent.New(ctx, "fresh", dir(t)) },
-		"clear": func() (*reprise.Restore, error) { return agent.Clear(ctx) },
-		"fork":  func() (*reprise.Restore, error) { return agent.Fork(ctx, a, "") },
+	actions := map[string]func() (*reprise.Transition, error){
+		"new":   func() (*reprise.Transition, error) { return agent.New(ctx, "fresh", dir(t)) },
+		"clear": func() (*reprise.Transition, error) { return agent.Clear(ctx) },
+		"fork":  func() (*reprise.Transition, error) { return agent.Fork(ctx, a, "") },
 	}
 	for name, act := range actions {
 		t.Run(name, func(t *testing.T) {

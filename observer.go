@@ -21,7 +21,7 @@ type Observer interface {
 	// forward) of agent on session (its target, or the current session);
 	// end is called once, with the restore the action completed (nil when
 	// none) and its error.
-	Action(ctx context.Context, agent, action, session string) (context.Context, func(r *Restore, err error))
+	Action(ctx context.Context, agent, action, session string) (context.Context, func(r *Transition, err error))
 	// Step is told each step an action records, as stored.
 	Step(ctx context.Context, ev eventlog.Event)
 	// Hooks begins a run of the hooks of event on session, for value (the

@@ -30,9 +30,9 @@ func (r *recorder) note(format string, args ...any) {
 	r.lines = append(r.lines, fmt.Sprintf(format, args...))
 }
 
-func (r *recorder) Action(ctx context.Context, agent, action, session string) (context.Context, func(*reprise.Restore, error)) {
+func (r *recorder) Action(ctx context.Context, agent, action, session string) (context.Context, func(*reprise.Transition, error)) {
 	r.note("action %s %s %s", agent, action, session)
-	return context.WithValue(ctx, depth{}, "in "+action), func(rs *reprise.Restore, err error) {
+	return context.WithValue(ctx, depth{}, "in "+action), func(rs *reprise.Transition, err error) {
 		steps := 0
 		if rs != nil {
 			steps = len(rs.Steps)

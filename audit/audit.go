@@ -688,7 +688,7 @@ func hooksRunning(s fsm.State) bool {
 }
 
 // count counts restore r and the hooks it ran.
-func (a *auditor) count(r projection.Restore) {
+func (a *auditor) count(r projection.Transition) {
 	a.rep.Restores++
 	a.countOutcomes(r.EndOutcomes)
 	a.countOutcomes(r.StartOutcomes)

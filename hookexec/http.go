@@ -136,7 +136,7 @@ func post(ctx context.Context, body HTTP, stdin []byte, env CommandEnv) *command
 	case len(text) == 0:
 		r.stdout.buf = []byte("{}") // as Claude Code reads an empty body
 	case !isJSONObject(text):
-		r.err = fmt.Errorf("HTTP hook must return JSON, but got non-JSON response body: %s", firstChars(strings.ToValidUTF8(string(text), "\uFFFD"), 200))
+		r.err = fmt.Errorf("http hook: HTTP hook must return JSON, but got non-JSON response body: %s", firstChars(strings.ToValidUTF8(string(text), "\uFFFD"), 200))
 		return r
 	}
 	r.ran, r.status = true, resp.Status

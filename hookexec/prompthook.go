@@ -130,10 +130,10 @@ func readVerdict(answer string) (verdict, error) {
 	var v verdict
 	dec := json.NewDecoder(strings.NewReader(text))
 	if err := dec.Decode(&v); err != nil {
-		return v, errors.New("JSON validation failed")
+		return v, errors.New("JSON validation failed: the answer is no JSON object")
 	}
 	if v.OK == nil || v.Reason == nil {
-		return v, errors.New(`Schema validation failed: the answer needs "ok" (a boolean) and "reason" (a string)`)
+		return v, errors.New(`schema validation failed: the answer needs "ok" (a boolean) and "reason" (a string)`)
 	}
 	return v, nil
 }
@@ -159,13 +159,13 @@ func evaluate(ctx context.Context, h Hook, body Prompt, stdin []byte, msgs []sch
 		return r // stopped: the caller reports it
 	}
 	if err != nil {
-		r.err = fmt.Errorf("Hook evaluator API error: %w", err)
+		r.err = fmt.Errorf("%s hook: Hook evaluator API error: %w", body.kind(), err)
 		return r
 	}
 	r.answer = answer
 	v, err := readVerdict(answer)
 	if err != nil {
-		r.err = err
+		r.err = fmt.Errorf("%s hook: %w", body.kind(), err)
 		return r
 	}
 	r.ran, r.status = true, "answered"

@@ -354,7 +354,7 @@ func TestPromptHookFailuresBlockNothing(t *testing.T) {
 		err    string
 	}{
 		{"not JSON", (&scripted{answer: "I think it is fine"}).evaluate, schema.HookFailed, "JSON validation failed"},
-		{"no reason", (&scripted{answer: `{"ok": false}`}).evaluate, schema.HookFailed, "Schema validation failed"},
+		{"no reason", (&scripted{answer: `{"ok": false}`}).evaluate, schema.HookFailed, "schema validation failed"},
 		{"API error", (&scripted{err: errors.New("overloaded")}).evaluate, schema.HookFailed, "overloaded"},
 		{"no evaluator", nil, schema.HookFailed, "no evaluator"},
 		{"hangs", hang, schema.HookTimedOut, "timed out"},

@@ -115,7 +115,7 @@ func NewOutcomes(event hookexec.Event, list []schema.HookOutcome) []Outcome {
 
 // NewRestore describes restore r of agent; a nil r is a restore to
 // session to that did nothing.
-func NewRestore(agent, to string, r *reprise.Restore) Restore {
+func NewRestore(agent, to string, r *reprise.Transition) Restore {
 	if r == nil {
 		return Restore{Agent: agent, To: to}
 	}

@@ -151,12 +151,12 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider) reprise.Observer {
 
 // Action starts the action's span; its end records the restore, the
 // error and the action's duration.
-func (o *observer) Action(ctx context.Context, agent, action, session string) (context.Context, func(*reprise.Restore, error)) {
+func (o *observer) Action(ctx context.Context, agent, action, session string) (context.Context, func(*reprise.Transition, error)) {
 	began := time.Now()
 	ctx, span := o.tracer.Start(ctx, ActionSpanPrefix+action, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithTimestamp(began),
 		trace.WithAttributes(AgentKey.String(agent), ActionKey.String(action), SessionKey.String(session)))
-	return ctx, func(r *reprise.Restore, err error) {
+	return ctx, func(r *reprise.Transition, err error) {
 		if r != nil {
 			attrs := []attribute.KeyValue{RestoreIDKey.String(r.ID), RestoreFromKey.String(r.From),
 				RestoreToKey.String(r.To), RestoreStepsKey.Int(len(r.Steps))}

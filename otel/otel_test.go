@@ -273,7 +273,7 @@ func TestEngineIsTraced(t *testing.T) {
 }
 
 // checkSteps checks that span has an event per step of r, in order.
-func checkSteps(t *testing.T, span sdktrace.ReadOnlySpan, r *reprise.Restore) {
+func checkSteps(t *testing.T, span sdktrace.ReadOnlySpan, r *reprise.Transition) {
 	t.Helper()
 	var types []string
 	var last int64

@@ -17,9 +17,9 @@ type Agent struct {
 	ID      string
 	Head    uint64
 	State   fsm.State
-	Current string   // the current session; "" before the first restore
-	Restore *Restore // the restore in flight; nil unless State is one of a restore
-	History []Restore
+	Current string      // the current session; "" before the first restore
+	Restore *Transition // the restore in flight; nil unless State is one of a restore
+	History []Transition
 
 	Stop       *Stop            // the Stop hook run in flight; nil unless State is stopping
 	LastStops  map[string]*Stop // by session, the last Stop hook run completed on it
@@ -106,9 +106,15 @@ type Prompt struct {
 	Interrupted bool
 }
 
-// Restore is what the log says about one change of the current session,
-// step by step: a restore, a new, clear, fork or compaction, or an End.
-type Restore struct {
+// Restore is Transition's former name.
+//
+// Deprecated: use Transition; New, Clear and End are no restores.
+type Restore = Transition
+
+// Transition is what the log says about one change of the agent's
+// current session, step by step: a startup, a restore, a new, clear,
+// fork or compaction, or an End.
+type Transition struct {
 	ID     string
 	Source schema.Source // SessionStart source: startup, resume, new, clear, fork, compact; "" for an End
 	From   string        // the session current before; "" when there was none
@@ -281,7 +287,7 @@ func (a *Agent) applyStep(ev eventlog.Event, p schema.Payload) error {
 	}
 	r := a.Restore
 	if r == nil {
-		r = &Restore{ID: ev.RestoreID, From: a.Current, Began: ev.Time}
+		r = &Transition{ID: ev.RestoreID, From: a.Current, Began: ev.Time}
 	} else if r.ID != ev.RestoreID {
 		return eventlog.Corruptf(ev.Stream, ev.Seq, "step of restore %q inside restore %q", ev.RestoreID, r.ID)
 	}
@@ -300,7 +306,7 @@ func (a *Agent) applyStep(ev eventlog.Event, p schema.Payload) error {
 
 // fold copies the step's facts into r and a. The step is already known to
 // be legal.
-func (a *Agent) fold(r *Restore, p schema.Payload) {
+func (a *Agent) fold(r *Transition, p schema.Payload) {
 	switch p := p.(type) {
 	case *schema.SaveAttempted:
 		r.Source, r.From, r.To = orResume(p.Source, schema.SourceResume), p.From, p.To

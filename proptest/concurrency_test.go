@@ -246,7 +246,7 @@ func twoAgentsIntoOne(t *testing.T, engines, i int) {
 		buffered[b.session] = append(buffered[b.session], text)
 	}
 
-	results := make([]*reprise.Restore, 2)
+	results := make([]*reprise.Transition, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for j, a := range agents {
@@ -374,7 +374,7 @@ func oneAgentManyRestores(t *testing.T, engines, i int) {
 	armed.Store(true)
 
 	type result struct {
-		r    *reprise.Restore
+		r    *reprise.Transition
 		err  error
 		took time.Duration
 	}

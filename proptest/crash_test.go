@@ -239,13 +239,13 @@ func checkCrash(t *testing.T, sc scenario, kind string, p point, paths crashPath
 	if again, _ := side.all(); len(again) != len(runs) {
 		t.Errorf("the second reopen ran hooks: %q", again[len(runs):])
 	}
-	if !slices.EqualFunc(a.History(), history, func(x, y reprise.Restore) bool { return fmt.Sprint(x) == fmt.Sprint(y) }) {
+	if !slices.EqualFunc(a.History(), history, func(x, y reprise.Transition) bool { return fmt.Sprint(x) == fmt.Sprint(y) }) {
 		t.Errorf("the second reopen sees another history")
 	}
 }
 
 // summarize describes restores in a line each.
-func summarize(rs []reprise.Restore) string {
+func summarize(rs []reprise.Transition) string {
 	var b strings.Builder
 	for _, r := range rs {
 		fmt.Fprintf(&b, "\n  %s %s -> %s: %v", r.Source, r.From, r.To, r.Steps)

@@ -141,7 +141,7 @@ func runChild(report func(string, ...any)) error {
 			pending[o.session] = append(pending[o.session], m.UUID)
 		case "start", "restore":
 			store.restore.Store(int64(o.restore))
-			var r *reprise.Restore
+			var r *reprise.Transition
 			if o.kind == "start" {
 				r, err = a.Start(ctx, o.session)
 			} else {

@@ -642,7 +642,7 @@ func (s *machine) EndNothing(t *rapid.T) {
 func (s *machine) restore(t *rapid.T, agent, to string, source reprise.Source) {
 	want, groups := s.m.restore(agent, to, source, reprise.ReasonResume, crash{})
 	a, ctx := s.agents[agent], context.Background()
-	var r *reprise.Restore
+	var r *reprise.Transition
 	var err error
 	if source == reprise.SourceStartup {
 		r, err = a.Start(ctx, to)
@@ -657,7 +657,7 @@ func (s *machine) restore(t *rapid.T, agent, to string, source reprise.Source) {
 
 // checkDone checks a completed restore against the model's, and the hook
 // runs it made.
-func (s *machine) checkDone(t *rapid.T, r *reprise.Restore, want *modelRestore, groups [][]string) {
+func (s *machine) checkDone(t *rapid.T, r *reprise.Transition, want *modelRestore, groups [][]string) {
 	checkRestore(t, *r, *want)
 	s.checkRuns(t, groups)
 	switch {
@@ -681,7 +681,7 @@ func (s *machine) checkDone(t *rapid.T, r *reprise.Restore, want *modelRestore, 
 }
 
 // checkRestore compares a restore of the log with the model's.
-func checkRestore(t interface{ Fatalf(string, ...any) }, r reprise.Restore, want modelRestore) {
+func checkRestore(t interface{ Fatalf(string, ...any) }, r reprise.Transition, want modelRestore) {
 	fail := func(what string, got, exp any) {
 		t.Fatalf("restore %s of %s -> %s (%s): %s = %v, want %v", r.ID, want.from, want.to, want.source, what, got, exp)
 	}
@@ -985,7 +985,7 @@ func (s *machine) Check(t *rapid.T) {
 // describe summarizes a restore in a line that, unlike %+v, holds nothing
 // that changes from one run of the same case to the next, such as
 // durations: rapid only shrinks a case whose failure message repeats.
-func describe(r *reprise.Restore) string {
+func describe(r *reprise.Transition) string {
 	if r == nil {
 		return "<nil>"
 	}

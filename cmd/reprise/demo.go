@@ -130,8 +130,8 @@ func runDemo(ctx context.Context, o *demoOptions) error {
 // demoRun is what the demo did and what the log then held.
 type demoRun struct {
 	store, agent     string
-	startup, restore *reprise.Restore // design at startup, then to bugfix
-	fork, clear      *reprise.Restore
+	startup, restore *reprise.Transition // design at startup, then to bugfix
+	fork, clear      *reprise.Transition
 	crash            *demostory.Crash
 	events           []eventlog.Event // the whole log
 	storyEnd         uint64           // the position of the story's last event, before the last act
@@ -274,7 +274,7 @@ func (d *demoRun) json(store string, kept bool) (demoJSON, error) {
 	c := d.crash
 	out.Crash = demoCrashJSON{From: c.From, To: c.To, Killed: userMessage(c.Killed), Left: c.Left,
 		Finished: jsonview.NewRestore(d.agent, c.Finished.To, c.Finished), HookRuns: c.Runs}
-	for _, r := range []*reprise.Restore{d.startup, d.restore, d.fork, d.clear} {
+	for _, r := range []*reprise.Transition{d.startup, d.restore, d.fork, d.clear} {
 		out.Restores = append(out.Restores, jsonview.NewRestore(d.agent, r.To, r))
 	}
 	for _, ev := range d.events {

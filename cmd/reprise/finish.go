@@ -72,7 +72,7 @@ func runFinish(ctx context.Context, o *finishOptions) (err error) {
 	}
 	out := finishJSON{Agent: o.agent, Finished: before.InFlight(), State: string(before.State)}
 	var what string
-	var finished *reprise.Restore
+	var finished *reprise.Transition
 	switch {
 	case before.Restore != nil:
 		what, out.ID = "restore", before.Restore.ID

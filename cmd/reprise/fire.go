@@ -189,7 +189,7 @@ func runFire(ctx context.Context, o *fireOptions) error {
 		return err
 	}
 	var f *reprise.Fired
-	_, err = o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err = o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		var err error
 		f, err = agent.Fire(ctx, hookexec.Event(o.event), o.id, json.RawMessage(input))
 		return nil, err

@@ -17,10 +17,10 @@ import (
 )
 
 // agentStep is one lifecycle call on an agent: clear, compact, fork, end.
-type agentStep func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error)
+type agentStep func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error)
 
 // runAgent opens the agent as openAgent does and runs step on it.
-func (a *app) runAgent(ctx context.Context, f *restoreOptions, projectOf *string, dir string, step agentStep, stderr io.Writer) (r *reprise.Restore, err error) {
+func (a *app) runAgent(ctx context.Context, f *restoreOptions, projectOf *string, dir string, step agentStep, stderr io.Writer) (r *reprise.Transition, err error) {
 	e, _, err := a.openAgent(ctx, f, projectOf, dir, stderr)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func loadAgent(ctx context.Context, e *reprise.Engine, f *restoreOptions, projec
 }
 
 // report prints r, or its JSON when --json is set.
-func (a *app) report(w io.Writer, agent string, r *reprise.Restore) error {
+func (a *app) report(w io.Writer, agent string, r *reprise.Transition) error {
 	if a.json {
 		return printJSON(w, jsonview.NewRestore(agent, r.To, r))
 	}
@@ -143,7 +143,7 @@ directory current and runs its SessionStart hooks with source "clear".
 // runClear ends the agent's session and starts a fresh one.
 func runClear(ctx context.Context, o *clearOptions) error {
 	o.hooksReported = true // in the report
-	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		return agent.Clear(ctx)
 	}, o.stderr)
 	if err != nil {
@@ -212,7 +212,7 @@ func runCompact(ctx context.Context, o *compactOptions) error {
 		}
 		summary = strings.TrimSpace(string(data))
 	}
-	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		return agent.Compact(ctx, summary, reprise.WithTrigger(o.trigger), reprise.WithInstructions(o.instructions))
 	}, o.stderr)
 	if errors.Is(err, reprise.ErrCompactionBlocked) && r != nil {
@@ -271,7 +271,7 @@ func runFork(ctx context.Context, o *forkOptions) error {
 	if err := validID("session", o.session); err != nil {
 		return err
 	}
-	r, err := o.runAgent(ctx, &o.restoreOptions, &o.session, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, &o.session, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		return agent.Fork(ctx, o.session, o.at)
 	}, o.stderr)
 	if err != nil {
@@ -327,7 +327,7 @@ func runEnd(ctx context.Context, o *endOptions) error {
 	if !slices.Contains(endReasons, reprise.Reason(o.reason)) {
 		return usagef("--reason must be one of %s, not %q", joinReasons(endReasons), o.reason)
 	}
-	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	r, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		return agent.End(ctx, reprise.Reason(o.reason), o.end)
 	}, o.stderr)
 	if err != nil {
@@ -380,7 +380,7 @@ Go function hooks receive it as stopReason.
 func runStop(ctx context.Context, o *stopOptions) error {
 	o.hooksReported = true // in the report
 	var res *reprise.StopResult
-	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		var err error
 		res, err = agent.Stop(ctx, reprise.WithStopReason(o.reason))
 		return nil, err

@@ -88,7 +88,7 @@ func runNew(ctx context.Context, o *newOptions) (err error) {
 	}
 	if o.agent != "" || o.agentSet {
 		o.newAgent = true
-		r, err := o.runAgent(ctx, &o.restoreOptions, nil, cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+		r, err := o.runAgent(ctx, &o.restoreOptions, nil, cwd, func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 			return agent.New(ctx, o.id, cwd, reprise.WithInitialPrompt(o.prompt))
 		}, o.stderr)
 		if err != nil {

@@ -95,7 +95,7 @@ func runPrompt(ctx context.Context, o *promptOptions) error {
 		res     *reprise.PromptResult
 		session string
 	)
-	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		session = agent.Current()
 		var err error
 		res, err = agent.Prompt(ctx, text)

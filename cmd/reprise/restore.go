@@ -186,13 +186,13 @@ func (f *restoreOptions) register(cmd *cobra.Command) {
 }
 
 // restoreFunc is Agent.Start or Agent.Restore.
-type restoreFunc func(a *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error)
+type restoreFunc func(a *reprise.Agent, ctx context.Context, id string) (*reprise.Transition, error)
 
 // restore opens the store for writing, loads the hooks for session *id,
 // gets the agent and runs do on it. It returns the agent's session before
 // the restore and the restore, nil when do did nothing. f.agent and *id
 // become the whole ids they are prefixes of (restoreOptions.resolve).
-func (a *app) restore(ctx context.Context, f *restoreOptions, id *string, do restoreFunc, stderr io.Writer) (from string, r *reprise.Restore, err error) {
+func (a *app) restore(ctx context.Context, f *restoreOptions, id *string, do restoreFunc, stderr io.Writer) (from string, r *reprise.Transition, err error) {
 	if f.agent == "" {
 		return "", nil, usagef("missing --agent")
 	}
@@ -242,7 +242,7 @@ type restoreJSON = jsonview.Restore
 type outcomeJSON = jsonview.Outcome
 
 // printRestore writes what restore r did, for people.
-func printRestore(w io.Writer, agent string, r *reprise.Restore) {
+func printRestore(w io.Writer, agent string, r *reprise.Transition) {
 	kind := r.Source + " restore"
 	if r.To == "" {
 		kind = "end of session"

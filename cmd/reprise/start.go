@@ -73,7 +73,7 @@ never stop the restore.
 func runStart(ctx context.Context, o *startOptions) error {
 	o.hooksReported = o.json // in the JSON; the text is the context alone
 	o.newAgent = true        // start may give the log a new agent
-	_, r, err := o.restore(ctx, &o.restoreOptions, &o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Restore, error) {
+	_, r, err := o.restore(ctx, &o.restoreOptions, &o.session, func(agent *reprise.Agent, ctx context.Context, id string) (*reprise.Transition, error) {
 		opts := []reprise.ActionOption{reprise.WithInitialPrompt(o.prompt)}
 		if o.resume {
 			opts = append(opts, reprise.WithResume())

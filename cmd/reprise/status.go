@@ -27,8 +27,8 @@ func (s statusLines) Hooks(ctx context.Context, _ hookexec.Event, _, _ string, h
 	return ctx, nil, func([]schema.HookOutcome) {}
 }
 
-func (statusLines) Action(ctx context.Context, _, _, _ string) (context.Context, func(*reprise.Restore, error)) {
-	return ctx, func(*reprise.Restore, error) {}
+func (statusLines) Action(ctx context.Context, _, _, _ string) (context.Context, func(*reprise.Transition, error)) {
+	return ctx, func(*reprise.Transition, error) {}
 }
 
 func (statusLines) Step(context.Context, eventlog.Event)                {}

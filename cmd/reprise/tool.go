@@ -136,7 +136,7 @@ func runTool(ctx context.Context, o *toolOptions) error {
 		return usagef("--permission must be allow, deny or ask, not %q", o.permission)
 	}
 	var d *reprise.ToolDecision
-	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		var err error
 		d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: o.id, Name: o.name, Input: json.RawMessage(o.input), Permission: o.permission, AddToolUse: o.addUse})
 		return nil, err
@@ -163,7 +163,7 @@ func runToolAnswer(ctx context.Context, o *toolOptions) error {
 		return usagef("--answer takes the call from the log: give it no --name, --input, --permission or --add-tool-use")
 	}
 	var d *reprise.ToolDecision
-	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		var err error
 		d, err = agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: o.id, Allow: o.answer == "allow", Refusal: o.refusal})
 		return nil, err
@@ -252,7 +252,7 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 		return usagef("--output is not valid UTF-8: %q", clip(o.output))
 	}
 	var f *reprise.ToolFeedback
-	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Restore, error) {
+	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		var err error
 		f, err = agent.PostToolUse(ctx, reprise.ToolResult{ID: o.id, Output: json.RawMessage(o.output), Error: o.failure})
 		return nil, err

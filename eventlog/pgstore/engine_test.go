@@ -36,7 +36,7 @@ func readSide(t *testing.T, path string) []string {
 
 // lastRestore opens db in a new Engine without hooks and returns agent ide's
 // current session and its restores.
-func lastRestore(t *testing.T, db *testDB, dir string) (current string, history []reprise.Restore) {
+func lastRestore(t *testing.T, db *testDB, dir string) (current string, history []reprise.Transition) {
 	t.Helper()
 	e := newEngine(t, db.open(t, pgstore.Options{}), dir)
 	a, err := e.Agent(context.Background(), agentID)

@@ -105,7 +105,7 @@ func helperRestore() error {
 			return err
 		}
 	}
-	var r *reprise.Restore
+	var r *reprise.Transition
 	a, err := e.Agent(ctx, agentID)
 	if err == nil {
 		r, err = a.Restore(ctx, toID)

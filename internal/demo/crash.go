@@ -26,7 +26,7 @@ type Crash struct {
 	// Left is the position of the last event the killed process wrote.
 	Left uint64
 	// Finished is the restore as the next call finished it.
-	Finished *reprise.Restore
+	Finished *reprise.Transition
 	// Runs is how many times the SessionStart hook ran for the restore,
 	// across both processes.
 	Runs int32

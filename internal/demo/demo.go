@@ -19,9 +19,9 @@ const Agent = "demo-host"
 
 // Run is what the demo did.
 type Run struct {
-	Design, Bugfix   string           // the two sessions it created
-	Startup, Restore *reprise.Restore // design at startup, then to bugfix
-	Fork, Clear      *reprise.Restore
+	Design, Bugfix   string              // the two sessions it created
+	Startup, Restore *reprise.Transition // design at startup, then to bugfix
+	Fork, Clear      *reprise.Transition
 }
 
 // Play registers the demo's hooks in e and runs its story on e's store.

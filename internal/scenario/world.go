@@ -248,7 +248,7 @@ func (w *World) text(t *testing.T, d *datadriven.TestData) string {
 
 // restored prints what an action returned: nothing but its events, or
 // "(nothing to do)" when it changed nothing.
-func restored(r *reprise.Restore, err error) ([]string, error) {
+func restored(r *reprise.Transition, err error) ([]string, error) {
 	if err == nil && r == nil {
 		return []string{"(nothing to do)"}, nil
 	}
