@@ -195,7 +195,7 @@ func runCommandOnce(ctx context.Context, h Hook, stdin []byte, env CommandEnv, t
 	defer cancel()
 	r := execute(hctx, h, stdin, env)
 
-	o := schema.HookOutcome{Name: h.Name, Source: h.Source, Type: string(r.kind), Request: excerpt([]byte(r.request)), Answer: excerpt([]byte(r.answer))}
+	o := schema.HookOutcome{Name: h.Name, Source: h.Source, Type: string(r.kind), Request: opening(r.request), Answer: opening(r.answer)}
 	o.Halt, o.StopReason = r.halt, r.stopReason
 	o.Dropped = r.stdout.dropped + r.stderr.dropped
 	var a answer // what it gives, as its event reads it
@@ -696,6 +696,22 @@ func spill(text string, env CommandEnv) (string, error) {
 }
 
 // firstChars returns the first n characters of s.
+// opening returns the start of text, trimmed and valid UTF-8, in at most
+// maxStderr bytes, marked when cut: what a prompt asked or a server
+// answered says most in its first lines.
+func opening(text string) string {
+	const mark = "…"
+	s := strings.ToValidUTF8(strings.TrimSpace(text), "\uFFFD")
+	if len(s) <= maxStderr {
+		return s
+	}
+	i := maxStderr - len(mark)
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + mark
+}
+
 func firstChars(s string, n int) string {
 	count := 0
 	for i := range s {

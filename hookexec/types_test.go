@@ -582,3 +582,16 @@ func TestEveryTypeOnEveryEventThatTakesIt(t *testing.T) {
 		t.Errorf("ran %d (event, type) pairs and %d MCP calls; the table should give over 60", ran, calls)
 	}
 }
+
+// TestLongAnswersKeepTheirOpening checks that an outcome keeps the first
+// 2,000 bytes of a long answer, on a whole character, marked as cut.
+func TestLongAnswersKeepTheirOpening(t *testing.T) {
+	long := `{"reason": "` + strings.Repeat("é", 3000) + `"}`
+	var a answering
+	srv := a.server(t, http.StatusOK, long)
+	outcomes, _ := RunPreToolUse(context.Background(), []Hook{httpHook(PreToolUse, srv.URL)}, bashCall(t), testEnv(t))
+	got := outcomes[0].Answer
+	if len(got) > 2000 || !strings.HasPrefix(got, `{"reason": "éé`) || !strings.HasSuffix(got, "é…") {
+		t.Errorf("answer of %d bytes kept as %d bytes: %q…", len(long), len(got), firstChars(got, 20))
+	}
+}
