@@ -536,3 +536,65 @@ func TestAgentToolsBoundWhatTheyGive(t *testing.T) {
 		t.Errorf("Glob of 250 files gave %d, ending %q; want the first 200 in order and a note", n, r.text[max(0, len(r.text)-80):])
 	}
 }
+
+// TestAgentEvaluatorLeavesNothingBehind checks that an agent hook's turn
+// writes no file: not in the directory it reads, not in the temporary
+// directory.
+func TestAgentEvaluatorLeavesNothingBehind(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := workDir(t)
+	before := tree(t, dir)
+	if r := callTool(t, dir, "Glob", map[string]any{"pattern": "**/*.go"}); r.isError || !strings.Contains(r.text, "src/a.go") {
+		t.Fatalf("Glob gave %q (error %v)", r.text, r.isError)
+	}
+	if after := tree(t, dir); after != before {
+		t.Errorf("the directory changed:\n%s\nwas:\n%s", after, before)
+	}
+	if left := tree(t, tmp); left != "" {
+		t.Errorf("the temporary directory holds:\n%s", left)
+	}
+}
+
+// tree lists the paths under dir, one a line.
+func tree(t *testing.T, dir string) string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if p != dir {
+			paths = append(paths, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(paths, "\n")
+}
+
+// BenchmarkAgentEvaluator measures an agent hook of two requests, a Glob
+// and the verdict, with a model that answers at once: what the turn of
+// its own costs.
+func BenchmarkAgentEvaluator(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	glob := uses("l1:Glob", map[string]any{"pattern": "*.go"})
+	verdict := said(`{"ok": true, "reason": "-"}`)
+	models := func(string, string, []turn.ToolSpec) turn.Model {
+		return func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+			if len(conv) == 1 {
+				return glob, nil
+			}
+			return verdict, nil
+		}
+	}
+	eval := turn.AgentEvaluator(models)
+	q := hookexec.Question{Prompt: "look", Dir: dir, MaxTurns: 5}
+	for b.Loop() {
+		if answer, err := eval(context.Background(), q); err != nil || answer != verdict.Content[0].Text {
+			b.Fatalf("answer %q, %v", answer, err)
+		}
+	}
+}
