@@ -53,9 +53,11 @@ func PromptEvaluator(models Models) hookexec.Evaluator {
 // with no hooks and no files, made for the one question and closed after
 // it. The model the hook names gets the Question's transcript, if any,
 // and its prompt, and may read the Question's directory with the Read,
-// Grep and Glob tools, which refuse what lies outside it, in up to MaxTurns requests
-// (DefaultMaxRequests when 0). Its last answer's text is the verdict; a
-// turn that reaches the limit still calling tools is an error.
+// Grep and Glob tools, which refuse what lies outside it, in up to
+// MaxTurns requests (DefaultMaxRequests when 0). The transcript is put
+// before the session's messages in each request, not recorded. Its last
+// answer's text is the verdict; a turn that reaches the limit still
+// calling tools is an error.
 func AgentEvaluator(models Models) hookexec.Evaluator {
 	return func(ctx context.Context, q hookexec.Question) (string, error) {
 		return agentHook(ctx, models, q)
