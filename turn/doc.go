@@ -32,6 +32,15 @@
 // its result recorded all the same, its PostToolUse hooks given a few
 // seconds.
 //
+// The package also answers the prompt and agent hooks of package
+// hookexec with the host's models (Models): PromptEvaluator asks once,
+// with the hook's prompt after the transcript it judges, and
+// AgentEvaluator gives the hook a turn of its own, on a Runner over an
+// Engine in memory that is gone when the verdict is in, with the
+// read-only tools Read, Grep and Glob, which stay inside the session's
+// directory, and the hook's bound on its requests. Set them as
+// hookexec.Exec's Evaluator and AgentEvaluator.
+//
 // Caveats: the turn of an agent is held by one Runner at a time; a second
 // one in this process, or in another on a shared store (PostgreSQL), gets
 // reprise.ErrAgentBusy. A bbolt file belongs to one process, so there a
