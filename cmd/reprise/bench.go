@@ -25,12 +25,13 @@ func newBenchCmd(a *app, runF func(context.Context, *benchOptions) error) *cobra
 		Short: "Measure reprise against the floors of its storage and a JSONL file per session",
 		Long: `bench measures what users choose a session store on: what a durable
 append costs, how many sessions one process carries at once, how fast a long
-conversation comes back, what a restore costs with hooks, and whether any of
-it grows with the store. Each figure is measured against its floor, the same
-work done with bare bbolt transactions, a bare bbolt cursor scan or a bare
-os/exec, in the same process, on the same disk, with values of the same
-size, floor and reprise operations alternating; a figure's ratio is the
-median of its rounds' ratios.
+conversation comes back, what a restore and a tool call cost with hooks,
+and whether any of it grows with the store. Each figure is measured against
+its floor, the same work done with bare bbolt transactions, a bare bbolt
+cursor scan, a bare os/exec, a bare HTTP POST to a local server or a bare
+call of a prompt hook's evaluator, in the same process, on the same disk,
+with values of the same size, floor and reprise operations alternating; a
+figure's ratio is the median of its rounds' ratios.
 
 Peer rows measure, in the same rounds, what a host keeps transcripts in
 without a session store: a JSONL file per session, appended to with
