@@ -25,12 +25,13 @@ func newBenchCmd(a *app, runF func(context.Context, *benchOptions) error) *cobra
 		Short: "Measure reprise against the floors of its storage and a JSONL file per session",
 		Long: `bench measures what users choose a session store on: what a durable
 append costs, how many sessions one process carries at once, how fast a long
-conversation comes back, what a restore costs with hooks, and whether any of
-it grows with the store. Each figure is measured against its floor, the same
-work done with bare bbolt transactions, a bare bbolt cursor scan or a bare
-os/exec, in the same process, on the same disk, with values of the same
-size, floor and reprise operations alternating; a figure's ratio is the
-median of its rounds' ratios.
+conversation comes back, what a restore and a tool call cost with hooks,
+and whether any of it grows with the store. Each figure is measured against
+its floor, the same work done with bare bbolt transactions, a bare bbolt
+cursor scan, a bare os/exec, a bare HTTP POST to a local server or a bare
+call of a prompt hook's evaluator, in the same process, on the same disk,
+with values of the same size, floor and reprise operations alternating; a
+figure's ratio is the median of its rounds' ratios.
 
 Peer rows measure, in the same rounds, what a host keeps transcripts in
 without a session store: a JSONL file per session, appended to with
@@ -76,7 +77,7 @@ error are both a terminal, a progress bar shows how far the run got.`,
 	cmd.Flags().BoolVar(&o.quick, "quick", false, "fewer rounds and a smaller scale store, to finish in under a minute")
 	cmd.Flags().BoolVar(&o.markdown, "markdown", false, "print the table in Markdown")
 	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", "", "`DIR` that keeps the large stores of target 7 between runs (default $XDG_CACHE_HOME/reprise/bench, ~/.cache/reprise/bench when XDG_CACHE_HOME is unset)")
-	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, save-100k, rebuild, restore-func, restore-command, scale, pg-append, pg-concurrent, tool-step)")
+	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, save-100k, rebuild, restore-func, restore-command, scale, pg-append, pg-concurrent, tool-step, http-hook, prompt-hook)")
 	cmd.Flags().StringVar(&o.postgres, "postgres", "", "also measure target 8 on the PostgreSQL server at `URL` (default $"+benchPostgresEnv+")")
 	return cmd
 }

@@ -1,7 +1,8 @@
 // Package bench measures reprise against the physical floors of its
 // storage: the same work done with bare bbolt transactions, a bare bbolt
-// cursor scan and a bare os/exec, in the same process, on the same disk,
-// with values of the same size; and beside the JSONL peer, a file per
+// cursor scan, a bare os/exec, a bare HTTP POST and a bare call of a
+// prompt hook's evaluator, in the same process, on the same disk, with
+// values of the same size; and beside the JSONL peer, a file per
 // session, doing the same work with the same messages. The reprise bench
 // command and the Go benchmarks both use it.
 //
@@ -175,7 +176,7 @@ func Lookup(name string) (Bench, bool) {
 // Benches returns every bench, in table order.
 func Benches() []Bench {
 	return []Bench{appendBench, concurrentBench, saveBench, bulkSaveBench, rebuildBench, restoreFuncBench, restoreCommandBench, scaleBench,
-		pgAppendBench, pgConcurrentBench, toolBench}
+		pgAppendBench, pgConcurrentBench, toolBench, httpHookBench, promptHookBench}
 }
 
 // Run measures every bench and returns their rows, in order: the
