@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -569,6 +570,31 @@ type capture struct {
 	buf     []byte
 	limit   int
 	dropped int64
+}
+
+// ReadFrom reads r to its end into c, as Write would take it, without
+// the 32 KiB buffer io.Copy would make for each hook's answer.
+func (c *capture) ReadFrom(r io.Reader) (int64, error) {
+	var n int64
+	for {
+		if len(c.buf) == cap(c.buf) {
+			if len(c.buf) >= c.limit {
+				m, err := io.Copy(io.Discard, r) // counted, not kept
+				c.dropped += m
+				return n + m, err
+			}
+			c.buf = append(make([]byte, 0, min(max(2*cap(c.buf), 512), c.limit)), c.buf...)
+		}
+		m, err := r.Read(c.buf[len(c.buf):min(cap(c.buf), c.limit)])
+		c.buf = c.buf[:len(c.buf)+m]
+		n += int64(m)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 func (c *capture) Write(p []byte) (int, error) {
