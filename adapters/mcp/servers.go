@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/reprise-dev/reprise/hookexec"
@@ -44,6 +45,23 @@ func (e *entry) endedNow() bool {
 	default:
 		return false
 	}
+}
+
+// lost reports whether err, from a call on e's session, means that the
+// connection has ended. A call in flight when the connection breaks
+// fails with the transport's error (io.EOF, say), possibly before the
+// session's Wait returns; a call made after that fails with
+// mcp.ErrConnectionClosed, so a ping tells, unless the server itself
+// answered with err.
+func (e *entry) lost(ctx context.Context, err error) bool {
+	if errors.Is(err, mcp.ErrConnectionClosed) || e.endedNow() {
+		return true
+	}
+	var answer *jsonrpc.Error
+	if errors.As(err, &answer) {
+		return false
+	}
+	return errors.Is(e.session.Ping(ctx, nil), mcp.ErrConnectionClosed)
 }
 
 var _ hookexec.MCPCaller = (*Servers)(nil).Call
@@ -163,7 +181,7 @@ func (ss *Servers) Call(ctx context.Context, server, tool string, input json.Raw
 	case err == nil:
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("calling tool %q: %w", tool, context.Cause(ctx))
-	case errors.Is(err, mcp.ErrConnectionClosed) || e.endedNow():
+	case e.lost(ctx, err):
 		return "", fmt.Errorf("%w: calling tool %q: %w", hookexec.ErrMCPNotConnected, tool, err)
 	default:
 		return "", fmt.Errorf("calling tool %q: %w", tool, err)
