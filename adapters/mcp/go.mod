@@ -1,0 +1,23 @@
+module github.com/reprise-dev/reprise/adapters/mcp
+
+go 1.26.8
+
+require (
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	github.com/reprise-dev/reprise v0.0.0
+)
+
+require (
+	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/oauth2 v0.35.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+)
+
+replace github.com/reprise-dev/reprise => ../..
