@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/messages"
 	"github.com/reprise-dev/reprise/projection"
 )
 
@@ -23,9 +24,12 @@ const hookEnvEnv = "REPRISE_HOOK_ENV"
 
 // hookRunnerFromEnv returns the library's runner, under which hooks die
 // with reprise even when it is killed, passing hooks only the variables
-// $REPRISE_HOOK_ENV names when it is set.
+// $REPRISE_HOOK_ENV names when it is set. Prompt hooks ask the Messages
+// API that the environment names (internal/messages.FromEnv:
+// $ANTHROPIC_BASE_URL, $ANTHROPIC_API_KEY or $ANTHROPIC_AUTH_TOKEN, and
+// $ANTHROPIC_SMALL_FAST_MODEL for hooks that name no model).
 func hookRunnerFromEnv() hookexec.Exec {
-	var r hookexec.Exec
+	r := hookexec.Exec{Evaluator: promptEvaluator(messages.FromEnv().Models())}
 	if list := os.Getenv(hookEnvEnv); list != "" {
 		r.InheritEnv = []string{}
 		for _, name := range strings.Split(list, ",") {
