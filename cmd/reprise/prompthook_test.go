@@ -13,12 +13,15 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/messages"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // fakeMessagesAPI is a stand-in for the Messages API that answers every
-// request with the text verdict, and keeps the requests' bodies.
+// request with the text verdict, or with the blocks answer returns for
+// its body when set, and keeps the requests' bodies.
 type fakeMessagesAPI struct {
 	verdict string
+	answer  func(body map[string]any) []any
 	mu      sync.Mutex
 	bodies  []map[string]any
 	headers []http.Header
@@ -37,8 +40,12 @@ func (f *fakeMessagesAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.bodies, f.headers = append(f.bodies, body), append(f.headers, r.Header.Clone())
 	f.mu.Unlock()
+	content := []any{map[string]any{"type": "text", "text": f.verdict}}
+	if f.answer != nil {
+		content = f.answer(body)
+	}
 	answer, _ := json.Marshal(map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
-		"content": []any{map[string]any{"type": "text", "text": f.verdict}}, "stop_reason": "end_turn",
+		"content": content, "stop_reason": "end_turn",
 		"usage": map[string]int{"input_tokens": 1, "output_tokens": 1}})
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(answer)
@@ -50,13 +57,18 @@ func (f *fakeMessagesAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // commands.
 func promptHookCLI(t *testing.T, c *cli, baseURL string) []string {
 	t.Helper()
+	return hookCLI(t, c, baseURL, `{"type": "prompt", "prompt": "Refuse deleting files: $ARGUMENTS", "model": "judge-model"}`)
+}
+
+// hookCLI is promptHookCLI with the hook given as JSON.
+func hookCLI(t *testing.T, c *cli, baseURL, hook string) []string {
+	t.Helper()
 	// Never Anthropic's API, whatever the environment held.
 	t.Setenv("ANTHROPIC_BASE_URL", baseURL)
 	t.Setenv("ANTHROPIC_API_KEY", "test-key")
 	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
 	t.Setenv("ANTHROPIC_SMALL_FAST_MODEL", "")
-	settings := c.writeFile("hooks.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
-		{"type": "prompt", "prompt": "Refuse deleting files: $ARGUMENTS", "model": "judge-model"}]}]}}`)
+	settings := c.writeFile("hooks.json", `{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [`+hook+`]}]}}`)
 	c.session("a", "clean up")
 	flags := []string{"--agent", "ide", "--settings", settings, "--no-default-settings"}
 	c.ok(append([]string{"start", "a"}, flags...)...)
@@ -128,14 +140,14 @@ func TestPromptHookFailsOpenWhenTheAPIIsDown(t *testing.T) {
 	}
 }
 
-// TestPromptEvaluatorSendsTheTranscript asks a Stop-like question: the
-// transcript goes first, the hook's prompt last, as a user turn of its
-// own after the assistant's.
+// TestPromptEvaluatorSendsTheTranscript asks a Stop-like question through
+// the client: the transcript goes first, the hook's prompt last, as a
+// user turn of its own after the assistant's.
 func TestPromptEvaluatorSendsTheTranscript(t *testing.T) {
 	api := &fakeMessagesAPI{verdict: `{"ok": true, "reason": "done"}`}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	eval := promptEvaluator(messages.Client{BaseURL: srv.URL}.Models())
+	eval := turn.PromptEvaluator(messages.Client{BaseURL: srv.URL}.Models())
 	answer, err := eval(context.Background(), hookexec.Question{System: "sys", Prompt: "is it done?",
 		Transcript: []reprise.Message{reprise.Text("user", "do it"), reprise.Text("assistant", "did it")}})
 	if err != nil || answer != api.verdict {
@@ -146,5 +158,42 @@ func TestPromptEvaluatorSendsTheTranscript(t *testing.T) {
 		`{"content":[{"text":"is it done?","type":"text"}],"role":"user"}]`
 	if string(msgs) != want || api.bodies[0]["system"] != "sys" || api.bodies[0]["model"] != messages.DefaultModel {
 		t.Errorf("request: %v\nmessages %s\nwant     %s", api.bodies[0], msgs, want)
+	}
+}
+
+// TestAgentHookReadsTheProjectThroughTheMessagesAPI runs reprise tool
+// with an agent hook: the fake model reads the project's policy file with
+// the hook's Read tool, then denies the call by what it read, which tool
+// prints.
+func TestAgentHookReadsTheProjectThroughTheMessagesAPI(t *testing.T) {
+	api := &fakeMessagesAPI{answer: func(body map[string]any) []any {
+		data, _ := json.Marshal(body["messages"])
+		if !strings.Contains(string(data), "tool_result") {
+			return []any{map[string]any{"type": "tool_use", "id": "toolu_read", "name": "Read", "input": map[string]any{"file_path": "POLICY.txt"}}}
+		}
+		verdict := `{"ok": true, "reason": "no policy"}`
+		if strings.Contains(string(data), "builds stay") {
+			verdict = `{"ok": false, "reason": "the policy keeps builds"}`
+		}
+		return []any{map[string]any{"type": "text", "text": verdict}}
+	}}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	c := newCLI(t)
+	c.writeFile("POLICY.txt", "builds stay\n")
+	flags := hookCLI(t, c, srv.URL, `{"type": "agent", "prompt": "Check the project's policy: $ARGUMENTS"}`)
+	out := c.ok(append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"rm -rf build"}`, "--permission", "allow"}, flags...)...)
+	if !strings.HasPrefix(out, "deny\n") || !strings.Contains(out, "the policy keeps builds") {
+		t.Errorf("tool printed:\n%s", out)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.bodies) != 2 {
+		t.Fatalf("%d requests to the API, want 2", len(api.bodies))
+	}
+	tools, _ := json.Marshal(api.bodies[0]["tools"])
+	if api.bodies[0]["model"] != messages.DefaultModel || !strings.Contains(string(tools), `"name":"Read"`) ||
+		!strings.Contains(api.bodies[0]["system"].(string), "evaluating a hook") {
+		t.Errorf("the first request: model %v, tools %s, system %v", api.bodies[0]["model"], tools, api.bodies[0]["system"])
 	}
 }
