@@ -66,11 +66,11 @@
 // credential sources apply ($ANTHROPIC_AUTH_TOKEN, profiles). --base-url
 // (else $ANTHROPIC_BASE_URL) points the client at another server.
 //
-// Prompt hooks in the settings ask a model too, over the same API
-// (--base-url, else $ANTHROPIC_BASE_URL), with $ANTHROPIC_API_KEY or
+// Prompt and agent hooks in the settings ask a model too, over the same
+// API (--base-url, else $ANTHROPIC_BASE_URL), with $ANTHROPIC_API_KEY or
 // $ANTHROPIC_AUTH_TOKEN: the model the hook names, else
-// $ANTHROPIC_SMALL_FAST_MODEL, else claude-haiku-4-5, one request per
-// hook. Agent hooks have no model here: each fails, blocking nothing.
+// $ANTHROPIC_SMALL_FAST_MODEL, else claude-haiku-4-5 (package
+// turn's PromptEvaluator and AgentEvaluator, over internal/messages).
 package main
 
 import (
@@ -229,6 +229,7 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 	if err := os.MkdirAll(filepath.Dir(store), 0o700); err != nil {
 		return err
 	}
+	models := hookModels(cfg)
 	e, err := reprise.OpenContext(ctx, store, reprise.Options{
 		// Run the hooks of ~/.claude/settings.json and of each session's
 		// project's .claude/settings.json and settings.local.json, and
@@ -239,8 +240,9 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 		ServeReads:   true,
 		StopBlockCap: stopBlockCap,
 		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		// Prompt hooks ask a model over the same API as the agent.
-		Runner: hookexec.Exec{Evaluator: promptEvaluator(hookModels(cfg))},
+		// Prompt and agent hooks ask a model over the same API as the
+		// agent.
+		Runner: hookexec.Exec{Evaluator: turn.PromptEvaluator(models), AgentEvaluator: turn.AgentEvaluator(models)},
 	})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", store, err)
