@@ -13,7 +13,9 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/messages"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // hookEnvEnv names the environment variable that, when set, lists the only
@@ -23,9 +25,13 @@ const hookEnvEnv = "REPRISE_HOOK_ENV"
 
 // hookRunnerFromEnv returns the library's runner, under which hooks die
 // with reprise even when it is killed, passing hooks only the variables
-// $REPRISE_HOOK_ENV names when it is set.
+// $REPRISE_HOOK_ENV names when it is set. Prompt and agent hooks ask the
+// Messages API that the environment names (internal/messages.FromEnv:
+// $ANTHROPIC_BASE_URL, $ANTHROPIC_API_KEY or $ANTHROPIC_AUTH_TOKEN, and
+// $ANTHROPIC_SMALL_FAST_MODEL for hooks that name no model).
 func hookRunnerFromEnv() hookexec.Exec {
-	var r hookexec.Exec
+	models := messages.FromEnv().Models()
+	r := hookexec.Exec{Evaluator: turn.PromptEvaluator(models), AgentEvaluator: turn.AgentEvaluator(models)}
 	if list := os.Getenv(hookEnvEnv); list != "" {
 		r.InheritEnv = []string{}
 		for _, name := range strings.Split(list, ",") {

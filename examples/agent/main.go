@@ -65,6 +65,12 @@
 // The API key is $ANTHROPIC_API_KEY; without it the SDK's other
 // credential sources apply ($ANTHROPIC_AUTH_TOKEN, profiles). --base-url
 // (else $ANTHROPIC_BASE_URL) points the client at another server.
+//
+// Prompt and agent hooks in the settings ask a model too, over the same
+// API (--base-url, else $ANTHROPIC_BASE_URL), with $ANTHROPIC_API_KEY or
+// $ANTHROPIC_AUTH_TOKEN: the model the hook names, else
+// $ANTHROPIC_SMALL_FAST_MODEL, else claude-haiku-4-5 (package
+// turn's PromptEvaluator and AgentEvaluator, over internal/messages).
 package main
 
 import (
@@ -87,6 +93,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/turn"
 )
@@ -222,6 +229,7 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 	if err := os.MkdirAll(filepath.Dir(store), 0o700); err != nil {
 		return err
 	}
+	models := hookModels(cfg)
 	e, err := reprise.OpenContext(ctx, store, reprise.Options{
 		// Run the hooks of ~/.claude/settings.json and of each session's
 		// project's .claude/settings.json and settings.local.json, and
@@ -232,6 +240,9 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 		ServeReads:   true,
 		StopBlockCap: stopBlockCap,
 		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Prompt and agent hooks ask a model over the same API as the
+		// agent.
+		Runner: hookexec.Exec{Evaluator: turn.PromptEvaluator(models), AgentEvaluator: turn.AgentEvaluator(models)},
 	})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", store, err)
