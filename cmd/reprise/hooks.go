@@ -72,21 +72,24 @@ func newHooksCmd(a *app, runF func(context.Context, *hooksOptions) error) *cobra
 	cmd := &cobra.Command{
 		Use:   "hooks [--event EVENT] [--source S] [--session ID]",
 		Short: "Show which hooks reprise would run, in order, and where each comes from",
-		Long: `hooks loads hooks the way start and resume do and lists, for each event
-reprise runs (SessionStart, UserPromptSubmit, PreToolUse, PermissionRequest,
-PostToolUse, PostToolUseFailure, Stop, PreCompact, SessionEnd), those that
-would run, in the order they run: each with its matcher, its
-timeout (the default when it sets none), its command and where it was
-configured (a settings file or plugin:<dir>). A command configured in several
-places is listed, and run, once.
+		Long: `hooks loads hooks the way start and resume do and lists, for each event,
+those that would run, in the order they run: each with its matcher, its
+timeout (the default when it sets none), what it runs (a command, "http:
+URL", "prompt: ...", "agent: ...", "mcp_tool: SERVER TOOL") and where it was
+configured (a settings file or plugin:<dir>). A hook configured in several
+places is listed, and run, once. Prompt and agent hooks ask the Messages
+API at $ANTHROPIC_BASE_URL with $ANTHROPIC_API_KEY; mcp_tool hooks find no
+MCP server connected here, and fail without blocking.
 
-Without --event every event is listed, followed by the hooks the settings
-files and plugins configure for events reprise does not run (Notification,
-SubagentStop, ...), marked "found, not run by reprise". --source is the
-value matchers see: the SessionStart source, the SessionEnd reason (both
-default to resume), the PreCompact trigger (manual or auto, default manual)
-or, for the tool events, the tool (without it, hooks for any tool); Stop and UserPromptSubmit hooks have no
-matcher, and --source with --event Stop or UserPromptSubmit is an error.
+Without --event the events of the lifecycle's own steps are listed, with
+the fired events that have hooks among them, then the hooks the settings
+files and plugins configure for names that are none of Claude Code's
+events, marked "found, not run by reprise". --event takes any of Claude
+Code's 33 events. --source is the value matchers see: the SessionStart
+source, the SessionEnd reason (both default to resume), the PreCompact
+trigger (manual or auto, default manual), the tool for the tool events
+(without it, hooks for any tool), or a fired event's matcher field; an
+event without a matcher (Stop, UserPromptSubmit, ...) takes no --source.
 --session takes the project settings from that session's working
 directory; only then is the store read, read-only.
 
