@@ -13,3 +13,19 @@ func inOwnGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 }
+
+// asServer runs cmd, an MCP server, in a process group of its own, so
+// that a Ctrl-C at the terminal, which the agent answers by ending the
+// session (SessionEnd hooks may call the server), does not kill it
+// first; and, where the system can (Linux), has it killed when the agent
+// dies.
+func asServer(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
+}
+
+// killServer kills the process group of cmd, a server started by
+// asServer: what it started itself included.
+func killServer(cmd *exec.Cmd) {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+}

@@ -10,6 +10,7 @@
 //
 //	agent [--store PATH] [--session ID] [--model MODEL] [--base-url URL]
 //	      [--stream] [--allowed-tools RULES] [--disallowed-tools RULES]
+//	      [--mcp-server NAME=COMMAND ...]
 //
 // Each line read from standard input is a prompt. The turn it begins is
 // driven by reprise's turn runner (package turn):
@@ -93,6 +94,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
+	rpmcp "github.com/reprise-dev/reprise/adapters/mcp"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/turn"
@@ -126,6 +128,7 @@ type config struct {
 	maxTurns        int
 	allowedTools    toolList
 	disallowedTools toolList
+	mcpServers      mcpServerList
 }
 
 // defaultMaxTurns bounds the requests one prompt leads to: answers that
@@ -151,6 +154,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.IntVar(&cfg.maxTurns, "max-turns", defaultMaxTurns, "the most requests (`N`) one prompt may lead to, tool calls and Stop hooks' continuations included")
 	fs.Var(&cfg.allowedTools, "allowed-tools", "permission `RULES` that allow tool calls without asking, as in settings' permissions.allow (\"Bash(git log *),Read\"; repeatable)")
 	fs.Var(&cfg.disallowedTools, "disallowed-tools", "permission `RULES` that deny tool calls, as in settings' permissions.deny (repeatable)")
+	fs.Var(&cfg.mcpServers, "mcp-server", "start `NAME=COMMAND` as a stdio MCP server that mcp_tool hooks call by NAME; COMMAND is split on spaces into a program and its arguments, with no shell (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: agent [flags] < prompts\n\nAn agent on the Anthropic Messages API, with Bash, Read and Write tools, whose sessions live in reprise.\nFlags:")
 		fs.PrintDefaults()
@@ -230,6 +234,17 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 		return err
 	}
 	models := hookModels(cfg)
+	// The MCP servers mcp_tool hooks call, up before the first hook and
+	// closed after the store, when no hook runs any more.
+	var servers rpmcp.Servers
+	defer func() {
+		if cerr := servers.Close(); cerr != nil {
+			slog.Warn("closing MCP servers", "err", cerr)
+		}
+	}()
+	if err := connectServers(ctx, &servers, cfg.mcpServers); err != nil {
+		return err
+	}
 	e, err := reprise.OpenContext(ctx, store, reprise.Options{
 		// Run the hooks of ~/.claude/settings.json and of each session's
 		// project's .claude/settings.json and settings.local.json, and
@@ -242,7 +257,7 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		// Prompt and agent hooks ask a model over the same API as the
 		// agent.
-		Runner: hookexec.Exec{Evaluator: turn.PromptEvaluator(models), AgentEvaluator: turn.AgentEvaluator(models)},
+		Runner: hookexec.Exec{Evaluator: turn.PromptEvaluator(models), AgentEvaluator: turn.AgentEvaluator(models), MCP: servers.Call},
 	})
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", store, err)
