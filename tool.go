@@ -40,8 +40,19 @@ var ErrToolNotAsked = lifecycle.ErrToolNotAsked
 
 // UserRefused is what the model is told, as the call's error tool_result,
 // of a call the user refused when AnswerAsk is given no refusal of its
-// own.
-const UserRefused = "The user refused this tool call; it did not run."
+// own: Claude Code's words for a refusal at its permission prompt.
+const UserRefused = userRejected + " STOP what you are doing and wait for the user to tell you how to proceed."
+
+// userRejected opens both of Claude Code's texts for a refused call.
+const userRejected = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file)."
+
+// UserRefusedSaying is what the model is told of a call the user refused
+// with words of their own, feedback, in Claude Code's words: the refusal,
+// then "To tell you how to proceed, the user said:" and the feedback on
+// the next line. Give it to AnswerAsk as the Refusal.
+func UserRefusedSaying(feedback string) string {
+	return userRejected + " To tell you how to proceed, the user said:\n" + feedback
+}
 
 // ErrBadTool is returned for a tool call without a name, with a tool_use
 // id that is not an id (ValidateID: the Messages API's ids, toolu_... or

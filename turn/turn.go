@@ -138,8 +138,9 @@ type Runner struct {
 	// nothing decides is left to ask). Nil says nothing of any call.
 	Permission func(Call) string
 	// Ask asks the user about a call left to ask, with the hooks' reason,
-	// and returns "" to run it, else the refusal the model is told; the
-	// answer is recorded (Agent.AnswerAsk) before the call runs, so a call
+	// and returns "" to run it, else the refusal the model is told
+	// (reprise.UserRefused, or reprise.UserRefusedSaying with the user's
+	// words, are Claude Code's); the answer is recorded (Agent.AnswerAsk) before the call runs, so a call
 	// the user answered is not asked about again. It is called one call at
 	// a time. Nil refuses every such call (NoOneToAsk).
 	Ask func(ctx context.Context, call Call, reason string) (refusal string)

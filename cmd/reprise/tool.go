@@ -27,6 +27,7 @@ type toolOptions struct {
 	addUse     bool   // --add-tool-use, tool
 	answer     string // --answer, tool: allow or refuse
 	refusal    string // --refusal, tool
+	feedback   string // --feedback, tool
 }
 
 // toolJSON is what tool --json prints.
@@ -63,7 +64,7 @@ type toolResultJSON struct {
 func newToolCmd(a *app, runF func(context.Context, *toolOptions) error) *cobra.Command {
 	var o toolOptions
 	cmd := &cobra.Command{
-		Use:   "tool --agent NAME --tool-use-id ID (--name TOOL [--input JSON] [--permission allow|deny|ask] [--add-tool-use] | --answer allow|refuse [--refusal TEXT])",
+		Use:   "tool --agent NAME --tool-use-id ID (--name TOOL [--input JSON] [--permission allow|deny|ask] [--add-tool-use] | --answer allow|refuse [--refusal TEXT | --feedback WORDS])",
 		Short: "Ask, before a tool call runs, whether it may: its PreToolUse hooks, once",
 		Long: `tool asks, for a host that runs the model's tool calls itself, whether the
 call ID of TOOL with input JSON may run: its PreToolUse hooks run with
@@ -83,7 +84,9 @@ When the decision is ask, the host asks its user, then records the
 answer with --answer: allow, after which the tool may run and tool-result
 takes its result (a result for an asked call not allowed is refused), or
 refuse, which records the call's error tool_result, what the model is
-told: --refusal TEXT, or "` + reprise.UserRefused + `"
+told: --refusal TEXT; or, given --feedback WORDS, the user's words as
+Claude Code tells them: "` + reprise.UserRefusedSaying("WORDS") + `";
+or else Claude Code's words for a refusal: "` + reprise.UserRefused + `"
 The answer is recorded once; given again, tool prints the recorded
 decision.
 
@@ -112,13 +115,14 @@ with and the hooks' context, and exits 0 whatever the decision.
 	cmd.Flags().BoolVar(&o.addUse, "add-tool-use", false, "record the call's tool_use, as an answer of its own, when no answer holds it")
 	cmd.Flags().StringVar(&o.answer, "answer", "", "record the user's answer to a call left to ask: allow or refuse")
 	cmd.Flags().StringVar(&o.refusal, "refusal", "", "with --answer refuse, what the model is told, as `TEXT`")
+	cmd.Flags().StringVar(&o.feedback, "feedback", "", "with --answer refuse, what the user said, told to the model after Claude Code's words for a refusal, as `WORDS`")
 	agentFlag(cmd)
 	return cmd
 }
 
 // runTool decides on a tool call and prints the decision.
 func runTool(ctx context.Context, o *toolOptions) error {
-	if o.answer != "" || o.refusal != "" {
+	if o.answer != "" || o.refusal != "" || o.feedback != "" {
 		return runToolAnswer(ctx, o)
 	}
 	switch {
@@ -157,15 +161,21 @@ func runToolAnswer(ctx context.Context, o *toolOptions) error {
 		return validID("--tool-use-id", o.id)
 	case o.answer != "allow" && o.answer != "refuse":
 		return usagef("--answer must be allow or refuse, not %q", o.answer)
-	case o.refusal != "" && o.answer != "refuse":
-		return usagef("--refusal goes with --answer refuse")
+	case (o.refusal != "" || o.feedback != "") && o.answer != "refuse":
+		return usagef("--refusal and --feedback go with --answer refuse")
+	case o.refusal != "" && o.feedback != "":
+		return usagef("--refusal and --feedback are two ways to say what the model is told: give one")
 	case o.name != "" || o.permission != "" || o.addUse || o.input != "{}":
 		return usagef("--answer takes the call from the log: give it no --name, --input, --permission or --add-tool-use")
+	}
+	refusal := o.refusal
+	if o.feedback != "" {
+		refusal = reprise.UserRefusedSaying(o.feedback)
 	}
 	var d *reprise.ToolDecision
 	_, err := o.runAgent(ctx, &o.restoreOptions, nil, "", func(ctx context.Context, agent *reprise.Agent) (*reprise.Transition, error) {
 		var err error
-		d, err = agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: o.id, Allow: o.answer == "allow", Refusal: o.refusal})
+		d, err = agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: o.id, Allow: o.answer == "allow", Refusal: refusal})
 		return nil, err
 	}, o.stderr)
 	if err != nil {

@@ -225,8 +225,10 @@ func TestToolAnswerRecordsTheUsersWordOnce(t *testing.T) {
 	flags := []string{"--agent", "ide", "--no-default-settings"}
 	c.ok(append([]string{"start", "a"}, flags...)...)
 	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"make"}},
-		{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"rm -rf /"}}]`)
-	for _, id := range []string{"t1", "t2"} {
+		{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"rm -rf /"}},
+		{"type":"tool_use","id":"t3","name":"Bash","input":{"command":"curl x"}},
+		{"type":"tool_use","id":"t4","name":"Bash","input":{"command":"curl y"}}]`)
+	for _, id := range []string{"t1", "t2", "t3", "t4"} {
 		if out := c.ok(append([]string{"tool", "--tool-use-id", id, "--name", "Bash", "--input", `{"command":"make"}`}, flags...)...); !strings.HasPrefix(out, "ask\n") {
 			t.Fatalf("tool %s printed %q", id, out)
 		}
@@ -246,6 +248,16 @@ func TestToolAnswerRecordsTheUsersWordOnce(t *testing.T) {
 	if d.Decision != "deny" || d.Reason != "not on this machine" {
 		t.Fatalf("tool --answer refuse = %+v", d)
 	}
+	// Without words of its own, the model is told Claude Code's words for
+	// a refusal; with the user's words, Claude Code's form that quotes them.
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t3", "--answer", "refuse"}, flags...)...)
+	if d.Decision != "deny" || !strings.HasPrefix(d.Reason, "The user doesn't want to proceed with this tool use.") || !strings.HasSuffix(d.Reason, "STOP what you are doing and wait for the user to tell you how to proceed.") {
+		t.Fatalf("tool --answer refuse without words = %+v", d)
+	}
+	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t4", "--answer", "refuse", "--feedback", "use the mirror"}, flags...)...)
+	if d.Decision != "deny" || !strings.HasPrefix(d.Reason, "The user doesn't want to proceed with this tool use.") || !strings.HasSuffix(d.Reason, "To tell you how to proceed, the user said:\nuse the mirror") {
+		t.Fatalf("tool --answer refuse --feedback = %+v", d)
+	}
 	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t2", "--answer", "allow"}, flags...)...)
 	if d.Decision != "deny" {
 		t.Fatalf("tool --answer allow after the refusal = %+v; want the recorded refusal", d)
@@ -254,6 +266,8 @@ func TestToolAnswerRecordsTheUsersWordOnce(t *testing.T) {
 	c.fails(exitAlreadyRecorded, append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"ran"`}, flags...)...)
 	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t1", "--answer", "maybe"}, flags...)...)
 	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t1", "--answer", "allow", "--refusal", "x"}, flags...)...)
+	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t1", "--answer", "allow", "--feedback", "x"}, flags...)...)
+	c.fails(exitUsage, append([]string{"tool", "--tool-use-id", "t1", "--answer", "refuse", "--refusal", "x", "--feedback", "y"}, flags...)...)
 	var conv conversationJSON
 	c.okJSON(&conv, "replay", "a")
 	data, _ := json.Marshal(conv.Messages)
