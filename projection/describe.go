@@ -250,11 +250,17 @@ func hookList(names []string) string {
 	return strings.Join(names, ",")
 }
 
-// outcomes lists hook outcomes as name:status, in brackets.
+// outcomes lists hook outcomes as name:status, in brackets; a hook that
+// denied or blocked is name:deny or name:block with its reason.
 func outcomes(list []schema.HookOutcome, interrupted bool) string {
 	parts := make([]string, len(list))
 	for i, o := range list {
-		parts[i] = o.Name + ":" + o.Status
+		status := string(o.Status)
+		said := o.Decision == "block" || o.Decision == "deny"
+		if said {
+			status = o.Decision // it said no, in its decision's word, as the CLI and the web view list it
+		}
+		parts[i] = o.Name + ":" + status
 		if o.Status == schema.HookAsync {
 			parts[i] += "=" + Word(o.Async)
 		}
@@ -264,8 +270,8 @@ func outcomes(list []schema.HookOutcome, interrupted bool) string {
 		if len(o.Cleanup) > 0 {
 			parts[i] += fmt.Sprintf(" cleanup=%q", strings.Join(o.Cleanup, "; "))
 		}
-		if o.Decision == "block" {
-			parts[i] += fmt.Sprintf(" block=%q", Clip(o.Reason, 40))
+		if said {
+			parts[i] += fmt.Sprintf(" reason=%q", Clip(o.Reason, 40))
 		}
 		if len(o.Config) > 0 {
 			parts[i] += " config=" + Clip(string(o.Config), 60)

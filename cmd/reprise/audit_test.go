@@ -448,7 +448,7 @@ func TestAuditCountsFiresAndReportsOneCutShortAsInProgress(t *testing.T) {
 		`HookEventRan             session=a Notification id=n1 [`,
 		`:ok] context="told"`,
 		`HookEventRan             session=a TaskCreated id=task-1 [`,
-		`:ok block="no tasks today"] blocked reason="no tasks today"`,
+		`:block reason="no tasks today"] blocked reason="no tasks today"`,
 	} {
 		if !strings.Contains(log, line) {
 			t.Fatalf("log --agent ide has no %q:\n%s", line, log)

@@ -328,4 +328,8 @@ func TestToolHookThatDeniedIsListedAsDenying(t *testing.T) {
 	if !regexp.MustCompile(`\n  deny +\d+ms  echo 'no rm -rf' >&2; exit 2: exit 2  \(\S+\)\n      reason: no rm -rf\n`).MatchString(out) {
 		t.Errorf("tool printed:\n%s\nwant the hook listed as deny, with its reason", out)
 	}
+	// The agent's log says it in the same words.
+	if log := c.ok("log", "--agent", "ide"); !strings.Contains(log, `exit 2:deny reason="no rm -rf"]`) || strings.Contains(log, "exit 2:ok") {
+		t.Errorf("log --agent ide:\n%s\nwant the hook listed as deny, with its reason", log)
+	}
 }
