@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
@@ -113,7 +114,7 @@ func TestPreToolUseOfACallNoAnswerHolds(t *testing.T) {
 	ctx := context.Background()
 	e, agent := startedAgent(t)
 	before := testkit.Events(t, e.Store())
-	call := reprise.ToolCall{ID: "toolu_9", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow}
+	call := reprise.ToolCall{ID: "toolu_9", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: hookexec.Allow}
 	if d, err := agent.PreToolUse(ctx, call); !errors.Is(err, reprise.ErrToolUseNotFound) {
 		t.Fatalf("a call no answer holds: %+v, %v; want ErrToolUseNotFound", d, err)
 	}
@@ -121,7 +122,7 @@ func TestPreToolUseOfACallNoAnswerHolds(t *testing.T) {
 		t.Errorf("the refused call appended %d events", len(after)-len(before))
 	}
 	call.AddToolUse = true
-	if d, err := agent.PreToolUse(ctx, call); err != nil || d.Decision != reprise.ToolAllow {
+	if d, err := agent.PreToolUse(ctx, call); err != nil || d.Decision != hookexec.Allow {
 		t.Fatalf("with AddToolUse: %+v, %v", d, err)
 	}
 	msgs, err := e.Conversation(ctx, "a")
@@ -136,7 +137,7 @@ func TestPreToolUseOfACallNoAnswerHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer(t, e, "a", reprise.ToolUseBlock("toolu_10", "Bash", nil))
-	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_10", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_10", Name: "Bash", Permission: hookexec.Allow}); err != nil {
 		t.Errorf("a call of a recorded answer: %v", err)
 	}
 }

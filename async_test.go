@@ -143,8 +143,8 @@ func TestAsyncHookContextComesWithTheLastResultOfAnAnswer(t *testing.T) {
 	}
 	answer(t, e, "s", reprise.ToolUseBlock("toolu_1", "Read", json.RawMessage(`{"file_path":"a"}`)),
 		reprise.ToolUseBlock("toolu_2", "Bash", json.RawMessage(`{"command":"ls"}`)))
-	for _, c := range []reprise.ToolCall{{ID: "toolu_1", Name: "Read", Permission: reprise.ToolAllow},
-		{ID: "toolu_2", Name: "Bash", Permission: reprise.ToolAllow}} {
+	for _, c := range []reprise.ToolCall{{ID: "toolu_1", Name: "Read", Permission: hookexec.Allow},
+		{ID: "toolu_2", Name: "Bash", Permission: hookexec.Allow}} {
 		if _, err := a.PreToolUse(ctx, c); err != nil {
 			t.Fatal(err)
 		}

@@ -173,7 +173,7 @@ func TestFireRunsBesideToolCallsAndHoldsLifecycleActions(t *testing.T) {
 	}()
 	<-inFire
 	answer(t, e, "a", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`)))
-	if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil || d.Decision != reprise.ToolAllow {
+	if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: hookexec.Allow}); err != nil || d.Decision != hookexec.Allow {
 		t.Fatalf("a tool call beside the fire: %+v, %v", d, err)
 	}
 	if _, err := agent.Compact(ctx, "summary"); !errors.Is(err, reprise.ErrAgentBusy) {
@@ -237,7 +237,7 @@ func TestPostToolBatchFiresOnceAfterTheLastResult(t *testing.T) {
 	answer(t, e, "s", reprise.ToolUseBlock("toolu_1", "Read", json.RawMessage(`{"file_path":"a"}`)),
 		reprise.ToolUseBlock("toolu_2", "Bash", json.RawMessage(`{"command":"ls"}`)))
 	for _, id := range []string{"toolu_1", "toolu_2"} {
-		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: map[string]string{"toolu_1": "Read", "toolu_2": "Bash"}[id], Permission: reprise.ToolAllow}); err != nil {
+		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: map[string]string{"toolu_1": "Read", "toolu_2": "Bash"}[id], Permission: hookexec.Allow}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -293,7 +293,7 @@ func TestPostToolBatchBlockEndsTheTurn(t *testing.T) {
 	ctx := context.Background()
 	e, a := fireEngine(t, t.TempDir(), `{"hooks": {"PostToolBatch": [{"hooks": [{"type": "command", "command": "echo 'budget spent' >&2; exit 2"}]}]}}`)
 	answer(t, e, "s", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`)))
-	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: hookexec.Allow}); err != nil {
 		t.Fatal(err)
 	}
 	fb, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_1", Output: json.RawMessage(`"a b"`)})

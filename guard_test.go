@@ -37,7 +37,7 @@ func TestAGuardIsNeverClosedUnderAnotherEngine(t *testing.T) {
 	if err := first.Hooks().Add(hookexec.Hook{Event: hookexec.PreToolUse, Body: hookexec.Command{Line: line}, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	call := reprise.ToolCall{ID: "toolu_1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /tmp/x"}`), Permission: reprise.ToolAllow, AddToolUse: true}
+	call := reprise.ToolCall{ID: "toolu_1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /tmp/x"}`), Permission: hookexec.Allow, AddToolUse: true}
 	done := make(chan *reprise.ToolDecision, 1)
 	go func() {
 		d, err := testkit.Agent(t, first, "ide").PreToolUse(ctx, call)
@@ -71,11 +71,11 @@ func TestAGuardIsNeverClosedUnderAnotherEngine(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if d := <-done; d == nil || d.Decision != reprise.ToolDeny {
+	if d := <-done; d == nil || d.Decision != hookexec.Deny {
 		t.Fatalf("the first Engine: %+v, want deny", d)
 	}
 	d, err := testkit.Agent(t, reprise.New(first.Store(), reprise.Options{Logger: testkit.Discard}), "ide").PreToolUse(ctx, call)
-	if err != nil || d.Decision != reprise.ToolDeny || len(d.Outcomes) != 1 || d.Outcomes[0].Status != schema.HookOK {
+	if err != nil || d.Decision != hookexec.Deny || len(d.Outcomes) != 1 || d.Outcomes[0].Status != schema.HookOK {
 		t.Errorf("the log after: %+v, %v; want the guard's deny, its hook ok", d, err)
 	}
 }

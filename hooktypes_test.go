@@ -60,8 +60,8 @@ func TestOtherHookTypesGateToolCalls(t *testing.T) {
 	if _, err := agent.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf ` + secret + `"}`), Permission: reprise.ToolAllow, AddToolUse: true})
-	if err != nil || d.Decision != reprise.ToolDeny || !strings.Contains(d.Reason, "no rm") {
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf ` + secret + `"}`), Permission: hookexec.Allow, AddToolUse: true})
+	if err != nil || d.Decision != hookexec.Deny || !strings.Contains(d.Reason, "no rm") {
 		t.Fatalf("rm: %+v, %v; want the http hook's deny", d, err)
 	}
 	if posts != 1 || len(asked) != 1 || !strings.Contains(asked[0].Prompt, secret) {

@@ -289,14 +289,14 @@ func TestRealConfigHooksMastery(t *testing.T) {
 	ls, rm := `{"command":"ls build"}`, `{"command":"rm -rf build"}`
 	answer(t, e, "s", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(ls)),
 		reprise.ToolUseBlock("toolu_2", "Bash", json.RawMessage(rm)))
-	d, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Input: json.RawMessage(ls), Permission: reprise.ToolAllow})
-	if err != nil || d.Decision != reprise.ToolAllow {
+	d, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Input: json.RawMessage(ls), Permission: hookexec.Allow})
+	if err != nil || d.Decision != hookexec.Allow {
 		t.Fatalf("PreToolUse of ls: %+v, %v", d, err)
 	}
 	checkRun(t, rec.take(t, 1)[0], "pre_tool_use.py", []string{}, schema.HookPreToolUse, project,
 		map[string]any{"tool_name": "Bash", "tool_input": jsonValue(t, ls), "tool_use_id": "toolu_1"})
-	d, err = a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_2", Name: "Bash", Input: json.RawMessage(rm), Permission: reprise.ToolAsk})
-	if err != nil || d.Decision != reprise.ToolAsk {
+	d, err = a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_2", Name: "Bash", Input: json.RawMessage(rm), Permission: hookexec.Ask})
+	if err != nil || d.Decision != hookexec.Ask {
 		t.Fatalf("PreToolUse of rm: %+v, %v", d, err)
 	}
 	checkOutcomes(t, "PreToolUse of rm", d.Outcomes)
@@ -410,7 +410,7 @@ func TestRealConfigHooksMasteryTurn(t *testing.T) {
 		Tools: map[string]turn.Tool{"Bash": {Run: func(context.Context, turn.Call) (reprise.ToolResult, error) {
 			return reprise.ToolResult{Output: json.RawMessage(`""`)}, nil
 		}}},
-		Permission: func(turn.Call) string { return reprise.ToolAsk },
+		Permission: func(turn.Call) string { return hookexec.Ask },
 		Ask:        func(context.Context, turn.Call, string) string { return "" },
 	}
 	if _, err := r.Run(ctx, "remove the build"); err != nil {
@@ -518,9 +518,9 @@ func TestRealConfigClaudeMem(t *testing.T) {
 	read, grep := `{"file_path":"`+project+`/notes.md"}`, `{"pattern":"TODO"}`
 	answer(t, e, "s", reprise.ToolUseBlock("toolu_1", "Read", json.RawMessage(read)),
 		reprise.ToolUseBlock("toolu_2", "Grep", json.RawMessage(grep)))
-	for _, c := range []reprise.ToolCall{{ID: "toolu_1", Name: "Read", Input: json.RawMessage(read), Permission: reprise.ToolAllow},
-		{ID: "toolu_2", Name: "Grep", Input: json.RawMessage(grep), Permission: reprise.ToolAllow}} {
-		if d, err := a.PreToolUse(ctx, c); err != nil || d.Decision != reprise.ToolAllow {
+	for _, c := range []reprise.ToolCall{{ID: "toolu_1", Name: "Read", Input: json.RawMessage(read), Permission: hookexec.Allow},
+		{ID: "toolu_2", Name: "Grep", Input: json.RawMessage(grep), Permission: hookexec.Allow}} {
+		if d, err := a.PreToolUse(ctx, c); err != nil || d.Decision != hookexec.Allow {
 			t.Fatalf("PreToolUse of %s: %+v, %v", c.Name, d, err)
 		}
 	}

@@ -18,12 +18,15 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
-// The decisions on a tool call. They are the strings of hookexec.Allow,
-// Deny and Ask, which Go hooks return: either name fits either place.
+// The decisions on a tool call, under their old names.
+//
+// Deprecated: use hookexec.Allow, hookexec.Deny and hookexec.Ask, the same
+// strings: one set of names for what Go hooks return and what a call's
+// decision says.
 const (
-	ToolAllow = lifecycle.ToolAllow
-	ToolDeny  = lifecycle.ToolDeny
-	ToolAsk   = lifecycle.ToolAsk
+	ToolAllow = hookexec.Allow
+	ToolDeny  = hookexec.Deny
+	ToolAsk   = hookexec.Ask
 )
 
 // ErrToolNotDecided is returned by PostToolUse for a call that PreToolUse
@@ -66,9 +69,9 @@ type ToolCall struct {
 	Name  string          // the tool, such as Bash
 	Input json.RawMessage // the call's input, a JSON object
 	// Permission is what the host's own permission rules say of the call:
-	// ToolAllow, ToolDeny, ToolAsk, or "" when they say nothing. A deny
+	// hookexec.Allow, hookexec.Deny, hookexec.Ask, or "" when they say nothing. A deny
 	// from the hooks or the rules wins, then an ask, then an allow, as
-	// Claude Code weighs hooks and rules; a call nobody decides is ToolAsk.
+	// Claude Code weighs hooks and rules; a call nobody decides is hookexec.Ask.
 	Permission string
 	// AddToolUse records the call's tool_use, as an assistant message of
 	// its own, when the agent's current session holds no answer with it.
@@ -78,9 +81,9 @@ type ToolCall struct {
 	AddToolUse bool
 }
 
-// ToolDecision is what became of a tool call: ToolAllow (run it with
-// Input), ToolDeny (do not run it: the model is told Reason, as an error
-// tool_result already in the session) or ToolAsk (ask the user, and
+// ToolDecision is what became of a tool call: hookexec.Allow (run it with
+// Input), hookexec.Deny (do not run it: the model is told Reason, as an error
+// tool_result already in the session) or hookexec.Ask (ask the user, and
 // record the answer with AnswerAsk; run it once allowed).
 type ToolDecision struct {
 	Decision string
@@ -215,9 +218,9 @@ func (a *Agent) AnswerAsk(ctx context.Context, ans ToolAnswer) (*ToolDecision, e
 	if err := checkToolID(ans.ID); err != nil {
 		return nil, err
 	}
-	t := &lifecycle.ToolRequest{ID: ans.ID, Answer: ToolDeny, Refusal: cmp.Or(ans.Refusal, UserRefused)}
+	t := &lifecycle.ToolRequest{ID: ans.ID, Answer: hookexec.Deny, Refusal: cmp.Or(ans.Refusal, UserRefused)}
 	if ans.Allow {
-		t.Answer, t.Refusal = ToolAllow, ""
+		t.Answer, t.Refusal = hookexec.Allow, ""
 	}
 	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() error {
 		if c := a.view.Tools[ans.ID]; c != nil {
@@ -295,7 +298,7 @@ func checkToolID(id string) error {
 
 // checkPermission refuses a permission that is none of the decisions.
 func checkPermission(p string) error {
-	if p != "" && p != ToolAllow && p != ToolDeny && p != ToolAsk {
+	if p != "" && p != hookexec.Allow && p != hookexec.Deny && p != hookexec.Ask {
 		return fmt.Errorf("%w: permission %q is none of allow, deny, ask", ErrBadTool, p)
 	}
 	return nil
@@ -486,7 +489,7 @@ func (a *Agent) runToolHooks(ctx context.Context, eff lifecycle.RunHooks, hooks 
 		if ctx.Err() != nil && d.Decision == "" {
 			// The caller gave up before the hooks answered: what they
 			// guard does not happen.
-			ran.Decision, ran.Reason = ToolDeny, "cancelled before the hooks answered"
+			ran.Decision, ran.Reason = hookexec.Deny, "cancelled before the hooks answered"
 		}
 	default:
 		var f hookexec.ToolFeedback

@@ -68,7 +68,7 @@ func TestToolCallsOfOneAnswerRunTheirHooksAtOnce(t *testing.T) {
 	close(release)
 	wg.Wait()
 	for i, d := range decisions {
-		if errs[i] != nil || d.Decision != reprise.ToolAllow || d.Context != "checked t"+string(rune('1'+i)) {
+		if errs[i] != nil || d.Decision != hookexec.Allow || d.Context != "checked t"+string(rune('1'+i)) {
 			t.Errorf("call %d: %+v, %v", i+1, d, errs[i])
 		}
 	}
@@ -96,12 +96,12 @@ func TestToolHooksFromSettingsRunAsClaudeCodeRunsThem(t *testing.T) {
 	if _, err := agent.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf build"}`), Permission: reprise.ToolAllow, AddToolUse: true})
-	if err != nil || d.Decision != reprise.ToolDeny || d.Reason != "PreToolUse:Bash hook error: no rm" {
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf build"}`), Permission: hookexec.Allow, AddToolUse: true})
+	if err != nil || d.Decision != hookexec.Deny || d.Reason != "PreToolUse:Bash hook error: no rm" {
 		t.Fatalf("rm: %+v, %v", d, err)
 	}
-	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow, AddToolUse: true})
-	if err != nil || d.Decision != reprise.ToolAllow {
+	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: hookexec.Allow, AddToolUse: true})
+	if err != nil || d.Decision != hookexec.Allow {
 		t.Fatalf("ls: %+v, %v", d, err)
 	}
 	f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t2", Output: json.RawMessage(`"go.mod main.go"`)})
@@ -209,7 +209,7 @@ func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
 		}
 	}
 	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"make"}`), AddToolUse: true})
-	if err != nil || d.Decision != reprise.ToolAsk || d.Context != "checked" || len(d.Outcomes) != 1 || d.Outcomes[0].Name != "note" {
+	if err != nil || d.Decision != hookexec.Ask || d.Context != "checked" || len(d.Outcomes) != 1 || d.Outcomes[0].Name != "note" {
 		t.Fatalf("undecided call: %+v, %v", d, err)
 	}
 	f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Error: "The user refused this call.", Refused: true})
@@ -225,7 +225,7 @@ func TestToolResultsAsClaudeCodeRecordsThem(t *testing.T) {
 		projection.FirstText(msgs[n-1]) != "PreToolUse:Bash hook additional context: checked" || !msgs[n-1].IsMeta {
 		t.Fatalf("after the refusal: %s, then %+v", result, msgs[n-1])
 	}
-	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow, AddToolUse: true}); err != nil {
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: hookexec.Allow, AddToolUse: true}); err != nil {
 		t.Fatal(err)
 	}
 	f, err = agent.PostToolUse(ctx, reprise.ToolResult{ID: "t2", Output: json.RawMessage(`"go.mod"`),
@@ -286,7 +286,7 @@ func TestContinueFalseHaltsTheTurn(t *testing.T) {
 	want := reprise.Halt{Halted: true, StopReason: "quota spent"}
 	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", json.RawMessage(`{"command":"ls"}`)),
 		reprise.ToolUseBlock("t2", "Read", json.RawMessage(`{"file_path":"go.mod"}`)))
-	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAllow})
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: hookexec.Allow})
 	if err != nil || d.Halt != want || len(d.Outcomes) != 1 || d.Outcomes[0].SystemMessage != "watch the quota" {
 		t.Fatalf("PreToolUse: %+v, %v", d, err)
 	}
@@ -294,7 +294,7 @@ func TestContinueFalseHaltsTheTurn(t *testing.T) {
 	if err != nil || d.Halt != want {
 		t.Fatalf("PreToolUse asked again: %+v, %v", d, err)
 	}
-	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Read", Input: json.RawMessage(`{"file_path":"go.mod"}`), Permission: reprise.ToolAllow})
+	d, err = agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Read", Input: json.RawMessage(`{"file_path":"go.mod"}`), Permission: hookexec.Allow})
 	if err != nil || d.Halted {
 		t.Fatalf("a call no hook halts: %+v, %v", d, err)
 	}
@@ -337,7 +337,7 @@ func TestToolHooksRunningInAnotherProcess(t *testing.T) {
 	if _, err := one.Start(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	call := reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`), Permission: reprise.ToolAllow, AddToolUse: true}
+	call := reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /"}`), Permission: hookexec.Allow, AddToolUse: true}
 	done := make(chan *reprise.ToolDecision)
 	go func() {
 		d, err := one.PreToolUse(ctx, call)
@@ -355,10 +355,10 @@ func TestToolHooksRunningInAnotherProcess(t *testing.T) {
 		t.Errorf("the refused call appended %d events", len(after)-len(before))
 	}
 	close(release)
-	if d := <-done; d == nil || d.Decision != reprise.ToolDeny {
+	if d := <-done; d == nil || d.Decision != hookexec.Deny {
 		t.Fatalf("the first process: %+v", d)
 	}
-	if d, err := two.PreToolUse(ctx, call); err != nil || d.Decision != reprise.ToolDeny || d.Reason != "PreToolUse:Bash hook error: no rm" {
+	if d, err := two.PreToolUse(ctx, call); err != nil || d.Decision != hookexec.Deny || d.Reason != "PreToolUse:Bash hook error: no rm" {
 		t.Errorf("the second process, after: %+v, %v", d, err)
 	}
 }
@@ -416,10 +416,10 @@ func TestPostToolUseSaysAResultWasNotKept(t *testing.T) {
 	ctx := context.Background()
 	e, agent := startedAgent(t)
 	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", nil), reprise.ToolUseBlock("t2", "Bash", nil))
-	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Permission: hookexec.Allow}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Permission: reprise.ToolDeny}); err != nil {
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t2", Name: "Bash", Permission: hookexec.Deny}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(`"first"`)})
@@ -453,11 +453,11 @@ func TestTheUsersAnswerToAnAskIsRecordedOnce(t *testing.T) {
 	answer(t, e, "a", reprise.ToolUseBlock("t1", "Bash", json.RawMessage(`{"command":"make"}`)),
 		reprise.ToolUseBlock("t2", "Bash", json.RawMessage(`{"command":"rm -rf /"}`)))
 	for _, id := range []string{"t1", "t2"} {
-		if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`)}); err != nil || d.Decision != reprise.ToolAsk {
+		if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`)}); err != nil || d.Decision != hookexec.Ask {
 			t.Fatalf("%s: %+v, %v", id, d, err)
 		}
 	}
-	if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil || d.Decision != reprise.ToolAsk || d.Interrupted {
+	if d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Permission: hookexec.Allow}); err != nil || d.Decision != hookexec.Ask || d.Interrupted {
 		t.Fatalf("asked again before the user answered: %+v, %v; want ask, not interrupted", d, err)
 	}
 	if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(`"built"`)}); !errors.Is(err, reprise.ErrToolNotAllowed) {
@@ -467,18 +467,18 @@ func TestTheUsersAnswerToAnAskIsRecordedOnce(t *testing.T) {
 		t.Errorf("an answer for a call never asked: %v", err)
 	}
 	d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t1", Allow: true})
-	if err != nil || d.Decision != reprise.ToolAllow || string(d.Input) != `{"command":"make"}` {
+	if err != nil || d.Decision != hookexec.Allow || string(d.Input) != `{"command":"make"}` {
 		t.Fatalf("allow: %+v, %v", d, err)
 	}
 	d, err = agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t2"})
-	if err != nil || d.Decision != reprise.ToolDeny || d.Reason != reprise.UserRefused {
+	if err != nil || d.Decision != hookexec.Deny || d.Reason != reprise.UserRefused {
 		t.Fatalf("refuse: %+v, %v", d, err)
 	}
 	before := testkit.Events(t, e.Store())
-	if d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t1"}); err != nil || d.Decision != reprise.ToolAllow {
+	if d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t1"}); err != nil || d.Decision != hookexec.Allow {
 		t.Errorf("t1 answered again: %+v, %v; want its recorded allow", d, err)
 	}
-	if d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t2", Allow: true}); err != nil || d.Decision != reprise.ToolDeny {
+	if d, err := agent.AnswerAsk(ctx, reprise.ToolAnswer{ID: "t2", Allow: true}); err != nil || d.Decision != hookexec.Deny {
 		t.Errorf("t2 answered again: %+v, %v; want its recorded refusal", d, err)
 	}
 	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
@@ -533,7 +533,7 @@ func TestAHooksUpdatedInputMustBeAnObject(t *testing.T) {
 		id := "t" + string(rune('1'+i))
 		answer(t, e, "a", reprise.ToolUseBlock(id, "Bash", json.RawMessage(`{"command":"ls"}`)))
 		d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)})
-		if err != nil || d.Decision != reprise.ToolAllow || string(d.Input) != `{"command":"ls"}` {
+		if err != nil || d.Decision != hookexec.Allow || string(d.Input) != `{"command":"ls"}` {
 			t.Errorf("updatedInput %s: %+v, %v; want allow with the call's own input", bad, d, err)
 		}
 	}
@@ -552,8 +552,8 @@ func TestGoPermissionRequestHookDecidesACallLeftToAsk(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer(t, e, "a", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`)))
-	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: reprise.ToolAsk})
-	if err != nil || d.Decision != reprise.ToolAllow || string(d.Input) != `{"command":"ls -l"}` {
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Permission: hookexec.Ask})
+	if err != nil || d.Decision != hookexec.Allow || string(d.Input) != `{"command":"ls -l"}` {
 		t.Fatalf("decision: %+v, %v", d, err)
 	}
 	err = e.Hooks().On(hookexec.PreToolUse, "", func(context.Context, hookexec.EventInput) (hookexec.EventOutput, error) {
@@ -577,7 +577,7 @@ func TestGoToolHookHaltsTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer(t, e, "a", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`)))
-	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow})
+	d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: hookexec.Allow})
 	if err != nil || !d.Halted || d.StopReason != "budget spent" || len(d.Outcomes) != 1 || d.Outcomes[0].SystemMessage != "3 of 3 calls used" {
 		t.Fatalf("decision: %+v, %v", d, err)
 	}
@@ -613,7 +613,7 @@ func TestToolHooksGetTheTurnsPromptID(t *testing.T) {
 		t.Fatal(err)
 	}
 	answer(t, e, "a", reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`)))
-	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: hookexec.Allow}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_1", Output: json.RawMessage(`"a"`)}); err != nil {

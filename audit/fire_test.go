@@ -181,7 +181,7 @@ func TestAuditReportsAToolCallsOpenHooksAsInProgress(t *testing.T) {
 		if _, err := e.Append(ctx, "s", reprise.Message{Role: "assistant", Content: []reprise.Block{reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`))}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: hookexec.Allow}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -251,7 +251,7 @@ func TestAuditFindsAFiresInjectedMessageMissing(t *testing.T) {
 		if _, err := e.Append(ctx, "s", reprise.Message{Role: "assistant", Content: []reprise.Block{reprise.ToolUseBlock("toolu_1", "Bash", json.RawMessage(`{"command":"ls"}`))}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_1", Name: "Bash", Permission: hookexec.Allow}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_1", Output: json.RawMessage(`{"stdout":""}`)}); err != nil {

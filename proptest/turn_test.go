@@ -149,11 +149,11 @@ func (w *turnWorld) process(t *rapid.T, store eventlog.Store) (*turn.Runner, err
 		Permission: func(c turn.Call) string {
 			switch c.Name {
 			case "Deny":
-				return reprise.ToolDeny
+				return hookexec.Deny
 			case "Ask":
-				return reprise.ToolAsk
+				return hookexec.Ask
 			}
-			return reprise.ToolAllow
+			return hookexec.Allow
 		},
 		Ask: func(ctx context.Context, c turn.Call, reason string) string {
 			if strings.HasSuffix(c.ID, "0") {

@@ -106,7 +106,7 @@ func agentHook(ctx context.Context, models Models, q hookexec.Question) (_ strin
 			full := make([]reprise.Message, 0, len(transcript)+len(conv))
 			return model(ctx, append(append(full, transcript...), conv...))
 		},
-		Permission:  func(Call) string { return reprise.ToolAllow }, // the tools only read
+		Permission:  func(Call) string { return hookexec.Allow }, // the tools only read
 		MaxRequests: cmp.Or(q.MaxTurns, DefaultMaxRequests),
 		OnEvent: func(ev Event) {
 			if ev.Kind == Answered {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/uuid"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
@@ -134,7 +135,7 @@ type Runner struct {
 	Model  Model
 	Tools  map[string]Tool // by name; a call of a tool not here fails
 	// Permission says what the host's own rules say of a call:
-	// reprise.ToolAllow, ToolDeny, ToolAsk, or "" for nothing (a call that
+	// hookexec.Allow, ToolDeny, ToolAsk, or "" for nothing (a call that
 	// nothing decides is left to ask). Nil says nothing of any call.
 	Permission func(Call) string
 	// Ask asks the user about a call left to ask, with the hooks' reason,
@@ -618,7 +619,7 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 	if r.Permission != nil {
 		perm = r.Permission(call)
 	}
-	if perm != "" && perm != reprise.ToolAllow && perm != reprise.ToolDeny && perm != reprise.ToolAsk {
+	if perm != "" && perm != hookexec.Allow && perm != hookexec.Deny && perm != hookexec.Ask {
 		return step{err: fmt.Errorf("turn: Permission says %q of call %s, none of allow, deny, ask", perm, c.ID)}
 	}
 	d, err := r.Agent.PreToolUse(ctx, reprise.ToolCall{ID: c.ID, Name: c.Name, Input: c.Input, Permission: perm})
@@ -628,7 +629,7 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 	if err != nil {
 		return step{err: err}
 	}
-	if d.Resulted || d.Decision == reprise.ToolDeny && c.Decided {
+	if d.Resulted || d.Decision == hookexec.Deny && c.Decided {
 		// A deny this answer's call got has its error result in the
 		// same append: a denied call without one is an earlier call's.
 		// Its result is recorded, but not in this answer: another call
@@ -639,14 +640,14 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 	call.Input, call.Again = d.Input, d.Interrupted && known && tool.Repeatable
 	r.emit(Event{Kind: Decided, Call: &call, Decision: d})
 	switch {
-	case d.Decision == reprise.ToolDeny:
+	case d.Decision == hookexec.Deny:
 		return step{halt: d.Halt}
 	case d.Halted:
 		return step{res: &reprise.ToolResult{ID: c.ID, Error: NotRun, Refused: true}, halt: d.Halt}
 	case d.Interrupted && !call.Again:
 		return step{res: &reprise.ToolResult{ID: c.ID, Error: Interrupted, Interrupt: true}, halt: d.Halt}
 	}
-	if d.Decision == reprise.ToolAsk {
+	if d.Decision == hookexec.Ask {
 		refusal, err := r.confirm(ctx, call, d.Reason)
 		if err != nil {
 			return step{err: err}
@@ -655,7 +656,7 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 		if err != nil {
 			return step{err: err}
 		}
-		if a.Decision != reprise.ToolAllow {
+		if a.Decision != hookexec.Allow {
 			// The refusal is the call's result, recorded with it.
 			res := reprise.ToolResult{ID: c.ID, Error: a.Reason, Refused: true}
 			r.emit(Event{Kind: Ran, Call: &call, Result: &res, Feedback: &reprise.ToolFeedback{}})

@@ -97,7 +97,7 @@ func newRunner(t *testing.T, s *script, r *runs) (*reprise.Engine, *turn.Runner)
 	}
 	return e, &turn.Runner{Engine: e, Agent: agent, Model: s.model,
 		Tools:      map[string]turn.Tool{"Echo": r.tool(false, false), "Fail": r.tool(false, true), "Read": r.tool(true, false)},
-		Permission: func(turn.Call) string { return reprise.ToolAllow }}
+		Permission: func(turn.Call) string { return hookexec.Allow }}
 }
 
 // shape is a conversation in a line per message: its role and its blocks,
@@ -216,7 +216,7 @@ func TestResumeAfterTheToolStarted(t *testing.T) {
 	}
 	for _, c := range []string{"t1:Echo", "t2:Read"} {
 		id, name, _ := strings.Cut(c, ":")
-		if _, err := runner.Agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: name, Input: json.RawMessage(`{}`), Permission: reprise.ToolAllow}); err != nil {
+		if _, err := runner.Agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: name, Input: json.RawMessage(`{}`), Permission: hookexec.Allow}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -441,7 +441,7 @@ func TestAToolStepIsTwoAppends(t *testing.T) {
 	}
 	var r runs
 	runner := &turn.Runner{Engine: e, Agent: agent, Model: (&script{}).model, Tools: map[string]turn.Tool{"Echo": r.tool(false, false)},
-		Permission: func(turn.Call) string { return reprise.ToolAllow }, MaxRequests: 1}
+		Permission: func(turn.Call) string { return hookexec.Allow }, MaxRequests: 1}
 	runner.Model = func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
 		return reprise.Message{}, errors.New("asked")
 	}
@@ -664,7 +664,7 @@ func TestAnAnswerThatReusesADeniedCallsIDGoesOn(t *testing.T) {
 	}}
 	var r runs
 	e, runner := newRunner(t, s, &r)
-	runner.Permission = func(c turn.Call) string { return reprise.ToolDeny }
+	runner.Permission = func(c turn.Call) string { return hookexec.Deny }
 	if _, err := runner.Run(ctx, "go"); err != nil {
 		t.Fatalf("a turn whose answer reuses a denied call's id: %v", err)
 	}
@@ -887,7 +887,7 @@ func TestNotificationsWhereTheRunnerWaitsOnTheUser(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	runner.Permission = func(turn.Call) string { return reprise.ToolAsk }
+	runner.Permission = func(turn.Call) string { return hookexec.Ask }
 	runner.Ask = func(context.Context, turn.Call, string) string {
 		notes = append(notes, "asked")
 		return ""

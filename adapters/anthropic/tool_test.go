@@ -72,13 +72,13 @@ func TestToolTurnBothWays(t *testing.T) {
 				use.Input = b.Input
 			}
 		}
-		d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: use.Input, Permission: reprise.ToolAllow})
+		d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: use.Input, Permission: hookexec.Allow})
 		if err != nil {
 			t.Fatal(err)
 		}
 		decisions[id] = d.Decision
 	}
-	if decisions["toolu_rm"] != reprise.ToolDeny || decisions["toolu_ls"] != reprise.ToolAllow || decisions["toolu_cat"] != reprise.ToolAllow {
+	if decisions["toolu_rm"] != hookexec.Deny || decisions["toolu_ls"] != hookexec.Allow || decisions["toolu_cat"] != hookexec.Allow {
 		t.Fatalf("decisions %v", decisions)
 	}
 	out := `{"stdout":"a.txt\n","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}`

@@ -63,11 +63,11 @@ func TestToolTurnBothWays(t *testing.T) {
 	for _, call := range resp.Choices[0].Message.ToolCalls {
 		// Found in the session, the tool_use is not recorded again.
 		d, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: call.ID, Name: call.Function.Name,
-			Input: json.RawMessage(call.Function.Arguments), Permission: reprise.ToolAllow})
+			Input: json.RawMessage(call.Function.Arguments), Permission: hookexec.Allow})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[string]string{"call_rm": reprise.ToolDeny, "call_ls": reprise.ToolAllow}[call.ID]; d.Decision != want {
+		if want := map[string]string{"call_rm": hookexec.Deny, "call_ls": hookexec.Allow}[call.ID]; d.Decision != want {
 			t.Fatalf("%s: decision %s, want %s", call.ID, d.Decision, want)
 		}
 	}

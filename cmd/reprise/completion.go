@@ -10,6 +10,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -48,7 +49,7 @@ func completeIDs(a *app, root *cobra.Command) {
 			_ = cmd.RegisterFlagCompletionFunc("agent", a.completeAgents)
 		}
 		words := map[string][]string{"format": {formatText, "json", "claude"}, "role": {"user", "assistant"},
-			"trigger": {"manual", "auto"}, "permission": {reprise.ToolAllow, reprise.ToolDeny, reprise.ToolAsk}}
+			"trigger": {"manual", "auto"}, "permission": {hookexec.Allow, hookexec.Deny, hookexec.Ask}}
 		for _, ev := range schema.Events {
 			words["event"] = append(words["event"], string(ev.Event))
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
 )
 
 // toolOptions are the options of tool and tool-result.
@@ -136,7 +137,7 @@ func runTool(ctx context.Context, o *toolOptions) error {
 		// encoding/json takes it, but hooks would read JSON that is not
 		// text: a guard that cannot parse it decides nothing.
 		return usagef("--input is not valid UTF-8: %q", clip(o.input))
-	case o.permission != "" && o.permission != reprise.ToolAllow && o.permission != reprise.ToolDeny && o.permission != reprise.ToolAsk:
+	case o.permission != "" && o.permission != hookexec.Allow && o.permission != hookexec.Deny && o.permission != hookexec.Ask:
 		return usagef("--permission must be allow, deny or ask, not %q", o.permission)
 	}
 	var d *reprise.ToolDecision

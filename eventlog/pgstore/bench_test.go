@@ -345,7 +345,7 @@ func BenchmarkToolCall(b *testing.B) {
 		if _, err := e.Append(ctx, "s", reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "tool_use", Raw: []byte(use)}}}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Permission: reprise.ToolAllow}); err != nil {
+		if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Permission: hookexec.Allow}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: []byte(`"ok"`)}); err != nil {

@@ -52,7 +52,7 @@ func answerWithTwoCalls(t *testing.T, e *reprise.Engine, dir string) {
 }
 
 func bash(id string) reprise.ToolCall {
-	return reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /tmp/x"}`), Permission: reprise.ToolAllow}
+	return reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"rm -rf /tmp/x"}`), Permission: hookexec.Allow}
 }
 
 // TestAGuardIsNeverClosedUnderItsLiveProcess has a first Engine run a
@@ -95,19 +95,19 @@ func TestAGuardIsNeverClosedUnderItsLiveProcess(t *testing.T) {
 	if p, err := two.Prompt(ctx, "go on"); !errors.Is(err, reprise.ErrAgentBusy) {
 		t.Errorf("the second process prompts: %+v, %v; want ErrAgentBusy", p, err)
 	}
-	if d, err := two.PreToolUse(ctx, bash("toolu_2")); err != nil || d.Decision != reprise.ToolAllow {
+	if d, err := two.PreToolUse(ctx, bash("toolu_2")); err != nil || d.Decision != hookexec.Allow {
 		t.Errorf("the second process asks about the other call: %+v, %v; want allow", d, err)
 	}
 
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if d := <-done; d == nil || d.Decision != reprise.ToolDeny {
+	if d := <-done; d == nil || d.Decision != hookexec.Deny {
 		t.Fatalf("the first process: %+v, want deny", d)
 	}
 	third := newEngine(t, db.open(t, pgstore.Options{}), dir)
 	d, err := testkit.Agent(t, third, agentID).PreToolUse(ctx, bash("toolu_1"))
-	if err != nil || d.Decision != reprise.ToolDeny || d.Interrupted || statuses(d.Outcomes) != schema.HookOK {
+	if err != nil || d.Decision != hookexec.Deny || d.Interrupted || statuses(d.Outcomes) != schema.HookOK {
 		t.Errorf("the log after: %+v, %v; want the guard's deny, its hook ok", d, err)
 	}
 }
@@ -234,7 +234,7 @@ func TestAGuardWhoseLockIsLostIsCancelled(t *testing.T) {
 	next := newEngine(t, db.open(t, pgstore.Options{}), dir)
 	guardHook(t, next, started, gate)
 	d, err := testkit.Agent(t, next, agentID).PreToolUse(ctx, bash("toolu_1"))
-	if err != nil || d.Decision != reprise.ToolDeny || statuses(d.Outcomes) != schema.HookCancelled {
+	if err != nil || d.Decision != hookexec.Deny || statuses(d.Outcomes) != schema.HookCancelled {
 		t.Errorf("the call asked again: %+v, %v; want denied, its guard cancelled", d, err)
 	}
 	if _, err := os.Stat(started); err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/turn"
 )
@@ -60,7 +61,7 @@ func TestTwoProcessesCannotBothFinishATurn(t *testing.T) {
 				<-leave
 				return reprise.ToolResult{Output: json.RawMessage(`"ok"`)}, nil
 			}}},
-			Permission: func(turn.Call) string { return reprise.ToolAllow }}
+			Permission: func(turn.Call) string { return hookexec.Allow }}
 	}
 	first, second := runner(), runner()
 	done := make(chan error, 1)
@@ -123,7 +124,7 @@ func TestAHostWhoseTurnLockIsLostStops(t *testing.T) {
 				<-leave // a tool that goes on regardless
 				return reprise.ToolResult{Output: json.RawMessage(`"slept"`)}, nil
 			}}},
-			Permission: func(turn.Call) string { return reprise.ToolAllow }}
+			Permission: func(turn.Call) string { return hookexec.Allow }}
 	}
 	firstStore := db.open(t, pgstore.Options{})
 	first := runner("first", firstStore)

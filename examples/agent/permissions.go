@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
 )
 
@@ -154,23 +153,23 @@ type call struct {
 }
 
 // permission is what the rules say of c, in Claude Code's order: a deny
-// rule wins, then an ask rule, then an allow rule; reprise.ToolAllow for
+// rule wins, then an ask rule, then an allow rule; hookexec.Allow for
 // a Read inside the project, which Claude Code reads without asking; ""
 // when nothing applies (reprise then weighs the hooks' answer, and a call
 // nobody decides is asked about).
 func (rs rules) permission(c call) (decision string, why *rule) {
 	if r := firstMatch(rs.deny, c, anyPart); r != nil {
-		return reprise.ToolDeny, r
+		return hookexec.Deny, r
 	}
 	if r := firstMatch(rs.ask, c, anyPart); r != nil {
-		return reprise.ToolAsk, r
+		return hookexec.Ask, r
 	}
 	if r := firstMatch(rs.allow, c, everyPart); r != nil {
-		return reprise.ToolAllow, r
+		return hookexec.Allow, r
 	}
 	if c.tool == "Read" {
 		if p, ok := filePath(c); ok && within(p, c.cwd) {
-			return reprise.ToolAllow, nil
+			return hookexec.Allow, nil
 		}
 	}
 	return "", nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/turn"
 )
 
@@ -98,7 +99,7 @@ func (h *host) show(ev turn.Event) {
 			fmt.Fprintf(h.errw, "[PreToolUse hooks added context (%d characters)]\n", len(d.Context))
 		}
 		switch {
-		case d.Decision == reprise.ToolDeny:
+		case d.Decision == hookexec.Deny:
 			fmt.Fprintf(h.out, "[%s denied: %s]\n", ev.Call.Name, d.Reason)
 		case d.Interrupted && ev.Call.Again:
 			fmt.Fprintf(h.errw, "[%s was allowed before the agent stopped: it runs again]\n", ev.Call.Name)

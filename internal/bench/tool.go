@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
 )
 
 // toolBench is target 9: one tool call's steps without hooks, its decision
@@ -86,8 +87,8 @@ func (r *toolRunner) Run(ctx context.Context) ([]Sample, error) {
 		}
 		before, syncs := r.store.appends.Load(), r.store.syncs()
 		d, err := timed(func() error {
-			dec, err := r.agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`), Permission: reprise.ToolAllow})
-			if err == nil && dec.Decision != reprise.ToolAllow {
+			dec, err := r.agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`), Permission: hookexec.Allow})
+			if err == nil && dec.Decision != hookexec.Allow {
 				err = fmt.Errorf("call %s: %s", id, dec.Decision)
 			}
 			if err == nil {

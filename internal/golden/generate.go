@@ -230,7 +230,7 @@ func (s *script) fired() error {
 	}
 	// PostToolUse of the answer's last call fires its PostToolBatch.
 	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_build", Name: "Bash", Input: []byte(`{"command":"make"}`),
-		Permission: reprise.ToolAllow, AddToolUse: true}); err != nil {
+		Permission: hookexec.Allow, AddToolUse: true}); err != nil {
 		return err
 	}
 	fb, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_build", Output: []byte(`"build ok"`)})
@@ -436,7 +436,7 @@ func (s *script) tools() error {
 		reprise.ToolUseBlock("toolu_make", "Bash", []byte(`{"command":"make"}`))}}); err != nil {
 		return err
 	}
-	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_rm", Name: "Bash", Input: []byte(`{"command":"rm -rf /"}`), Permission: reprise.ToolAllow}); err != nil {
+	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_rm", Name: "Bash", Input: []byte(`{"command":"rm -rf /"}`), Permission: hookexec.Allow}); err != nil {
 		return err
 	}
 	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_write", Name: "Write", Input: []byte(`{"file_path":"/etc/hosts"}`)}); err != nil {
@@ -445,7 +445,7 @@ func (s *script) tools() error {
 	if _, err := a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_write", Output: []byte(`"written"`)}); err != nil {
 		return err
 	}
-	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_make", Name: "Bash", Input: []byte(`{"command":"make"}`), Permission: reprise.ToolAllow}); err != nil {
+	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_make", Name: "Bash", Input: []byte(`{"command":"make"}`), Permission: hookexec.Allow}); err != nil {
 		return err
 	}
 	_, err = a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_make", Error: "Exit code 2"})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/messages"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/schema"
@@ -327,7 +328,7 @@ func TestToolUseRoundTrip(t *testing.T) {
 			inputs = append(inputs, string(c.Input))
 			return reprise.ToolResult{Output: json.RawMessage(`{"value":42}`)}, nil
 		}}},
-		Permission: func(turn.Call) string { return reprise.ToolAllow }}
+		Permission: func(turn.Call) string { return hookexec.Allow }}
 	out, err := runner.Run(ctx, "what is the answer?")
 	if err != nil {
 		t.Fatal(err)

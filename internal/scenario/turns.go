@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/turn"
 )
 
@@ -109,7 +110,7 @@ func (w *World) runTurn(ctx context.Context, t *testing.T, d *datadriven.TestDat
 	for _, name := range []string{"Bash", "Read", "Write", "Edit"} {
 		tools[name] = turn.Tool{Run: run, Repeatable: slices.Contains(repeat, name)}
 	}
-	permission := cmp.Or(opt(d, "permission"), reprise.ToolAllow)
+	permission := cmp.Or(opt(d, "permission"), hookexec.Allow)
 	r := &turn.Runner{Engine: w.e, Agent: w.agentOf(ctx, t, d), Model: model, Tools: tools,
 		Permission: func(turn.Call) string { return permission }}
 	if ask := opt(d, "ask"); ask != "" {
