@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/fsm"
@@ -59,7 +60,9 @@ func UserRefusedSaying(feedback string) string {
 
 // ErrBadTool is returned for a tool call without a name, with a tool_use
 // id that is not an id (ValidateID: the Messages API's ids, toolu_... or
-// call_..., are), or with a permission that is none of the decisions.
+// call_..., are), with a permission that is none of the decisions, or
+// with an input, output or response that is not JSON in UTF-8 (an input
+// that is not an object).
 var ErrBadTool = lifecycle.ErrBadTool
 
 // ToolCall is a tool call the model asked for, as the host asks about it
@@ -173,6 +176,9 @@ func (a *Agent) PreToolUse(ctx context.Context, call ToolCall) (*ToolDecision, e
 	if err := checkToolID(call.ID); err != nil {
 		return nil, err
 	}
+	if err := checkJSON("input", call.Input, true); err != nil {
+		return nil, err
+	}
 	t := &lifecycle.ToolRequest{ID: call.ID, Name: call.Name, Input: jsonOr(call.Input, "{}"), Permission: call.Permission}
 	rep, c, err := a.doTool(ctx, lifecycle.Action{Kind: lifecycle.PreToolUse, Tool: t}, func() error {
 		if a.view.Tools[call.ID] != nil {
@@ -250,6 +256,12 @@ func (a *Agent) PostToolUse(ctx context.Context, res ToolResult) (*ToolFeedback,
 	if err := checkToolID(res.ID); err != nil {
 		return nil, err
 	}
+	if err := checkJSON("output", res.Output, false); err != nil {
+		return nil, err
+	}
+	if err := checkJSON("response", res.Response, false); err != nil {
+		return nil, err
+	}
 	t := &lifecycle.ToolRequest{ID: res.ID, Result: jsonOr(res.Output, `""`), Failed: res.Error != "" && !res.Refused,
 		Refused: res.Refused, Error: res.Error, Interrupt: res.Interrupt, Duration: res.Duration.Nanoseconds()}
 	t.Response = jsonOr(res.Response, string(t.Result))
@@ -300,6 +312,28 @@ func checkToolID(id string) error {
 func checkPermission(p string) error {
 	if p != "" && p != hookexec.Allow && p != hookexec.Deny && p != hookexec.Ask {
 		return fmt.Errorf("%w: permission %q is none of allow, deny, ask", ErrBadTool, p)
+	}
+	return nil
+}
+
+// checkJSON refuses raw, a call's what, unless it is empty or JSON text
+// in UTF-8 (an object when object is set): encoding/json takes strings
+// that are not UTF-8, but the hooks would read JSON that is not text,
+// which they cannot parse, and a guard that cannot parse its input
+// decides nothing.
+func checkJSON(what string, raw json.RawMessage, object bool) error {
+	t := bytes.TrimSpace(raw)
+	switch {
+	case len(t) == 0:
+		return nil
+	case !json.Valid(t) || object && t[0] != '{':
+		kind := "JSON"
+		if object {
+			kind = "a JSON object"
+		}
+		return fmt.Errorf("%w: the call's %s is not %s", ErrBadTool, what, kind)
+	case !utf8.Valid(t):
+		return fmt.Errorf("%w: the call's %s is not valid UTF-8", ErrBadTool, what)
 	}
 	return nil
 }

@@ -385,6 +385,35 @@ func TestToolCallIDsAreIDs(t *testing.T) {
 	}
 }
 
+// TestToolCallsOfBytesThatAreNotTextAreRefused checks that a Go host's
+// call whose input, output or response is not JSON text in UTF-8 is
+// refused before anything is recorded, where the hooks were given JSON
+// they could not parse, or {} in place of an input that was no object.
+func TestToolCallsOfBytesThatAreNotTextAreRefused(t *testing.T) {
+	ctx := context.Background()
+	e, agent := startedAgent(t)
+	before := testkit.Events(t, e.Store())
+	for _, in := range []string{"{\"command\":\"rm \xff\"}", `["ls"]`, `{"command":`} {
+		if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(in), AddToolUse: true}); !errors.Is(err, reprise.ErrBadTool) {
+			t.Errorf("PreToolUse with input %q: %v; want ErrBadTool", in, err)
+		}
+	}
+	for _, out := range []string{"\"caf\xe9\"", `"open`} {
+		if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(out)}); !errors.Is(err, reprise.ErrBadTool) {
+			t.Errorf("PostToolUse with output %q: %v; want ErrBadTool", out, err)
+		}
+		if _, err := agent.PostToolUse(ctx, reprise.ToolResult{ID: "t1", Output: json.RawMessage(`"ok"`), Response: json.RawMessage(out)}); !errors.Is(err, reprise.ErrBadTool) {
+			t.Errorf("PostToolUse with response %q: %v; want ErrBadTool", out, err)
+		}
+	}
+	if after := testkit.Events(t, e.Store()); len(after) != len(before) {
+		t.Errorf("refused calls appended %d events", len(after)-len(before))
+	}
+	if _, err := agent.PreToolUse(ctx, reprise.ToolCall{ID: "t1", Name: "Bash", Input: json.RawMessage(`{"command":"caf\u00e9"}`), AddToolUse: true}); err != nil {
+		t.Errorf("an input of text: %v", err)
+	}
+}
+
 // startedAgent is agent ide of a new Engine on a bbolt file, started on
 // session a, which holds one message.
 func startedAgent(t *testing.T) (*reprise.Engine, *reprise.Agent) {

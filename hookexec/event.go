@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/reprise-dev/reprise/schema"
 )
@@ -146,6 +147,11 @@ func eventStdin(spec schema.EventSpec, in EventInput) ([]byte, error) {
 	if raw := bytes.TrimSpace(in.Fields); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		if raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
 			return nil, fmt.Errorf("%w: %s: the event's fields must be a JSON object", ErrBadInput, spec.Event)
+		}
+		if !utf8.Valid(raw) {
+			// encoding/json takes such strings, but hooks would read JSON
+			// that is not text, which a hook cannot parse.
+			return nil, fmt.Errorf("%w: %s: the event's fields are not valid UTF-8", ErrBadInput, spec.Event)
 		}
 	}
 	common := map[string]string{"session_id": in.SessionID, "transcript_path": in.TranscriptPath, "cwd": in.Cwd,

@@ -93,6 +93,11 @@ func TestEventStdinAndRequiredFields(t *testing.T) {
 	if _, _, err := RunEvent(context.Background(), nil, "Bogus", in, env); !errors.Is(err, ErrBadInput) {
 		t.Fatalf("an unknown event: %v", err)
 	}
+	// Bytes that are not text would reach the hook as JSON it cannot parse.
+	in.Fields = json.RawMessage("{\"file_path\": \"/src/\xff\", \"event\": \"change\"}")
+	if _, _, err := RunEvent(context.Background(), []Hook{h}, "FileChanged", in, env); !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "UTF-8") {
+		t.Fatalf("fields that are not UTF-8: %v", err)
+	}
 }
 
 // A Go hook of any event, registered with On, answers in Claude Code's
