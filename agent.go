@@ -733,10 +733,11 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 	e := a.e
 	id := eff.Session
 	var msgs []Message
+	var sub *schema.Subagent
 	transcript := e.TranscriptPath(id)
 	if s, err := e.session(wctx, id); err == nil {
 		s.mu.Lock()
-		env.ProjectDir = s.conv.Cwd
+		env.ProjectDir, sub = s.conv.Cwd, s.conv.Subagent
 		msgs = s.conv.Messages[:len(s.conv.Messages):len(s.conv.Messages)] // appends never touch these
 		if len(hooks) > 0 {
 			_, err = e.syncTranscript(s)
@@ -752,15 +753,25 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 	}
 	now := e.now().UnixMilli()
 	cwd := cmp.Or(env.Cwd, env.ProjectDir) // what the hooks are told
+	// Inside a subagent, hooks are told the parent's session and
+	// transcript, as Claude Code tells them; its own transcript is
+	// SubagentStop's agent_transcript_path.
+	told, own := id, transcript
+	if sub != nil {
+		told, transcript = sub.Session, e.TranscriptPath(sub.Session)
+	}
 	if eff.Fire != nil {
-		return a.runFire(ctx, eff, hooks, hookexec.EventInput{SessionID: id, TranscriptPath: transcript, Cwd: cwd,
+		return a.runFire(ctx, eff, hooks, hookexec.EventInput{SessionID: told, TranscriptPath: transcript, Cwd: cwd,
 			PromptID: eff.PromptID, PermissionMode: e.permissionMode, Fields: eff.Fire.Fields, Messages: msgs}, env)
 	}
 	if eff.Tool != nil {
-		return a.runToolHooks(ctx, eff, hooks, hookexec.ToolInput{SessionID: id, TranscriptPath: transcript,
+		return a.runToolHooks(ctx, eff, hooks, hookexec.ToolInput{SessionID: told, TranscriptPath: transcript,
 			Cwd: cwd, Timestamp: now, PromptID: eff.PromptID, Messages: msgs}, env)
 	}
 	switch eff.Event {
+	case schema.HookSubagentStart, schema.HookSubagentStop:
+		return a.runSubagentHooks(ctx, eff, sub, hooks, hookexec.EventInput{SessionID: told, TranscriptPath: transcript,
+			Cwd: cwd, PromptID: eff.PromptID, PermissionMode: e.permissionMode, Messages: msgs}, own, env)
 	case hookexec.SessionEnd:
 		outcomes := e.runner.SessionEnd(ctx, hooks, hookexec.SessionEndInput{
 			SessionID: id, TranscriptPath: transcript, Timestamp: now, Cwd: cwd,

@@ -494,7 +494,7 @@ func (e *Engine) CreateSession(ctx context.Context, id, cwd string) (string, err
 	if err != nil {
 		return "", err
 	}
-	return e.createSession(ctx, id, cwd)
+	return e.createSession(ctx, &schema.SessionCreated{ID: id, Cwd: cwd})
 }
 
 // resolveCwd makes cwd absolute and checks that it is a directory.
@@ -512,17 +512,18 @@ func (e *Engine) resolveCwd(cwd string) (string, error) {
 	return abs, nil
 }
 
-// createSession writes the SessionCreated of a session with id and cwd as
-// given.
-func (e *Engine) createSession(ctx context.Context, id, cwd string) (string, error) {
-	if id == "" {
-		id = e.newID()
+// createSession writes created, the SessionCreated of a new session (a
+// new id when its ID is empty), and returns the session's id.
+func (e *Engine) createSession(ctx context.Context, created *schema.SessionCreated) (string, error) {
+	if created.ID == "" {
+		created.ID = e.newID()
 	}
+	id := created.ID
 	if err := ValidateID(id); err != nil {
 		return "", err
 	}
 	stream := projection.SessionStream(id)
-	rec, err := schema.NewRecord(stream, &schema.SessionCreated{ID: id, Cwd: cwd}, e.stamp(), "")
+	rec, err := schema.NewRecord(stream, created, e.stamp(), "")
 	if err != nil {
 		return "", err
 	}
@@ -828,7 +829,7 @@ func (s *session) checkToolUses(m Message) error {
 func (s *session) view() *lifecycle.Session {
 	v := &lifecycle.Session{ID: s.conv.ID, Cwd: s.conv.Cwd, Head: s.conv.Head, Messages: len(s.conv.Messages),
 		ViewLen: len(s.conv.Messages) - s.conv.ViewStart, LastUUID: s.conv.LastUUID(), Pending: s.pending,
-		Deleted: s.conv.Deleted, Importing: s.conv.Importing}
+		Deleted: s.conv.Deleted, Importing: s.conv.Importing, Subagent: s.conv.Subagent}
 	v.Calls, v.OpenCalls, _ = projection.LastCalls(s.conv.Messages[s.conv.ViewStart:], s.pending)
 	for i := len(s.conv.Messages) - 1; i >= 0; i-- {
 		if m := &s.conv.Messages[i]; m.Role == "assistant" {

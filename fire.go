@@ -278,16 +278,23 @@ func (a *Agent) display(ctx context.Context, req *lifecycle.FireRequest) (*Fired
 // Engine's runner when it runs any event, with a CLAUDE_ENV_FILE where the
 // event gives one, and says what they decided.
 func (a *Agent) runFire(ctx context.Context, eff lifecycle.RunHooks, hooks []hookexec.Hook, in hookexec.EventInput, env hookexec.CommandEnv) lifecycle.HooksRan {
+	return a.runEvent(ctx, eff.Event, "fire-"+eff.Fire.ID, eff.Session, hooks, in, env)
+}
+
+// runEvent runs hooks of event, as RunEvent reads them, for run (which
+// names its CLAUDE_ENV_FILE, when the event has one) on session id; in
+// is what they are told.
+func (a *Agent) runEvent(ctx context.Context, event hookexec.Event, run, id string, hooks []hookexec.Hook, in hookexec.EventInput, env hookexec.CommandEnv) lifecycle.HooksRan {
 	e := a.e
 	runner, ok := e.runner.(hookexec.EventRunner)
 	if !ok {
 		runner = hookexec.Exec{}
 	}
 	envName := ""
-	if spec, _ := schema.LookupEvent(eff.Event); spec.EnvFile {
-		envName, env.EnvFile = e.newEnvFile(in.SessionID, "fire-"+eff.Fire.ID, hooks)
+	if spec, _ := schema.LookupEvent(event); spec.EnvFile {
+		envName, env.EnvFile = e.newEnvFile(id, run, hooks)
 	}
-	outcomes, res, err := runner.Event(ctx, hooks, eff.Event, in, env)
+	outcomes, res, err := runner.Event(ctx, hooks, event, in, env)
 	if err != nil {
 		// Fire checked the input: only a Runner of the host's refuses it.
 		outcomes = make([]schema.HookOutcome, len(hooks))
@@ -295,11 +302,11 @@ func (a *Agent) runFire(ctx context.Context, eff lifecycle.RunHooks, hooks []hoo
 			outcomes[i] = schema.HookOutcome{Name: h.Name, Source: h.Source, Status: schema.HookFailed, Error: err.Error()}
 		}
 	}
-	ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(in.SessionID, hooks, outcomes), Blocked: res.Blocked,
+	ran := lifecycle.HooksRan{Outcomes: e.scoped.Settle(id, hooks, outcomes), Blocked: res.Blocked,
 		Reason: res.Reason, Feedback: res.Feedback, Context: res.Context, Halt: res.Halt, StopReason: res.StopReason,
 		SystemMessage: res.SystemMessage, Specific: res.Specific}
 	if envName != "" {
-		ran.Env = e.takeEnvFile(in.SessionID, envName)
+		ran.Env = e.takeEnvFile(id, envName)
 	}
 	return ran
 }

@@ -121,6 +121,30 @@ type Session struct {
 	// Importing says that the session's import started and did not
 	// finish: no agent may start or restore it.
 	Importing bool
+	// Subagent, in a subagent's session, names the call that started it:
+	// SubagentStart hooks start it and SubagentStop hooks stop it, in
+	// place of SessionStart's and Stop's.
+	Subagent *schema.Subagent
+}
+
+// startEvent is the event whose hooks run when session s starts, and the
+// value its matchers select on: SessionStart on its source, or, in a
+// subagent's session, SubagentStart on the subagent's type.
+func startEvent(s *Session, source schema.Source) (schema.HookEvent, string) {
+	if s != nil && s.Subagent != nil {
+		return schema.HookSubagentStart, s.Subagent.Type
+	}
+	return schema.HookSessionStart, string(source)
+}
+
+// stopEvent is the event whose hooks run when the agent would stop on
+// session s, and the value its matchers select on: Stop, or, in a
+// subagent's session, SubagentStop on the subagent's type.
+func stopEvent(s *Session) (schema.HookEvent, string) {
+	if s != nil && s.Subagent != nil {
+		return schema.HookSubagentStop, s.Subagent.Type
+	}
+	return schema.HookStop, ""
 }
 
 // Input is everything a Step decides from.
@@ -351,10 +375,11 @@ func Step(in Input) (Ready, error) {
 		return load(in, Ready{}, r.ID, r.To, r.Source, r.From, r.InitialPrompt)
 	case fsm.Loaded:
 		r := a.Restore
-		return hookIntent(in, Ready{}, func() string { return r.ID }, MatchHooks{Event: schema.HookSessionStart, Value: string(r.Source), Session: r.To},
+		event, value := startEvent(in.Sessions[r.To], r.Source)
+		return hookIntent(in, Ready{}, func() string { return r.ID }, MatchHooks{Event: event, Value: value, Session: r.To},
 			func(m HooksMatched) schema.Payload {
 				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: m.Hooks, Status: m.Status}
-			}, RunHooks{Event: schema.HookSessionStart, Session: r.To, Source: r.Source, InitialPrompt: r.InitialPrompt})
+			}, RunHooks{Event: event, Session: r.To, Source: r.Source, InitialPrompt: r.InitialPrompt})
 	case fsm.Starting:
 		r := a.Restore
 		ran, cut := hooksRan(in, r.StartHooks)
@@ -675,8 +700,9 @@ func inject(in Input) (Ready, error) {
 	}
 	var msgs []*schema.Message
 	if r.Context != "" {
+		event, _ := startEvent(s, r.Source)
 		msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
-			Content: []schema.Block{{Type: "text", Text: Reminder(schema.HookSessionStart, r.Context)}}}
+			Content: []schema.Block{{Type: "text", Text: Reminder(event, r.Context)}}}
 		done.MessageUUID = msg.UUID
 		msgs = append(msgs, &msg)
 	}
@@ -920,10 +946,11 @@ func stop(in Input, id string) (Ready, error) {
 	if s := in.Sessions[id]; s != nil {
 		last, answer = lastAssistant(s), lastAnswer(s)
 	}
-	return hookIntent(in, flush(in, id), in.NewID, MatchHooks{Event: schema.HookStop, Session: id},
+	event, value := stopEvent(in.Sessions[id])
+	return hookIntent(in, flush(in, id), in.NewID, MatchHooks{Event: event, Value: value, Session: id},
 		func(m HooksMatched) schema.Payload {
 			return &schema.StopHookStarted{Session: id, Active: active, Hooks: m.Hooks, Status: m.Status, StopReason: in.Action.StopReason, Answer: answer}
-		}, RunHooks{Event: schema.HookStop, Session: id, StopActive: active, StopReason: in.Action.StopReason,
+		}, RunHooks{Event: event, Session: id, StopActive: active, StopReason: in.Action.StopReason,
 			FinalMessage: last, PromptID: a.LastPromptID})
 }
 
@@ -962,9 +989,10 @@ func stopped(in Input) (Ready, error) {
 	}
 	// A block's reason, or the hooks' feedback, goes to the model, which
 	// is asked again.
-	text := Reminder(schema.HookStop, ran.Context)
+	event, _ := stopEvent(s)
+	text := Reminder(event, ran.Context)
 	if ran.Blocked {
-		text = stopFeedback(ran)
+		text = stopFeedback(event, ran)
 	}
 	msg := schema.Message{UUID: in.NewID(), Role: "user", IsMeta: true, Timestamp: in.Now,
 		Content: []schema.Block{{Type: "text", Text: text}}}
@@ -985,16 +1013,17 @@ func flush(in Input, id string) Ready {
 }
 
 // stopFeedback is the user message that tells the model why its stop was
-// blocked, as Claude Code words it: a line for each hook that blocked.
-func stopFeedback(ran HooksRan) string {
+// blocked by event's hooks (Stop or SubagentStop), as Claude Code words
+// it: a line for each hook that blocked.
+func stopFeedback(event schema.HookEvent, ran HooksRan) string {
 	var lines []string
 	for _, o := range ran.Outcomes {
 		if o.Decision == "block" {
-			lines = append(lines, "Stop hook blocking error from command: \""+o.Name+"\": "+o.Reason)
+			lines = append(lines, string(event)+" hook blocking error from command: \""+o.Name+"\": "+o.Reason)
 		}
 	}
 	if len(lines) == 0 {
-		return "Stop hook blocking error: " + ran.Reason
+		return string(event) + " hook blocking error: " + ran.Reason
 	}
 	return strings.Join(lines, "\n")
 }

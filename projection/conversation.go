@@ -28,6 +28,8 @@ type Conversation struct {
 	ID       string
 	Cwd      string
 	Created  int64  // UTC unix nanoseconds of SessionCreated
+	// Subagent, in a subagent's session, names the call that started it.
+	Subagent *schema.Subagent
 	Head     uint64 // sequence of the last event applied
 	Messages []schema.Message
 	// Kept holds transcript records that are not messages (imported ones,
@@ -98,7 +100,7 @@ func (c *Conversation) apply(ev eventlog.Event, p schema.Payload) error {
 		if ev.Seq != 1 {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "SessionCreated after the start of the stream")
 		}
-		c.Cwd, c.Created = p.Cwd, ev.Time
+		c.Cwd, c.Created, c.Subagent = p.Cwd, ev.Time, p.Subagent
 	case *schema.MessageAppended:
 		if ev.Seq == 1 {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "message before SessionCreated")

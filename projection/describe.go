@@ -17,10 +17,14 @@ import (
 func Describe(p schema.Payload) string {
 	switch p := p.(type) {
 	case *schema.SessionCreated:
+		out := "cwd=" + p.Cwd
 		if p.ImportedCwd != "" {
-			return "cwd=" + p.Cwd + " imported-cwd=" + p.ImportedCwd
+			out += " imported-cwd=" + p.ImportedCwd
 		}
-		return "cwd=" + p.Cwd
+		if sub := p.Subagent; sub != nil {
+			out += fmt.Sprintf(" subagent=%s type=%s of=%s call=%s", Word(sub.AgentID), Word(sub.Type), Word(sub.Session), Word(sub.ToolUseID))
+		}
+		return out
 	case *schema.MessageAppended:
 		m := p.Message
 		meta := ""

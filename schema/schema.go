@@ -57,6 +57,19 @@ type SessionCreated struct {
 	ImportedCwd string `msgpack:"imported_cwd,omitempty"`
 	Parent      string `msgpack:"parent,omitempty"`
 	ForkPoint   string `msgpack:"forkpoint,omitempty"`
+	// Subagent, in a subagent's session, names the call that started it;
+	// nil in any other session.
+	Subagent *Subagent `msgpack:"subagent,omitempty"`
+}
+
+// Subagent links a subagent's session to the parent session's call of
+// the Agent tool that started it: one session per call.
+type Subagent struct {
+	Session     string `msgpack:"session"`     // the parent session
+	ToolUseID   string `msgpack:"tool_use_id"` // the parent's Agent call
+	AgentID     string `msgpack:"agent_id"`    // the hooks' agent_id
+	Type        string `msgpack:"type"`        // the call's subagent_type
+	Description string `msgpack:"description,omitempty"`
 }
 
 // Message is one conversation message as stored in the log.

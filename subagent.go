@@ -1,0 +1,145 @@
+package reprise
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/schema"
+)
+
+// DefaultSubagentType is the subagent_type of an Agent call that names
+// none, as in Claude Code.
+const DefaultSubagentType = "general-purpose"
+
+// ErrNestedSubagent is returned by StartSubagent on an agent that is a
+// subagent: as in Claude Code, a subagent starts no subagent of its own.
+var ErrNestedSubagent = errors.New("reprise: a subagent starts no subagent")
+
+// ErrBadSubagent is returned by StartSubagent for a call without a prompt,
+// for a call the agent's current session has not allowed, or when the
+// subagent's session is found linked to another call.
+var ErrBadSubagent = errors.New("reprise: bad subagent call")
+
+// SubagentCall is a call of the Agent tool (Task, in Claude Code's older
+// words): the model hands Prompt to a subagent of Type.
+type SubagentCall struct {
+	ToolUseID   string // the call's tool_use id in the parent's session
+	Type        string // its subagent_type; DefaultSubagentType when empty
+	Description string
+	Prompt      string
+}
+
+// SubagentID is the agent_id of the subagent that the Agent call
+// toolUseID of session starts: the same in every process, so that one
+// call starts one subagent, however often it is asked to.
+func SubagentID(session, toolUseID string) string {
+	sum := sha256.Sum256([]byte(session + "\x00" + toolUseID))
+	return "a" + hex.EncodeToString(sum[:8])
+}
+
+// SubagentSession is the id of the session, and of the agent that drives
+// it, of the subagent with agentID: agent-<agent_id>, as Claude Code
+// names the subagent's transcript.
+func SubagentSession(agentID string) string { return "agent-" + agentID }
+
+// StartSubagent starts the subagent of Agent call c of the agent's current
+// session, once: its session, linked to the call (schema.Subagent) and
+// holding c.Prompt as its first message, and its own agent, which drives
+// that session (its own turn and lock, so that the subagents of one answer
+// run at once) and whose start runs SubagentStart hooks, never
+// SessionStart's; its turn then runs as any other (turn.Runner), and its
+// Stop runs SubagentStop hooks, never Stop's. The call must be allowed
+// first (PreToolUse, AnswerAsk): a subagent is what the tool does. Asked
+// again for the same call, in any process, it returns the same agent and
+// starts nothing: what a dead process began is rolled forward.
+//
+// Inside a subagent, every hook is told the parent's session_id and
+// transcript_path, as in Claude Code; SubagentStart and SubagentStop
+// hooks are also told the subagent's agent_id and agent_type.
+func (a *Agent) StartSubagent(ctx context.Context, c SubagentCall) (*Agent, error) {
+	if err := checkToolID(c.ToolUseID); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(c.Prompt) == "" {
+		return nil, fmt.Errorf("%w: call %s has no prompt", ErrBadSubagent, c.ToolUseID)
+	}
+	if c.Type == "" {
+		c.Type = DefaultSubagentType
+	}
+	a.mu.Lock()
+	parent, call := a.view.Current, a.view.Tools[c.ToolUseID]
+	a.mu.Unlock()
+	if parent == "" {
+		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
+	}
+	ps, err := a.e.session(ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	ps.mu.Lock()
+	cwd, nested := ps.conv.Cwd, ps.conv.Subagent != nil
+	ps.mu.Unlock()
+	switch {
+	case nested:
+		return nil, fmt.Errorf("%w: agent %s is one", ErrNestedSubagent, a.id)
+	case call == nil || call.Decision != hookexec.Allow || call.Session != parent:
+		return nil, fmt.Errorf("%w: call %s of session %s is not allowed to run", ErrBadSubagent, c.ToolUseID, parent)
+	}
+	link := &schema.Subagent{Session: parent, ToolUseID: c.ToolUseID, AgentID: SubagentID(parent, c.ToolUseID),
+		Type: c.Type, Description: c.Description}
+	id := SubagentSession(link.AgentID)
+	_, err = a.e.createSession(ctx, &schema.SessionCreated{ID: id, Cwd: cwd, Subagent: link})
+	if err != nil && !errors.Is(err, ErrSessionExists) {
+		return nil, err
+	}
+	s, err := a.e.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	found, empty := s.conv.Subagent, len(s.conv.Messages) == 0
+	s.mu.Unlock()
+	if found == nil || found.Session != parent || found.ToolUseID != c.ToolUseID {
+		return nil, fmt.Errorf("%w: session %s is not the subagent of call %s", ErrBadSubagent, id, c.ToolUseID)
+	}
+	if empty {
+		// A process that died between the two appends left no prompt.
+		if _, err := a.e.Append(ctx, id, Message{Role: "user", Content: []Block{{Type: "text", Text: c.Prompt}}}); err != nil {
+			return nil, err
+		}
+	}
+	child, err := a.e.Agent(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if child.Current() != id {
+		if _, err := child.Start(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return child, nil
+}
+
+// runSubagentHooks runs the SubagentStart or SubagentStop hooks of eff on
+// subagent sub's session, whose transcript is own: in is what every hook
+// is told (the parent's session and transcript), and the event's own
+// fields are added as Claude Code sends them.
+func (a *Agent) runSubagentHooks(ctx context.Context, eff lifecycle.RunHooks, sub *schema.Subagent, hooks []hookexec.Hook, in hookexec.EventInput, own string, env hookexec.CommandEnv) lifecycle.HooksRan {
+	fields := map[string]any{}
+	if sub != nil {
+		fields["agent_id"], fields["agent_type"] = sub.AgentID, sub.Type
+	}
+	if eff.Event == schema.HookSubagentStop {
+		fields["stop_hook_active"], fields["agent_transcript_path"] = eff.StopActive, own
+		fields["last_assistant_message"] = eff.FinalMessage
+	}
+	in.Fields, _ = json.Marshal(fields) // strings and a bool always marshal
+	return a.runEvent(ctx, eff.Event, "subagent-"+a.e.newID(), eff.Session, hooks, in, env)
+}
