@@ -25,9 +25,9 @@ func SessionID(stream string) string {
 
 // Conversation is the fold of one session stream.
 type Conversation struct {
-	ID       string
-	Cwd      string
-	Created  int64  // UTC unix nanoseconds of SessionCreated
+	ID      string
+	Cwd     string
+	Created int64 // UTC unix nanoseconds of SessionCreated
 	// Subagent, in a subagent's session, names the call that started it.
 	Subagent *schema.Subagent
 	Head     uint64 // sequence of the last event applied
