@@ -134,7 +134,7 @@ func (a *Agent) StartSubagent(ctx context.Context, c SubagentCall) (*Agent, erro
 func (a *Agent) runSubagentHooks(ctx context.Context, eff lifecycle.RunHooks, sub *schema.Subagent, hooks []hookexec.Hook, in hookexec.EventInput, own string, env hookexec.CommandEnv) lifecycle.HooksRan {
 	fields := map[string]any{}
 	if sub != nil {
-		fields["agent_id"], fields["agent_type"] = sub.AgentID, sub.Type
+		in.AgentID, in.AgentType = sub.AgentID, sub.Type // and Go hooks get them typed
 	}
 	if eff.Event == schema.HookSubagentStop {
 		fields["stop_hook_active"], fields["agent_transcript_path"] = eff.StopActive, own

@@ -122,6 +122,9 @@ type Event struct {
 	Result   *reprise.ToolResult   // Ran, NotReached: what was recorded
 	Feedback *reprise.ToolFeedback // Ran
 	Stop     *reprise.StopResult   // Stopped
+	// Subagent is the agent_id of the subagent whose step this is; "" for
+	// the Runner's own agent.
+	Subagent string
 }
 
 // Runner drives the turns of one agent, on its current session (make one
@@ -135,7 +138,7 @@ type Runner struct {
 	Model  Model
 	Tools  map[string]Tool // by name; a call of a tool not here fails
 	// Permission says what the host's own rules say of a call:
-	// hookexec.Allow, ToolDeny, ToolAsk, or "" for nothing (a call that
+	// hookexec.Allow, Deny, Ask, or "" for nothing (a call that
 	// nothing decides is left to ask). Nil says nothing of any call.
 	Permission func(Call) string
 	// Ask asks the user about a call left to ask, with the hooks' reason,
@@ -160,10 +163,18 @@ type Runner struct {
 	// FinalError, which ends the turn at once. Tries follow each other at
 	// once: a Model that wants a pause between them waits itself.
 	ModelTries int
-	// OnEvent, when set, is told each step, one at a time.
+	// Subagents are the types of subagent the model may hand work to
+	// with the Agent tool (Task, its former name), by subagent_type: a
+	// call of it runs a turn of its own on a subagent
+	// (Agent.StartSubagent) and its final answer is the call's result.
+	// Nil leaves Agent to Tools, as any other tool.
+	Subagents map[string]Subagent
+	// OnEvent, when set, is told each step, one at a time, the steps of
+	// subagents among them.
 	OnEvent func(Event)
 
-	mu sync.Mutex // serializes Ask and OnEvent
+	mu       sync.Mutex // serializes Ask and OnEvent
+	subagent bool       // the Runner of a subagent's turn, which another Runner started
 }
 
 // Outcome says how a Run or Resume ended.
@@ -258,8 +269,8 @@ func (r *Runner) drive(ctx context.Context, out *Outcome) error {
 		last = &t
 		switch t.Phase {
 		case reprise.TurnOver:
-			if t.Answer == "" || out.Limited {
-				return nil
+			if t.Answer == "" || out.Limited || r.subagent {
+				return nil // a subagent waits on nobody: its parent goes on
 			}
 			// Waiting on the user, once per answer the turn ended on.
 			return r.notify(ctx, "idle-"+t.Answer, IdlePrompt, "Claude is waiting for your input")
@@ -636,7 +647,7 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 		// used the id first.
 		return step{unusable: fmt.Sprintf("The tool_use id %q was used by an earlier call.", c.ID)}
 	}
-	tool, known := r.Tools[c.Name]
+	tool, known := r.tool(c.Name)
 	call.Input, call.Again = d.Input, d.Interrupted && known && tool.Repeatable
 	r.emit(Event{Kind: Decided, Call: &call, Decision: d})
 	switch {
