@@ -898,7 +898,7 @@ func (e *Engine) Session(ctx context.Context, id string) (projection.SessionInfo
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return projection.SessionInfo{ID: id, Cwd: s.conv.Cwd, Created: s.conv.Created, Messages: len(s.conv.Messages)}, nil
+	return projection.SessionInfo{ID: id, Cwd: s.conv.Cwd, Created: s.conv.Created, Messages: len(s.conv.Messages), Subagent: s.conv.Subagent}, nil
 }
 
 // Sessions returns every session of the store, deleted ones left out,

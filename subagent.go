@@ -11,6 +11,7 @@ import (
 
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/lifecycle"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -142,4 +143,61 @@ func (a *Agent) runSubagentHooks(ctx context.Context, eff lifecycle.RunHooks, su
 	}
 	in.Fields, _ = json.Marshal(fields) // strings and a bool always marshal
 	return a.runEvent(ctx, eff.Event, "subagent-"+a.e.newID(), eff.Session, hooks, in, env)
+}
+
+// SubagentInfo is one subagent of a session: its session, the call that
+// started it, and where its turn stands.
+type SubagentInfo struct {
+	Session projection.SessionInfo // Session.Subagent links it to its call
+	Turn    Turn                   // of the subagent's own agent
+	// Resulted says that the parent's session holds the call's
+	// tool_result: the parent has the subagent's answer.
+	Resulted bool
+}
+
+// Subagents returns the subagents that the Agent calls of session id
+// started, in the order of the calls; a call whose subagent never started
+// (denied, or not reached) has none.
+func (e *Engine) Subagents(ctx context.Context, id string) ([]SubagentInfo, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	calls := projection.SubagentCalls(s.conv.Messages)
+	results := map[string]bool{}
+	for _, m := range s.conv.Messages {
+		for _, r := range projection.ToolResults(m) {
+			results[r] = true
+		}
+	}
+	s.mu.Unlock()
+	var subs []SubagentInfo
+	for _, c := range calls {
+		sid := SubagentSession(SubagentID(id, c.ID))
+		info, err := e.Session(ctx, sid)
+		if errors.Is(err, ErrSessionNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if info.Subagent == nil || info.Subagent.Session != id || info.Subagent.ToolUseID != c.ID {
+			continue // a session of that name, not this call's subagent
+		}
+		// Read, not loaded: a view rolls nothing forward.
+		view := projection.NewAgent(sid)
+		if err := e.store.ReadStream(ctx, projection.AgentStream(sid), 1, view.Apply); err != nil {
+			return nil, err
+		}
+		cs, err := e.session(ctx, sid)
+		if err != nil {
+			return nil, err
+		}
+		cs.mu.Lock()
+		t := projection.TurnOf(sid, cs.conv.View(), view)
+		cs.mu.Unlock()
+		subs = append(subs, SubagentInfo{Session: info, Turn: t, Resulted: results[c.ID]})
+	}
+	return subs, nil
 }

@@ -20,8 +20,11 @@ type SessionInfo struct {
 	Cwd         string
 	ImportedCwd string // the cwd an imported transcript named, never used to run hooks
 	Parent      string // the session a fork copied, "" for none
-	Created     int64  // UTC unix nanoseconds
-	Messages    int
+	// Subagent, in a subagent's session, names the call that started it
+	// (Engine.Session fills it; the session index does not hold it).
+	Subagent *schema.Subagent
+	Created  int64 // UTC unix nanoseconds
+	Messages int
 	// LastRestored is when an agent last loaded the session; 0 if never.
 	LastRestored int64
 	// LastActivity is when the session was last used: the time of its

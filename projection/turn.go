@@ -205,3 +205,20 @@ func (c *ToolCall) halted() bool {
 func haltIn(outcomes []schema.HookOutcome) bool {
 	return slices.ContainsFunc(outcomes, func(o schema.HookOutcome) bool { return o.Halt })
 }
+
+// SubagentCalls returns the calls of the Agent tool (and of Task, its
+// former name) that msgs hold, in order: each starts one subagent.
+func SubagentCalls(msgs []schema.Message) []ToolUse {
+	var calls []ToolUse
+	for _, m := range msgs {
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, u := range ToolUses(m) {
+			if u.Name == "Agent" || u.Name == "Task" {
+				calls = append(calls, u)
+			}
+		}
+	}
+	return calls
+}

@@ -122,6 +122,11 @@ assistant "A done"`
 	if got := strings.Join(events, " "); !strings.HasPrefix(got, "/Agent /Agent a") || strings.Count(got, "/Echo") != 2 {
 		t.Errorf("events: %s", got)
 	}
+	subs, err := e.Subagents(ctx, "s")
+	if err != nil || len(subs) != 2 || subs[0].Session.ID != idA || subs[0].Session.Subagent.ToolUseID != "a1" ||
+		subs[1].Session.Subagent.ToolUseID != "a2" || subs[0].Turn.Phase != reprise.TurnOver || !subs[0].Resulted || !subs[1].Resulted {
+		t.Errorf("the tree: %+v, %v", subs, err)
+	}
 	again, err := runner.Resume(ctx)
 	if err != nil || again.Resumed || again.Requests != 0 || hooks["SubagentStart general-purpose"] != 2 || tm.asked["A"] != 2 {
 		t.Errorf("resumed again: %+v, %v, hooks %v, asked %v", again, err, hooks, tm.asked)
@@ -170,6 +175,10 @@ func TestResumeFinishesASubagentACrashCut(t *testing.T) {
 	}
 	if _, err := child.PostToolUse(ctx, reprise.ToolResult{ID: "e-A", Output: json.RawMessage(`"ran e-A"`)}); err != nil {
 		t.Fatal(err)
+	}
+	subs, err := e.Subagents(ctx, "s")
+	if err != nil || len(subs) != 1 || subs[0].Session.ID != child.ID() || subs[0].Turn.Phase != reprise.TurnAsk || subs[0].Resulted {
+		t.Fatalf("the tree the dead process left: %+v, %v; want one subagent waiting on its model", subs, err)
 	}
 	out, err := runner.Resume(ctx)
 	if err != nil {
