@@ -26,8 +26,9 @@ const (
 	Unfinished       = "unfinished-restore"  // a restore stopped between steps
 	Projection       = "projection-mismatch" // the store's stream heads and its store-wide order disagree
 	MissingInjected  = "missing-injected-message"
-	DamagedMeta      = "damaged-meta-page" // a bbolt file's meta page is bad: its newest transaction may be lost
-	UnfinishedImport = "unfinished-import" // a session holds the first part of a transcript only
+	DamagedMeta      = "damaged-meta-page"     // a bbolt file's meta page is bad: its newest transaction may be lost
+	UnfinishedImport = "unfinished-import"     // a session holds the first part of a transcript only
+	OrphanSubagent   = "subagent-without-call" // a subagent's session whose parent holds no Agent call of its id
 	// The kinds of Report.Unsendable: a session the Messages API would
 	// refuse, which older builds let a host write: an answer while calls
 	// of the answer before have no tool_result (two answers in a row among
@@ -66,8 +67,9 @@ type InProgress struct {
 	Stream string // the agent's stream
 	Seq    uint64 // the stream's last event
 	ID     string // the restore, Stop run or prompt run in flight; the tool_use id or fire id
-	// Lane is "tool" for a tool call's hooks, "fire" for a fire's, and ""
-	// for a lifecycle step.
+	// Lane is "tool" for a tool call's hooks, "fire" for a fire's,
+	// "subagent" for a subagent that finished and whose answer its
+	// parent's call has not recorded, and "" for a lifecycle step.
 	Lane   string
 	State  string // the state the log ends in, such as "starting", or the call's or fire's
 	Detail string
@@ -82,6 +84,7 @@ func (p InProgress) String() string {
 type Report struct {
 	Events           int
 	Sessions         int // the sessions the store holds, deleted ones left out
+	Subagents        int // of Sessions, those of subagents
 	DeletedSessions  int
 	Agents           int
 	Restores         int
@@ -112,8 +115,9 @@ type Report struct {
 // The lanes of InProgress and Run: the hooks of a tool call, or of a fire;
 // "" is a lifecycle step's.
 const (
-	LaneTool = "tool"
-	LaneFire = "fire"
+	LaneTool     = "tool"
+	LaneFire     = "fire"
+	LaneSubagent = "subagent"
 )
 
 // Run names one step of an agent that ran hooks: a restore, Stop run or
@@ -215,6 +219,10 @@ type stream struct {
 	records int                      // the messages and transcript records conv folded
 	meta    map[string]bool          // the uuids of a session's meta messages
 	tools   projection.ToolUseLedger // a session's tool calls, as the model sees them
+	// agentCalls are a session's calls of the Agent tool, each true once
+	// its tool_result is folded; lastAnswer the uuid of its last answer.
+	agentCalls map[string]bool
+	lastAnswer string
 
 	agent    *projection.Agent // an agent's fold, its finished restores dropped as they are counted
 	injected []injection       // the agent's finished restores and fires that injected a message
@@ -441,6 +449,7 @@ func (a *auditor) session(st *stream, ev eventlog.Event) error {
 	}
 	for _, m := range conv.Messages {
 		a.checkToolUses(st, ev, m)
+		st.foldAgentCalls(m)
 		if m.IsMeta {
 			if st.meta == nil {
 				st.meta = map[string]bool{}
@@ -615,11 +624,62 @@ func (a *auditor) checkToolUses(st *stream, ev eventlog.Event, m schema.Message)
 	st.tools.Add(m)
 }
 
+// foldAgentCalls notes m's calls of the Agent tool, the results of those
+// calls it holds, and, of an answer, its uuid.
+func (st *stream) foldAgentCalls(m schema.Message) {
+	if m.Role == "assistant" {
+		st.lastAnswer = m.UUID
+		for _, u := range projection.SubagentCalls([]schema.Message{m}) {
+			if st.agentCalls == nil {
+				st.agentCalls = map[string]bool{}
+			}
+			st.agentCalls[u.ID] = st.agentCalls[u.ID] // a result may have come first: keep it
+		}
+		return
+	}
+	for _, id := range projection.ToolResults(m) {
+		if _, ok := st.agentCalls[id]; ok {
+			st.agentCalls[id] = true
+		}
+	}
+}
+
+// checkSubagent reports subagent session st when no session holds the
+// Agent call that started it, and lists it in progress when it finished
+// (its last answer's SubagentStop let it stop) but its parent's call has
+// no result yet: the parent's next Resume records it.
+func (a *auditor) checkSubagent(st *stream) {
+	link := st.conv.Subagent
+	a.rep.Subagents++
+	parent := a.streams["session/"+link.Session]
+	resulted, called := false, false
+	if parent != nil && parent.conv != nil && !parent.conv.Deleted {
+		resulted, called = parent.agentCalls[link.ToolUseID]
+	}
+	if !called {
+		a.add(st.name, 1, OrphanSubagent, "session %s is the subagent of call %s of session %s, which holds no such Agent call",
+			st.conv.ID, link.ToolUseID, link.Session)
+		return
+	}
+	child := a.streams["agent/"+st.conv.ID]
+	if resulted || child == nil || child.agent == nil {
+		return
+	}
+	if stop := child.agent.LastStops[st.conv.ID]; stop != nil && stop.Answer == st.lastAnswer && st.lastAnswer != "" && !stop.Blocked && stop.Context == "" {
+		a.rep.InProgress = append(a.rep.InProgress, InProgress{Agent: st.conv.ID, Stream: child.name, Seq: child.last,
+			ID: link.ToolUseID, Lane: LaneSubagent, State: "finished",
+			Detail: fmt.Sprintf("subagent %s finished, and call %s of session %s has no result yet: the parent's next Resume records its answer", link.AgentID, link.ToolUseID, link.Session)})
+	}
+}
+
 func (a *auditor) finishSession(st *stream) {
 	if st.conv.Deleted {
 		a.rep.DeletedSessions++
 	} else {
 		a.rep.Sessions++
+		if st.conv.Subagent != nil {
+			a.checkSubagent(st)
+		}
 	}
 	if conv := st.conv; conv.Importing && !conv.Deleted {
 		// Unlike a restore, nothing rolls an import forward: the session

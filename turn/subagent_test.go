@@ -10,8 +10,11 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/audit"
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/turn"
 )
 
@@ -194,5 +197,64 @@ user result:a1="A done"
 assistant "all done"`
 	if got := shape(t, e, "s"); got != want {
 		t.Errorf("the parent:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The audit counts subagents and names the two states a tree can be left
+// in: a subagent that finished whose parent's call has no result yet (in
+// progress: the parent's Resume records it), and a subagent session no
+// Agent call started (a violation).
+func TestTheAuditReadsTheTree(t *testing.T) {
+	ctx := context.Background()
+	tm := &treeModel{parent: &script{answers: []reprise.Message{agentCall("A"), answer("all done")}}, asked: map[string]int{}}
+	var r runs
+	e, runner := newRunner(t, tm.parent, &r)
+	runner.Model = tm.model
+	runner.Subagents = map[string]turn.Subagent{"general-purpose": {}}
+	if _, err := runner.Agent.Prompt(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, "s", agentCall("A")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Agent.PreToolUse(ctx, reprise.ToolCall{ID: "a1", Name: "Agent", Permission: hookexec.Allow,
+		Input: json.RawMessage(`{"prompt": "A"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	child, err := runner.Agent.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: "a1", Prompt: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, child.ID(), answer("A done")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := child.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := audit.Check(ctx, e.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Subagents != 1 || len(rep.Violations) != 0 || len(rep.InProgress) != 1 || rep.InProgress[0].Lane != audit.LaneSubagent || rep.InProgress[0].ID != "a1" {
+		t.Fatalf("a finished subagent without its result: %+v", rep)
+	}
+	if _, err := runner.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = audit.Check(ctx, e.Store()); err != nil || len(rep.Violations) != 0 || len(rep.InProgress) != 0 {
+		t.Fatalf("after Resume: %+v, %v", rep, err)
+	}
+	// A subagent session that names a call its parent does not hold.
+	rec, err := schema.NewRecord(projection.SessionStream("agent-stray"), &schema.SessionCreated{ID: "agent-stray", Cwd: "/",
+		Subagent: &schema.Subagent{Session: "s", ToolUseID: "a9", AgentID: "stray", Type: "general-purpose"}}, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Store().Append(ctx, []eventlog.Expect{{Stream: rec.Stream}}, []eventlog.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = audit.Check(ctx, e.Store())
+	if err != nil || len(rep.Violations) != 1 || rep.Violations[0].Kind != audit.OrphanSubagent {
+		t.Fatalf("a subagent of no call: %+v, %v", rep, err)
 	}
 }
