@@ -19,9 +19,21 @@ import (
 // Its buffered messages are dropped. A session with a restore, stop,
 // prompt or compaction in flight on some agent is ErrSessionInUse. The
 // events stay in the log until Vacuum removes them; the id is never used
-// again.
+// again. The sessions of its subagents are deleted with it, first: they
+// hold text of the same conversation.
 func (e *Engine) DeleteSession(ctx context.Context, id string) error {
-	return e.deleteSession(ctx, id, "", &deletion.Guard{})
+	subs, err := e.Subagents(ctx, id)
+	if err != nil {
+		return err
+	}
+	g := &deletion.Guard{}
+	for _, sub := range subs {
+		err := e.deleteSession(ctx, sub.Session.ID, "its parent session "+id+" is deleted", g)
+		if err != nil && !errors.Is(err, ErrSessionDeleted) {
+			return err
+		}
+	}
+	return e.deleteSession(ctx, id, "", g)
 }
 
 // CheckDelete returns the error DeleteSession would return for session id

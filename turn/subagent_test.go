@@ -1,9 +1,12 @@
 package turn_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"github.com/reprise-dev/reprise/audit"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/turn"
@@ -256,5 +260,47 @@ func TestTheAuditReadsTheTree(t *testing.T) {
 	rep, err = audit.Check(ctx, e.Store())
 	if err != nil || len(rep.Violations) != 1 || rep.Violations[0].Kind != audit.OrphanSubagent {
 		t.Fatalf("a subagent of no call: %+v, %v", rep, err)
+	}
+}
+
+// Deleting a session deletes its subagents' sessions, and a vacuum then
+// leaves none of their text in the store's file.
+func TestDeletingASessionDeletesItsSubagents(t *testing.T) {
+	ctx := context.Background()
+	tm := &treeModel{parent: &script{answers: []reprise.Message{agentCall("the secret word is plover"), answer("all done")}}, asked: map[string]int{}}
+	var r runs
+	e, path := testkit.NewEngine(t, reprise.Options{Logger: testkit.Discard})
+	testkit.Session(t, e, "s", t.TempDir())
+	agent := testkit.Agent(t, e, "ide")
+	if _, err := agent.Start(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	runner := &turn.Runner{Engine: e, Agent: agent, Model: tm.model, Tools: map[string]turn.Tool{"Echo": r.tool(false, false)},
+		Permission: func(turn.Call) string { return hookexec.Allow }, Subagents: map[string]turn.Subagent{"general-purpose": {}}}
+	if _, err := runner.Run(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	child := reprise.SubagentSession(reprise.SubagentID("s", "a1"))
+	if _, err := e.Session(ctx, child); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DeleteSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Session(ctx, child); !errors.Is(err, reprise.ErrSessionDeleted) {
+		t.Fatalf("the subagent's session after its parent's deletion: %v; want ErrSessionDeleted", err)
+	}
+	if _, err := e.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte("plover")) {
+		t.Error("the subagent's prompt is still in the store's file after rm and vacuum")
 	}
 }
