@@ -754,19 +754,21 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 	now := e.now().UnixMilli()
 	cwd := cmp.Or(env.Cwd, env.ProjectDir) // what the hooks are told
 	// Inside a subagent, hooks are told the parent's session and
-	// transcript, as Claude Code tells them; its own transcript is
-	// SubagentStop's agent_transcript_path.
-	told, own := id, transcript
+	// transcript, and the subagent's agent_id and agent_type, as Claude
+	// Code tells them; its own transcript is SubagentStop's
+	// agent_transcript_path.
+	told, own, agentID, agentType := id, transcript, "", ""
 	if sub != nil {
-		told, transcript = sub.Session, e.TranscriptPath(sub.Session)
+		told, transcript, agentID, agentType = sub.Session, e.TranscriptPath(sub.Session), sub.AgentID, sub.Type
 	}
 	if eff.Fire != nil {
 		return a.runFire(ctx, eff, hooks, hookexec.EventInput{SessionID: told, TranscriptPath: transcript, Cwd: cwd,
-			PromptID: eff.PromptID, PermissionMode: e.permissionMode, Fields: eff.Fire.Fields, Messages: msgs}, env)
+			PromptID: eff.PromptID, PermissionMode: e.permissionMode, AgentID: agentID, AgentType: agentType,
+			Fields: eff.Fire.Fields, Messages: msgs}, env)
 	}
 	if eff.Tool != nil {
 		return a.runToolHooks(ctx, eff, hooks, hookexec.ToolInput{SessionID: told, TranscriptPath: transcript,
-			Cwd: cwd, Timestamp: now, PromptID: eff.PromptID, Messages: msgs}, env)
+			Cwd: cwd, Timestamp: now, PromptID: eff.PromptID, AgentID: agentID, AgentType: agentType, Messages: msgs}, env)
 	}
 	switch eff.Event {
 	case schema.HookSubagentStart, schema.HookSubagentStop:

@@ -47,7 +47,7 @@ func readHookLog(t *testing.T, path string) (events []string, inputs []map[strin
 // and holds the prompt, SubagentStart hooks run once (never
 // SessionStart's) with the parent's session_id and transcript_path and
 // the subagent's agent_id and agent_type, their context reaches the
-// subagent, its tool hooks are told the parent's session and no
+// subagent, its tool hooks are told the parent's session and its
 // agent_id, and its stop runs SubagentStop hooks (never Stop's), whose
 // block sends the subagent back to work in Claude Code's words. Asked
 // again, in a new process, StartSubagent starts nothing.
@@ -149,8 +149,11 @@ func TestAnAgentCallStartsOneSubagent(t *testing.T) {
 		if in["session_id"] != "s" || in["transcript_path"] != parentTranscript || in["hook_event_name"] != events[i] || in["cwd"] != dir {
 			t.Errorf("%s is told %v; want the parent's session and transcript", events[i], in)
 		}
+		// Every hook inside the subagent is told its agent_id and type,
+		// as Claude Code 2.1.328 tells them (testdata/claudecode/subagents);
+		// the parent's own call is not.
 		_, hasID := in["agent_id"]
-		if want := strings.HasPrefix(events[i], "Subagent"); hasID != want {
+		if want := i > 0; hasID != want || want && in["agent_type"] != "general-purpose" {
 			t.Errorf("%s: agent_id given %v, want %v: %v", events[i], hasID, want, in)
 		}
 	}

@@ -48,6 +48,8 @@ type ToolInput struct {
 	Cwd            string
 	PermissionMode string // DefaultPermissionMode when empty
 	PromptID       string // the prompt whose turn asked for the call, if known
+	AgentID        string // inside a subagent, its agent_id; "" outside one
+	AgentType      string // inside a subagent, its agent_type
 	Timestamp      int64  // unix milliseconds, for function hooks
 	ToolName       string
 	ToolInput      json.RawMessage // the call's input, a JSON object
@@ -181,6 +183,8 @@ type toolStdin struct {
 	Cwd            string          `json:"cwd"`
 	PromptID       string          `json:"prompt_id,omitempty"`
 	PermissionMode string          `json:"permission_mode"`
+	AgentID        string          `json:"agent_id,omitempty"`
+	AgentType      string          `json:"agent_type,omitempty"`
 	HookEventName  Event           `json:"hook_event_name"`
 	ToolName       string          `json:"tool_name"`
 	ToolInput      json.RawMessage `json:"tool_input"`
@@ -195,7 +199,7 @@ type toolStdin struct {
 func (in ToolInput) stdin(event Event) []byte {
 	s := toolStdin{SessionID: in.SessionID, TranscriptPath: in.TranscriptPath, Cwd: in.Cwd, PromptID: in.PromptID,
 		PermissionMode: cmpString(in.PermissionMode, DefaultPermissionMode), HookEventName: event,
-		ToolName: in.ToolName, ToolInput: jsonObject(in.ToolInput), ToolUseID: in.ToolUseID}
+		ToolName: in.ToolName, ToolInput: jsonObject(in.ToolInput), ToolUseID: in.ToolUseID, AgentID: in.AgentID, AgentType: in.AgentType}
 	if event == PermissionRequest {
 		s.ToolUseID = "" // Claude Code sends none: the dialog is about the call, not its id
 	}
