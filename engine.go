@@ -80,6 +80,12 @@ type Options struct {
 	// StopBlockCap is how many consecutive stops Stop hooks may block
 	// before the Engine stops asking them. Zero means DefaultStopBlockCap.
 	StopBlockCap int
+	// MaxSubagentDepth is how deep subagents may nest: a subagent of depth
+	// d (1 for the main agent's own) may start one of depth d+1 while d is
+	// below it, as Claude Code's CLAUDE_CODE_MAX_SUBAGENT_SPAWN_DEPTH
+	// bounds them. Zero means DefaultMaxSubagentDepth; -1 lets no
+	// subagent start one.
+	MaxSubagentDepth int
 	// PermissionMode is the host's permission mode, which tool hooks get
 	// as permission_mode: Claude Code's default, plan, acceptEdits,
 	// dontAsk or bypassPermissions. Empty means "default".
@@ -152,6 +158,7 @@ type Engine struct {
 	observer         Observer
 	scoped           hookexec.Scoped
 	stopCap          int
+	subagentDepth    int
 	permissionMode   string
 	// claudeSettings: read Claude Code settings files at each hook run.
 	claudeSettings bool
@@ -281,7 +288,7 @@ func legacyTranscriptDir(path string) string {
 func New(store eventlog.Store, opts Options) *Engine {
 	e := &Engine{
 		store: store, hooks: opts.Hooks, log: opts.Logger, now: opts.Now, newID: opts.NewID, onAsync: opts.AsyncHookEnded,
-		files: opts.Files, runner: opts.Runner, stopCap: opts.StopBlockCap, claudeSettings: opts.ClaudeSettings,
+		files: opts.Files, runner: opts.Runner, stopCap: opts.StopBlockCap, subagentDepth: opts.MaxSubagentDepth, claudeSettings: opts.ClaudeSettings,
 		permissionMode:   opts.PermissionMode,
 		transcriptOnSave: opts.TranscriptOnSave, allowMissingCwd: opts.AllowMissingCwd, observer: opts.Observer,
 		sessions: map[string]*session{}, agents: map[string]*Agent{},
@@ -300,6 +307,12 @@ func New(store eventlog.Store, opts Options) *Engine {
 	}
 	if e.stopCap <= 0 {
 		e.stopCap = DefaultStopBlockCap
+	}
+	switch e.subagentDepth {
+	case 0:
+		e.subagentDepth = DefaultMaxSubagentDepth
+	case -1:
+		e.subagentDepth = 1 // the main agent's own, and no deeper
 	}
 	switch {
 	case e.files != nil:

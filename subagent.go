@@ -19,9 +19,13 @@ import (
 // none, as in Claude Code.
 const DefaultSubagentType = "general-purpose"
 
-// ErrNestedSubagent is returned by StartSubagent on an agent that is a
-// subagent: as in Claude Code, a subagent starts no subagent of its own.
-var ErrNestedSubagent = errors.New("reprise: a subagent starts no subagent")
+// DefaultMaxSubagentDepth is how deep subagents nest by default: as in
+// Claude Code 2.1.328, a subagent of depth 3 starts none.
+const DefaultMaxSubagentDepth = 3
+
+// ErrNestedSubagent is returned by StartSubagent on a subagent at the
+// nesting limit (Options.MaxSubagentDepth).
+var ErrNestedSubagent = errors.New("reprise: subagent nesting limit reached")
 
 // ErrBadSubagent is returned by StartSubagent for a call without a prompt,
 // for a call the agent's current session has not allowed, or when the
@@ -59,7 +63,10 @@ func SubagentSession(agentID string) string { return "agent-" + agentID }
 // Stop runs SubagentStop hooks, never Stop's. The call must be allowed
 // first (PreToolUse, AnswerAsk): a subagent is what the tool does. Asked
 // again for the same call, in any process, it returns the same agent and
-// starts nothing: what a dead process began is rolled forward.
+// starts nothing: what a dead process began is rolled forward. A
+// subagent may start subagents of its own, one depth deeper each, down to
+// Options.MaxSubagentDepth (ErrNestedSubagent past it), as in Claude
+// Code.
 //
 // Inside a subagent, every hook is told the parent's session_id and
 // transcript_path, as in Claude Code; SubagentStart and SubagentStop
@@ -85,16 +92,19 @@ func (a *Agent) StartSubagent(ctx context.Context, c SubagentCall) (*Agent, erro
 		return nil, err
 	}
 	ps.mu.Lock()
-	cwd, nested := ps.conv.Cwd, ps.conv.Subagent != nil
+	cwd, depth := ps.conv.Cwd, 0
+	if sub := ps.conv.Subagent; sub != nil {
+		depth = max(sub.Depth, 1) // a link without one is of the first depth
+	}
 	ps.mu.Unlock()
 	switch {
-	case nested:
-		return nil, fmt.Errorf("%w: agent %s is one", ErrNestedSubagent, a.id)
+	case depth >= a.e.subagentDepth:
+		return nil, fmt.Errorf("%w (depth %d of %d): complete this task directly", ErrNestedSubagent, depth, a.e.subagentDepth)
 	case call == nil || call.Decision != hookexec.Allow || call.Session != parent:
 		return nil, fmt.Errorf("%w: call %s of session %s is not allowed to run", ErrBadSubagent, c.ToolUseID, parent)
 	}
 	link := &schema.Subagent{Session: parent, ToolUseID: c.ToolUseID, AgentID: SubagentID(parent, c.ToolUseID),
-		Type: c.Type, Description: c.Description}
+		Type: c.Type, Description: c.Description, Depth: depth + 1}
 	id := SubagentSession(link.AgentID)
 	_, err = a.e.createSession(ctx, &schema.SessionCreated{ID: id, Cwd: cwd, Subagent: link})
 	if err != nil && !errors.Is(err, ErrSessionExists) {

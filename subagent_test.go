@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,9 +83,6 @@ func TestAnAgentCallStartsOneSubagent(t *testing.T) {
 	agentID := reprise.SubagentID("s", "toolu_agent1")
 	if child.ID() != reprise.SubagentSession(agentID) || child.Current() != child.ID() {
 		t.Fatalf("the subagent's agent %s is on %q", child.ID(), child.Current())
-	}
-	if _, err := child.StartSubagent(ctx, call); !errors.Is(err, reprise.ErrNestedSubagent) {
-		t.Errorf("a subagent's own Agent call: %v; want ErrNestedSubagent", err)
 	}
 	msgs, err := e.Conversation(ctx, child.ID())
 	if err != nil {
@@ -170,5 +168,42 @@ func TestAnAgentCallStartsOneSubagent(t *testing.T) {
 	}
 	if second["stop_hook_active"] != true || second["last_assistant_message"] != "2 files" {
 		t.Errorf("the second SubagentStop: %v", second)
+	}
+}
+
+// Subagents nest down to MaxSubagentDepth, as in Claude Code: each level
+// is one deeper, and one at the limit starts none.
+func TestSubagentsNestToTheLimit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e := testkit.OpenEngine(t, filepath.Join(dir, "reprise.db"), reprise.Options{Logger: testkit.Discard, MaxSubagentDepth: 2})
+	testkit.Session(t, e, "s", dir, "hello")
+	a := testkit.Agent(t, e, "ide")
+	if _, err := a.Start(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for depth := 1; depth <= 3; depth++ {
+		id := fmt.Sprintf("toolu_%d", depth)
+		if _, err := e.Append(ctx, a.Current(), reprise.ToolUseMessage(id, "Agent", json.RawMessage(`{"prompt": "go on"}`))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Agent", Permission: hookexec.Allow}); err != nil {
+			t.Fatal(err)
+		}
+		child, err := a.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: id, Prompt: "go on"})
+		if depth == 3 {
+			if !errors.Is(err, reprise.ErrNestedSubagent) || !strings.Contains(err.Error(), "depth 2 of 2") {
+				t.Fatalf("a subagent at the limit: %v; want ErrNestedSubagent", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("depth %d: %v", depth, err)
+		}
+		info, err := e.Session(ctx, child.ID())
+		if err != nil || info.Subagent.Depth != depth || info.Subagent.Session != a.Current() {
+			t.Fatalf("depth %d: %+v, %v", depth, info.Subagent, err)
+		}
+		a = child
 	}
 }

@@ -69,6 +69,7 @@ type Subagent struct {
 	ToolUseID   string `msgpack:"tool_use_id"` // the parent's Agent call
 	AgentID     string `msgpack:"agent_id"`    // the hooks' agent_id
 	Type        string `msgpack:"type"`        // the call's subagent_type
+	Depth       int    `msgpack:"depth"`       // 1 for the main agent's subagent, 2 for one of those, ...
 	Description string `msgpack:"description,omitempty"`
 }
 

@@ -27,8 +27,10 @@ type Subagent struct {
 	// Model.
 	Model Model
 	// Tools names the Runner's Tools the subagent may call; nil gives it
-	// all of them. A subagent never has the Agent tool: it starts no
-	// subagent of its own.
+	// all of them. It has the Agent tool as the Runner has it: a subagent
+	// may start subagents of its own, down to the Engine's
+	// MaxSubagentDepth, past which a call of it fails with
+	// reprise.ErrNestedSubagent's words.
 	Tools []string
 }
 
@@ -90,7 +92,8 @@ func (r *Runner) runSubagent(ctx context.Context, c Call) (reprise.ToolResult, e
 		model = r.Model
 	}
 	sub := &Runner{Engine: r.Engine, Agent: child, Model: model, Tools: tools,
-		Permission: r.Permission, Parallel: r.Parallel, MaxRequests: r.MaxRequests, ModelTries: r.ModelTries, subagent: true}
+		Permission: r.Permission, Parallel: r.Parallel, MaxRequests: r.MaxRequests, ModelTries: r.ModelTries,
+		Subagents: r.Subagents, subagent: true}
 	if r.Ask != nil {
 		sub.Ask = func(ctx context.Context, call Call, reason string) string {
 			r.mu.Lock() // one question at a time, across the subagents of an answer
