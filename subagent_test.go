@@ -1,6 +1,7 @@
 package reprise_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -119,6 +120,33 @@ func TestAnAgentCallStartsOneSubagent(t *testing.T) {
 	}
 	if st, err := child.Stop(ctx); err != nil || st.Blocked {
 		t.Fatalf("the subagent's second stop: %+v, %v", st, err)
+	}
+
+	// The subagent's transcript is a sidechain of its parent's session, as
+	// Claude Code writes it: live and exported alike.
+	var exported bytes.Buffer
+	if err := e.Export(ctx, child.ID(), &exported); err != nil {
+		t.Fatal(err)
+	}
+	live, err := os.ReadFile(e.TranscriptPath(child.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"exported": exported.Bytes(), "live": live} {
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(lines) < 5 {
+			t.Fatalf("%s transcript: %s", name, data)
+		}
+		for _, line := range lines {
+			var rec struct {
+				Sidechain bool   `json:"isSidechain"`
+				AgentID   string `json:"agentId"`
+				Session   string `json:"sessionId"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil || !rec.Sidechain || rec.AgentID != agentID || rec.Session != "s" {
+				t.Errorf("%s transcript line %s: %+v, %v; want a sidechain of s with agentId %s", name, line, rec, err, agentID)
+			}
+		}
 	}
 
 	// A new process: the same call starts nothing.

@@ -115,7 +115,7 @@ func (c *Conversation) apply(ev eventlog.Event, p schema.Payload) error {
 		if ev.Seq == 1 {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "compaction before SessionCreated")
 		}
-		line, err := boundaryLine(c.ID, c.Cwd, ev.Time, p)
+		line, err := headOf(c.ID, c.Cwd, c.Subagent).boundary(ev.Time, p)
 		if err != nil {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "compaction boundary: %v", err)
 		}

@@ -14,6 +14,7 @@ import (
 type transcriptRecord struct {
 	ParentUUID  *string           `json:"parentUuid"`
 	IsSidechain bool              `json:"isSidechain"`
+	AgentID     string            `json:"agentId,omitempty"`
 	UserType    string            `json:"userType"`
 	Cwd         string            `json:"cwd"`
 	SessionID   string            `json:"sessionId"`
@@ -34,6 +35,7 @@ type transcriptRecord struct {
 type attachmentRecord struct {
 	ParentUUID  *string         `json:"parentUuid"`
 	IsSidechain bool            `json:"isSidechain"`
+	AgentID     string          `json:"agentId,omitempty"`
 	UserType    string          `json:"userType"`
 	Cwd         string          `json:"cwd"`
 	SessionID   string          `json:"sessionId"`
@@ -49,6 +51,7 @@ type boundaryRecord struct {
 	ParentUUID        *string         `json:"parentUuid"`
 	LogicalParentUUID string          `json:"logicalParentUuid,omitempty"`
 	IsSidechain       bool            `json:"isSidechain"`
+	AgentID           string          `json:"agentId,omitempty"`
 	UserType          string          `json:"userType"`
 	Cwd               string          `json:"cwd"`
 	SessionID         string          `json:"sessionId"`
@@ -67,27 +70,48 @@ type compactMetadata struct {
 	PreMessages int    `json:"preMessages"`
 }
 
-// RecordLine renders the event of session id (working directory cwd)
+// lineHead is what every transcript line of one session says of it: the
+// sessionId and cwd, and, in a subagent's session, that it is a
+// sidechain, its agentId and its parent's sessionId, as Claude Code
+// writes a subagent's transcript.
+type lineHead struct {
+	session, cwd, agentID string
+}
+
+// headOf is the lineHead of session id, with working directory cwd, that
+// sub starts when it is a subagent's.
+func headOf(id, cwd string, sub *schema.Subagent) lineHead {
+	if sub != nil {
+		return lineHead{session: sub.Session, cwd: cwd, agentID: sub.AgentID}
+	}
+	return lineHead{session: id, cwd: cwd}
+}
+
+// SessionLine renders the event of the session that created started,
 // written at time at, with payload p, as its transcript line, or nil for
-// events that have none, such as SessionCreated. Export streams a session
-// through it.
-func RecordLine(id, cwd string, at int64, p schema.Payload) ([]byte, error) {
+// events that have none, such as SessionCreated; a subagent's lines are
+// its sidechain's. Export streams a session through it.
+func SessionLine(created *schema.SessionCreated, at int64, p schema.Payload) ([]byte, error) {
+	return headOf(created.ID, created.Cwd, created.Subagent).record(at, p)
+}
+
+func (h lineHead) record(at int64, p schema.Payload) ([]byte, error) {
 	switch p := p.(type) {
 	case *schema.MessageAppended:
-		return TranscriptLine(id, cwd, p.Message)
+		return h.message(p.Message)
 	case *schema.TranscriptRecord:
 		return append(p.Record[:len(p.Record):len(p.Record)], '\n'), nil
 	case *schema.CompactBoundary:
-		return boundaryLine(id, cwd, at, p)
+		return h.boundary(at, p)
 	}
 	return nil, nil
 }
 
-// boundaryLine renders a compaction boundary of session id as a transcript
-// line, newline included.
-func boundaryLine(id, cwd string, at int64, b *schema.CompactBoundary) ([]byte, error) {
-	return encodeLine(boundaryRecord{
-		LogicalParentUUID: b.LogicalParent, UserType: "external", Cwd: cwd, SessionID: id,
+// boundary renders a compaction boundary as a transcript line, newline
+// included.
+func (h lineHead) boundary(at int64, b *schema.CompactBoundary) ([]byte, error) {
+	return encodeLine(boundaryRecord{IsSidechain: h.agentID != "", AgentID: h.agentID,
+		LogicalParentUUID: b.LogicalParent, UserType: "external", Cwd: h.cwd, SessionID: h.session,
 		Type: "system", Subtype: "compact_boundary", Content: "Conversation compacted",
 		Timestamp: transcriptTime(at), UUID: b.UUID, Level: "info",
 		CompactMetadata: compactMetadata{Trigger: b.Trigger, PreMessages: b.PreMessages},
@@ -131,6 +155,10 @@ type bareBlock struct {
 // other messages have an array of blocks, non-text blocks copied verbatim
 // from their JSON. A message with an Attachment is its attachment record.
 func TranscriptLine(id, cwd string, m schema.Message) ([]byte, error) {
+	return lineHead{session: id, cwd: cwd}.message(m)
+}
+
+func (h lineHead) message(m schema.Message) ([]byte, error) {
 	if m.Record != nil {
 		return append(m.Record[:len(m.Record):len(m.Record)], '\n'), nil
 	}
@@ -139,11 +167,11 @@ func TranscriptLine(id, cwd string, m schema.Message) ([]byte, error) {
 		parent = &m.ParentUUID
 	}
 	if json.Valid(m.Attachment) {
-		return encodeLine(attachmentRecord{ParentUUID: parent, UserType: "external", Cwd: cwd, SessionID: id,
+		return encodeLine(attachmentRecord{ParentUUID: parent, IsSidechain: h.agentID != "", AgentID: h.agentID, UserType: "external", Cwd: h.cwd, SessionID: h.session,
 			Type: "attachment", Attachment: m.Attachment, UUID: m.UUID, Timestamp: transcriptTime(m.Timestamp)})
 	}
-	rec := transcriptRecord{
-		UserType: "external", Cwd: cwd, SessionID: id, Type: m.Role,
+	rec := transcriptRecord{IsSidechain: h.agentID != "", AgentID: h.agentID,
+		UserType: "external", Cwd: h.cwd, SessionID: h.session, Type: m.Role,
 		Message: transcriptMessage{Role: m.Role, Content: transcriptContent(m)},
 		IsMeta:  m.IsMeta, UUID: m.UUID,
 		Timestamp:        transcriptTime(m.Timestamp),
@@ -217,7 +245,7 @@ func (c *Conversation) Transcript(from int, fn func(line []byte) error) error {
 			break
 		}
 		m := c.Messages[i]
-		if err := emit(func() ([]byte, error) { return TranscriptLine(c.ID, c.Cwd, m) }); err != nil {
+		if err := emit(func() ([]byte, error) { return headOf(c.ID, c.Cwd, c.Subagent).message(m) }); err != nil {
 			return err
 		}
 	}

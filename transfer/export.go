@@ -25,7 +25,7 @@ func Export(ctx context.Context, store eventlog.Store, id string, w io.Writer) e
 		return cmp.Or(err, deletion.Deleted(id))
 	}
 	bw := bufio.NewWriter(w)
-	var cwd string
+	created := &schema.SessionCreated{ID: id}
 	var seen bool
 	err := store.ReadStream(ctx, projection.SessionStream(id), 1, func(ev eventlog.Event) error {
 		seen = true
@@ -33,10 +33,10 @@ func Export(ctx context.Context, store eventlog.Store, id string, w io.Writer) e
 		if err != nil {
 			return err
 		}
-		if created, ok := p.(*schema.SessionCreated); ok {
-			cwd = created.Cwd
+		if c, ok := p.(*schema.SessionCreated); ok {
+			created = c
 		}
-		line, err := projection.RecordLine(id, cwd, ev.Time, p)
+		line, err := projection.SessionLine(created, ev.Time, p)
 		if err == nil && line != nil {
 			_, err = bw.Write(line)
 		}
