@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -139,13 +140,7 @@ func eventsMarkdown() string {
 		for i, ty := range s.Types {
 			types[i] = string(ty)
 		}
-		runs := s.RunBy
-		switch {
-		case runs == "" && s.FiredBy == FiredByLifecycle:
-			runs = "Agent.Fire, reprise fire (the host runs subagents)"
-		case runs == "":
-			runs = "Agent.Fire, reprise fire"
-		}
+		runs := cmp.Or(s.RunBy, "Agent.Fire, reprise fire")
 		if !s.Recorded {
 			runs += "; not recorded"
 		}
