@@ -45,13 +45,17 @@ type turnWorld struct {
 	stops    map[string]int // Stop hook runs by the answer they saw
 	posts    map[string]int // PostToolUse hook runs by tool_use id
 	batches  map[string]int // PostToolBatch hook runs by the tool_use ids of their answer
-	stopRuns int
-	disorder string // a request whose tool_results were not in the answer's order
+	// subStarts and subStops count SubagentStart hook runs by agent_id,
+	// and SubagentStop's by agent_id and the answer they saw.
+	subStarts map[string]int
+	subStops  map[string]int
+	stopRuns  int
+	disorder  string // a request whose tool_results were not in the answer's order
 }
 
 func newTurnWorld(sc turnScript) *turnWorld {
 	return &turnWorld{store: eventlog.NewMemoryStore(), sc: sc, runs: map[string]int{}, requests: map[int]int{},
-		stops: map[string]int{}, posts: map[string]int{}, batches: map[string]int{}}
+		stops: map[string]int{}, posts: map[string]int{}, batches: map[string]int{}, subStarts: map[string]int{}, subStops: map[string]int{}}
 }
 
 // answer is the n-th answer of the script: its text, and a call of each
@@ -60,7 +64,12 @@ func (w *turnWorld) answer(n int) reprise.Message {
 	m := reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "text", Text: fmt.Sprintf("answer %d", n)}}}
 	if n < len(w.sc.answers) {
 		for j, name := range w.sc.answers[n] {
-			raw, _ := json.Marshal(map[string]any{"type": "tool_use", "id": fmt.Sprintf("t%d_%d", n, j), "name": name, "input": map[string]int{"n": n}})
+			id := fmt.Sprintf("t%d_%d", n, j)
+			var input any = map[string]int{"n": n}
+			if name == turn.AgentTool {
+				input = map[string]string{"description": "a subagent", "prompt": "sub " + id}
+			}
+			raw, _ := json.Marshal(map[string]any{"type": "tool_use", "id": id, "name": name, "input": input})
 			m.Content = append(m.Content, reprise.Block{Type: "tool_use", Raw: raw})
 		}
 	}
@@ -107,6 +116,24 @@ func (w *turnWorld) process(t *rapid.T, store eventlog.Store) (*turn.Runner, err
 		out, _ := json.Marshal(map[string]string{"hookEventName": string(schema.HookPostToolBatch), "additionalContext": "batch " + key})
 		return hookexec.EventOutput{HookSpecificOutput: out}, nil
 	}))
+	must(t, reg.On(schema.HookSubagentStart, "", func(ctx context.Context, in hookexec.EventInput) (hookexec.EventOutput, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.subStarts[in.AgentID]++
+		return hookexec.EventOutput{}, nil
+	}))
+	must(t, reg.On(schema.HookSubagentStop, "", func(ctx context.Context, in hookexec.EventInput) (hookexec.EventOutput, error) {
+		var stop struct {
+			Last string `json:"last_assistant_message"`
+		}
+		if err := json.Unmarshal(in.Fields, &stop); err != nil {
+			return hookexec.EventOutput{}, err
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.subStops[in.AgentID+" "+stop.Last]++
+		return hookexec.EventOutput{}, nil
+	}))
 	e := reprise.New(store, reprise.Options{Hooks: reg, Logger: discard})
 	agent, err := e.Agent(context.Background(), "ide")
 	if err != nil {
@@ -129,7 +156,11 @@ func (w *turnWorld) process(t *rapid.T, store eventlog.Store) (*turn.Runner, err
 	again.Repeatable = true
 	tools["Again"] = again
 	return &turn.Runner{Engine: e, Agent: agent, Tools: tools, Parallel: w.sc.parallel,
+		Subagents: map[string]turn.Subagent{reprise.DefaultSubagentType: {}},
 		Model: func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+			if first := projection.FirstText(conv[0]); first != "go" {
+				return subagentAnswer(first, conv), nil
+			}
 			n := 0
 			for _, m := range conv {
 				if m.Role == "assistant" {
@@ -162,6 +193,18 @@ func (w *turnWorld) process(t *rapid.T, store eventlog.Store) (*turn.Runner, err
 			return "no, " + c.ID
 		},
 	}, nil
+}
+
+// subagentAnswer is what the model answers a subagent whose prompt is
+// "sub ID" (ID its Agent call's): a call of Ok, c-ID, then "done ID".
+func subagentAnswer(prompt string, conv []reprise.Message) reprise.Message {
+	id := strings.TrimPrefix(prompt, "sub ")
+	for _, m := range conv {
+		if m.Role == "assistant" {
+			return reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "text", Text: "done " + id}}}
+		}
+	}
+	return reprise.ToolUseMessage("c-"+id, "Ok", json.RawMessage(`{}`))
 }
 
 func must(t *rapid.T, err error) {
@@ -297,130 +340,197 @@ func (c *countingStore) Append(ctx context.Context, expect []eventlog.Expect, re
 // tool_result; the audit finds nothing.
 func TestTurnSurvivesACrashAtEveryStep(t *testing.T) {
 	t.Parallel()
-	var cases, crashes, cut, batches atomic.Int64
+	var st crashStats
 	rapid.Check(t, func(rt *rapid.T) {
 		sc := turnScript{
 			answers: rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom(turnTools), 0, 4), 0, 3).Draw(rt, "answers"),
 			blocks:  rapid.IntRange(0, 2).Draw(rt, "blocks"),
 		}
 		sc.parallel = rapid.Bool().Draw(rt, "parallel")
-
-		// The reference: no crash.
-		ref := newTurnWorld(sc)
-		ref.start(rt)
-		counting := &countingStore{Store: ref.store}
-		r, err := ref.process(rt, counting)
-		must(rt, err)
-		if _, err := r.Run(context.Background(), "go"); err != nil {
-			rt.Fatalf("reference run: %v", err)
-		}
-		want := ref.lines(rt)
-		checkBatches(rt, ref, want)
-		batches.Add(int64(len(ref.batches)))
-
-		// The same turn, dying at the k-th append, then once more maybe.
-		w := newTurnWorld(sc)
-		w.start(rt)
-		died := 0
-		fs := &faultStore{Store: w.store}
-		fs.arm(rapid.IntRange(1, int(counting.n.Load())).Draw(rt, "crash"), rapid.Bool().Draw(rt, "written"))
-		r, err = w.process(rt, fs)
-		must(rt, err)
-		if _, err := r.Run(context.Background(), "go"); errors.Is(err, errCrashed) {
-			died++
-		} else if err != nil {
-			rt.Fatalf("run: %v", err)
-		}
-		if rapid.Bool().Draw(rt, "crash again") {
-			fs = &faultStore{Store: w.store}
-			fs.arm(rapid.IntRange(1, 12).Draw(rt, "second crash"), rapid.Bool().Draw(rt, "second written"))
-			if err := w.finish(rt, fs); errors.Is(err, errCrashed) {
-				died++
-			} else if err != nil {
-				rt.Fatalf("resume: %v", err)
-			}
-		}
-		if err := w.finish(rt, w.store); err != nil {
-			rt.Fatalf("last resume: %v", err)
-		}
-		cases.Add(1)
-		crashes.Add(int64(died))
-
-		got := w.lines(rt)
-		stopCut := stopInterrupted(rt, w.store)
-		if stopCut {
-			cut.Add(1)
-		}
-		interrupted := 0
-		for i, line := range got {
-			if i >= len(want) {
-				rt.Fatalf("line %d %q is past the reference's end\ngot:\n%s\nwant:\n%s", i, line, strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
-			if line == want[i] {
-				continue
-			}
-			if strings.Contains(line, turn.Interrupted) {
-				interrupted++
-				continue
-			}
-			rt.Fatalf("line %d: %q, want %q\ngot:\n%s\nwant:\n%s", i, line, want[i], strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		if len(got) < len(want) && !stopCut {
-			rt.Fatalf("the turn ended early, and no Stop hook run was cut\ngot:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-		// A crash cuts the calls in flight: one, or an answer's when they
-		// run at once.
-		limit := died
-		if sc.parallel {
-			limit *= 4
-		}
-		if interrupted > limit {
-			rt.Fatalf("%d calls reported interrupted after %d crashes", interrupted, died)
-		}
-		for id, n := range w.runs {
-			limit := 1
-			if toolOf(sc, id) == "Again" {
-				limit += died
-			}
-			if n > limit {
-				rt.Fatalf("tool call %s ran %d times after %d crashes", id, n, died)
-			}
-		}
-		for n, count := range w.requests {
-			if count > 1+died {
-				rt.Fatalf("answer %d was asked for %d times after %d crashes", n, count, died)
-			}
-		}
-		for key, n := range w.stops {
-			if n > 1 {
-				rt.Fatalf("the Stop hook ran %d times after %q", n, key)
-			}
-		}
-		for id, n := range w.posts {
-			if n > 1 {
-				rt.Fatalf("the PostToolUse hook of %s ran %d times", id, n)
-			}
-		}
-		for key, n := range w.batches {
-			if n > 1 {
-				rt.Fatalf("the PostToolBatch hook of the calls %s ran %d times", key, n)
-			}
-		}
-		if w.disorder != "" || ref.disorder != "" {
-			rt.Fatalf("the model got tool_results out of the answer's order: %s%s", w.disorder, ref.disorder)
-		}
-		checkPairs(rt, w)
-		report, err := reprise.Audit(context.Background(), w.store)
-		must(rt, err)
-		if len(report.Violations) > 0 {
-			rt.Fatalf("audit: %+v", report.Violations)
-		}
+		crashTurn(rt, sc, &st)
 	})
-	t.Logf("%s: %d cases, %d crashes, %d Stop hook runs cut, %d PostToolBatch runs in the references", rapidBudget(), cases.Load(), crashes.Load(), cut.Load(), batches.Load())
+	t.Logf("%s: %d cases, %d crashes, %d Stop hook runs cut, %d PostToolBatch runs in the references", rapidBudget(), st.cases.Load(), st.crashes.Load(), st.cut.Load(), st.batches.Load())
 }
 
-// toolOf is the tool of call id ("t<answer>_<call>") in sc.
+// TestSubagentTreeSurvivesACrashAtEveryStep is the same with answers
+// that hand work to up to three subagents at once (calls of the Agent
+// tool among others), each a turn of its own with a tool call, the
+// process dying at any append of the parent's or a subagent's: besides
+// the parent's guarantees, each subagent is started once for its call
+// (its SubagentStart hooks run once), its SubagentStop hooks run at most
+// once for each of its answers, and its tool runs at most once.
+func TestSubagentTreeSurvivesACrashAtEveryStep(t *testing.T) {
+	t.Parallel()
+	var st crashStats
+	rapid.Check(t, func(rt *rapid.T) {
+		sc := turnScript{
+			answers: rapid.SliceOfN(rapid.SliceOfN(rapid.SampledFrom([]string{turn.AgentTool, turn.AgentTool, "Ok", "Again"}), 0, 3), 1, 3).Draw(rt, "answers"),
+			blocks:  rapid.IntRange(0, 1).Draw(rt, "blocks"),
+		}
+		sc.parallel = rapid.Bool().Draw(rt, "parallel")
+		crashTurn(rt, sc, &st)
+	})
+	t.Logf("%s: %d cases, %d crashes, %d subagents started, %d subagent tool runs", rapidBudget(), st.cases.Load(), st.crashes.Load(), st.subagents.Load(), st.subTools.Load())
+}
+
+// crashStats counts what the crash tests did, for their summary line.
+type crashStats struct {
+	cases, crashes, cut, batches, subagents, subTools atomic.Int64
+}
+
+// crashTurn runs turn sc with the process dying at a random append, before
+// or after it is written, once or twice, each time resumed by a new
+// process, and checks the log against a reference run that never crashes
+// (TestTurnSurvivesACrashAtEveryStep says what is checked).
+func crashTurn(rt *rapid.T, sc turnScript, st *crashStats) {
+	// The reference: no crash.
+	ref := newTurnWorld(sc)
+	ref.start(rt)
+	counting := &countingStore{Store: ref.store}
+	r, err := ref.process(rt, counting)
+	must(rt, err)
+	if _, err := r.Run(context.Background(), "go"); err != nil {
+		rt.Fatalf("reference run: %v", err)
+	}
+	want := ref.lines(rt)
+	checkBatches(rt, ref, want)
+	st.batches.Add(int64(len(ref.batches)))
+
+	// The same turn, dying at the k-th append, then once more maybe.
+	w := newTurnWorld(sc)
+	w.start(rt)
+	died := 0
+	fs := &faultStore{Store: w.store}
+	fs.arm(rapid.IntRange(1, int(counting.n.Load())).Draw(rt, "crash"), rapid.Bool().Draw(rt, "written"))
+	r, err = w.process(rt, fs)
+	must(rt, err)
+	if _, err := r.Run(context.Background(), "go"); errors.Is(err, errCrashed) {
+		died++
+	} else if err != nil {
+		rt.Fatalf("run: %v", err)
+	}
+	if rapid.Bool().Draw(rt, "crash again") {
+		fs = &faultStore{Store: w.store}
+		fs.arm(rapid.IntRange(1, 12).Draw(rt, "second crash"), rapid.Bool().Draw(rt, "second written"))
+		if err := w.finish(rt, fs); errors.Is(err, errCrashed) {
+			died++
+		} else if err != nil {
+			rt.Fatalf("resume: %v", err)
+		}
+	}
+	if err := w.finish(rt, w.store); err != nil {
+		rt.Fatalf("last resume: %v", err)
+	}
+	st.cases.Add(1)
+	st.crashes.Add(int64(died))
+
+	got := w.lines(rt)
+	stopCut := stopInterrupted(rt, w.store)
+	if stopCut {
+		st.cut.Add(1)
+	}
+	interrupted := 0
+	for i, line := range got {
+		if i >= len(want) {
+			rt.Fatalf("line %d %q is past the reference's end\ngot:\n%s\nwant:\n%s", i, line, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if line == want[i] {
+			continue
+		}
+		if strings.Contains(line, turn.Interrupted) {
+			interrupted++
+			continue
+		}
+		rt.Fatalf("line %d: %q, want %q\ngot:\n%s\nwant:\n%s", i, line, want[i], strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(got) < len(want) && !stopCut {
+		rt.Fatalf("the turn ended early, and no Stop hook run was cut\ngot:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A crash cuts the calls in flight: one, or an answer's when they
+	// run at once.
+	limit := died
+	if sc.parallel {
+		limit *= 4
+	}
+	if interrupted > limit {
+		rt.Fatalf("%d calls reported interrupted after %d crashes", interrupted, died)
+	}
+	for id, n := range w.runs {
+		limit := 1
+		if toolOf(sc, id) == "Again" {
+			limit += died
+		}
+		if n > limit {
+			rt.Fatalf("tool call %s ran %d times after %d crashes", id, n, died)
+		}
+	}
+	for n, count := range w.requests {
+		if count > 1+died {
+			rt.Fatalf("answer %d was asked for %d times after %d crashes", n, count, died)
+		}
+	}
+	for key, n := range w.stops {
+		if n > 1 {
+			rt.Fatalf("the Stop hook ran %d times after %q", n, key)
+		}
+	}
+	for id, n := range w.posts {
+		if n > 1 {
+			rt.Fatalf("the PostToolUse hook of %s ran %d times", id, n)
+		}
+	}
+	for key, n := range w.batches {
+		if n > 1 {
+			rt.Fatalf("the PostToolBatch hook of the calls %s ran %d times", key, n)
+		}
+	}
+	if w.disorder != "" || ref.disorder != "" {
+		rt.Fatalf("the model got tool_results out of the answer's order: %s%s", w.disorder, ref.disorder)
+	}
+	checkPairs(rt, w)
+	report, err := reprise.Audit(context.Background(), w.store)
+	must(rt, err)
+	if len(report.Violations) > 0 {
+		rt.Fatalf("audit: %+v", report.Violations)
+	}
+	// Every Agent call the turn reached started one subagent: all the
+	// reference's, unless a cut Stop hook run ended the turn early. (Its
+	// SubagentStart hooks ran at most once: not at all when a crash cut
+	// them.)
+	subs, err := reprise.New(w.store, reprise.Options{Logger: discard}).Subagents(context.Background(), "s")
+	must(rt, err)
+	if len(subs) != len(ref.subStarts) && !(stopCut && len(subs) < len(ref.subStarts)) {
+		rt.Fatalf("%d subagents started, %d in the reference", len(subs), len(ref.subStarts))
+	}
+	for _, sub := range subs {
+		if !sub.Resulted || sub.Turn.Phase != reprise.TurnOver {
+			rt.Fatalf("subagent %s: %+v; want it over and its answer the parent's", sub.Session.ID, sub)
+		}
+	}
+	st.subagents.Add(int64(len(subs)))
+	for id, n := range w.subStarts {
+		if n > 1 {
+			rt.Fatalf("the SubagentStart hook of %s ran %d times", id, n)
+		}
+	}
+	for key, n := range w.subStops {
+		if n > 1 {
+			rt.Fatalf("the SubagentStop hook of %q ran %d times", key, n)
+		}
+	}
+	for id, n := range w.runs {
+		if strings.HasPrefix(id, "c-") {
+			st.subTools.Add(int64(n))
+		}
+	}
+}
+
+// toolOf is the tool of call id ("t<answer>_<call>") in sc; a
+// subagent's call (c-...) is of Ok.
 func toolOf(sc turnScript, id string) string {
+	if strings.HasPrefix(id, "c-") {
+		return "Ok"
+	}
 	var n, j int
 	fmt.Sscanf(id, "t%d_%d", &n, &j)
 	return sc.answers[n][j]
@@ -476,12 +586,16 @@ func checkBatches(t *rapid.T, w *turnWorld, lines []string) {
 			want++
 		}
 	}
+	parent := 0
 	for key, n := range w.batches {
 		if n != 1 {
 			t.Fatalf("the PostToolBatch hook of the calls %s ran %d times", key, n)
 		}
+		if !strings.HasPrefix(key, "c-") { // a subagent's answers have theirs too
+			parent++
+		}
 	}
-	if len(w.batches) != want {
+	if parent != want {
 		t.Fatalf("the PostToolBatch hook ran for %d answers, want %d: %v", len(w.batches), want, w.batches)
 	}
 }
