@@ -16,6 +16,7 @@ package golden
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -179,7 +180,54 @@ func Generate(ctx context.Context, store eventlog.Store, dir string, transcript 
 	if err := s.fired(); err != nil {
 		return fmt.Errorf("agent notifier: %w", err)
 	}
+	if err := s.subagents(); err != nil {
+		return fmt.Errorf("agent delegator: %w", err)
+	}
 	return nil
+}
+
+// subagents is an agent's Agent call on session zeta, allowed, and the
+// subagent it starts: a session linked to the call, whose SubagentStart
+// hook gives context and whose SubagentStop hook blocks its first stop;
+// the subagent's answer is then the call's result.
+func (s *script) subagents() error {
+	ctx, e := s.ctx, s.e
+	const agent, session = "delegator", "zeta"
+	if _, err := e.CreateSession(ctx, session, "/"); err != nil {
+		return err
+	}
+	if _, err := e.Append(ctx, session, reprise.Text("user", "Find the flaky test.")); err != nil {
+		return err
+	}
+	a, err := e.Agent(ctx, agent)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Start(ctx, session); err != nil {
+		return err
+	}
+	call := json.RawMessage(`{"description":"find it","prompt":"Run the tests three times and name the flaky one.","subagent_type":"general-purpose"}`)
+	if _, err := e.Append(ctx, session, reprise.ToolUseMessage("toolu_agent", "Agent", call)); err != nil {
+		return err
+	}
+	if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_agent", Name: "Agent", Input: call, Permission: hookexec.Allow}); err != nil {
+		return err
+	}
+	child, err := a.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: "toolu_agent", Description: "find it",
+		Prompt: "Run the tests three times and name the flaky one."})
+	if err != nil {
+		return err
+	}
+	for _, text := range []string{"Done.", "TestRetry is flaky."} {
+		if _, err := e.Append(ctx, child.ID(), reprise.Text("assistant", text)); err != nil {
+			return err
+		}
+		if _, err := child.Stop(ctx); err != nil {
+			return err
+		}
+	}
+	_, err = a.PostToolUse(ctx, reprise.ToolResult{ID: "toolu_agent", Output: json.RawMessage(`"TestRetry is flaky."`)})
+	return err
 }
 
 // fired is an agent's fired hook events on session epsilon: a host's
@@ -344,6 +392,14 @@ func (s *script) registerHooks() error {
 		}),
 		r.OnStop("stop-check", func(context.Context, hookexec.StopInput) (hookexec.StopOutput, error) {
 			return hookexec.StopOutput{}, nil
+		}),
+		command(schema.HookSubagentStart, "general-purpose",
+			`echo '{"hookSpecificOutput":{"hookEventName":"SubagentStart","additionalContext":"the tests are in ./ci"}}'`),
+		r.On(schema.HookSubagentStop, "", func(_ context.Context, in hookexec.EventInput) (hookexec.EventOutput, error) {
+			if strings.Contains(string(in.Fields), `"last_assistant_message":"Done."`) {
+				return hookexec.EventOutput{Decision: "block", Reason: "name the test"}, nil
+			}
+			return hookexec.EventOutput{}, nil
 		}),
 	} {
 		if err != nil {

@@ -63,8 +63,11 @@ var (
 //     process; an answer's PostToolBatch and the meta message of its
 //     context; PostCompact after every compaction, and a compaction's
 //     trigger in SessionCompacted.
+//   - v8: the history of v7 with a subagent: an Agent call's session,
+//     linked to the call in its SessionCreated, its SubagentStart context
+//     and its SubagentStop block, and its answer as the call's result.
 var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2", "../../testdata/golden/v3", "../../testdata/golden/v4",
-	"../../testdata/golden/v5", "../../testdata/golden/v6", "../../testdata/golden/v7"}
+	"../../testdata/golden/v5", "../../testdata/golden/v6", "../../testdata/golden/v7", "../../testdata/golden/v8"}
 
 // current is the set of the format this build writes, the only one
 // -golden.write may write, and only into an empty directory.
@@ -594,5 +597,31 @@ func TestGoldenHoldsFires(t *testing.T) {
 		if !seen {
 			t.Errorf("%s holds no %s: add one to golden.Generate and regenerate the set", current, what)
 		}
+	}
+}
+
+// The newest golden set holds a subagent's session, linked to its call,
+// whose start and stop ran SubagentStart and SubagentStop hooks.
+func TestGoldenHoldsASubagent(t *testing.T) {
+	e := openBolt(t, current)
+	subs, err := e.Subagents(context.Background(), "zeta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != 1 || subs[0].Session.Subagent.ToolUseID != "toolu_agent" || subs[0].Session.Subagent.Depth != 1 || !subs[0].Resulted ||
+		subs[0].Turn.Phase != reprise.TurnOver {
+		t.Fatalf("%s: the subagents of zeta are %+v; want the one of call toolu_agent, over, its answer the call's", current, subs)
+	}
+	msgs, err := e.Conversation(context.Background(), subs[0].Session.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range msgs {
+		texts = append(texts, projection.FirstText(m))
+	}
+	got := strings.Join(texts, "|")
+	if !strings.Contains(got, "SubagentStart hook additional context: the tests are in ./ci") || !strings.Contains(got, "SubagentStop hook blocking error") {
+		t.Errorf("%s: the subagent's session: %s", current, got)
 	}
 }
