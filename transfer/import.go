@@ -45,6 +45,9 @@ type ImportOptions struct {
 	// transcript: the records the session holds are read past, checked
 	// against the transcript's first records, and the rest is appended.
 	Resume bool
+	// Subagent makes the session a subagent's, linked to its parent's
+	// call (ImportTree sets it from the subagent's meta.json).
+	Subagent *schema.Subagent
 }
 
 // SkippedLine is a transcript line Import could not use.
@@ -283,7 +286,7 @@ func (imp *importer) flush(ctx context.Context) error {
 	var recs []eventlog.Record
 	now := imp.now()
 	if imp.head == 0 {
-		created := &schema.SessionCreated{ID: imp.rep.Session, Cwd: imp.opts.Cwd, ImportedCwd: imp.cwd}
+		created := &schema.SessionCreated{ID: imp.rep.Session, Cwd: imp.opts.Cwd, ImportedCwd: imp.cwd, Subagent: imp.opts.Subagent}
 		imp.batch = append([]schema.Payload{created, &schema.ImportStarted{Bytes: imp.opts.Size}}, imp.batch...)
 	}
 	if len(imp.batch) == 0 {
