@@ -21,6 +21,7 @@ type exportOptions struct {
 	cmdIO
 	session string // SESSION
 	output  string // -o, "" for standard output
+	tree    string // --tree, "" for none
 }
 
 // newExportCmd returns the export command: a session as a Claude Code transcript.
@@ -61,6 +62,7 @@ link, or make the file yours. With -o and --json, export prints
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "write to `FILE`, atomically, instead of standard output")
+	cmd.Flags().StringVar(&o.tree, "tree", "", "write the session and its subagents into `DIR` as Claude Code lays them out: DIR/SESSION.jsonl, DIR/SESSION/subagents/agent-ID.jsonl and .meta.json")
 	return cmd
 }
 
@@ -81,6 +83,12 @@ func runExport(ctx context.Context, o *exportOptions) error {
 			return err
 		}
 		return e.Export(ctx, id, w)
+	}
+	if o.tree != "" {
+		if o.output != "" {
+			return usagef("--tree and -o are two places to write: give one")
+		}
+		return exportTree(ctx, o, id)
 	}
 	if o.output == "" {
 		return export(o.stdout)
@@ -316,4 +324,31 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 		err = writeError(c.path, err)
 	}
 	return n, err
+}
+
+// exportTree writes session id and its subagents into o.tree and prints
+// the files written.
+func exportTree(ctx context.Context, o *exportOptions, id string) (err error) {
+	e, err := o.openReadOnly(ctx, o.stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	if id, err = resolveID(ctx, e.Store(), "session", id); err != nil {
+		return err
+	}
+	paths, err := e.ExportTree(ctx, id, o.tree)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return printJSON(o.stdout, struct {
+			Session string   `json:"session"`
+			Files   []string `json:"files"`
+		}{id, paths})
+	}
+	for _, p := range paths {
+		fmt.Fprintln(o.stdout, p)
+	}
+	return nil
 }

@@ -43,6 +43,7 @@ type importOptions struct {
 	cwd    string // --cwd, "" for the transcript's
 	strict bool   // --strict
 	resume bool   // --resume
+	tree   bool   // --subagents
 }
 
 // newImportCmd returns the import command: a Claude Code transcript into a new session.
@@ -100,6 +101,7 @@ sessions.`,
 	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working `DIR`, where its hooks run (default the current directory, never the transcript's)")
 	cmd.Flags().BoolVar(&o.strict, "strict", false, "fail on a line that is not a JSON object instead of skipping it")
 	cmd.Flags().BoolVar(&o.resume, "resume", false, "finish the unfinished import into session --id from the same FILE")
+	cmd.Flags().BoolVar(&o.tree, "subagents", false, "import the session's subagents too, from FILE's directory FILE/subagents, as Claude Code lays them out")
 	return cmd
 }
 
@@ -119,6 +121,9 @@ func runImport(ctx context.Context, o *importOptions) (err error) {
 		if cwd, err = filepath.Abs(cwd); err != nil {
 			return fmt.Errorf("--cwd: %w", err)
 		}
+	}
+	if o.tree {
+		return runImportTree(ctx, o, cwd)
 	}
 	name := o.file
 	in, size, closeIn, err := openInput(ctx, o.stdin, name)
@@ -330,4 +335,35 @@ func spoolInput(ctx context.Context, r io.Reader, name string) (*os.File, int64,
 		return nil, 0, fmt.Errorf("cannot read %s: %w", name, c.err)
 	}
 	return spool, c.n, nil
+}
+
+// runImportTree imports o.file and its subagents' transcripts
+// (--subagents) and prints a line for each session made.
+func runImportTree(ctx context.Context, o *importOptions, cwd string) (err error) {
+	switch {
+	case o.file == "-":
+		return usagef("--subagents needs a FILE: its subagents are in the directory named after it")
+	case o.resume:
+		return usagef("--subagents does not go with --resume: finish the unfinished import alone")
+	}
+	e, err := o.openWritable(ctx, o.stderr)
+	if err != nil {
+		return err
+	}
+	defer closeEngine(e, &err)
+	reports, err := e.ImportTree(ctx, o.file, reprise.ImportOptions{ID: o.id, Cwd: cwd, Strict: o.strict})
+	for _, rep := range reports {
+		if rep.Session == "" || rep.Messages+rep.Records == 0 {
+			continue
+		}
+		if o.json {
+			if perr := printJSON(o.stdout, importJSON{Session: rep.Session, Messages: rep.Messages, Records: rep.Records, Bytes: rep.Bytes,
+				Skipped: []skippedJSON{}}); perr != nil {
+				return perr
+			}
+			continue
+		}
+		fmt.Fprintf(o.stdout, "imported %s: %d messages, %d other records\n", rep.Session, rep.Messages, rep.Records)
+	}
+	return err
 }
