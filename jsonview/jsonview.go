@@ -41,13 +41,19 @@ type Session struct {
 	// NewerEvents marks a session holding events written by a newer
 	// reprise, which this build cannot read.
 	NewerEvents bool `json:"newer_events,omitempty"`
+	// SubagentOf, in a subagent's session, is its parent's session.
+	SubagentOf string `json:"subagent_of,omitempty"`
 }
 
 // NewSession describes s.
 func NewSession(s projection.SessionInfo) Session {
-	return Session{ID: s.ID, Cwd: s.Cwd, ImportedCwd: s.ImportedCwd, Messages: s.Messages,
+	out := Session{ID: s.ID, Cwd: s.Cwd, ImportedCwd: s.ImportedCwd, Messages: s.Messages,
 		Created: FormatTime(s.Created), LastRestored: FormatTime(s.LastRestored), LastActivity: FormatTime(s.LastActivity),
 		Title: s.Title, ImportUnfinished: s.Importing, NewerEvents: s.Newer}
+	if s.Subagent != nil {
+		out.SubagentOf = s.Subagent.Session
+	}
+	return out
 }
 
 // Event is one event of the log, its payload decoded.

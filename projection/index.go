@@ -20,8 +20,8 @@ type SessionInfo struct {
 	Cwd         string
 	ImportedCwd string // the cwd an imported transcript named, never used to run hooks
 	Parent      string // the session a fork copied, "" for none
-	// Subagent, in a subagent's session, names the call that started it
-	// (Engine.Session fills it; the session index does not hold it).
+	// Subagent, in a subagent's session, names the call that started it;
+	// the session index keeps only its Session, the parent's.
 	Subagent *schema.Subagent
 	Created  int64 // UTC unix nanoseconds
 	Messages int
@@ -89,6 +89,7 @@ const (
 	flagNewer        = 2
 	flagSummaryTitle = 4
 	flagHookTitle    = 8
+	flagSubagent     = 16 // the row's parent is the session of the call that started it, not a fork's
 )
 
 // Apply implements eventlog.Indexer. An event newer than this build reads
@@ -112,7 +113,7 @@ func (sessionIndex) Apply(rows eventlog.Rows, ev eventlog.Event) error {
 				return err
 			}
 			created := p.(*schema.SessionCreated)
-			s.Cwd, s.ImportedCwd, s.Parent = created.Cwd, created.ImportedCwd, created.Parent
+			s.Cwd, s.ImportedCwd, s.Parent, s.Subagent = created.Cwd, created.ImportedCwd, created.Parent, created.Subagent
 		}
 		rows.Put(id, encodeRow(&s))
 		return nil
@@ -351,13 +352,18 @@ func encodeRow(s *SessionInfo) []byte {
 	if s.Newer {
 		row[rowFlags] |= flagNewer
 	}
+	parent := s.Parent
+	if s.Subagent != nil {
+		row[rowFlags] |= flagSubagent
+		parent = s.Subagent.Session
+	}
 	binary.BigEndian.PutUint32(row[rowCwdLen:], uint32(len(s.Cwd)))
 	binary.BigEndian.PutUint32(row[rowImportedLen:], uint32(len(s.ImportedCwd)))
 	binary.BigEndian.PutUint32(row[rowTitleLen:], uint32(len(s.Title)))
 	row = append(row, s.Cwd...)
 	row = append(row, s.ImportedCwd...)
 	row = append(row, s.Title...)
-	return append(row, s.Parent...)
+	return append(row, parent...)
 }
 
 func decodeRow(id string, row []byte) (SessionInfo, error) {
@@ -372,12 +378,18 @@ func decodeRow(id string, row []byte) (SessionInfo, error) {
 	}
 	strs := row[rowFixed:]
 	flags := row[rowFlags]
+	var sub *schema.Subagent
+	parent := string(strs[cwd+imported+title:])
+	if flags&flagSubagent != 0 {
+		sub, parent = &schema.Subagent{Session: parent}, ""
+	}
 	return SessionInfo{
 		ID:           id,
 		Cwd:          string(strs[:cwd]),
 		ImportedCwd:  string(strs[cwd : cwd+imported]),
 		Title:        string(strs[cwd+imported : cwd+imported+title]),
-		Parent:       string(strs[cwd+imported+title:]),
+		Parent:       parent,
+		Subagent:     sub,
 		Created:      int64(binary.BigEndian.Uint64(row[rowCreated:])),
 		Messages:     int(binary.BigEndian.Uint64(row[rowMessages:])),
 		LastRestored: int64(binary.BigEndian.Uint64(row[rowLastRestored:])),

@@ -210,6 +210,9 @@ func runSessions(ctx context.Context, o *sessionsOptions) (err error) {
 		if s.Newer {
 			id += " (newer events)"
 		}
+		if s.Subagent != nil {
+			id += " (subagent of " + s.Subagent.Session + ")"
+		}
 		if s.ImportedCwd != "" && s.ImportedCwd != s.Cwd {
 			cwd += " (transcript: " + s.ImportedCwd + ")"
 		}

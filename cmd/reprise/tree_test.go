@@ -26,6 +26,17 @@ func TestImportAndExportASessionWithSubagents(t *testing.T) {
 		t.Fatalf("import --subagents printed %q", out)
 	}
 	c.fails(exitUsage, "import", "-", "--subagents")
+	if list := c.ok("sessions"); !strings.Contains(list, "(subagent of main)") {
+		t.Errorf("sessions lists no subagent of main:\n%s", list)
+	}
+	var listed []struct {
+		ID         string `json:"id"`
+		SubagentOf string `json:"subagent_of"`
+	}
+	c.okJSON(&listed, "sessions")
+	if len(listed) != 2 || listed[0].SubagentOf+listed[1].SubagentOf != "main" {
+		t.Errorf("sessions --json: %+v", listed)
+	}
 	dir := t.TempDir()
 	out = c.ok("export", "main", "--tree", dir)
 	files := strings.Fields(out)
