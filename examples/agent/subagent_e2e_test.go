@@ -5,18 +5,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/examples/agent/internal/fakeapi"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // fixtures is where Claude Code 2.1.328's recorded subagent runs are.
@@ -37,15 +42,18 @@ type subagentAPI struct {
 
 	mu   sync.Mutex
 	subs map[string][]subRequest // the subagents' requests, by tag
+	main map[int]int             // the main agent's requests, by the answers they follow
 }
 
-// subRequest is what the tests check of a subagent's request.
+// subRequest is what the tests check of a subagent's request: the tools
+// it offers, and how many answers of the subagent it follows.
 type subRequest struct {
-	tools []string
+	tools    []string
+	answered int
 }
 
 func newSubagentAPI(t *testing.T, command func(tag string) string, tags ...string) *subagentAPI {
-	f := &subagentAPI{tags: tags, command: command, subs: map[string][]subRequest{}}
+	f := &subagentAPI{tags: tags, command: command, subs: map[string][]subRequest{}, main: map[int]int{}}
 	f.Answer = f.answer
 	f.url = serveFake(t, &f.Server)
 	return f
@@ -78,7 +86,7 @@ func (f *subagentAPI) answer(req *fakeapi.Request) (fakeapi.Answer, error) {
 			tools = append(tools, tool.Name)
 		}
 		f.mu.Lock()
-		f.subs[tag] = append(f.subs[tag], subRequest{tools: tools})
+		f.subs[tag] = append(f.subs[tag], subRequest{tools: tools, answered: answered})
 		f.mu.Unlock()
 		if answered == 0 {
 			a.StopReason = "tool_use"
@@ -88,6 +96,9 @@ func (f *subagentAPI) answer(req *fakeapi.Request) (fakeapi.Answer, error) {
 		a.Content = []fakeapi.Block{fakeapi.Text("files: " + strings.Join(lastResults(req), " ") + " (" + tag + ")")}
 		return a, nil
 	}
+	f.mu.Lock()
+	f.main[answered]++
+	f.mu.Unlock()
 	if answered == 0 {
 		a.StopReason = "tool_use"
 		for _, tag := range f.tags {
@@ -470,6 +481,165 @@ func checkAgentResults(t *testing.T, store, session string, tags []string) {
 		want := []string{"files: a.txt b.txt (" + tag + ") error=false"}
 		if got := results["toolu_agent_"+tag]; !reflect.DeepEqual(got, want) {
 			t.Errorf("the tool_results of toolu_agent_%s: %q, want %q", tag, got, want)
+		}
+	}
+}
+
+// TestKilledInASubagent kills the agent with SIGKILL while its subagents'
+// Bash calls run (the one subagent that has started, one after the other;
+// both, with --parallel), then finishes the turn with `agent --session
+// ID`. Then: each subagent's SubagentStart and SubagentStop hooks ran
+// once, its Bash call ran once (its result, recorded after the kill, says
+// it was interrupted, as the call may have run), no PostToolUse hook ran
+// twice for a call, no answer was asked for twice, and each Agent call has
+// one tool_result: its subagent's final answer.
+func TestKilledInASubagent(t *testing.T) {
+	for _, parallel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) {
+			ev, log := subagentEnv(t)
+			effects := filepath.Join(filepath.Dir(ev.home), "effects")
+			api := newSubagentAPI(t, func(tag string) string {
+				return "echo toolu_ls_" + tag + " >> '" + effects + "'; sleep 1; ls"
+			}, "A", "B")
+			ev.api.url = api.url
+			args := ev.args("--allowed-tools", "Bash")
+			if parallel {
+				args = append(args, "--parallel")
+			}
+			running := 1
+			if parallel {
+				running = 2
+			}
+			child := exec.Command(os.Args[0], args...)
+			child.Env = append(os.Environ(), childEnv+"=1")
+			child.Stdin = strings.NewReader("go\n")
+			var said bytes.Buffer
+			child.Stderr = &said
+			if err := child.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for len(countLines(t, effects, func(s string) string { return s })) < running {
+				if time.Now().After(deadline) {
+					child.Process.Kill()
+					child.Wait()
+					t.Fatalf("no subagent's Bash call ran:\n%s", said.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			child.Process.Signal(syscall.SIGKILL)
+			var exit *exec.ExitError
+			if err := child.Wait(); !errors.As(err, &exit) || !exit.Sys().(syscall.WaitStatus).Signaled() {
+				t.Fatalf("the agent was not killed (%v):\n%s", err, said.String())
+			}
+			session := ""
+			for _, line := range strings.Split(said.String(), "\n") {
+				if id, ok := strings.CutPrefix(line, "session "); ok {
+					session, _, _ = strings.Cut(id, " ")
+					break
+				}
+			}
+			if session == "" {
+				t.Fatalf("the agent named no session:\n%s", said.String())
+			}
+
+			again := exec.Command(os.Args[0], append(args, "--session", session)...)
+			again.Env = append(os.Environ(), childEnv+"=1")
+			var stdout, stderr bytes.Buffer
+			again.Stdout, again.Stderr = &stdout, &stderr
+			if err := again.Run(); err != nil {
+				t.Fatalf("agent --session: %v\n%s", err, stderr.String())
+			}
+			t.Logf("killed:\n%s\nresumed:\n%s%s", said.String(), stdout.String(), stderr.String())
+			if want := "the last turn of session " + session + " was left unfinished (in the middle of its tool calls): finishing it"; !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr does not say %q", want)
+			}
+
+			runs := readHookLog(t, log)
+			byEvent := map[string]map[string]int{}
+			for _, r := range runs {
+				key, _ := r.input["agent_id"].(string)
+				if id, ok := r.input["tool_use_id"].(string); ok {
+					key = id
+				}
+				if byEvent[r.event] == nil {
+					byEvent[r.event] = map[string]int{}
+				}
+				byEvent[r.event][key]++
+			}
+			for _, tag := range []string{"A", "B"} {
+				agentID := reprise.SubagentID(session, "toolu_agent_"+tag)
+				if n, m := byEvent["SubagentStart"][agentID], byEvent["SubagentStop"][agentID]; n != 1 || m != 1 {
+					t.Errorf("subagent %s: SubagentStart ran %d times, SubagentStop %d, want once each", tag, n, m)
+				}
+				for _, r := range api.subs[tag] {
+					if r.answered > 1 {
+						t.Errorf("subagent %s asked after %d answers", tag, r.answered)
+					}
+				}
+				if n := len(api.subs[tag]); n != 2 {
+					t.Errorf("subagent %s asked %d times, want 2: no answer asked for again", tag, n)
+				}
+			}
+			for id, n := range byEvent["PostToolUse"] {
+				if n > 1 {
+					t.Errorf("the PostToolUse hook of %s ran %d times", id, n)
+				}
+			}
+			if byEvent["SessionStart"][""] != 2 || len(api.main) != 2 || api.main[0] != 1 || api.main[1] != 1 {
+				t.Errorf("SessionStart ran %d times (want 2: startup, resume), the main agent asked %v (want each answer once)",
+					byEvent["SessionStart"][""], api.main)
+			}
+			for id, n := range countLines(t, effects, func(s string) string { return s }) {
+				if n != 1 {
+					t.Errorf("%s ran %d times", id, n)
+				}
+			}
+			checkKilledResults(t, ev.store, session, parallel)
+		})
+	}
+}
+
+// checkKilledResults checks the Agent calls' results after the kill of
+// TestKilledInASubagent: one each, its subagent's final answer, which
+// says the subagent's Bash call was interrupted for a subagent whose call
+// the kill cut (A, and B too with --parallel) and lists the files for B
+// run after the kill, one after the other.
+func checkKilledResults(t *testing.T, store, session string, parallel bool) {
+	t.Helper()
+	e, err := reprise.Open(store, reprise.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	conv, err := e.FullConversation(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := map[string][]string{}
+	for _, msg := range conv {
+		for _, b := range msg.Content {
+			var r struct {
+				UseID   string `json:"tool_use_id"`
+				Content any    `json:"content"`
+				IsError bool   `json:"is_error"`
+			}
+			if b.Type == "tool_result" && json.Unmarshal(b.Raw, &r) == nil && !r.IsError {
+				text, _ := r.Content.(string)
+				results[r.UseID] = append(results[r.UseID], text)
+			}
+		}
+	}
+	for _, tag := range []string{"A", "B"} {
+		got := results["toolu_agent_"+tag]
+		cut := tag == "A" || parallel
+		switch {
+		case len(got) != 1 || !strings.HasPrefix(got[0], "files: ") || !strings.HasSuffix(got[0], "("+tag+")"):
+			t.Errorf("the results of toolu_agent_%s: %q, want its subagent's answer", tag, got)
+		case cut && !strings.Contains(got[0], strings.Join(strings.Fields(turn.Interrupted), " ")):
+			t.Errorf("toolu_agent_%s: %q does not say its Bash call was interrupted", tag, got[0])
+		case !cut && got[0] != "files: a.txt b.txt (B)":
+			t.Errorf("toolu_agent_%s: %q, want the files", tag, got[0])
 		}
 	}
 }

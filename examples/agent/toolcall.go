@@ -135,10 +135,12 @@ func (h *host) show(ev turn.Event) {
 		switch {
 		case d.Decision == hookexec.Deny:
 			fmt.Fprintf(h.out, "%s[%s denied: %s]\n", who, ev.Call.Name, d.Reason)
+		case d.Interrupted && isAgentTool(ev.Call.Name):
+			fmt.Fprintf(h.errw, "%s[%s was allowed before the agent stopped: its subagent goes on where it stood]\n", who, ev.Call.Name)
 		case d.Interrupted && ev.Call.Again:
-			fmt.Fprintf(h.errw, "[%s was allowed before the agent stopped: it runs again]\n", ev.Call.Name)
+			fmt.Fprintf(h.errw, "%s[%s was allowed before the agent stopped: it runs again]\n", who, ev.Call.Name)
 		case d.Interrupted:
-			fmt.Fprintf(h.errw, "[%s was allowed before the agent stopped, and may have run]\n", ev.Call.Name)
+			fmt.Fprintf(h.errw, "%s[%s was allowed before the agent stopped, and may have run]\n", who, ev.Call.Name)
 		case !d.Resulted:
 			fmt.Fprintf(h.errw, "%s[%s %s]\n", who, ev.Call.Name, d.Input)
 		}
