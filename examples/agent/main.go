@@ -9,7 +9,7 @@
 // Usage:
 //
 //	agent [--store PATH] [--session ID] [--model MODEL] [--base-url URL]
-//	      [--stream] [--allowed-tools RULES] [--disallowed-tools RULES]
+//	      [--stream] [--parallel] [--allowed-tools RULES] [--disallowed-tools RULES]
 //	      [--mcp-server NAME=COMMAND ...]
 //
 // Each line read from standard input is a prompt. The turn it begins is
@@ -41,6 +41,19 @@
 // or running a hook twice; a Bash or Write call that was allowed but has
 // no result is reported to the model as interrupted (it may have run), a
 // Read call runs again.
+//
+// The model may also call the Agent tool (or Task, its former name) with
+// a description, a prompt and a subagent_type, as Claude Code's model
+// does: the call, once PreToolUse allows it, starts a subagent of that
+// type (only general-purpose, with Bash, Read and Write, and the Agent
+// tool itself), a child session of its own whose SubagentStart hooks run,
+// whose turn runs as the agent's do (its tool calls through the same
+// hooks and rules, its hooks told the parent's session_id and
+// transcript_path and the subagent's agent_id and agent_type), and whose
+// SubagentStop hooks end it; its last answer is the call's result. With
+// --parallel, the calls of one answer, subagents included, run at once. A
+// subagent cut off by a kill goes on where its log stands when the
+// session is resumed: it is not started twice.
 //
 // At the end of input the session is ended with reason user_exit (its
 // SessionEnd hooks get prompt_input_exit) and the agent prints the command
@@ -125,6 +138,7 @@ type config struct {
 	system          string
 	baseURL         string
 	stream          bool
+	parallel        bool
 	maxTurns        int
 	allowedTools    toolList
 	disallowedTools toolList
@@ -151,12 +165,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&cfg.system, "system", "", "a system prompt `TEXT`")
 	fs.StringVar(&cfg.baseURL, "base-url", "", "the Messages API's base `URL` (default $ANTHROPIC_BASE_URL, else Anthropic's)")
 	fs.BoolVar(&cfg.stream, "stream", false, "ask for answers as a stream of server-sent events, printed as they come")
+	fs.BoolVar(&cfg.parallel, "parallel", false, "run the tool calls of one answer at once, its subagents' turns included")
 	fs.IntVar(&cfg.maxTurns, "max-turns", defaultMaxTurns, "the most requests (`N`) one prompt may lead to, tool calls and Stop hooks' continuations included")
 	fs.Var(&cfg.allowedTools, "allowed-tools", "permission `RULES` that allow tool calls without asking, as in settings' permissions.allow (\"Bash(git log *),Read\"; repeatable)")
 	fs.Var(&cfg.disallowedTools, "disallowed-tools", "permission `RULES` that deny tool calls, as in settings' permissions.deny (repeatable)")
 	fs.Var(&cfg.mcpServers, "mcp-server", "start `NAME=COMMAND` as a stdio MCP server that mcp_tool hooks call by NAME; COMMAND is split on spaces into a program and its arguments, with no shell (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: agent [flags] < prompts\n\nAn agent on the Anthropic Messages API, with Bash, Read and Write tools, whose sessions live in reprise.\nFlags:")
+		fmt.Fprintln(stderr, "usage: agent [flags] < prompts\n\nAn agent on the Anthropic Messages API, with Bash, Read, Write and Agent tools, whose sessions live in reprise.\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -424,10 +439,10 @@ var phaseWords = map[reprise.TurnPhase]string{
 	reprise.TurnStop:  "before its Stop hooks",
 }
 
-// send sends conv, the session's conversation rebuilt from the log, to
-// the model, with the tools it may call, and returns the answer, streamed
-// with --stream.
-func (h *host) send(ctx context.Context, conv []reprise.Message) (*anthropic.Message, error) {
+// send sends conv, a conversation rebuilt from the log, to the model, with
+// system as its system prompt and the tools it may call, and returns the
+// answer, streamed with --stream.
+func (h *host) send(ctx context.Context, conv []reprise.Message, system string, tools []anthropic.ToolUnionParam) (*anthropic.Message, error) {
 	msgs, err := rpanthropic.MessageParams(conv)
 	if err != nil {
 		return nil, err
@@ -436,10 +451,10 @@ func (h *host) send(ctx context.Context, conv []reprise.Message) (*anthropic.Mes
 		Model:     anthropic.Model(h.cfg.model),
 		MaxTokens: h.cfg.maxTokens,
 		Messages:  msgs,
-		Tools:     toolDefinitions(),
+		Tools:     tools,
 	}
-	if h.cfg.system != "" {
-		params.System = []anthropic.TextBlockParam{{Text: h.cfg.system}}
+	if system != "" {
+		params.System = []anthropic.TextBlockParam{{Text: system}}
 	}
 	if !h.cfg.stream {
 		return h.client.Messages.New(ctx, params)

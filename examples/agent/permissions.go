@@ -11,7 +11,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // rule is one permission rule: a tool name, and what of its calls it
@@ -154,7 +156,9 @@ type call struct {
 
 // permission is what the rules say of c, in Claude Code's order: a deny
 // rule wins, then an ask rule, then an allow rule; hookexec.Allow for
-// a Read inside the project, which Claude Code reads without asking; ""
+// a Read inside the project, which Claude Code reads without asking, and
+// for an Agent call, which hands work to a subagent whose own calls are
+// asked about; ""
 // when nothing applies (reprise then weighs the hooks' answer, and a call
 // nobody decides is asked about).
 func (rs rules) permission(c call) (decision string, why *rule) {
@@ -171,6 +175,9 @@ func (rs rules) permission(c call) (decision string, why *rule) {
 		if p, ok := filePath(c); ok && within(p, c.cwd) {
 			return hookexec.Allow, nil
 		}
+	}
+	if isAgentTool(c.tool) {
+		return hookexec.Allow, nil
 	}
 	return "", nil
 }
@@ -232,6 +239,9 @@ func firstMatch(list []rule, c call, every bool) *rule {
 // calls on paths it matches. Edit rules cover Write, as Claude Code's
 // Edit rules cover every tool that edits files.
 func (r rule) covers(c call) bool {
+	if isAgentTool(r.tool) && isAgentTool(c.tool) {
+		return r.spec == "" || r.spec == subagentTypeOf(c.input)
+	}
 	if r.tool != c.tool && !(r.tool == "Edit" && c.tool == "Write") {
 		return false
 	}
@@ -240,6 +250,23 @@ func (r rule) covers(c call) bool {
 	}
 	p, ok := filePath(c)
 	return ok && matchPath(r.spec, p, c.cwd, c.home)
+}
+
+// isAgentTool tells whether tool is the Agent tool, by its name or its
+// former one, which rules may use too: Task(Explore) is Agent(Explore).
+func isAgentTool(tool string) bool { return tool == turn.AgentTool || tool == turn.TaskTool }
+
+// subagentTypeOf returns the subagent_type an Agent call names, the
+// default when it names none: what an Agent(TYPE) rule matches.
+func subagentTypeOf(input json.RawMessage) string {
+	var in struct {
+		Type string `json:"subagent_type"`
+	}
+	json.Unmarshal(input, &in)
+	if in.Type == "" {
+		return reprise.DefaultSubagentType
+	}
+	return in.Type
 }
 
 // filePath returns the absolute path a Read or Write call names.

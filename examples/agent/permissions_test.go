@@ -139,3 +139,31 @@ func TestLoadRules(t *testing.T) {
 		t.Errorf("rules %q, want %q", got, want)
 	}
 }
+
+// An Agent call is allowed when no rule says otherwise; a rule of Agent or
+// Task, its former name, covers every call or, with a specifier, the calls
+// of that subagent_type (general-purpose when the call names none).
+func TestAgentRules(t *testing.T) {
+	cases := []struct {
+		name            string
+		ask, deny       []string
+		tool, typ, want string
+	}{
+		{"no rule", nil, nil, "Agent", "general-purpose", "allow"},
+		{"its former name", nil, nil, "Task", "general-purpose", "allow"},
+		{"denied", nil, []string{"Agent"}, "Agent", "general-purpose", "deny"},
+		{"denied by its former name", nil, []string{"Task"}, "Agent", "general-purpose", "deny"},
+		{"denied, that type", nil, []string{"Agent(Explore)"}, "Agent", "Explore", "deny"},
+		{"denied, another type", nil, []string{"Agent(Explore)"}, "Agent", "general-purpose", "allow"},
+		{"asked, the default type", []string{"Agent(general-purpose)"}, nil, "Agent", "", "ask"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rs := rules{ask: parseRules(c.ask, "test"), deny: parseRules(c.deny, "test")}
+			input, _ := json.Marshal(map[string]string{"prompt": "go", "subagent_type": c.typ})
+			if got, _ := rs.permission(call{tool: c.tool, input: input, cwd: "/src/app", home: "/home/u"}); got != c.want {
+				t.Errorf("%s %q: %q, want %q", c.tool, c.typ, got, c.want)
+			}
+		})
+	}
+}

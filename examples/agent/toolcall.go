@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
 	"github.com/reprise-dev/reprise/hookexec"
@@ -58,15 +59,43 @@ func (h *host) runner() *turn.Runner {
 		Ask: func(ctx context.Context, c turn.Call, reason string) string {
 			return h.confirm(ctx, c.Name, c.Input, reason)
 		},
+		Subagents:   subagents(h),
+		Parallel:    h.cfg.parallel,
 		MaxRequests: h.cfg.maxTurns,
 		OnEvent:     h.show,
 	}
 }
 
-// model sends the session's conversation to the model and returns its
-// answer, as the transcript line reprise keeps.
+// subagents are the subagent types the Agent tool starts, each asking the
+// same model through the same client, with its own system prompt and
+// tools.
+func subagents(h *host) map[string]turn.Subagent {
+	types := map[string]turn.Subagent{}
+	for name, typ := range subagentTypes {
+		types[name] = turn.Subagent{Model: h.modelWith(typ.system, subagentToolDefinitions(typ)), Tools: typ.tools}
+	}
+	return types
+}
+
+// model sends the session's conversation to the model, with --system and
+// every tool, and returns its answer, as the transcript line reprise
+// keeps.
 func (h *host) model(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
-	resp, err := h.send(ctx, conv)
+	return h.modelWith(h.cfg.system, toolDefinitions())(ctx, conv)
+}
+
+// modelWith is the model asked with system as its system prompt and tools
+// as the tools it may call. Its answers' transcript lines name the current
+// session, a subagent's too, as Claude Code's subagent transcripts name
+// their parent's.
+func (h *host) modelWith(system string, tools []anthropic.ToolUnionParam) turn.Model {
+	return func(ctx context.Context, conv []reprise.Message) (reprise.Message, error) {
+		return h.answer(ctx, conv, system, tools)
+	}
+}
+
+func (h *host) answer(ctx context.Context, conv []reprise.Message, system string, tools []anthropic.ToolUnionParam) (reprise.Message, error) {
+	resp, err := h.send(ctx, conv, system, tools)
 	if err != nil {
 		return reprise.Message{}, err
 	}
@@ -78,8 +107,13 @@ func (h *host) model(ctx context.Context, conv []reprise.Message) (reprise.Messa
 }
 
 // show tells the user what the runner did: the model's text, the calls and
-// what became of them, and what the hooks said.
+// what became of them, and what the hooks said; a subagent's, after its
+// agent_id in brackets.
 func (h *host) show(ev turn.Event) {
+	who := ""
+	if ev.Subagent != "" {
+		who = "[" + ev.Subagent + "] "
+	}
 	switch ev.Kind {
 	case turn.Prompted:
 		h.reportHooks("UserPromptSubmit", ev.Prompt.Outcomes, ev.Prompt.Context)
@@ -89,7 +123,7 @@ func (h *host) show(ev turn.Event) {
 		}
 		for _, b := range ev.Answer.Content {
 			if b.Type == "text" {
-				fmt.Fprintln(h.out, b.Text)
+				fmt.Fprintln(h.out, who+b.Text)
 			}
 		}
 	case turn.Decided:
@@ -100,18 +134,20 @@ func (h *host) show(ev turn.Event) {
 		}
 		switch {
 		case d.Decision == hookexec.Deny:
-			fmt.Fprintf(h.out, "[%s denied: %s]\n", ev.Call.Name, d.Reason)
+			fmt.Fprintf(h.out, "%s[%s denied: %s]\n", who, ev.Call.Name, d.Reason)
+		case d.Interrupted && isAgentTool(ev.Call.Name):
+			fmt.Fprintf(h.errw, "%s[%s was allowed before the agent stopped: its subagent goes on where it stood]\n", who, ev.Call.Name)
 		case d.Interrupted && ev.Call.Again:
-			fmt.Fprintf(h.errw, "[%s was allowed before the agent stopped: it runs again]\n", ev.Call.Name)
+			fmt.Fprintf(h.errw, "%s[%s was allowed before the agent stopped: it runs again]\n", who, ev.Call.Name)
 		case d.Interrupted:
-			fmt.Fprintf(h.errw, "[%s was allowed before the agent stopped, and may have run]\n", ev.Call.Name)
+			fmt.Fprintf(h.errw, "%s[%s was allowed before the agent stopped, and may have run]\n", who, ev.Call.Name)
 		case !d.Resulted:
-			fmt.Fprintf(h.errw, "[%s %s]\n", ev.Call.Name, d.Input)
+			fmt.Fprintf(h.errw, "%s[%s %s]\n", who, ev.Call.Name, d.Input)
 		}
 	case turn.Ran:
 		fb := ev.Feedback
 		if ev.Result.Refused {
-			fmt.Fprintf(h.out, "[%s not run: %s]\n", ev.Call.Name, ev.Result.Error)
+			fmt.Fprintf(h.out, "%s[%s not run: %s]\n", who, ev.Call.Name, ev.Result.Error)
 		}
 		h.reportHooks("PostToolUse", fb.Outcomes, "")
 		if fb.Context != "" {

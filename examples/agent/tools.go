@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // Bounds of the tools, so that one call cannot flood the conversation or
@@ -59,7 +63,57 @@ func toolDefinitions() []anthropic.ToolUnionParam {
 				"file_path": str("The file's path, absolute or relative to the project directory."),
 				"content":   str("What the file is to hold."),
 			}, "file_path", "content"),
+		tool(turn.AgentTool, "Hands a task to a subagent, which works on it with its own conversation and tools and "+
+			"answers with a report, returned as this call's result. Several calls in one answer may run at once. "+
+			"Subagent types: "+subagentTypeList()+".",
+			map[string]any{
+				"description":   str("The task in three to five words."),
+				"prompt":        str("Everything the subagent needs to know to do the task: it sees nothing else of this conversation."),
+				"subagent_type": str("The type of subagent to hand the task to (default " + reprise.DefaultSubagentType + ")."),
+			}, "description", "prompt"),
 	}
+}
+
+// subagentType is a type of subagent the Agent tool may start: the tools
+// it may call besides the Agent tool (which every subagent has, so that it
+// may start subagents of its own down to reprise's nesting limit) and what
+// its system prompt says of it.
+type subagentType struct {
+	tools  []string
+	system string
+}
+
+// subagentTypes are the subagent types of the Agent tool, by name.
+var subagentTypes = map[string]subagentType{
+	reprise.DefaultSubagentType: {
+		tools: []string{"Bash", "Read", "Write"},
+		system: "You are a subagent of a coding agent: it handed you the task in the user message. " +
+			"Do it with the tools you have, in the project directory, fully but without going beyond it. " +
+			"Then answer with a short report of what you did and found: your last message is all the agent " +
+			"that called you will see of your work.",
+	},
+}
+
+// subagentTypeList names the subagent types and their tools, for the
+// Agent tool's description.
+func subagentTypeList() string {
+	var list []string
+	for _, name := range slices.Sorted(maps.Keys(subagentTypes)) {
+		list = append(list, name+" (tools: "+strings.Join(subagentTypes[name].tools, ", ")+")")
+	}
+	return strings.Join(list, "; ")
+}
+
+// subagentToolDefinitions are the tools offered to a subagent of typ: its
+// type's tools and the Agent tool, nothing else left out.
+func subagentToolDefinitions(typ subagentType) []anthropic.ToolUnionParam {
+	var defs []anthropic.ToolUnionParam
+	for _, d := range toolDefinitions() {
+		if name := d.OfTool.Name; name == turn.AgentTool || slices.Contains(typ.tools, name) {
+			defs = append(defs, d)
+		}
+	}
+	return defs
 }
 
 // toolError is a tool's failure, as the model is told it.

@@ -207,7 +207,7 @@ func checkToolRequests(t *testing.T, reqs []apiRequest, stream bool, stopCommand
 			}
 			names = append(names, tool.Name)
 		}
-		if !reflect.DeepEqual(names, []string{"Bash", "Read", "Write"}) || r.Stream != stream {
+		if !reflect.DeepEqual(names, []string{"Bash", "Read", "Write", "Agent"}) || r.Stream != stream {
 			t.Errorf("request %d: tools %v, stream %v", i+1, names, r.Stream)
 		}
 	}

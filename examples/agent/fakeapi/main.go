@@ -6,12 +6,15 @@
 //
 // Usage:
 //
-//	fakeapi [--port N]
+//	fakeapi [--port N] [--subagents N]
 //
 // Its model says one thing: to a prompt, it answers with a Bash call
 // that runs `echo hello`; to the call's result, it answers with what the
 // command printed, read from the tool_result of the request, and ends the
-// turn. Each request is told on standard error.
+// turn. With --subagents N, it answers a prompt with N calls of the Agent
+// tool instead, each handing that Bash turn to a general-purpose
+// subagent, and their results with what the subagents said. Each request
+// is told on standard error.
 package main
 
 import (
@@ -47,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fakeapi", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("port", 0, "the `PORT` to listen on, on 127.0.0.1 (default: one the system chooses)")
+	subagents := fs.Int("subagents", 0, "answer a prompt with `N` calls of the Agent tool, each handing the Bash call to a subagent")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: fakeapi [--port N]\n\nA fake Anthropic Messages API on 127.0.0.1 whose model runs `"+command+"` with Bash, then says what it printed.\nFlags:")
 		fs.PrintDefaults()
@@ -67,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	api := &fakeapi.Server{Answer: func(req *fakeapi.Request) (fakeapi.Answer, error) {
-		a := answer(req)
+		a := answer(req, *subagents)
 		fmt.Fprintf(stderr, "request %d (%d messages): %s\n", req.N, len(req.Messages), a.StopReason)
 		return a, nil
 	}}
@@ -84,24 +88,49 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// taskPrefix opens the prompt of each Agent call, which tells a
+// subagent's requests from the main agent's.
+const taskPrefix = "Subagent task "
+
 // answer is the fake model: a request whose last message holds tool
 // results gets what they say, and ends the turn; any other gets a Bash
-// call, whose id is random, as the API's are: reprise refuses an id the
+// call, or with subagents N, unless it is a subagent's, N Agent calls.
+// The calls' ids are random, as the API's are: reprise refuses an id the
 // agent has seen in any session.
-func answer(req *fakeapi.Request) fakeapi.Answer {
-	var results []string
+func answer(req *fakeapi.Request, subagents int) fakeapi.Answer {
+	var results, said []string
 	if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == "user" {
 		for _, b := range req.Messages[n-1].Content {
 			if b["type"] == "tool_result" {
 				results = append(results, resultText(b))
+				said = append(said, contentText(b))
 			}
 		}
 	}
 	// The usage is a rough guess: about four bytes of the request a token.
 	a := fakeapi.Answer{InputTokens: len(req.Body) / 4, OutputTokens: 20}
+	first := ""
+	if len(req.Messages) > 0 && len(req.Messages[0].Content) > 0 {
+		first, _ = req.Messages[0].Content[0]["text"].(string)
+	}
+	main := subagents > 0 && !strings.HasPrefix(first, taskPrefix)
 	if len(results) > 0 {
 		a.Content = []fakeapi.Block{fakeapi.Text(strings.Join(results, "\n"))}
+		if main {
+			a.Content = []fakeapi.Block{fakeapi.Text("The subagents said: " + strings.Join(said, "; "))}
+		}
 		a.StopReason = "end_turn"
+		return a
+	}
+	if main {
+		a.Content = []fakeapi.Block{fakeapi.Text(fmt.Sprintf("I will hand `%s` to %d subagents.", command, subagents))}
+		for i := 1; i <= subagents; i++ {
+			a.Content = append(a.Content, fakeapi.ToolUse("toolu_"+rand.Text(), "Agent", map[string]any{
+				"description":   fmt.Sprintf("echo hello %d", i),
+				"prompt":        fmt.Sprintf("%s%d: run `%s` with Bash and say what it printed.", taskPrefix, i, command),
+				"subagent_type": "general-purpose"}))
+		}
+		a.StopReason = "tool_use"
 		return a
 	}
 	a.Content = []fakeapi.Block{
@@ -115,6 +144,19 @@ func answer(req *fakeapi.Request) fakeapi.Answer {
 // resultText says what a tool_result block holds: its content, a string
 // or text blocks, and whether it is an error.
 func resultText(b fakeapi.Block) string {
+	text := contentText(b)
+	if b["is_error"] == true {
+		return "Bash reported an error: " + text
+	}
+	if text == "" {
+		return "The command printed nothing."
+	}
+	return "The command printed: " + text
+}
+
+// contentText returns the text a tool_result block holds, a string or
+// text blocks.
+func contentText(b fakeapi.Block) string {
 	var text string
 	switch c := b["content"].(type) {
 	case string:
@@ -127,12 +169,5 @@ func resultText(b fakeapi.Block) string {
 			}
 		}
 	}
-	text = strings.TrimSpace(text)
-	if b["is_error"] == true {
-		return "Bash reported an error: " + text
-	}
-	if text == "" {
-		return "The command printed nothing."
-	}
-	return "The command printed: " + text
+	return strings.TrimSpace(text)
 }
