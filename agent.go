@@ -760,6 +760,7 @@ func (a *Agent) runHooksIn(ctx, wctx context.Context, eff lifecycle.RunHooks, ho
 	told, own, agentID, agentType := id, transcript, "", ""
 	if sub != nil {
 		told, transcript, agentID, agentType = sub.Session, e.TranscriptPath(sub.Session), sub.AgentID, sub.Type
+		eff.PromptID = cmp.Or(eff.PromptID, sub.PromptID) // the parent's turn's
 	}
 	if eff.Fire != nil {
 		return a.runFire(ctx, eff, hooks, hookexec.EventInput{SessionID: told, TranscriptPath: transcript, Cwd: cwd,

@@ -1,6 +1,7 @@
 package reprise
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -82,7 +83,7 @@ func (a *Agent) StartSubagent(ctx context.Context, c SubagentCall) (*Agent, erro
 		c.Type = DefaultSubagentType
 	}
 	a.mu.Lock()
-	parent, call := a.view.Current, a.view.Tools[c.ToolUseID]
+	parent, call, prompt := a.view.Current, a.view.Tools[c.ToolUseID], a.view.LastPromptID
 	a.mu.Unlock()
 	if parent == "" {
 		return nil, fmt.Errorf("%w: agent %s", ErrNoCurrentSession, a.id)
@@ -104,7 +105,7 @@ func (a *Agent) StartSubagent(ctx context.Context, c SubagentCall) (*Agent, erro
 		return nil, fmt.Errorf("%w: call %s of session %s is not allowed to run", ErrBadSubagent, c.ToolUseID, parent)
 	}
 	link := &schema.Subagent{Session: parent, ToolUseID: c.ToolUseID, AgentID: SubagentID(parent, c.ToolUseID),
-		Type: c.Type, Description: c.Description, Depth: depth + 1}
+		Type: c.Type, Description: c.Description, Depth: depth + 1, PromptID: prompt}
 	id := SubagentSession(link.AgentID)
 	_, err = a.e.createSession(ctx, &schema.SessionCreated{ID: id, Cwd: cwd, Subagent: link})
 	if err != nil && !errors.Is(err, ErrSessionExists) {
@@ -147,7 +148,9 @@ func (a *Agent) runSubagentHooks(ctx context.Context, eff lifecycle.RunHooks, su
 	if sub != nil {
 		in.AgentID, in.AgentType = sub.AgentID, sub.Type // and Go hooks get them typed
 	}
+	in.PermissionMode = "" // SubagentStart has none in Claude Code
 	if eff.Event == schema.HookSubagentStop {
+		in.PermissionMode = cmp.Or(a.e.permissionMode, hookexec.DefaultPermissionMode)
 		fields["stop_hook_active"], fields["agent_transcript_path"] = eff.StopActive, own
 		fields["last_assistant_message"] = eff.FinalMessage
 	}

@@ -186,8 +186,11 @@ func TestAnAgentCallStartsOneSubagent(t *testing.T) {
 	if inputs[0]["tool_name"] != "Agent" || inputs[2]["tool_name"] != "Bash" {
 		t.Errorf("the tool hooks: %v, %v", inputs[0], inputs[2])
 	}
-	if in := inputs[1]; in["agent_id"] != agentID || in["agent_type"] != "general-purpose" {
+	if in := inputs[1]; in["agent_id"] != agentID || in["agent_type"] != "general-purpose" || in["permission_mode"] != nil {
 		t.Errorf("SubagentStart: %v", in)
+	}
+	if inputs[3]["permission_mode"] != "default" {
+		t.Errorf("SubagentStop: %v; want the permission_mode", inputs[3])
 	}
 	stop, second := inputs[3], inputs[4]
 	if stop["agent_id"] != agentID || stop["agent_type"] != "general-purpose" || stop["stop_hook_active"] != false ||

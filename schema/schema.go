@@ -70,6 +70,9 @@ type Subagent struct {
 	AgentID     string `msgpack:"agent_id"`    // the hooks' agent_id
 	Type        string `msgpack:"type"`        // the call's subagent_type
 	Depth       int    `msgpack:"depth"`       // 1 for the main agent's subagent, 2 for one of those, ...
+	// PromptID is the prompt_id of the parent's turn that made the call,
+	// which every hook inside the subagent is told.
+	PromptID string `msgpack:"prompt_id,omitempty"`
 	Description string `msgpack:"description,omitempty"`
 }
 

@@ -205,14 +205,13 @@ func readHookLog(t *testing.T, path string) []hookRun {
 // that reprise has no counterpart of. The comparison fails on any other
 // difference, and says so of one of these that is gone.
 var knownDifferences = map[string][]string{
-	"main PreToolUse":        {"-effort"},
-	"main PostToolUse":       {"-effort"},
-	"main Stop":              {"-effort", "-background_tasks", "-session_crons"},
-	"main SessionEnd":        {"-prompt_id", "+end_source"},
-	"subagent SubagentStart": {"-prompt_id"},
-	"subagent PreToolUse":    {"-prompt_id", "-effort"},
-	"subagent PostToolUse":   {"-prompt_id", "-effort"},
-	"subagent SubagentStop":  {"-prompt_id", "-effort", "-permission_mode", "-background_tasks", "-session_crons"},
+	"main PreToolUse":       {"-effort"},
+	"main PostToolUse":      {"-effort"},
+	"main Stop":             {"-effort", "-background_tasks", "-session_crons"},
+	"main SessionEnd":       {"-prompt_id", "+end_source"},
+	"subagent PreToolUse":   {"-effort"},
+	"subagent PostToolUse":  {"-effort"},
+	"subagent SubagentStop": {"-effort", "-background_tasks", "-session_crons"},
 }
 
 // hookKeys is one hook of an agent: its event and its input's keys.
