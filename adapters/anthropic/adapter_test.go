@@ -398,4 +398,14 @@ func TestFromResponseLine(t *testing.T) {
 	if bytes.ContainsRune(m.Record, '\n') {
 		t.Errorf("record spans lines: %s", m.Record)
 	}
+	// In a subagent's session, a sidechain of its parent's.
+	m, err = rpanthropic.FromResponse(&resp, rpanthropic.Line{Session: "s", Cwd: "/src/app", Parent: "p", UUID: "u", Time: at, AgentID: "a0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJSON(t, "sidechain record", map[string]any{
+		"parentUuid": "p", "isSidechain": true, "agentId": "a0123456789abcdef", "userType": "external", "cwd": "/src/app", "sessionId": "s",
+		"message": decode(t, readTestdata(t, "response2.json")),
+		"type": "assistant", "uuid": "u", "timestamp": "2026-01-05T10:00:07.123Z",
+	}, decode(t, m.Record))
 }

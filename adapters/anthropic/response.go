@@ -41,6 +41,11 @@ type Line struct {
 	// RequestID is the response's request-id header (requestId), when the
 	// caller has it (option.WithResponseInto); "" leaves it out.
 	RequestID string
+	// AgentID, in a subagent's session, is its agent_id: the line is then
+	// a sidechain of its parent's session, which Session names, as Claude
+	// Code writes a subagent's transcript. Append fills both from the
+	// session.
+	AgentID string
 }
 
 // assistantLine is the transcript line Claude Code writes for an assistant
@@ -49,6 +54,7 @@ type Line struct {
 type assistantLine struct {
 	ParentUUID  *string         `json:"parentUuid"`
 	IsSidechain bool            `json:"isSidechain"`
+	AgentID     string          `json:"agentId,omitempty"`
 	UserType    string          `json:"userType"`
 	Cwd         string          `json:"cwd"`
 	SessionID   string          `json:"sessionId"`
@@ -104,7 +110,7 @@ func FromResponse(resp *anthropic.Message, at Line) (schema.Message, error) {
 		at.Time = time.Now()
 	}
 	at.Time = at.Time.UTC().Truncate(time.Millisecond)
-	line := assistantLine{
+	line := assistantLine{IsSidechain: at.AgentID != "", AgentID: at.AgentID,
 		UserType: "external", Cwd: at.Cwd, SessionID: at.Session,
 		Message: body.Bytes(), RequestID: at.RequestID,
 		Type: "assistant", UUID: at.UUID, Timestamp: at.Time.Format("2006-01-02T15:04:05.000Z"),
@@ -216,7 +222,11 @@ func Append(ctx context.Context, e *reprise.Engine, id string, resp *anthropic.M
 		if err != nil {
 			return schema.Message{}, err
 		}
-		m, err := FromResponse(resp, Line{Session: id, Cwd: info.Cwd, Parent: parent})
+		at := Line{Session: id, Cwd: info.Cwd, Parent: parent}
+		if sub := info.Subagent; sub != nil {
+			at.Session, at.AgentID = sub.Session, sub.AgentID
+		}
+		m, err := FromResponse(resp, at)
 		if err != nil {
 			return schema.Message{}, err
 		}
