@@ -633,7 +633,9 @@ func (st *stream) foldAgentCalls(m schema.Message) {
 			if st.agentCalls == nil {
 				st.agentCalls = map[string]bool{}
 			}
-			st.agentCalls[u.ID] = st.agentCalls[u.ID] // a result may have come first: keep it
+			if _, ok := st.agentCalls[u.ID]; !ok {
+				st.agentCalls[u.ID] = false // no result yet
+			}
 		}
 		return
 	}

@@ -71,6 +71,7 @@ func (r *Runner) runSubagent(ctx context.Context, c Call) (reprise.ToolResult, e
 			names = append(names, name)
 		}
 		slices.Sort(names)
+		//lint:ignore ST1005 the model reads these words, Claude Code's
 		return reprise.ToolResult{}, fmt.Errorf("Agent type '%s' not found. Available agents: %s", in.Type, strings.Join(names, ", "))
 	}
 	child, err := r.Agent.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: c.ID, Type: in.Type, Description: in.Description, Prompt: in.Prompt})
