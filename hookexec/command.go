@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -51,6 +52,7 @@ type CommandEnv struct {
 	supervisor     string           // Exec.Supervisor: "" or NoSupervisor
 	inherit        []string         // Exec.InheritEnv: nil for the whole environment
 	session        string           // CLAUDE_CODE_SESSION_ID: the session the hooks run for
+	effort         string           // CLAUDE_EFFORT: the input's effort level, "" when unknown
 	log            *slog.Logger     // Exec.Logger: where warnings go; nil for slog.Default
 	budget         time.Duration    // the time every command hook of the run has; 0 for each its own
 }
@@ -527,7 +529,12 @@ func commandEnviron(h Hook, env CommandEnv) []string {
 			vars = append(vars, kv)
 		}
 	}
-	vars = append(vars, "CLAUDECODE=1", "CLAUDE_PROJECT_DIR="+env.ProjectDir)
+	// CLAUDE_PID is the process running the hooks, as Claude Code gives
+	// its own.
+	vars = append(vars, "CLAUDECODE=1", "CLAUDE_PROJECT_DIR="+env.ProjectDir, "CLAUDE_PID="+strconv.Itoa(os.Getpid()))
+	if env.effort != "" {
+		vars = append(vars, "CLAUDE_EFFORT="+env.effort)
+	}
 	if env.session != "" {
 		vars = append(vars, "CLAUDE_CODE_SESSION_ID="+env.session)
 	}
@@ -549,7 +556,7 @@ func commandEnviron(h Hook, env CommandEnv) []string {
 // host, not of the hook.
 func setForHooks(name string) bool {
 	switch name {
-	case "CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_ENV_FILE":
+	case "CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_PID", "CLAUDE_EFFORT", "CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_ENV_FILE":
 		return true
 	}
 	return strings.HasPrefix(name, "CLAUDE_PLUGIN_OPTION_")

@@ -104,7 +104,7 @@ func RunEvent(ctx context.Context, hooks []Hook, event Event, in EventInput, env
 		_ = json.Unmarshal(in.Fields, &call) // eventStdin checked they are an object
 		hooks = meetingIf(hooks, ToolInput{ToolName: call.Name, ToolInput: call.Input}, env)
 	}
-	env.session = in.SessionID
+	env.session, env.effort = in.SessionID, in.Effort
 	if !spec.EnvFile {
 		env.EnvFile = ""
 	}

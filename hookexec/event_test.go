@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -122,5 +123,23 @@ func TestGoHooksOfAnyEvent(t *testing.T) {
 	}
 	if err := reg.On("NoSuchEvent", "", func(context.Context, EventInput) (EventOutput, error) { return EventOutput{}, nil }); !errors.Is(err, ErrBadHook) {
 		t.Fatalf("an unknown event: %v", err)
+	}
+}
+
+// A command hook is told the pid of the process running it, as Claude
+// Code gives its own, and the effort level when the input has one.
+func TestEventHooksGetThePidAndTheEffort(t *testing.T) {
+	env := testEnv(t)
+	hook := Hook{Event: Stop, Name: "env", Body: Command{Line: `printf '{"systemMessage":"pid=%s effort=%s"}' "$CLAUDE_PID" "${CLAUDE_EFFORT-unset}"`}}
+	in := EventInput{SessionID: "s1", Cwd: env.ProjectDir, Fields: json.RawMessage(`{"stop_hook_active":false}`)}
+	for effort, want := range map[string]string{"high": "effort=high", "": "effort=unset"} {
+		in.Effort = effort
+		_, res, err := RunEvent(context.Background(), []Hook{hook}, Stop, in, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantPid := "pid=" + strconv.Itoa(os.Getpid()) + " "; !strings.HasPrefix(res.SystemMessage, wantPid) || !strings.HasSuffix(res.SystemMessage, want) {
+			t.Errorf("effort %q: the hook saw %q, want %q...%q", effort, res.SystemMessage, wantPid, want)
+		}
 	}
 }

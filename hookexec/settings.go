@@ -83,16 +83,17 @@ type settingsEntry struct {
 	RewakeMessage string `json:"rewakeMessage"`
 }
 
-// LoadSettings reads one Claude Code settings file and returns its command
-// hooks of the events this package runs, event by event in the order of
+// LoadSettings reads one Claude Code settings file and returns its hooks
+// of every type ("command", "http", "mcp_tool", "prompt", "agent") of the
+// events this package knows, event by event in the order of
 // Events, each in file order. Each hook's Name and Command are the
 // configured command and its Source is path. Each event matches on the
 // field schema.Events names for it; the matchers of events that have none
 // (Stop, UserPromptSubmit) are ignored, as Claude Code ignores them.
 //
-// The file must be a JSON object. Hooks of other events, hooks whose type
-// is not "command" ("prompt", "http", "agent", ...) and keys this package
-// does not know are skipped without error. A "timeout" is in seconds and may
+// The file must be a JSON object. Hooks of other events and keys this
+// package does not know (or reads and ignores, such as "cloud") are
+// skipped without error. A "timeout" is in seconds and may
 // be fractional; an absent or zero timeout leaves the default for the hook's
 // kind. A "shell" of "bash" runs the command with bash, "powershell" with
 // pwsh (a configuration error where pwsh is not installed); another shell
@@ -519,11 +520,14 @@ func LoadAll(settings []string, pluginDirs []string) ([]Hook, []error) {
 }
 
 // Dedupe returns hooks without the command hooks whose event, shell,
-// command, exec-form arguments and "if" equal those of an earlier one, as
-// Claude Code keys them: the same command configured in several places
-// runs once, whatever its matcher or source, while a shell-form and an
-// exec-form copy of one command both run. Hooks of the other types are
-// keyed by dedupeKey and "if". Function hooks are all kept.
+// command, exec-form arguments and "if" equal those of an earlier one from
+// the same origin, as Claude Code keys them: the same command configured
+// in several settings files runs once, whatever its matcher, while a
+// plugin's copy (keyed by its plugin root) and a session-scoped one such
+// as a skill's frontmatter (keyed by its source) each run besides the
+// settings' copy, and a shell-form and an exec-form copy of one command
+// both run. Hooks of the other types are keyed by dedupeKey, "if" and
+// origin too. Function hooks are all kept.
 // Order is preserved. Apply it to the hooks that matched, so that a copy
 // whose matcher selects the value is not lost to one whose matcher does
 // not.
@@ -532,6 +536,7 @@ func Dedupe(hooks []Hook) []Hook {
 		event                   Event
 		shell, line, args, rule string
 		exec                    bool
+		origin                  string
 	}
 	seen := make(map[key]bool)
 	out := make([]Hook, 0, len(hooks))
@@ -539,9 +544,9 @@ func Dedupe(hooks []Hook) []Hook {
 		var k key
 		switch b := h.Body.(type) {
 		case Command:
-			k = key{h.Event, cmp.Or(b.Shell, "bash"), b.Line, strings.Join(b.Args, "\x00"), h.If, b.Args != nil}
+			k = key{h.Event, cmp.Or(b.Shell, "bash"), b.Line, strings.Join(b.Args, "\x00"), h.If, b.Args != nil, dedupeOrigin(h)}
 		case HTTP, MCPTool, Prompt:
-			k = key{event: h.Event, shell: string(h.Type()), line: dedupeKey(h), rule: h.If}
+			k = key{event: h.Event, shell: string(h.Type()), line: dedupeKey(h), rule: h.If, origin: dedupeOrigin(h)}
 		default:
 			out = append(out, h)
 			continue
@@ -553,6 +558,22 @@ func Dedupe(hooks []Hook) []Hook {
 		out = append(out, h)
 	}
 	return out
+}
+
+// dedupeOrigin is where a hook comes from as far as Dedupe tells copies
+// apart: a plugin's root, a session-scoped hook's source, and "" for every
+// settings file, whose copies are one.
+func dedupeOrigin(h Hook) string {
+	if c, ok := h.Body.(Command); ok && c.PluginRoot != "" {
+		return "plugin\x00" + c.PluginRoot
+	}
+	if strings.HasPrefix(h.Source, "plugin:") {
+		return "plugin\x00" + strings.TrimPrefix(h.Source, "plugin:")
+	}
+	if h.scoped != "" {
+		return "scoped\x00" + h.Source
+	}
+	return ""
 }
 
 // dedupeKey is what makes a hook of another type than command the same

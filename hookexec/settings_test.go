@@ -223,6 +223,37 @@ func TestDedupeKeepsTheFirstOfTheSameCommand(t *testing.T) {
 	}
 }
 
+// Claude Code keeps a plugin's copy of a command apart from a settings
+// file's: the same "echo same" in both runs twice, while two plugins'
+// copies are two, and two settings files' copies one.
+func TestDedupeKeepsAPluginsCopyApartFromTheSettings(t *testing.T) {
+	dir := t.TempDir()
+	hooksJSON := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"echo same"}]}]}}`
+	for _, rel := range []string{"user.json", "project.json", "p1/hooks/hooks.json", "p2/hooks/hooks.json"} {
+		path := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(hooksJSON), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hooks, errs := hookexec.LoadAll([]string{filepath.Join(dir, "user.json"), filepath.Join(dir, "project.json")},
+		[]string{filepath.Join(dir, "p1"), filepath.Join(dir, "p2")})
+	if len(errs) != 0 {
+		t.Fatalf("errors: %v", errs)
+	}
+	got := hookexec.Dedupe(hooks)
+	var sources []string
+	for _, h := range got {
+		sources = append(sources, h.Source)
+	}
+	want := []string{filepath.Join(dir, "user.json"), "plugin:" + filepath.Join(dir, "p1"), "plugin:" + filepath.Join(dir, "p2")}
+	if !reflect.DeepEqual(sources, want) {
+		t.Fatalf("deduped to copies from %q, want %q", sources, want)
+	}
+}
+
 // Claude Code keys a command hook by shell, command, arguments and "if":
 // an exec-form and a shell-form copy of one command both run, as do two
 // copies in different shells; "bash" is the shell a hook without one has.
