@@ -27,7 +27,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 )
@@ -44,7 +43,7 @@ func main() {
 	if full {
 		args = args[1:]
 	} else {
-		args = append(quickFlags(args, runtime.GOMAXPROCS(0)), args...)
+		args = append([]string{"-short"}, args...)
 	}
 	code, err := run(args, full, os.Stdout)
 	if err != nil {
@@ -52,26 +51,6 @@ func main() {
 		os.Exit(2)
 	}
 	os.Exit(code)
-}
-
-// quickFlags returns the flags the quick run puts before args: -short,
-// and -p at twice the CPUs unless args set -p. go test's -p (the CPUs by
-// default) bounds compiles, links and test binaries together, and test
-// binaries are started in package order; so in a cold build of the
-// workspace two tests that wait on subprocesses, fsync or PostgreSQL take
-// both slots for minutes while the cores idle, and the packages of the
-// later modules (the model SDKs, OpenTelemetry, the browser driver) are
-// compiled only after the last test of the root module. Twice the CPUs
-// lets their compiles run in those waits. The full run keeps go test's
-// default: under -race each test binary takes several times the memory.
-func quickFlags(args []string, cpus int) []string {
-	flags := []string{"-short"}
-	for _, a := range args {
-		if a == "-p" || strings.HasPrefix(a, "-p=") || a == "--p" || strings.HasPrefix(a, "--p=") {
-			return flags
-		}
-	}
-	return append(flags, fmt.Sprintf("-p=%d", 2*cpus))
 }
 
 // event is one line of go test -json (cmd/test2json).

@@ -49,22 +49,3 @@ func TestSummaryGroupsSkipsByReason(t *testing.T) {
 		t.Errorf("%d packages failed; want 1", s.failed)
 	}
 }
-
-// The quick run lets go test run twice as many builds and test binaries
-// at once as there are CPUs, unless the command line says how many.
-func TestQuickFlagsDoubleTheParallelismUnlessGiven(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{nil, "-short -p=4"},
-		{[]string{"-run", "TestX"}, "-short -p=4"},
-		{[]string{"-p=1"}, "-short"},
-		{[]string{"-p", "3", "./x"}, "-short"},
-		{[]string{"-parallel=8"}, "-short -p=4"},
-	} {
-		if got := strings.Join(quickFlags(c.args, 2), " "); got != c.want {
-			t.Errorf("quickFlags(%q, 2) = %q; want %q", c.args, got, c.want)
-		}
-	}
-}
