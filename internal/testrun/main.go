@@ -53,6 +53,78 @@ func main() {
 	os.Exit(code)
 }
 
+// warmer compiles, into the build cache, the outside packages that only
+// the later modules' tests import (the model SDK, OpenTelemetry, the
+// browser driver), while the first module's tests run. go test runs at
+// most -p actions at once, compiles and test binaries alike, and starts
+// the test binaries in package order: in a cold build two tests of the
+// first module that wait on subprocesses, fsync or PostgreSQL hold both
+// slots for minutes while the cores idle, and those packages are compiled
+// only after them. One go build at -p=1 fills the idle time without
+// running more tests at once; go test then finds them in the cache. It
+// starts once the first test binary runs, so that it does not compile the
+// standard library alongside go test.
+type warmer struct {
+	first string   // pattern of the first module
+	rest  []string // patterns of the others
+	cmd   *exec.Cmd
+}
+
+func newWarmer(first string, rest []string) *warmer {
+	return &warmer{first: first, rest: rest}
+}
+
+// outside lists the packages, outside the workspace and the standard
+// library, that the tests of patterns import.
+func outside(patterns []string) (map[string]bool, error) {
+	const f = `{{if and (not .Standard) .Module}}{{if not .Module.Main}}{{.ImportPath}}{{end}}{{end}}`
+	list, err := exec.Command("go", append([]string{"list", "-e", "-deps", "-test", "-f", f}, patterns...)...).Output()
+	if err != nil {
+		return nil, err
+	}
+	pkgs := map[string]bool{}
+	for _, p := range strings.Fields(string(list)) {
+		pkgs[p] = true
+	}
+	return pkgs, nil
+}
+
+// start starts the go build; it fails silently, as go test reports any
+// build failure itself.
+func (w *warmer) start() {
+	theirs, err := outside(w.rest)
+	if err != nil {
+		return
+	}
+	ours, err := outside([]string{w.first})
+	if err != nil {
+		return
+	}
+	var only []string
+	for p := range theirs {
+		if !ours[p] {
+			only = append(only, p)
+		}
+	}
+	if len(only) == 0 {
+		return
+	}
+	sort.Strings(only)
+	w.cmd = exec.Command("go", append([]string{"build", "-p=1"}, only...)...)
+	if w.cmd.Start() != nil {
+		w.cmd = nil
+	}
+}
+
+// stop ends the go build if it still runs.
+func (w *warmer) stop() {
+	if w == nil || w.cmd == nil {
+		return
+	}
+	_ = w.cmd.Process.Kill()
+	_ = w.cmd.Wait()
+}
+
 // event is one line of go test -json (cmd/test2json).
 type event struct {
 	Action     string
@@ -92,6 +164,10 @@ func run(args []string, full bool, out io.Writer) (int, error) {
 		}
 		patterns = append(patterns, dir+"/...")
 	}
+	var warm *warmer
+	if !full && len(args) == 1 && len(patterns) > 1 {
+		warm = newWarmer(patterns[0], patterns[1:])
+	}
 	cmd := exec.Command("go", append(append([]string{"test", "-json"}, args...), patterns...)...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
@@ -102,7 +178,12 @@ func run(args []string, full bool, out io.Writer) (int, error) {
 		return 0, err
 	}
 	s := newSummary(out)
-	if err := s.read(stdout); err != nil {
+	if warm != nil {
+		s.started = warm.start
+	}
+	err = s.read(stdout)
+	warm.stop()
+	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return 0, err
@@ -131,6 +212,7 @@ type summary struct {
 	skipped map[string][]string // "package.Test" lines, by reason
 	passed  int
 	failed  int
+	started func() // called at the first test binary's start, if set
 }
 
 func newSummary(out io.Writer) *summary {
@@ -157,6 +239,11 @@ func (s *summary) read(r io.Reader) error {
 func (s *summary) add(e event) {
 	key := e.Package + "\x00" + e.Test
 	switch e.Action {
+	case "start":
+		if s.started != nil {
+			s.started()
+			s.started = nil
+		}
 	case "build-output":
 		fmt.Fprint(s.out, e.Output)
 	case "output":
