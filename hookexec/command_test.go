@@ -777,3 +777,46 @@ func TestStopHookFeedback(t *testing.T) {
 		t.Fatalf("with a block: blocked %v, reason %q, feedback %q", blocked, reason, got)
 	}
 }
+
+// A UserPromptSubmit hook's suppressOriginalPrompt is recorded in its
+// outcome's Specific, which the host gets, with its sessionTitle.
+func TestPromptHooksSuppressOriginalPromptIsRecorded(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	h := Hook{Event: UserPromptSubmit, Name: "suppress", Body: Command{Line: `echo '{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "suppressOriginalPrompt": true, "sessionTitle": "Deploy"}}'`}}
+	outcomes, blocked, _, _ := RunPrompt(context.Background(), []Hook{h}, PromptInput{SessionID: "s", Cwd: env.ProjectDir, Prompt: "ship it"}, env)
+	if len(outcomes) != 1 || blocked || string(outcomes[0].Specific) != `{"sessionTitle":"Deploy","suppressOriginalPrompt":true}` {
+		t.Fatalf("outcomes %+v, blocked %v", outcomes, blocked)
+	}
+}
+
+// "once": true in a settings file is ignored, as Claude Code ignores it
+// there: the hook runs on every match (frontmatter and session hooks
+// honour it; TestFrontmatterHooksHonourOnce).
+func TestOnceInASettingsFileIsIgnored(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(path, []byte(`{"hooks": {"Notification": [{"hooks": [
+		{"type": "command", "command": "echo ran >> '`+runs+`'", "once": true}]}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hooks, err := LoadSettings(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry()
+	if err := r.AddAll(hooks); err != nil {
+		t.Fatal(err)
+	}
+	in := EventInput{SessionID: "s", Cwd: env.ProjectDir, Fields: json.RawMessage(`{"message": "hi"}`)}
+	for range 2 {
+		if _, _, err := RunEvent(context.Background(), r.Match("Notification", ""), "Notification", in, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if data, _ := os.ReadFile(runs); string(data) != "ran\nran\n" {
+		t.Fatalf("the hook ran %q; want twice", data)
+	}
+}

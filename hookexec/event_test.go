@@ -6,9 +6,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // fire runs one command hook of event with fields, as a host's Fire does.
@@ -140,6 +143,46 @@ func TestEventHooksGetThePidAndTheEffort(t *testing.T) {
 		}
 		if wantPid := "pid=" + strconv.Itoa(os.Getpid()) + " "; !strings.HasPrefix(res.SystemMessage, wantPid) || !strings.HasSuffix(res.SystemMessage, want) {
 			t.Errorf("effort %q: the hook saw %q, want %q...%q", effort, res.SystemMessage, wantPid, want)
+		}
+	}
+}
+
+// Every fired event's row decides what a real command hook's exit 2 and
+// "decision": "block" mean: an exit 2 blocks (or keeps the agent going)
+// where the row says so, with stderr as the reason; reports stderr to the
+// model after the fact where it gives feedback; and decides nothing
+// elsewhere. A block decision blocks only where the row honours one.
+func TestEveryFiredEventReadsExitTwoAndBlockAsItsRowSays(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	for _, spec := range schema.Events {
+		if slices.Contains(schema.HookEvents, spec.Event) || !slices.Contains(spec.Types, schema.HookCommand) {
+			continue
+		}
+		fields := map[string]string{}
+		for _, f := range spec.Required {
+			fields[f] = "x"
+		}
+		raw, _ := json.Marshal(fields)
+		in := EventInput{SessionID: "s", TranscriptPath: "/t.jsonl", Cwd: env.ProjectDir, Fields: raw}
+		exit2 := Hook{Event: spec.Event, Name: "exit2", Body: Command{Line: "echo 'not now' >&2; exit 2"}}
+		_, res, err := RunEvent(context.Background(), []Hook{exit2}, spec.Event, in, env)
+		if err != nil {
+			t.Fatalf("%s: %v", spec.Event, err)
+		}
+		blocks := spec.ExitTwo == schema.ExitTwoBlocks || spec.ExitTwo == schema.ExitTwoBlocksUser || spec.ExitTwo == schema.ExitTwoContinues
+		if res.Blocked != blocks || blocks && res.Reason != "not now" {
+			t.Errorf("%s (exit 2: %s): blocked %v, reason %q; want blocked %v", spec.Event, spec.ExitTwo, res.Blocked, res.Reason, blocks)
+		}
+		if feedback := spec.ExitTwo == schema.ExitTwoFeedback; (res.Feedback == "not now") != feedback {
+			t.Errorf("%s (exit 2: %s): feedback %q", spec.Event, spec.ExitTwo, res.Feedback)
+		}
+		block := Hook{Event: spec.Event, Name: "block", Body: Command{Line: `echo '{"decision": "block", "reason": "r"}'`}}
+		if _, res, err = RunEvent(context.Background(), []Hook{block}, spec.Event, in, env); err != nil {
+			t.Fatalf("%s: %v", spec.Event, err)
+		}
+		if res.Blocked != spec.Decision || spec.Decision && res.Reason != "r" {
+			t.Errorf("%s (decision honoured: %v): a block decision gave blocked %v, reason %q", spec.Event, spec.Decision, res.Blocked, res.Reason)
 		}
 	}
 }
