@@ -81,6 +81,10 @@ type Agent struct {
 	asyncMu   sync.Mutex
 	ended     []endedRun
 	recording atomic.Int32
+	// acting is set while a lifecycle action (a restore, prompt, stop or
+	// compaction) holds the agent: a Fire then fails with ErrAgentBusy
+	// rather than wait for it.
+	acting atomic.Bool
 }
 
 // Agent returns agent id, reading its lifecycle from the log on first use.
@@ -313,6 +317,8 @@ func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(conte
 		return nil, lifecycle.Report{}, fmt.Errorf("%w: agent %s", ErrAgentBusy, a.id)
 	}
 	defer a.mu.Unlock()
+	a.acting.Store(true)
+	defer a.acting.Store(false)
 	if obs := a.e.observer; obs != nil {
 		session := act.To
 		if session == "" {
