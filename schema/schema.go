@@ -65,14 +65,14 @@ type SessionCreated struct {
 // Subagent links a subagent's session to the parent session's call of
 // the Agent tool that started it: one session per call.
 type Subagent struct {
-	Session     string `msgpack:"session"`     // the parent session
-	ToolUseID   string `msgpack:"tool_use_id"` // the parent's Agent call
-	AgentID     string `msgpack:"agent_id"`    // the hooks' agent_id
-	Type        string `msgpack:"type"`        // the call's subagent_type
-	Depth       int    `msgpack:"depth"`       // 1 for the main agent's subagent, 2 for one of those, ...
+	Session   string `msgpack:"session"`     // the parent session
+	ToolUseID string `msgpack:"tool_use_id"` // the parent's Agent call
+	AgentID   string `msgpack:"agent_id"`    // the hooks' agent_id
+	Type      string `msgpack:"type"`        // the call's subagent_type
+	Depth     int    `msgpack:"depth"`       // 1 for the main agent's subagent, 2 for one of those, ...
 	// PromptID is the prompt_id of the parent's turn that made the call,
 	// which every hook inside the subagent is told.
-	PromptID string `msgpack:"prompt_id,omitempty"`
+	PromptID    string `msgpack:"prompt_id,omitempty"`
 	Description string `msgpack:"description,omitempty"`
 }
 

@@ -406,6 +406,6 @@ func TestFromResponseLine(t *testing.T) {
 	checkJSON(t, "sidechain record", map[string]any{
 		"parentUuid": "p", "isSidechain": true, "agentId": "a0123456789abcdef", "userType": "external", "cwd": "/src/app", "sessionId": "s",
 		"message": decode(t, readTestdata(t, "response2.json")),
-		"type": "assistant", "uuid": "u", "timestamp": "2026-01-05T10:00:07.123Z",
+		"type":    "assistant", "uuid": "u", "timestamp": "2026-01-05T10:00:07.123Z",
 	}, decode(t, m.Record))
 }
