@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
@@ -41,49 +40,24 @@ func openSubagent(ctx context.Context, env *Env) (Runner, error) {
 }
 
 func (r *subagentRunner) Run(ctx context.Context) ([]Sample, error) {
-	var s Sample
-	call := func() error {
-		id := fmt.Sprintf("toolu_%06d", r.n)
-		input := json.RawMessage(`{"description":"look","prompt":"Say what is here.","subagent_type":"general-purpose"}`)
-		if _, err := r.e.Append(ctx, r.session, reprise.ToolUseMessage(id, "Agent", input)); err != nil {
+	input := json.RawMessage(`{"description":"look","prompt":"Say what is here.","subagent_type":"general-purpose"}`)
+	return r.measure(ctx, func(id string) error {
+		if _, err := r.agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Agent", Input: input, Permission: hookexec.Allow}); err != nil {
 			return err
 		}
-		before, syncs := r.store.appends.Load(), r.store.syncs()
-		d, err := timed(func() error {
-			if _, err := r.agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Agent", Input: input, Permission: hookexec.Allow}); err != nil {
-				return err
-			}
-			child, err := r.agent.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: id, Prompt: "Say what is here."})
-			if err != nil {
-				return err
-			}
-			if _, err := r.e.Append(ctx, child.ID(), reprise.Text("assistant", "Two files.")); err != nil {
-				return err
-			}
-			if _, err := child.Stop(ctx); err != nil {
-				return err
-			}
-			_, err = r.agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: json.RawMessage(`"Two files."`)})
+		child, err := r.agent.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: id, Prompt: "Say what is here."})
+		if err != nil {
 			return err
-		})
-		r.appends = r.store.appends.Load() - before
-		after := r.store.syncs()
-		r.syncs = after.Log - syncs.Log
-		r.calls++
-		r.commits += after.BoltCommits - syncs.BoltCommits
-		s.Reprise.Time = d
+		}
+		if _, err := r.e.Append(ctx, child.ID(), reprise.Text("assistant", "Two files.")); err != nil {
+			return err
+		}
+		if _, err := child.Stop(ctx); err != nil {
+			return err
+		}
+		_, err = r.agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: json.RawMessage(`"Two files."`)})
 		return err
-	}
-	floor := func() error {
-		d, err := r.floor.update(1, r.value)
-		s.Floor.Time = d
-		return err
-	}
-	if err := alternate(&r.n, floor, call); err != nil {
-		return nil, err
-	}
-	s.Floor.Work, s.Reprise.Work = 1, 1
-	return []Sample{s}, nil
+	}, "Agent", input)
 }
 
 func (r *subagentRunner) Note(string) string {

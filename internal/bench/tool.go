@@ -77,25 +77,30 @@ func (r *toolRunner) setup(ctx context.Context) (err error) {
 func (r *toolRunner) Close() error { return teardown(r.dir, r.e, r.floor) }
 
 func (r *toolRunner) Run(ctx context.Context) ([]Sample, error) {
+	return r.measure(ctx, func(id string) error {
+		dec, err := r.agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`), Permission: hookexec.Allow})
+		if err == nil && dec.Decision != hookexec.Allow {
+			err = fmt.Errorf("call %s: %s", id, dec.Decision)
+		}
+		if err == nil {
+			_, err = r.agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: json.RawMessage(`"built"`)})
+		}
+		return err
+	}, "Bash", json.RawMessage(`{"command":"make"}`))
+}
+
+// measure times step, one call of tool with input each round, against
+// one F1, alternating: the model's answer with the call is recorded
+// before the step, outside it, and the step's appends and syncs counted.
+func (r *toolRunner) measure(ctx context.Context, step func(id string) error, tool string, input json.RawMessage) ([]Sample, error) {
 	var s Sample
 	call := func() error {
-		// The model's answer is recorded before the call, outside it.
 		id := fmt.Sprintf("toolu_%06d", r.n)
-		use, _ := json.Marshal(map[string]any{"type": "tool_use", "id": id, "name": "Bash", "input": map[string]string{"command": "make"}})
-		if _, err := r.e.Append(ctx, r.session, reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "tool_use", Raw: use}}}); err != nil {
+		if _, err := r.e.Append(ctx, r.session, reprise.ToolUseMessage(id, tool, input)); err != nil {
 			return err
 		}
 		before, syncs := r.store.appends.Load(), r.store.syncs()
-		d, err := timed(func() error {
-			dec, err := r.agent.PreToolUse(ctx, reprise.ToolCall{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"make"}`), Permission: hookexec.Allow})
-			if err == nil && dec.Decision != hookexec.Allow {
-				err = fmt.Errorf("call %s: %s", id, dec.Decision)
-			}
-			if err == nil {
-				_, err = r.agent.PostToolUse(ctx, reprise.ToolResult{ID: id, Output: json.RawMessage(`"built"`)})
-			}
-			return err
-		})
+		d, err := timed(func() error { return step(id) })
 		r.appends = r.store.appends.Load() - before
 		after := r.store.syncs()
 		r.syncs = after.Log - syncs.Log
