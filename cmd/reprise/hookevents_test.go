@@ -81,7 +81,10 @@ func TestHooksEveryEventAndOthersFound(t *testing.T) {
 		t.Fatalf("events listed: %s", got)
 	}
 	pre, post, note := events[2], events[4], events[6]
-	if !pre.Run || pre.Tool != "*" || len(pre.Hooks) != 1 || pre.Hooks[0].Matcher != "Bash" || pre.Hooks[0].TimeoutMS != 5000 || pre.Hooks[0].Source != settings {
+	// The plugin's copy of the settings' command runs besides it, as in
+	// Claude Code.
+	if !pre.Run || pre.Tool != "*" || len(pre.Hooks) != 2 || pre.Hooks[0].Matcher != "Bash" || pre.Hooks[0].TimeoutMS != 5000 || pre.Hooks[0].Source != settings ||
+		pre.Hooks[1].Source != "plugin:"+plugin {
 		t.Fatalf("PreToolUse = %+v", pre)
 	}
 	if !post.Run || len(post.Hooks) != 1 || post.Hooks[0].Name != plugin+"/fmt.sh" || post.Hooks[0].Source != "plugin:"+plugin {
