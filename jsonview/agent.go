@@ -1,7 +1,9 @@
 package jsonview
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/projection"
+	"github.com/reprise-dev/reprise/schema"
 )
 
 // Agent is one agent as `reprise agents --json` prints it and the web
@@ -21,6 +24,9 @@ type Agent struct {
 	InProgress bool   `json:"in_progress"`       // a step is in flight: the next action, or reprise finish, finishes it
 	Restores   int    `json:"restores"`          // restores finished
 	LastActive string `json:"last_active"`       // the time of its last event, "-" when none
+	// SubagentOf, for the agent of a subagent, is the session of the
+	// Agent call that started it.
+	SubagentOf string `json:"subagent_of,omitempty"`
 }
 
 // NewAgent is the Agent of a's fold, whose last event was at lastActive
@@ -49,7 +55,7 @@ func AgentNow(a *projection.Agent) string {
 		}
 		now = append(now, fmt.Sprintf("%s restore %s -> %s in progress (%s)", a.Restore.Source, from, a.Restore.To, a.State))
 	case a.Stop != nil:
-		now = append(now, "Stop hooks in progress")
+		now = append(now, string(cmp.Or(a.Stop.Event, schema.HookStop))+" hooks in progress")
 	case a.Prompt != nil:
 		now = append(now, "UserPromptSubmit hooks in progress")
 	}
@@ -105,4 +111,50 @@ func ReadAgents(ctx context.Context, store eventlog.Store) ([]*projection.Agent,
 		agents, last = append(agents, a), append(last, at)
 	}
 	return agents, last, nil
+}
+
+// ListAgents is every agent of store as NewAgent gives it, in name order,
+// each subagent's with the session of the call that started it.
+func ListAgents(ctx context.Context, store eventlog.Store) ([]Agent, error) {
+	agents, last, err := ReadAgents(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Agent, len(agents))
+	for i, a := range agents {
+		out[i] = NewAgent(a, last[i])
+		if out[i].SubagentOf, err = subagentOf(ctx, store, a.ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// errFirst ends a read at its first event.
+var errFirst = errors.New("first event read")
+
+// subagentOf is, when agent id drives a subagent, the session of the call
+// that started it: a subagent's agent has the name of its session
+// (agent-<agent_id>), whose first event links it to the call.
+func subagentOf(ctx context.Context, store eventlog.Store, id string) (string, error) {
+	if !strings.HasPrefix(id, "agent-") {
+		return "", nil
+	}
+	var of string
+	err := store.ReadStream(ctx, projection.SessionStream(id), 1, func(ev eventlog.Event) error {
+		if ev.Type == schema.TypeSessionCreated {
+			p, err := schema.Decode(ev)
+			if err != nil {
+				return err
+			}
+			if c, ok := p.(*schema.SessionCreated); ok && c.Subagent != nil {
+				of = c.Subagent.Session
+			}
+		}
+		return errFirst
+	})
+	if err != nil && !errors.Is(err, errFirst) {
+		return "", fmt.Errorf("read session %s: %w", id, err)
+	}
+	return of, nil
 }

@@ -147,6 +147,15 @@ func stopEvent(s *Session) (schema.HookEvent, string) {
 	return schema.HookStop, ""
 }
 
+// unlessDefault is event, or "" when it is def: what an intent records of
+// the event its hooks run for.
+func unlessDefault(event, def schema.HookEvent) schema.HookEvent {
+	if event == def {
+		return ""
+	}
+	return event
+}
+
 // Input is everything a Step decides from.
 type Input struct {
 	Agent    *projection.Agent   // the agent as its log folds; Step only reads it (a Driver folds into it)
@@ -378,7 +387,7 @@ func Step(in Input) (Ready, error) {
 		event, value := startEvent(in.Sessions[r.To], r.Source)
 		return hookIntent(in, Ready{}, func() string { return r.ID }, MatchHooks{Event: event, Value: value, Session: r.To},
 			func(m HooksMatched) schema.Payload {
-				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: m.Hooks, Status: m.Status}
+				return &schema.SessionStartHookStarted{Session: r.To, Source: r.Source, Hooks: m.Hooks, Status: m.Status, Event: unlessDefault(event, schema.HookSessionStart)}
 			}, RunHooks{Event: event, Session: r.To, Source: r.Source, InitialPrompt: r.InitialPrompt})
 	case fsm.Starting:
 		r := a.Restore
@@ -949,7 +958,8 @@ func stop(in Input, id string) (Ready, error) {
 	event, value := stopEvent(in.Sessions[id])
 	return hookIntent(in, flush(in, id), in.NewID, MatchHooks{Event: event, Value: value, Session: id},
 		func(m HooksMatched) schema.Payload {
-			return &schema.StopHookStarted{Session: id, Active: active, Hooks: m.Hooks, Status: m.Status, StopReason: in.Action.StopReason, Answer: answer}
+			return &schema.StopHookStarted{Session: id, Active: active, Hooks: m.Hooks, Status: m.Status, StopReason: in.Action.StopReason, Answer: answer,
+				Event: unlessDefault(event, schema.HookStop)}
 		}, RunHooks{Event: event, Session: id, StopActive: active, StopReason: in.Action.StopReason,
 			FinalMessage: last, PromptID: a.LastPromptID})
 }

@@ -187,7 +187,8 @@ type Stop struct {
 	StopReason  string // why the turn ended, as the host said
 	Answer      string // the uuid of the assistant message the turn ended with
 	Interrupted bool
-	Context     string // the hooks' additionalContext when none blocked: the agent goes on
+	Context     string           // the hooks' additionalContext when none blocked: the agent goes on
+	Event       schema.HookEvent // SubagentStop when its hooks were a subagent's; "" for Stop
 }
 
 // NewAgent returns the view of agent id before its first event.
@@ -383,7 +384,7 @@ func (a *Agent) foldRun(ev eventlog.Event, p schema.Payload) error {
 		a.Prompts++
 	case *schema.StopHookStarted:
 		a.Stop = &Stop{ID: ev.RestoreID, Session: p.Session, Active: p.Active, Hooks: p.Hooks, Capped: p.Capped,
-			StopReason: p.StopReason, Answer: p.Answer}
+			StopReason: p.StopReason, Answer: p.Answer, Event: p.Event}
 	case *schema.StopHookRan:
 		if a.Stop.ID != ev.RestoreID {
 			return eventlog.Corruptf(ev.Stream, ev.Seq, "outcome of stop %q inside stop %q", ev.RestoreID, a.Stop.ID)

@@ -11,6 +11,15 @@ import (
 	"github.com/reprise-dev/reprise/schema"
 )
 
+// eventWord names, after a space, the event an intent's hooks run for
+// when it is not the one its type says (SubagentStart, SubagentStop).
+func eventWord(e schema.HookEvent) string {
+	if e == "" {
+		return ""
+	}
+	return " event=" + string(e)
+}
+
 // Describe summarises a payload in one line, as reprise log prints it after
 // the event type: the fields that matter for that type, hook outcomes as
 // [name:status ...], long text clipped. Scenario files use the same form.
@@ -68,7 +77,7 @@ func Describe(p schema.Payload) string {
 		}
 		return fmt.Sprintf("session=%s source=%s messages=%d", p.Session, p.Source, p.Messages)
 	case *schema.SessionStartHookStarted:
-		return fmt.Sprintf("session=%s source=%s hooks=%s", p.Session, p.Source, hookList(p.Hooks))
+		return fmt.Sprintf("session=%s source=%s%s hooks=%s", p.Session, p.Source, eventWord(p.Event), hookList(p.Hooks))
 	case *schema.SessionStartHookRan:
 		return fmt.Sprintf("session=%s source=%s %s context=%q", p.Session, p.Source, outcomes(p.Outcomes, p.Interrupted), Clip(p.Context, 40))
 	case *schema.ContextInjected:
@@ -86,13 +95,13 @@ func Describe(p schema.Payload) string {
 		return "session=" + p.Session + " closed"
 	case *schema.StopHookStarted:
 		if p.Capped {
-			return "session=" + p.Session + " capped"
+			return "session=" + p.Session + eventWord(p.Event) + " capped"
 		}
 		reason := ""
 		if p.StopReason != "" {
 			reason = " reason=" + p.StopReason
 		}
-		return fmt.Sprintf("session=%s active=%v%s hooks=%s", p.Session, p.Active, reason, hookList(p.Hooks))
+		return fmt.Sprintf("session=%s%s active=%v%s hooks=%s", p.Session, eventWord(p.Event), p.Active, reason, hookList(p.Hooks))
 	case *schema.PromptHookStarted:
 		if p.Prompt == "" && p.PromptSHA256 != "" {
 			return fmt.Sprintf("session=%s prompt=sha256:%.12s len=%d hooks=%s", p.Session, p.PromptSHA256, p.PromptLen, hookList(p.Hooks))

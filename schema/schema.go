@@ -191,6 +191,10 @@ type SessionStartHookStarted struct {
 	Session string   `msgpack:"session"`
 	Source  Source   `msgpack:"source"`
 	Hooks   []string `msgpack:"hooks,omitempty"`
+	// Event is HookSubagentStart when the session is a subagent's, whose
+	// start runs SubagentStart hooks in place of SessionStart's; "" for
+	// SessionStart.
+	Event HookEvent `msgpack:"event,omitempty"`
 	// Status holds the hooks' statusMessage, in the order of Hooks ("" for
 	// one without); nil when none has one.
 	Status []string `msgpack:"status,omitempty"`
@@ -233,6 +237,9 @@ type StopHookStarted struct {
 	Active  bool     `msgpack:"active,omitempty"`
 	Hooks   []string `msgpack:"hooks,omitempty"`
 	Capped  bool     `msgpack:"capped,omitempty"`
+	// Event is HookSubagentStop when the session is a subagent's, whose
+	// stop runs SubagentStop hooks in place of Stop's; "" for Stop.
+	Event HookEvent `msgpack:"event,omitempty"`
 	// StopReason is why the turn ended, as the host said (e.g. end_turn).
 	StopReason string `msgpack:"stopreason,omitempty"`
 	// Answer is the uuid of the assistant message the turn ended with, ""

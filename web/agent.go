@@ -1,7 +1,9 @@
 package web
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -39,6 +41,24 @@ type run struct {
 	cuts          []cutJSON  // the same, for the API's answer
 	Tool          *toolCall  // a tool call's row: its id is the tool_use id; nil for the others
 	Fire          *fireRun   // a fire's row: its id is the fire id; nil for the others
+	// Depth is 0 for a run of the page's agent, and for a run of one of
+	// its subagents (Agent is then the subagent's), how deep that is.
+	Depth int
+	// Subagent, on an Agent call's row, is the subagent it started.
+	Subagent *subagentNode
+}
+
+// subagentNode is a subagent on its parent's page: the agent that drives
+// it and the call that started it.
+type subagentNode struct {
+	Agent       string `json:"agent"`
+	Session     string `json:"session"` // the session of the call
+	Call        string `json:"call"`    // the Agent call's tool_use id
+	Type        string `json:"type"`
+	Description string `json:"description,omitempty"`
+	Depth       int    `json:"depth"`
+	State       string `json:"state"`
+	InProgress  bool   `json:"in_progress"`
 }
 
 // step is one event of a run, a segment of the row as long as the time
@@ -153,6 +173,7 @@ type agentData struct {
 	ID, State, Current string
 	Runs               []run
 	Prev, Next         string // the cursors of the earlier and the later runs, "" when there are none
+	Subagents          []subagentNode
 }
 
 // agentJSON is the API's answer for one agent: the page's runs, and
@@ -163,14 +184,19 @@ type agentJSON struct {
 	Current  string             `json:"current,omitempty"`
 	Restores []jsonview.Restore `json:"restores"`
 	Runs     []runJSON          `json:"runs"`
-	Prev     string             `json:"prev_cursor,omitempty"`
-	Next     string             `json:"next_cursor,omitempty"`
-	Cut      []cutJSON          `json:"cut"`
+	// Subagents is the tree of the agent's subagents, each after its
+	// parent; the runs hold their runs too, on the same time line.
+	Subagents []subagentNode `json:"subagents"`
+	Prev      string         `json:"prev_cursor,omitempty"`
+	Next      string         `json:"next_cursor,omitempty"`
+	Cut       []cutJSON      `json:"cut"`
 }
 
 // runJSON is one row of the timeline.
 type runJSON struct {
 	ID            string     `json:"id"`
+	Agent         string     `json:"agent"`           // the page's agent, or the subagent whose run it is
+	Depth         int        `json:"depth,omitempty"` // of that subagent`
 	Kind          string     `json:"kind"`
 	Began         string     `json:"began"`
 	Ended         string     `json:"ended,omitempty"`
@@ -208,14 +234,11 @@ type agentsData struct {
 
 // agents lists the agents of the store.
 func (h *handler) agents(r *http.Request) (*view, error) {
-	all, last, err := jsonview.ReadAgents(r.Context(), h.e.Store())
+	all, err := jsonview.ListAgents(r.Context(), h.e.Store())
 	if err != nil {
 		return nil, err
 	}
-	d := agentsData{Agents: []jsonview.Agent{}}
-	for i, a := range all {
-		d.Agents = append(d.Agents, jsonview.NewAgent(a, last[i]))
-	}
+	d := agentsData{Agents: append([]jsonview.Agent{}, all...)}
 	return &view{Template: "agents", Title: "Agents", Data: d, API: d}, nil
 }
 
@@ -238,6 +261,10 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		return nil, err
 	}
 	a, runs, err := h.agentRuns(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	runs, tree, err := h.withSubagents(ctx, runs, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +296,7 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 			}
 		}
 	}
-	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs}
+	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs, Subagents: tree}
 	if start > 0 {
 		d.Prev = strconv.Itoa(max(start-limit, 0))
 	}
@@ -277,14 +304,14 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		d.Next = strconv.Itoa(end)
 	}
 	out := agentJSON{Agent: id, State: string(a.State), Current: a.Current, Restores: []jsonview.Restore{}, Runs: []runJSON{},
-		Prev: d.Prev, Next: d.Next, Cut: []cutJSON{}}
+		Prev: d.Prev, Next: d.Next, Cut: []cutJSON{}, Subagents: append([]subagentNode{}, tree...)}
 	onPage := map[string]bool{}
 	for _, rn := range runs {
 		onPage[rn.ID] = true
 		out.Cut = append(out.Cut, rn.cuts...)
 	}
 	for i := range a.History {
-		if onPage[a.History[i].ID] {
+		if onPage[a.History[i].ID] { // the subagents' restores are on their own pages
 			out.Restores = append(out.Restores, jsonview.NewRestore(id, a.History[i].To, &a.History[i]))
 		}
 	}
@@ -292,7 +319,7 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		out.Restores = append(out.Restores, jsonview.NewRestore(id, a.Restore.To, a.Restore))
 	}
 	for _, rn := range runs {
-		rj := runJSON{ID: rn.ID, Kind: rn.Kind, Began: jsonview.FormatTime(rn.Began), Ended: jsonview.FormatTime(rn.Ended),
+		rj := runJSON{ID: rn.ID, Agent: rn.Agent, Depth: rn.Depth, Kind: rn.Kind, Began: jsonview.FormatTime(rn.Began), Ended: jsonview.FormatTime(rn.Ended),
 			Steps: []string{}, Hooks: []hookJSON{}, RolledForward: rn.RolledForward, InProgress: rn.InProgress}
 		for _, s := range rn.Steps {
 			rj.Steps = append(rj.Steps, string(s.Type))
@@ -319,6 +346,60 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		out.Runs = append(out.Runs, rj)
 	}
 	return &view{Template: "agent", Title: "Agent " + id, Data: d, API: out}, nil
+}
+
+// maxTreeDepth bounds how deep a page follows subagents: past Claude
+// Code's own limit, so that a log that nests deeper still shows its tree.
+const maxTreeDepth = 8
+
+// withSubagents returns runs, runs of agents depth deep, with the runs of
+// the subagents their Agent calls started, all in the order they began,
+// and the tree of those subagents, each after its parent.
+func (h *handler) withSubagents(ctx context.Context, runs []run, depth int) ([]run, []subagentNode, error) {
+	var tree []subagentNode
+	all := slices.Clone(runs)
+	for i := range runs {
+		t := runs[i].Tool
+		if t == nil || (t.Name != "Agent" && t.Name != "Task") || depth >= maxTreeDepth {
+			continue
+		}
+		child := reprise.SubagentSession(reprise.SubagentID(t.Session, runs[i].ID))
+		head, err := h.e.Store().Head(ctx, projection.AgentStream(child))
+		if err != nil {
+			return nil, nil, err
+		}
+		if head == 0 {
+			continue // denied, or not started yet
+		}
+		ca, childRuns, err := h.agentRuns(ctx, child)
+		if err != nil {
+			return nil, nil, err
+		}
+		node := subagentNode{Agent: child, Session: t.Session, Call: runs[i].ID, Depth: depth + 1, State: string(ca.State),
+			InProgress: ca.InFlight() || ca.HooksInFlight > 0}
+		created, _, err := h.sessionCreated(ctx, child)
+		var he *httpError
+		switch {
+		case errors.As(err, &he) && he.status == http.StatusNotFound:
+			// Its session was deleted; its agent's stream stays.
+		case err != nil:
+			return nil, nil, err
+		case created.Subagent != nil:
+			node.Type, node.Description = created.Subagent.Type, created.Subagent.Description
+		}
+		for j := range childRuns {
+			childRuns[j].Depth = depth + 1
+		}
+		childRuns, below, err := h.withSubagents(ctx, childRuns, depth+1)
+		if err != nil {
+			return nil, nil, err
+		}
+		all[i].Subagent = &node
+		tree = append(append(tree, node), below...)
+		all = append(all, childRuns...)
+	}
+	slices.SortStableFunc(all, func(x, y run) int { return cmp.Compare(x.Began, y.Began) })
+	return all, tree, nil
 }
 
 // runsByInjected returns the runs of every agent that injected a
@@ -480,9 +561,9 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 	case *schema.SessionEndHookRan:
 		ran(hookexec.SessionEnd, p.Outcomes, p.Interrupted, "")
 	case *schema.SessionStartHookStarted:
-		intent(hookexec.SessionStart)
+		intent(cmp.Or(p.Event, hookexec.SessionStart))
 	case *schema.SessionStartHookRan:
-		ran(hookexec.SessionStart, p.Outcomes, p.Interrupted, p.Context)
+		ran(pending(r, hookexec.SessionStart, schema.HookSubagentStart), p.Outcomes, p.Interrupted, p.Context)
 	case *schema.PreCompactHookStarted:
 		r.Kind, r.To = "compact", p.Session
 		intent(hookexec.PreCompact)
@@ -500,9 +581,9 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 		r.Injected = p.MessageUUID
 	case *schema.StopHookStarted:
 		r.Kind, r.To = "stop", p.Session
-		intent(hookexec.Stop)
+		intent(cmp.Or(p.Event, hookexec.Stop))
 	case *schema.StopHookRan:
-		ran(hookexec.Stop, p.Outcomes, p.Interrupted, "")
+		ran(pending(r, hookexec.Stop, schema.HookSubagentStop), p.Outcomes, p.Interrupted, "")
 	}
 	if r.Kind == "" {
 		r.Kind = "restore"
@@ -519,6 +600,16 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 		}
 		splitContext(g)
 	}
+}
+
+// pending is the event of r's last hook run when that is an intent of
+// event or of its subagent's twin, whose outcome has not come yet: the
+// event an outcome step of event's type belongs to; event otherwise.
+func pending(r *run, event, twin hookexec.Event) hookexec.Event {
+	if n := len(r.Hooks); n > 0 && r.Hooks[n-1].Outcomes == nil && r.Hooks[n-1].Event == string(twin) {
+		return twin
+	}
+	return event
 }
 
 // orDefault returns v, or def when v is empty.

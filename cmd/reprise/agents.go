@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/spf13/cobra"
 )
@@ -54,7 +53,7 @@ func runAgents(ctx context.Context, o *agentsOptions) (err error) {
 		return err
 	default:
 		defer closeEngine(e, &err)
-		if agents, err = readAgents(ctx, e.Store()); err != nil {
+		if agents, err = jsonview.ListAgents(ctx, e.Store()); err != nil {
 			return err
 		}
 	}
@@ -64,22 +63,13 @@ func runAgents(ctx context.Context, o *agentsOptions) (err error) {
 	tw := tabwriter.NewWriter(o.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSTATE\tSESSION\tNOW\tRESTORES\tLAST ACTIVE")
 	for _, a := range agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", a.ID, a.State, orDash(a.Session), a.Now, a.Restores, a.LastActive)
+		id := a.ID
+		if a.SubagentOf != "" {
+			id += " (subagent of " + a.SubagentOf + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", id, a.State, orDash(a.Session), a.Now, a.Restores, a.LastActive)
 	}
 	return tw.Flush()
-}
-
-// readAgents folds the stream of every agent of store, in name order.
-func readAgents(ctx context.Context, store eventlog.Store) ([]agentJSON, error) {
-	agents, last, err := jsonview.ReadAgents(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]agentJSON, len(agents))
-	for i, a := range agents {
-		out[i] = jsonview.NewAgent(a, last[i])
-	}
-	return out, nil
 }
 
 // orDash returns s, or "-" when s is empty.

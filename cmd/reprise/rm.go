@@ -142,7 +142,7 @@ func warnCurrent(ctx context.Context, e *reprise.Engine, gone []reprise.Inactive
 	if len(gone) == 0 {
 		return
 	}
-	agents, err := readAgents(ctx, e.Store())
+	agents, err := jsonview.ListAgents(ctx, e.Store())
 	if err != nil {
 		return // the deletion is done; this is only advice
 	}

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
 // import --subagents reads a Claude Code session with its subagents, as
@@ -61,4 +67,65 @@ func TestImportAndExportASessionWithSubagents(t *testing.T) {
 		t.Errorf("an export over the last one: %s", r.stderr)
 	}
 	c.fails(exitUsage, "export", "main", "--tree", dir, "-o", filepath.Join(dir, "x"))
+}
+
+// agents marks a subagent's agent with the session of the call that
+// started it, and log names the hooks of a subagent's start and stop
+// SubagentStart and SubagentStop.
+func TestAgentsAndLogShowASubagent(t *testing.T) {
+	ctx := context.Background()
+	c := newCLI(t)
+	if err := os.MkdirAll(filepath.Dir(c.store), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e := testkit.OpenEngine(t, c.store, reprise.Options{TranscriptDir: reprise.DefaultTranscriptDir(c.store), Logger: testkit.Discard})
+	allow := `echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}'`
+	if err := e.Hooks().Add(hookexec.Hook{Event: hookexec.PreToolUse, Body: hookexec.Command{Line: allow}}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Session(t, e, "main", c.mkdir("work"), "review it")
+	parent := testkit.Agent(t, e, "ide")
+	if _, err := parent.Start(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parent.PreToolUse(ctx, reprise.ToolCall{ID: "toolu_a", Name: "Agent", AddToolUse: true,
+		Input: json.RawMessage(`{"description": "look", "prompt": "list the files"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	child, err := parent.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: "toolu_a", Prompt: "list the files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, child.Current(), reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "text", Text: "two files"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := child.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	list := c.ok("agents")
+	if !strings.Contains(list, child.ID()+" (subagent of main)") || strings.Contains(list, "ide (subagent") {
+		t.Errorf("agents:\n%s", list)
+	}
+	var agents []struct {
+		ID         string `json:"id"`
+		SubagentOf string `json:"subagent_of"`
+	}
+	c.okJSON(&agents, "agents")
+	if len(agents) != 2 || agents[0].ID != child.ID() || agents[0].SubagentOf != "main" || agents[1].SubagentOf != "" {
+		t.Errorf("agents --json: %+v", agents)
+	}
+	log := c.ok("log", "--agent", child.ID())
+	for _, want := range []string{"SessionStartHookStarted  session=" + child.ID() + " source=startup event=SubagentStart",
+		"StopHookStarted  session=" + child.ID() + " event=SubagentStop active=false"} {
+		if !strings.Contains(strings.Join(strings.Fields(log), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	if parentLog := c.ok("log", "--agent", "ide"); strings.Contains(parentLog, "event=") {
+		t.Errorf("the parent's own SessionStart is named an event:\n%s", parentLog)
+	}
 }

@@ -66,8 +66,11 @@ var (
 //   - v8: the history of v7 with a subagent: an Agent call's session,
 //     linked to the call in its SessionCreated, its SubagentStart context
 //     and its SubagentStop block, and its answer as the call's result.
+//   - v9: the history of v8 written by a build whose intents name the
+//     event their hooks run for when it is a subagent's (the Event of
+//     SessionStartHookStarted and StopHookStarted).
 var sets = []string{"../../testdata/golden/v1", "../../testdata/golden/v2", "../../testdata/golden/v3", "../../testdata/golden/v4",
-	"../../testdata/golden/v5", "../../testdata/golden/v6", "../../testdata/golden/v7", "../../testdata/golden/v8"}
+	"../../testdata/golden/v5", "../../testdata/golden/v6", "../../testdata/golden/v7", "../../testdata/golden/v8", "../../testdata/golden/v9"}
 
 // current is the set of the format this build writes, the only one
 // -golden.write may write, and only into an empty directory.

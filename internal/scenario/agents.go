@@ -202,6 +202,21 @@ func (w *World) tool(ctx context.Context, t *testing.T, d *datadriven.TestData) 
 		dec.Context, dec.Interrupted), nil
 }
 
+// subagent starts the subagent of the Agent call ID of the agent's
+// current session, with the input as its prompt, and prints the agent
+// that drives it, which later commands name.
+//
+//	subagent ide t1 type=Explore
+//	list the files
+func (w *World) subagent(ctx context.Context, t *testing.T, d *datadriven.TestData) ([]string, error) {
+	call := reprise.SubagentCall{ToolUseID: w.arg(t, d, 1), Type: opt(d, "type"), Prompt: w.text(t, d)}
+	child, err := w.agentOf(ctx, t, d).StartSubagent(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"agent=" + child.ID()}, nil
+}
+
 // toolAnswer records the user's answer, allow or refuse, to the call ID
 // left to ask, and prints the call's decision.
 //

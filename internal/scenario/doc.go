@@ -76,6 +76,8 @@
 //	tool-batch NAME                    PostToolBatch of the last answer, as before the next model request
 //	fire NAME EVENT ID                 run the hooks of an event without steps of its own once under
 //	                                   fire id ID, the event's own fields (a JSON object) as input
+//	subagent NAME ID [type=T]          start the subagent of Agent call ID, its prompt as input;
+//	                                   prints its agent, which later commands name
 //
 // Turns (package turn):
 //

@@ -158,6 +158,7 @@ var commands = map[string]command{
 	"tool-answer": {(*World).toolAnswer, []string{"refusal"}},
 	"tool-batch":  {(*World).toolBatch, nil},
 	"fire":        {(*World).fire, nil},
+	"subagent":    {(*World).subagent, []string{"type"}},
 	"turn":        {(*World).turnState, nil},
 	"run-turn":    {(*World).runTurn, []string{"prompt", "repeat", "permission", "ask", "tries"}},
 }
