@@ -3,6 +3,7 @@ package reprise
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/reprise-dev/reprise/deletion"
@@ -19,16 +20,16 @@ import (
 // Its buffered messages are dropped. A session with a restore, stop,
 // prompt or compaction in flight on some agent is ErrSessionInUse. The
 // events stay in the log until Vacuum removes them; the id is never used
-// again. The sessions of its subagents are deleted with it, first: they
-// hold text of the same conversation.
+// again. The sessions of its subagents, and of theirs, are deleted with
+// it, the deepest first: they hold text of the same conversation.
 func (e *Engine) DeleteSession(ctx context.Context, id string) error {
-	subs, err := e.Subagents(ctx, id)
+	subs, err := e.descendants(ctx, id)
 	if err != nil {
 		return err
 	}
 	g := &deletion.Guard{}
-	for _, sub := range subs {
-		err := e.deleteSession(ctx, sub.Session.ID, "its parent session "+id+" is deleted", g)
+	for _, sub := range slices.Backward(subs) {
+		err := e.deleteSession(ctx, sub.ID, "its parent session "+sub.Subagent.Session+" is deleted", g)
 		if err != nil && !errors.Is(err, ErrSessionDeleted) {
 			return err
 		}

@@ -172,32 +172,13 @@ type SubagentInfo struct {
 // started, in the order of the calls; a call whose subagent never started
 // (denied, or not reached) has none.
 func (e *Engine) Subagents(ctx context.Context, id string) ([]SubagentInfo, error) {
-	s, err := e.session(ctx, id)
+	children, results, err := e.children(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	calls := projection.SubagentCalls(s.conv.Messages)
-	results := map[string]bool{}
-	for _, m := range s.conv.Messages {
-		for _, r := range projection.ToolResults(m) {
-			results[r] = true
-		}
-	}
-	s.mu.Unlock()
-	var subs []SubagentInfo
-	for _, c := range calls {
-		sid := SubagentSession(SubagentID(id, c.ID))
-		info, err := e.Session(ctx, sid)
-		if errors.Is(err, ErrSessionNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if info.Subagent == nil || info.Subagent.Session != id || info.Subagent.ToolUseID != c.ID {
-			continue // a session of that name, not this call's subagent
-		}
+	subs := make([]SubagentInfo, 0, len(children))
+	for _, info := range children {
+		sid := info.ID
 		// Read, not loaded: a view rolls nothing forward.
 		view := projection.NewAgent(sid)
 		if err := e.store.ReadStream(ctx, projection.AgentStream(sid), 1, view.Apply); err != nil {
@@ -210,7 +191,57 @@ func (e *Engine) Subagents(ctx context.Context, id string) ([]SubagentInfo, erro
 		cs.mu.Lock()
 		t := projection.TurnOf(sid, cs.conv.View(), view)
 		cs.mu.Unlock()
-		subs = append(subs, SubagentInfo{Session: info, Turn: t, Resulted: results[c.ID]})
+		subs = append(subs, SubagentInfo{Session: info, Turn: t, Resulted: results[info.Subagent.ToolUseID]})
 	}
 	return subs, nil
+}
+
+// children returns the sessions of the subagents that the Agent calls of
+// session id started, in the order of the calls, and the tool_use ids of
+// the session's tool_results.
+func (e *Engine) children(ctx context.Context, id string) ([]projection.SessionInfo, map[string]bool, error) {
+	s, err := e.session(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	calls := projection.SubagentCalls(s.conv.Messages)
+	results := map[string]bool{}
+	for _, m := range s.conv.Messages {
+		for _, r := range projection.ToolResults(m) {
+			results[r] = true
+		}
+	}
+	s.mu.Unlock()
+	var out []projection.SessionInfo
+	for _, c := range calls {
+		info, err := e.Session(ctx, SubagentSession(SubagentID(id, c.ID)))
+		if errors.Is(err, ErrSessionNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if info.Subagent == nil || info.Subagent.Session != id || info.Subagent.ToolUseID != c.ID {
+			continue // a session of that name, not this call's subagent
+		}
+		out = append(out, info)
+	}
+	return out, results, nil
+}
+
+// descendants returns the sessions of every subagent below session id,
+// each after its parent.
+func (e *Engine) descendants(ctx context.Context, id string) ([]projection.SessionInfo, error) {
+	var out []projection.SessionInfo
+	for queue := []string{id}; len(queue) > 0; queue = queue[1:] {
+		children, _, err := e.children(ctx, queue[0])
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range children {
+			out, queue = append(out, c), append(queue, c.ID)
+		}
+	}
+	return out, nil
 }

@@ -203,7 +203,8 @@ func TestAnAgentCallStartsOneSubagent(t *testing.T) {
 }
 
 // Subagents nest down to MaxSubagentDepth, as in Claude Code: each level
-// is one deeper, and one at the limit starts none.
+// is one deeper, and one at the limit starts none. Deleting the root
+// session deletes the whole tree.
 func TestSubagentsNestToTheLimit(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -213,6 +214,7 @@ func TestSubagentsNestToTheLimit(t *testing.T) {
 	if _, err := a.Start(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
+	var tree []string
 	for depth := 1; depth <= 3; depth++ {
 		id := fmt.Sprintf("toolu_%d", depth)
 		if _, err := e.Append(ctx, a.Current(), reprise.ToolUseMessage(id, "Agent", json.RawMessage(`{"prompt": "go on"}`))); err != nil {
@@ -226,7 +228,7 @@ func TestSubagentsNestToTheLimit(t *testing.T) {
 			if !errors.Is(err, reprise.ErrNestedSubagent) || !strings.Contains(err.Error(), "depth 2 of 2") {
 				t.Fatalf("a subagent at the limit: %v; want ErrNestedSubagent", err)
 			}
-			return
+			break
 		}
 		if err != nil {
 			t.Fatalf("depth %d: %v", depth, err)
@@ -236,5 +238,15 @@ func TestSubagentsNestToTheLimit(t *testing.T) {
 			t.Fatalf("depth %d: %+v, %v", depth, info.Subagent, err)
 		}
 		a = child
+		tree = append(tree, child.ID())
+	}
+	// Deleting the session deletes its subagents, theirs too.
+	if err := e.DeleteSession(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range tree {
+		if _, err := e.Session(ctx, id); !errors.Is(err, reprise.ErrSessionDeleted) {
+			t.Errorf("subagent session %s after its root's deletion: %v; want ErrSessionDeleted", id, err)
+		}
 	}
 }

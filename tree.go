@@ -52,25 +52,20 @@ func (e *Engine) ExportTree(ctx context.Context, id, dir string) ([]string, erro
 	if err := write(filepath.Join(dir, id+".jsonl"), func(w io.Writer) error { return e.Export(ctx, id, w) }); err != nil {
 		return paths, err
 	}
-	queue := []string{id}
-	for len(queue) > 0 {
-		subs, err := e.Subagents(ctx, queue[0])
-		if err != nil {
+	subs, err := e.descendants(ctx, id)
+	if err != nil {
+		return paths, err
+	}
+	for _, s := range subs {
+		link := s.Subagent
+		base := filepath.Join(sub, "agent-"+link.AgentID)
+		if err := write(base+".jsonl", func(w io.Writer) error { return e.Export(ctx, s.ID, w) }); err != nil {
 			return paths, err
 		}
-		queue = queue[1:]
-		for _, s := range subs {
-			link := s.Session.Subagent
-			base := filepath.Join(sub, "agent-"+link.AgentID)
-			if err := write(base+".jsonl", func(w io.Writer) error { return e.Export(ctx, s.Session.ID, w) }); err != nil {
-				return paths, err
-			}
-			meta, _ := json.Marshal(subagentMeta{AgentType: link.Type, Description: link.Description, ToolUseID: link.ToolUseID,
-				SpawnDepth: link.Depth}) // strings and an int always marshal
-			if err := write(base+".meta.json", func(w io.Writer) error { _, err := w.Write(meta); return err }); err != nil {
-				return paths, err
-			}
-			queue = append(queue, s.Session.ID)
+		meta, _ := json.Marshal(subagentMeta{AgentType: link.Type, Description: link.Description, ToolUseID: link.ToolUseID,
+			SpawnDepth: link.Depth}) // strings and an int always marshal
+		if err := write(base+".meta.json", func(w io.Writer) error { _, err := w.Write(meta); return err }); err != nil {
+			return paths, err
 		}
 	}
 	return paths, nil

@@ -87,7 +87,7 @@ func (r *Runner) runSubagent(ctx context.Context, c Call) (reprise.ToolResult, e
 			}
 		}
 	}
-	agentID := strings.TrimPrefix(child.ID(), "agent-")
+	agentID := reprise.SubagentID(r.Agent.Current(), c.ID)
 	model := typ.Model
 	if model == nil {
 		model = r.Model
