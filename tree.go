@@ -8,10 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -91,7 +94,7 @@ func (e *Engine) ImportTree(ctx context.Context, path string, opts ImportOptions
 	if err != nil {
 		return reports, err
 	}
-	// A subagent's parent is the transcript that holds its call: import
+	// A subagent's parent is the session that holds its call: import
 	// those whose parent is in first, round by round.
 	pending := map[string]subagentMeta{}
 	for _, m := range metas {
@@ -105,20 +108,28 @@ func (e *Engine) ImportTree(ctx context.Context, path string, opts ImportOptions
 		}
 		pending[strings.TrimSuffix(m, ".meta.json")+".jsonl"] = meta
 	}
-	imported := map[string]string{path: main.Session} // transcript -> session
+	calls := map[string]string{} // an Agent call's tool_use id -> the session that holds it
+	note := func(session string) error {
+		s, err := e.session(ctx, session)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, c := range projection.SubagentCalls(s.conv.Messages) {
+			calls[c.ID] = session
+		}
+		return nil
+	}
+	if err := note(main.Session); err != nil {
+		return reports, err
+	}
 	for len(pending) > 0 {
 		progress := false
-		for file, meta := range pending {
-			parent := ""
-			for from, session := range imported {
-				if ok, err := holdsToolUse(from, meta.ToolUseID); err != nil {
-					return reports, err
-				} else if ok {
-					parent = session
-					break
-				}
-			}
-			if parent == "" {
+		for _, file := range slices.Sorted(maps.Keys(pending)) {
+			meta := pending[file]
+			parent, ok := calls[meta.ToolUseID]
+			if !ok {
 				continue
 			}
 			depth := 1
@@ -132,16 +143,18 @@ func (e *Engine) ImportTree(ctx context.Context, path string, opts ImportOptions
 				Type: cmp.Or(meta.AgentType, DefaultSubagentType), Description: meta.Description, Depth: depth}
 			rep, err := e.importFile(ctx, file, sub)
 			reports = append(reports, rep)
+			if err == nil {
+				err = note(rep.Session)
+			}
 			if err != nil {
 				return reports, err
 			}
-			imported[file] = rep.Session
 			delete(pending, file)
 			progress = true
 		}
 		if !progress {
-			for file, meta := range pending {
-				return reports, fmt.Errorf("%w: %s: no transcript holds its call %s", ErrBadTranscript, file, meta.ToolUseID)
+			for _, file := range slices.Sorted(maps.Keys(pending)) {
+				return reports, fmt.Errorf("%w: %s: no transcript holds its call %s", ErrBadTranscript, file, pending[file].ToolUseID)
 			}
 		}
 	}
@@ -164,31 +177,3 @@ func (e *Engine) importFile(ctx context.Context, path string, opts ImportOptions
 	return e.Import(ctx, f, opts)
 }
 
-// holdsToolUse reports whether the transcript at path holds a tool_use
-// with id, reading it a line at a time.
-func holdsToolUse(path, id string) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	quoted, _ := json.Marshal(id) // a string always marshals
-	r := bufio.NewReaderSize(f, 64<<10)
-	for {
-		line, err := r.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: read the rest of it too.
-			rest, err2 := r.ReadBytes('\n')
-			line, err = append(append([]byte(nil), line...), rest...), err2
-		}
-		if strings.Contains(string(line), `"tool_use"`) && strings.Contains(string(line), `"id":`+string(quoted)) {
-			return true, nil
-		}
-		if errors.Is(err, io.EOF) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-	}
-}

@@ -3,12 +3,15 @@ package reprise_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 )
 
@@ -86,5 +89,61 @@ func TestASessionWithSubagentsImportsAndExportsAsATree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A nested tree exports and imports back whole: a subagent whose call is
+// in another subagent's transcript is imported under it, one depth
+// deeper, whatever order the files come in.
+func TestANestedTreeImportsBackWhole(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e := testkit.OpenEngine(t, filepath.Join(dir, "reprise.db"), reprise.Options{Logger: testkit.Discard})
+	testkit.Session(t, e, "s", dir, "hello")
+	a := testkit.Agent(t, e, "ide")
+	if _, err := a.Start(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	var want []string // each subagent as its parent and call
+	for depth := 1; depth <= 3; depth++ {
+		call := fmt.Sprintf("toolu_%d", depth)
+		if _, err := a.PreToolUse(ctx, reprise.ToolCall{ID: call, Name: "Agent", AddToolUse: true, Permission: hookexec.Allow,
+			Input: json.RawMessage(`{"prompt": "go on"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		child, err := a.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: call, Prompt: "go on"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("%d %s", depth, call))
+		a = child
+	}
+	paths, err := e.ExportTree(ctx, "s", filepath.Join(dir, "out"))
+	if err != nil || len(paths) != 7 {
+		t.Fatalf("exported %v, %v", paths, err)
+	}
+	e2, _ := testkit.NewEngine(t, reprise.Options{Logger: testkit.Discard})
+	reports, err := e2.ImportTree(ctx, paths[0], reprise.ImportOptions{ID: "again", Cwd: dir})
+	if err != nil || len(reports) != 4 {
+		t.Fatalf("imported %+v, %v", reports, err)
+	}
+	var got []string
+	for parent := "again"; ; {
+		subs, err := e2.Subagents(ctx, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(subs) == 0 {
+			break
+		}
+		if len(subs) != 1 {
+			t.Fatalf("%s has subagents %+v, want one", parent, subs)
+		}
+		link := subs[0].Session.Subagent
+		got = append(got, fmt.Sprintf("%d %s", link.Depth, link.ToolUseID))
+		parent = subs[0].Session.ID
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the tree imported back: %v, want %v", got, want)
 	}
 }
