@@ -176,4 +176,3 @@ func (e *Engine) importFile(ctx context.Context, path string, opts ImportOptions
 	}
 	return e.Import(ctx, f, opts)
 }
-
