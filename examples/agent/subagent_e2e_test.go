@@ -452,28 +452,10 @@ func checkSubagentHookInputs(t *testing.T, runs []hookRun, store, session string
 // has one tool_result, not an error, holding its subagent's final answer.
 func checkAgentResults(t *testing.T, store, session string, tags []string) {
 	t.Helper()
-	e, err := reprise.Open(store, reprise.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	conv, err := e.FullConversation(context.Background(), session)
-	if err != nil {
-		t.Fatal(err)
-	}
 	results := map[string][]string{}
-	for _, msg := range conv {
-		for _, b := range msg.Content {
-			if b.Type != "tool_result" {
-				continue
-			}
-			var r struct {
-				UseID   string `json:"tool_use_id"`
-				Content any    `json:"content"`
-				IsError bool   `json:"is_error"`
-			}
-			json.Unmarshal(b.Raw, &r)
-			results[r.UseID] = append(results[r.UseID], fmt.Sprintf("%v error=%v", r.Content, r.IsError))
+	for id, rs := range toolResults(t, store, session) {
+		for _, r := range rs {
+			results[id] = append(results[id], fmt.Sprintf("%v error=%v", r.Content, r.IsError))
 		}
 	}
 	for _, tag := range tags {
@@ -606,26 +588,11 @@ func TestKilledInASubagent(t *testing.T) {
 // run after the kill, one after the other.
 func checkKilledResults(t *testing.T, store, session string, parallel bool) {
 	t.Helper()
-	e, err := reprise.Open(store, reprise.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	conv, err := e.FullConversation(context.Background(), session)
-	if err != nil {
-		t.Fatal(err)
-	}
 	results := map[string][]string{}
-	for _, msg := range conv {
-		for _, b := range msg.Content {
-			var r struct {
-				UseID   string `json:"tool_use_id"`
-				Content any    `json:"content"`
-				IsError bool   `json:"is_error"`
-			}
-			if b.Type == "tool_result" && json.Unmarshal(b.Raw, &r) == nil && !r.IsError {
-				text, _ := r.Content.(string)
-				results[r.UseID] = append(results[r.UseID], text)
+	for id, rs := range toolResults(t, store, session) {
+		for _, r := range rs {
+			if text, ok := r.Content.(string); ok && !r.IsError {
+				results[id] = append(results[id], text)
 			}
 		}
 	}
@@ -641,4 +608,40 @@ func checkKilledResults(t *testing.T, store, session string, parallel bool) {
 			t.Errorf("toolu_agent_%s: %q, want the files", tag, got[0])
 		}
 	}
+}
+
+// toolResult is a tool_result block as the Messages API has it.
+type toolResult struct {
+	UseID   string `json:"tool_use_id"`
+	Content any    `json:"content"`
+	IsError bool   `json:"is_error"`
+}
+
+// toolResults returns the tool_results of session in the store at path,
+// by tool_use id, in the order of the conversation.
+func toolResults(t *testing.T, store, session string) map[string][]toolResult {
+	t.Helper()
+	e, err := reprise.Open(store, reprise.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	conv, err := e.FullConversation(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]toolResult{}
+	for _, msg := range conv {
+		for _, b := range msg.Content {
+			var r toolResult
+			if b.Type != "tool_result" {
+				continue
+			}
+			if err := json.Unmarshal(b.Raw, &r); err != nil {
+				t.Fatalf("a tool_result of %s: %v", session, err)
+			}
+			out[r.UseID] = append(out[r.UseID], r)
+		}
+	}
+	return out
 }
