@@ -11,15 +11,6 @@ import (
 	"github.com/reprise-dev/reprise/jsonview"
 )
 
-// finishJSON is the output of finish --json.
-type finishJSON struct {
-	Agent    string       `json:"agent"`
-	Finished bool         `json:"finished"`          // false when nothing was in progress
-	State    string       `json:"state"`             // the state the log was in
-	ID       string       `json:"id,omitempty"`      // the restore, Stop run or prompt run finished
-	Restore  *restoreJSON `json:"restore,omitempty"` // the restore finished, if it was one
-}
-
 // finishOptions are the options of finish.
 type finishOptions struct {
 	cmdIO
@@ -70,7 +61,7 @@ func runFinish(ctx context.Context, o *finishOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	out := finishJSON{Agent: o.agent, Finished: before.InFlight(), State: string(before.State)}
+	out := jsonview.Finish{Agent: o.agent, Finished: before.InFlight(), State: string(before.State)}
 	var what string
 	var finished *reprise.Transition
 	switch {
