@@ -5,6 +5,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/projection"
 )
 
 // Prompt is what `reprise prompt --json` prints, and the write API's
@@ -123,6 +124,27 @@ type Finish struct {
 	State    string   `json:"state"`             // the state the log was in
 	ID       string   `json:"id,omitempty"`      // the restore, Stop run or prompt run finished
 	Restore  *Restore `json:"restore,omitempty"` // the restore finished, if it was one
+}
+
+// NewFinish describes what a finish did: before is the agent as its log
+// stood, and a the agent once loaded, which rolled it forward. What it
+// finished is what before had in flight, its words in what.
+func NewFinish(before *projection.Agent, a *reprise.Agent) (out Finish, what string, finished *reprise.Transition) {
+	out = Finish{Agent: before.ID, Finished: before.InFlight(), State: string(before.State)}
+	switch {
+	case before.Restore != nil:
+		what, out.ID = "restore", before.Restore.ID
+		if history := a.History(); len(history) > 0 && history[len(history)-1].ID == out.ID {
+			finished = &history[len(history)-1]
+			rj := NewRestore(before.ID, finished.To, finished)
+			out.Restore = &rj
+		}
+	case before.Stop != nil:
+		what, out.ID = "Stop run", before.Stop.ID
+	case before.Prompt != nil:
+		what, out.ID = "prompt run", before.Prompt.ID
+	}
+	return out, what, finished
 }
 
 // messageUUID returns m's uuid, "" for none.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/jsonview"
 )
 
@@ -61,22 +60,7 @@ func runFinish(ctx context.Context, o *finishOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	out := jsonview.Finish{Agent: o.agent, Finished: before.InFlight(), State: string(before.State)}
-	var what string
-	var finished *reprise.Transition
-	switch {
-	case before.Restore != nil:
-		what, out.ID = "restore", before.Restore.ID
-		if history := agent.History(); len(history) > 0 && history[len(history)-1].ID == out.ID {
-			finished = &history[len(history)-1]
-			rj := jsonview.NewRestore(o.agent, finished.To, finished)
-			out.Restore = &rj
-		}
-	case before.Stop != nil:
-		what, out.ID = "Stop run", before.Stop.ID
-	case before.Prompt != nil:
-		what, out.ID = "prompt run", before.Prompt.ID
-	}
+	out, what, finished := jsonview.NewFinish(before, agent)
 	if o.json {
 		return printJSON(o.stdout, out)
 	}
