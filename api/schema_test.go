@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -244,3 +245,30 @@ func TestTheDocumentAndTheRoutesAgree(t *testing.T) {
 
 // readRoute is the one route of the document that the read view serves.
 const readRoute = "GET /api/sessions/{session}"
+
+// docs/api.md lists every route of the document, and every error code.
+func TestTheDocsListEveryRouteAndCode(t *testing.T) {
+	doc, err := os.ReadFile("../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := readDocument(t)
+	for path, ops := range d.Paths {
+		for method := range ops {
+			if route := "`" + strings.ToUpper(method) + " " + path + "`"; !strings.Contains(string(doc), route) {
+				t.Errorf("docs/api.md lacks %s", route)
+			}
+		}
+	}
+	var codes struct {
+		Enum []string `json:"enum"`
+	}
+	if err := json.Unmarshal(d.Components.Schemas["ErrorCode"], &codes); err != nil || len(codes.Enum) == 0 {
+		t.Fatalf("ErrorCode: %v", err)
+	}
+	for _, c := range codes.Enum {
+		if !strings.Contains(string(doc), "| `"+c+"` |") {
+			t.Errorf("docs/api.md does not list the code %s", c)
+		}
+	}
+}
