@@ -118,6 +118,7 @@ func (h *handler) routes() []Route {
 		{"POST", "/api/sessions/{session}/hooks", h.addHooks},
 		{"DELETE", "/api/sessions/{session}/hooks/{hook}", h.removeHook},
 		{"POST", "/api/agents/{agent}/finish", h.finish},
+		{"POST", "/api/agents/{agent}/turn", h.turnStep},
 	}
 	for _, name := range slices.Sorted(maps.Keys(actions)) {
 		rs = append(rs, Route{"POST", "/api/agents/{agent}/" + name, h.agentAction(actions[name])})

@@ -407,3 +407,64 @@ func TestTheTokenTheHostAndTheBodyLimit(t *testing.T) {
 		t.Errorf("after the refused body the session holds %d messages (%v), want none", info.Messages, err)
 	}
 }
+
+// A durable turn over the API, the host running the model and the tools:
+// the prompt gets an ask, the model's answer with a call gets the call to
+// run (its PreToolUse hook run once), the result gets an ask holding it,
+// the final answer ends the turn through Stop. A host that died after it
+// was given a call comes back with nothing: the call is interrupted, as
+// in a Go host, and no hook runs twice.
+func TestADurableTurnOverTheAPI(t *testing.T) {
+	dir := t.TempDir()
+	pres, stops := filepath.Join(dir, "pres"), filepath.Join(dir, "stops")
+	s := newServer(t, `{"hooks": {
+		"PreToolUse": [{"hooks": [{"type": "command", "command": "echo pre >> '`+pres+`'"}]}],
+		"Stop": [{"hooks": [{"type": "command", "command": "echo stop >> '`+stops+`'"}]}]}}`, api.Options{})
+	expect(t, "create", http.StatusCreated, "")(s.post("/api/sessions", map[string]any{"id": "s", "cwd": s.dir}))
+	expect(t, "start", http.StatusOK, "")(s.post("/api/agents/ide/start", map[string]any{"session": "s"}))
+	useAnswer := func(id string) map[string]any {
+		return map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "text", "text": "looking"},
+			map[string]any{"type": "tool_use", "id": id, "name": "Bash", "input": map[string]any{"command": "ls"}}}}
+	}
+	status, out := s.post("/api/agents/ide/turn", map[string]any{"prompt": "list the files", "permission": "allow"})
+	want(t, "the prompt", status, out, http.StatusOK, "")
+	if out["step"] != "ask" || out["after"] == nil {
+		t.Fatalf("the prompt's step: %v", out)
+	}
+	status, out = s.post("/api/agents/ide/turn", map[string]any{"answer": useAnswer("toolu_1"), "after": out["after"], "permission": "allow"})
+	want(t, "the answer", status, out, http.StatusOK, "")
+	calls, _ := out["calls"].([]any)
+	if out["step"] != "tools" || len(calls) != 1 || calls[0].(map[string]any)["tool_use_id"] != "toolu_1" {
+		t.Fatalf("the answer's step: %v", out)
+	}
+	expect(t, "a prompt while calls are open", http.StatusConflict, "turn_unfinished")(s.post("/api/agents/ide/turn", map[string]any{"prompt": "x"}))
+	expect(t, "a prompt with results", http.StatusBadRequest, "bad_step")(s.post("/api/agents/ide/turn",
+		map[string]any{"prompt": "x", "results": []any{map[string]any{"tool_use_id": "toolu_1", "output": "x"}}}))
+	status, out = s.post("/api/agents/ide/turn", map[string]any{"results": []any{map[string]any{"tool_use_id": "toolu_1", "output": "a.txt b.txt"}}})
+	want(t, "the result", status, out, http.StatusOK, "")
+	msgs, _ := json.Marshal(out["messages"])
+	if out["step"] != "ask" || !strings.Contains(string(msgs), "a.txt b.txt") {
+		t.Fatalf("the result's step: %v", out)
+	}
+	status, out = s.post("/api/agents/ide/turn", map[string]any{"answer": useAnswer("toolu_2"), "after": out["after"], "permission": "allow"})
+	want(t, "the second answer", status, out, http.StatusOK, "")
+	// The host dies with toolu_2 given to run; back, it brings nothing.
+	status, out = s.post("/api/agents/ide/turn", nil)
+	want(t, "the step after the host died", status, out, http.StatusOK, "")
+	msgs, _ = json.Marshal(out["messages"])
+	if out["step"] != "ask" || !strings.Contains(string(msgs), "interrupted") {
+		t.Fatalf("after the host died: %v; want an ask whose conversation says toolu_2 was interrupted", out)
+	}
+	status, out = s.post("/api/agents/ide/turn", map[string]any{"answer": map[string]any{"content": "two files"}, "after": out["after"]})
+	want(t, "the final answer", status, out, http.StatusOK, "")
+	outcome, _ := out["outcome"].(map[string]any)
+	if out["step"] != "over" || outcome["blocked"] != false {
+		t.Fatalf("the final answer's step: %v", out)
+	}
+	for path, n := range map[string]int{pres: 2, stops: 1} {
+		if data, _ := os.ReadFile(path); strings.Count(string(data), "\n") != n {
+			t.Errorf("%s: %q; want %d runs", filepath.Base(path), data, n)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/turn"
 )
 
 // apiError is an error with the status and the code it answers.
@@ -70,6 +71,8 @@ var codes = []struct {
 	{reprise.ErrCompactionBlocked, http.StatusConflict, "compaction_blocked"},
 	{reprise.ErrImportUnfinished, http.StatusConflict, "import_unfinished"},
 	{reprise.ErrNestedSubagent, http.StatusConflict, "nested_subagent"},
+	{turn.ErrBadStep, http.StatusBadRequest, "bad_step"},
+	{turn.ErrUnfinished, http.StatusConflict, "turn_unfinished"},
 	{reprise.ErrNoDirectory, http.StatusUnprocessableEntity, "no_directory"},
 	{reprise.ErrInterrupted, StatusClientClosed, "interrupted"},
 	{context.Canceled, StatusClientClosed, "interrupted"},

@@ -181,3 +181,54 @@ func TestServeWriteRefusesWhatLetsOthersIn(t *testing.T) {
 		}
 	}
 }
+
+// A server killed during a turn step, while the call's PreToolUse hook
+// runs: the next server's next step goes on from the log, the hook not
+// run again, and the turn ends with every call given a result.
+func TestServeWriteKilledMidTurnGoesOn(t *testing.T) {
+	c := newCLI(t)
+	dir := c.mkdir("work")
+	runs, slow := filepath.Join(c.dir, "runs"), filepath.Join(c.dir, "slow")
+	settings := c.writeFile("settings.json", fmt.Sprintf(`{"hooks": {
+		"PreToolUse": [{"hooks": [{"type": "command", "command": "echo pre >> '%[1]s'; if [ -e '%[2]s' ]; then sleep 60; fi"}]}]}}`, runs, slow))
+	socket := filepath.Join(c.dir, "w.sock")
+	s := startWriteServer(t, c, socket, settings)
+	s.ok(t, "/api/sessions", `{"id": "a", "cwd": "`+dir+`"}`)
+	s.ok(t, "/api/agents/ide/start", `{"session": "a"}`)
+	ask := s.ok(t, "/api/agents/ide/turn", `{"prompt": "list the files", "permission": "allow"}`)
+	if err := os.WriteFile(slow, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answer := `{"permission": "allow", "after": "` + fmt.Sprint(ask["after"]) + `", "answer": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]}}`
+	go s.send("/api/agents/ide/turn", answer)
+	waitForLines(t, runs, 1)
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+	os.Remove(slow)
+
+	s = startWriteServer(t, c, socket, settings)
+	step := s.ok(t, "/api/agents/ide/turn", `{"permission": "allow"}`)
+	for i := 0; step["step"] == "tools" && i < 3; i++ {
+		var results []string
+		calls, _ := step["calls"].([]any)
+		for _, call := range calls {
+			results = append(results, fmt.Sprintf(`{"tool_use_id": %q, "output": "a.txt"}`, call.(map[string]any)["tool_use_id"]))
+		}
+		step = s.ok(t, "/api/agents/ide/turn", `{"permission": "allow", "results": [`+strings.Join(results, ",")+`]}`)
+	}
+	if step["step"] != "ask" {
+		t.Fatalf("after the kill the turn stands at %v; want the model asked again, the call resolved", step)
+	}
+	step = s.ok(t, "/api/agents/ide/turn", `{"after": "`+fmt.Sprint(step["after"])+`", "answer": {"content": "done"}}`)
+	if step["step"] != "over" {
+		t.Errorf("the final answer's step: %v", step)
+	}
+	if data, _ := os.ReadFile(runs); strings.Count(string(data), "pre") != 1 {
+		t.Errorf("PreToolUse ran %d times, want once", strings.Count(string(data), "pre"))
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+	if out := c.ok("audit"); !strings.HasPrefix(out, "ok") {
+		t.Errorf("audit after the kill:\n%s", out)
+	}
+}
