@@ -31,6 +31,7 @@ type turnBody struct {
 	} `json:"answers"`
 	Permission string   `json:"permission"`
 	Repeatable []string `json:"repeatable"`
+	Subagents  bool     `json:"subagents"`
 }
 
 // turnStep is the answer of a turn step: the TurnStep schema.
@@ -46,11 +47,12 @@ type turnStep struct {
 }
 
 type turnCall struct {
-	ID    string          `json:"tool_use_id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
-	Again bool            `json:"again"`
-	Cwd   string          `json:"cwd,omitempty"`
+	ID       string          `json:"tool_use_id"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+	Again    bool            `json:"again"`
+	Cwd      string          `json:"cwd,omitempty"`
+	Subagent string          `json:"subagent,omitempty"`
 }
 
 type turnAsk struct {
@@ -86,7 +88,7 @@ func (h *handler) turnStep(r *http.Request) (answer, error) {
 	if err := decode(r, &b); err != nil {
 		return answer{}, err
 	}
-	in := turn.StepInput{Prompt: b.Prompt, After: b.After, Permission: b.Permission, Repeatable: b.Repeatable}
+	in := turn.StepInput{Prompt: b.Prompt, After: b.After, Permission: b.Permission, Repeatable: b.Repeatable, Subagents: b.Subagents}
 	switch b.Permission {
 	case "", "allow", "deny", "ask":
 	default:
@@ -127,7 +129,7 @@ func (h *handler) turnStep(r *http.Request) (answer, error) {
 		out.Messages = append(out.Messages, jsonview.NewMessage(m))
 	}
 	for _, c := range res.Calls {
-		out.Calls = append(out.Calls, turnCall{ID: c.ID, Name: c.Name, Input: orEmpty(c.Input), Again: c.Again, Cwd: c.Cwd})
+		out.Calls = append(out.Calls, turnCall{ID: c.ID, Name: c.Name, Input: orEmpty(c.Input), Again: c.Again, Cwd: c.Cwd, Subagent: c.Subagent})
 	}
 	for _, a := range res.Asks {
 		out.Asks = append(out.Asks, turnAsk{ID: a.Call.ID, Name: a.Call.Name, Input: orEmpty(a.Call.Input), Reason: a.Reason})

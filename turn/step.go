@@ -2,9 +2,11 @@ package turn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/reprise-dev/reprise"
@@ -39,6 +41,13 @@ type StepInput struct {
 	// Repeatable names the tools that may run again after a crash cut a
 	// call of theirs off before its result (Tool.Repeatable).
 	Repeatable []string
+	// Subagents starts, for each allowed call of the Agent tool (Task),
+	// its subagent (Agent.StartSubagent), once: the call is given to run
+	// with the subagent's agent in Call.Subagent, whose turn the host
+	// drives with Step on that agent, and the subagent's final answer is
+	// the result the host gives the call. Without it an Agent call is a
+	// tool of the host's as any other.
+	Subagents bool
 }
 
 // StepKind says what a step asks of the host.
@@ -79,6 +88,8 @@ var errPending = errors.New("turn: the host performs this step")
 // brought, and what it is to do next.
 type external struct {
 	in         StepInput
+	agent      *reprise.Agent
+	subagents  sync.Map // tool_use id -> the agent of the subagent it started
 	results    map[string]reprise.ToolResult
 	answers    map[string]string
 	answerUsed bool
@@ -107,11 +118,25 @@ func (x *external) answer(id string) (refusal string, given bool) {
 }
 
 // tool is the host's tool name: it returns the result the host brought,
-// or errPending.
+// or errPending; under Subagents, a call of the Agent tool starts its
+// subagent first, which a call cut off by a crash does again, doing
+// nothing twice.
 func (x *external) tool(name string) Tool {
-	return Tool{Repeatable: slices.Contains(x.in.Repeatable, name), Run: func(_ context.Context, c Call) (reprise.ToolResult, error) {
+	subagent := x.in.Subagents && (name == AgentTool || name == TaskTool)
+	return Tool{Repeatable: subagent || slices.Contains(x.in.Repeatable, name), Run: func(ctx context.Context, c Call) (reprise.ToolResult, error) {
 		if res, found := x.results[c.ID]; found {
 			return res, nil
+		}
+		if subagent {
+			var in subagentInput
+			if err := json.Unmarshal(c.Input, &in); err != nil || strings.TrimSpace(in.Prompt) == "" {
+				return reprise.ToolResult{}, fmt.Errorf("the %s tool needs a prompt: %s", c.Name, c.Input)
+			}
+			child, err := x.agent.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: c.ID, Type: in.Type, Description: in.Description, Prompt: in.Prompt})
+			if err != nil {
+				return reprise.ToolResult{}, err
+			}
+			x.subagents.Store(c.ID, child.ID())
 		}
 		return reprise.ToolResult{}, errPending
 	}}
@@ -136,6 +161,9 @@ func (x *external) wait(c Call, reason string) {
 	if reason != "" {
 		x.asks = append(x.asks, PendingAsk{Call: c, Reason: reason})
 		return
+	}
+	if child, found := x.subagents.Load(c.ID); found {
+		c.Subagent = child.(string)
 	}
 	x.calls = append(x.calls, c)
 }
@@ -163,7 +191,7 @@ func Step(ctx context.Context, e *reprise.Engine, agent *reprise.Agent, in StepI
 	if in.Prompt != "" && (in.Answer != nil || len(in.Results) > 0 || len(in.Answers) > 0) {
 		return nil, fmt.Errorf("%w: a prompt starts a turn: it goes without an answer, results or answers", ErrBadStep)
 	}
-	x := &external{in: in, results: map[string]reprise.ToolResult{}, answers: map[string]string{}}
+	x := &external{in: in, agent: agent, results: map[string]reprise.ToolResult{}, answers: map[string]string{}}
 	for _, res := range in.Results {
 		if _, dup := x.results[res.ID]; dup {
 			return nil, fmt.Errorf("%w: two results of call %s", ErrBadStep, res.ID)

@@ -154,3 +154,51 @@ func TestAHostThatDiedMidStepGoesOn(t *testing.T) {
 		t.Errorf("a prompt with answers: %v; want ErrBadStep", err)
 	}
 }
+
+// Under Subagents, an Agent call starts its subagent, once, and is given
+// to run with the subagent's agent; the host drives the subagent's turn a
+// step at a time on that agent (its stop running SubagentStop), and its
+// final answer, given as the call's result, goes to the parent.
+func TestAHostDrivesASubagentAStepAtATime(t *testing.T) {
+	ctx := context.Background()
+	e, a, _, stops := stepEngine(t)
+	subStops := filepath.Join(filepath.Dir(stops), "substops")
+	if err := e.Hooks().Add(hookexec.Hook{Event: "SubagentStop", Body: hookexec.Command{Line: "echo substop >> '" + subStops + "'"}}); err != nil {
+		t.Fatal(err)
+	}
+	in := turn.StepInput{Permission: hookexec.Allow, Subagents: true}
+	res := step(t, e, a, turn.StepInput{Prompt: "review it", Permission: hookexec.Allow, Subagents: true})
+	raw, _ := json.Marshal(map[string]any{"type": "tool_use", "id": "toolu_agent", "name": "Agent",
+		"input": map[string]string{"description": "look", "prompt": "list the files"}})
+	call := reprise.Message{Role: "assistant", Content: []reprise.Block{{Type: "tool_use", Raw: raw}}}
+	in.Answer, in.After = &call, res.After
+	res = step(t, e, a, in)
+	if res.Kind != turn.StepTools || len(res.Calls) != 1 || res.Calls[0].Subagent == "" {
+		t.Fatalf("the Agent call's step: %+v; want it given with its subagent", res)
+	}
+	child, err := e.Agent(ctx, res.Calls[0].Subagent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := step(t, e, a, turn.StepInput{Permission: hookexec.Allow, Subagents: true})
+	if again.Kind != turn.StepTools || len(again.Calls) != 1 || again.Calls[0].Subagent != child.ID() {
+		t.Fatalf("the parent's step again, its host having died: %+v; want the same subagent", again)
+	}
+	sub := step(t, e, child, turn.StepInput{Permission: hookexec.Allow})
+	if sub.Kind != turn.StepAsk || !strings.Contains(shape(t, e, child.Current()), "list the files") {
+		t.Fatalf("the subagent's first step: %+v", sub)
+	}
+	final := answer("two files")
+	sub = step(t, e, child, turn.StepInput{Answer: &final, After: sub.After})
+	if sub.Kind != turn.StepOver || lines(t, subStops) != 1 || lines(t, stops) != 0 {
+		t.Fatalf("the subagent's last step: %+v; SubagentStop %d, Stop %d; want SubagentStop once, Stop never", sub, lines(t, subStops), lines(t, stops))
+	}
+	res = step(t, e, a, turn.StepInput{Results: []reprise.ToolResult{{ID: "toolu_agent", Output: json.RawMessage(`"two files"`)}}})
+	if res.Kind != turn.StepAsk {
+		t.Fatalf("the parent's step with the subagent's answer: %+v", res)
+	}
+	subs, err := e.Subagents(ctx, "s")
+	if err != nil || len(subs) != 1 || subs[0].Session.ID != child.ID() || !subs[0].Resulted {
+		t.Errorf("the tree: %+v, %v; want one subagent whose call has its result", subs, err)
+	}
+}

@@ -83,6 +83,9 @@ type Call struct {
 	// tool that touches files or runs commands works; "" when the session
 	// has none.
 	Cwd string
+	// Subagent, in a Step's call of the Agent tool under
+	// StepInput.Subagents, is the agent of the subagent the call started.
+	Subagent string
 }
 
 // Tool is a tool the model may call.
