@@ -468,3 +468,37 @@ func TestADurableTurnOverTheAPI(t *testing.T) {
 		}
 	}
 }
+
+// An http hook added to a session over the API points back at the host:
+// the session's next tool call POSTs Claude Code's input to it, and its
+// answer decides the call.
+func TestAnHTTPHookPointsBackAtTheHost(t *testing.T) {
+	var got []map[string]any
+	var mu sync.Mutex
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in map[string]any
+		json.NewDecoder(r.Body).Decode(&in)
+		mu.Lock()
+		got = append(got, in)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "the host says no"}}`)
+	}))
+	t.Cleanup(host.Close)
+	s := newServer(t, "", api.Options{})
+	expect(t, "create", http.StatusCreated, "")(s.post("/api/sessions", map[string]any{"id": "a", "cwd": s.dir}))
+	expect(t, "start", http.StatusOK, "")(s.post("/api/agents/ide/start", map[string]any{"session": "a"}))
+	expect(t, "add the http hook", http.StatusCreated, "")(s.post("/api/sessions/a/hooks", map[string]any{"hooks": map[string]any{
+		"PreToolUse": []any{map[string]any{"matcher": "Bash", "hooks": []any{map[string]any{"type": "http", "url": host.URL + "/guard"}}}}}}))
+	status, out := s.post("/api/agents/ide/tool", map[string]any{"tool_use_id": "toolu_1", "name": "Bash",
+		"input": map[string]any{"command": "rm -rf /"}, "add_tool_use": true, "permission": "allow"})
+	want(t, "the call", status, out, http.StatusOK, "")
+	if out["decision"] != "deny" || !strings.Contains(fmt.Sprint(out["reason"]), "the host says no") {
+		t.Errorf("the call under the host's hook: %v", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0]["hook_event_name"] != "PreToolUse" || got[0]["tool_name"] != "Bash" || got[0]["session_id"] != "a" {
+		t.Errorf("the host's hook was given %v; want one PreToolUse input of Bash on session a", got)
+	}
+}
