@@ -271,7 +271,7 @@ func (h *handler) whole(api bool) http.Handler {
 func (h *handler) decodeAt(r *http.Request) (schema.Payload, func(), error) {
 	ctx, id := r.Context(), r.PathValue("id")
 	if reprise.ValidateID(id) != nil {
-		return nil, nil, notFound("no session %s", clip(id))
+		return nil, nil, noSession("no session %s", clip(id))
 	}
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil || seq < 1 {

@@ -145,7 +145,7 @@ type compactionJSON struct {
 func (h *handler) session(r *http.Request) (*view, error) {
 	ctx, id := r.Context(), r.PathValue("id")
 	if reprise.ValidateID(id) != nil {
-		return nil, notFound("no session %s", clip(id))
+		return nil, noSession("no session %s", clip(id))
 	}
 	limit, err := queryLimit(r, messagesPerPage)
 	if err != nil {
@@ -248,9 +248,9 @@ func (h *handler) sessionCreated(ctx context.Context, id string) (*schema.Sessio
 	case err != nil:
 		return nil, 0, err
 	case last == "":
-		return nil, 0, notFound("no session %s", id)
+		return nil, 0, noSession("no session %s", id)
 	case last == schema.TypeSessionDeleted:
-		return nil, 0, notFound("session %s was deleted", id)
+		return nil, 0, noSession("session %s was deleted", id)
 	}
 	first, err := eventAt(ctx, h.e.Store(), stream, 1)
 	if err != nil {

@@ -8,6 +8,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -245,6 +247,7 @@ func (h *handler) render(w http.ResponseWriter, status int, tmpl string, p page)
 // httpError is an error with the status it answers.
 type httpError struct {
 	status int
+	code   string // the write API's code for it; "" for the status's own (ErrorCodes)
 	msg    string
 	// retryAfter, when not 0, is the seconds after which the client may
 	// ask again, for a 503.
@@ -258,6 +261,32 @@ func notFound(format string, args ...any) error {
 	return &httpError{status: http.StatusNotFound, msg: fmt.Sprintf(format, args...)}
 }
 
+// noSession is the error of a session that does not exist, or no longer.
+func noSession(format string, args ...any) error {
+	return &httpError{status: http.StatusNotFound, code: "session_not_found", msg: fmt.Sprintf(format, args...)}
+}
+
+// statusCodes are the codes of the error answers by their status, as the
+// write API's document names them, for those without a code of their own.
+var statusCodes = map[int]string{
+	http.StatusBadRequest:          "bad_request",
+	http.StatusNotFound:            "not_found",
+	http.StatusMethodNotAllowed:    "method_not_allowed",
+	http.StatusInternalServerError: "internal",
+	http.StatusServiceUnavailable:  "unavailable",
+}
+
+// ErrorCodes lists the codes the view's error answers carry, beside the
+// write API's own (package api, which documents them all).
+func ErrorCodes() []string {
+	codes := []string{"session_not_found"}
+	for _, c := range statusCodes {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	return codes
+}
+
 // badRequest is the error of a query the handler cannot read.
 func badRequest(format string, args ...any) error {
 	return &httpError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
@@ -266,27 +295,29 @@ func badRequest(format string, args ...any) error {
 // errorJSON is the body of an API error.
 type errorJSON struct {
 	Error  string `json:"error"`
+	Code   string `json:"code"`
 	Status int    `json:"status"`
 }
 
 // fail answers r with err: its own status for an httpError, 500 with the
 // message for anything else (a store that cannot be read).
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, asJSON bool, err error) {
-	status := http.StatusInternalServerError
+	status, code := http.StatusInternalServerError, ""
 	var he *httpError
 	if errors.As(err, &he) {
-		status = he.status
+		status, code = he.status, he.code
 		if he.retryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))
 		}
 	} else if r.Context().Err() == nil {
 		h.log.Warn("web: request failed", "path", r.URL.Path, "error", err)
 	}
+	body := errorJSON{Error: err.Error(), Code: cmp.Or(code, statusCodes[status], "internal"), Status: status}
 	if asJSON {
-		writeJSON(w, status, errorJSON{Error: err.Error(), Status: status})
+		writeJSON(w, status, body)
 		return
 	}
-	h.render(w, status, "error", page{Title: http.StatusText(status), Base: h.opts.Prefix, Data: errorJSON{Error: err.Error(), Status: status}})
+	h.render(w, status, "error", page{Title: http.StatusText(status), Base: h.opts.Prefix, Data: body})
 }
 
 // queryLimit reads the limit parameter: def when absent, else a number
