@@ -120,6 +120,9 @@ class RepriseError(Exception):
                 body_status = status
             busy = obj.get("busy")
             return cls(obj["code"], body_status, obj["error"], busy if isinstance(busy, str) else None)
+        if isinstance(obj, dict) and isinstance(obj.get("error"), str) and obj["error"]:
+            # An error object without its code: the words are kept.
+            return cls("internal", status, obj["error"])
         text = body.decode("utf-8", "replace").strip()
         if len(text) > _QUOTE_LIMIT:
             text = text[:_QUOTE_LIMIT] + "..."
@@ -265,7 +268,8 @@ class Client:
         """Send one request and return the answer's JSON.
 
         ``path`` starts with ``/api/`` and has its segments quoted already;
-        ``body``, when given, is sent as JSON (bytes are sent as they are);
+        ``body``, when given and not None, is sent as JSON (bytes as they
+        are);
         ``query`` items whose value is None are left out. A status outside
         200-299 raises :class:`RepriseError`, as does a success whose body is
         not JSON (code ``internal``). This is what every other method uses;
@@ -283,7 +287,7 @@ class Client:
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         data: bytes | None = None
-        if body is not UNSET:
+        if body is not UNSET and body is not None:
             if isinstance(body, (bytes, bytearray)):
                 data = bytes(body)
             else:

@@ -47,6 +47,17 @@ __all__ = [
     "ToolFeedback",
     "ToolPermission",
     "ToolResult",
+    "TurnAnswer",
+    "TurnAsk",
+    "TurnCall",
+    "TurnInput",
+    "TurnInputAnswer",
+    "TurnInputAnswerRole",
+    "TurnInputPermission",
+    "TurnOutcome",
+    "TurnResult",
+    "TurnStep",
+    "TurnStepStep",
 ]
 
 
@@ -66,10 +77,9 @@ __all__ = [
 # 404: no session-scoped hook with that id; message_not_found, 404: fork's upto
 # names no message of the parent (ErrMessageNotFound); tool_use_not_found, 404:
 # the agent's current session holds no tool_use with that id
-# (ErrToolUseNotFound); not_found, 404: no such route; method_not_allowed, 405:
-# the route takes another method; agent_busy, 409: another action holds the
-# agent: a restore, prompt, stop, compaction or a tool call's hooks
-# (ErrAgentBusy); session_exists, 409: a session with that id exists
+# (ErrToolUseNotFound); not_found, 404: no such route; agent_busy, 409: another
+# action holds the agent: a restore, prompt, stop, compaction or a tool call's
+# hooks (ErrAgentBusy); session_exists, 409: a session with that id exists
 # (ErrSessionExists); session_deleted, 409: the session was deleted
 # (ErrSessionDeleted); session_in_use, 409: the session cannot be deleted while
 # a step is in flight on it (ErrSessionInUse); no_current_session, 409: the
@@ -81,14 +91,17 @@ __all__ = [
 # denied (ErrToolNotAllowed); tool_not_asked, 409: an answer to a call that was
 # not left to ask (ErrToolNotAsked); compaction_blocked, 409: PreCompact hooks
 # blocked the compaction (ErrCompactionBlocked); import_unfinished, 409: the
-# session's import did not finish (ErrImportUnfinished); nested_subagent, 409:
-# a subagent at the nesting limit starts none (ErrNestedSubagent);
-# no_directory, 422: the session's working directory does not exist
-# (ErrNoDirectory); too_large, 413: the request body is over the server's
-# limit; interrupted, 499: the client went away; the action stopped at a step
-# boundary and the next call on the agent finishes it (ErrInterrupted);
-# internal, 500: anything else: the store failed, or a bug; unavailable, 503:
-# the server is shutting down
+# session's import did not finish (ErrImportUnfinished); bad_step, 400: a turn
+# step that cannot be one: a prompt with an answer, results or answers, two
+# results of one call (turn.ErrBadStep); turn_unfinished, 409: a prompt while
+# the last turn has calls without a result or its Stop to run: step without a
+# prompt first (turn.ErrUnfinished); nested_subagent, 409: a subagent at the
+# nesting limit starts none (ErrNestedSubagent); no_directory, 422: the
+# session's working directory does not exist (ErrNoDirectory); too_large, 413:
+# the request body is over the server's limit; interrupted, 499: the client
+# went away; the action stopped at a step boundary and the next call on the
+# agent finishes it (ErrInterrupted); internal, 500: anything else: the store
+# failed, or a bug
 ErrorCode = Literal[
     "bad_request",
     "invalid_id",
@@ -105,7 +118,6 @@ ErrorCode = Literal[
     "message_not_found",
     "tool_use_not_found",
     "not_found",
-    "method_not_allowed",
     "agent_busy",
     "session_exists",
     "session_deleted",
@@ -118,12 +130,13 @@ ErrorCode = Literal[
     "tool_not_asked",
     "compaction_blocked",
     "import_unfinished",
+    "bad_step",
+    "turn_unfinished",
     "nested_subagent",
     "no_directory",
     "too_large",
     "interrupted",
     "internal",
-    "unavailable",
 ]
 
 
@@ -478,3 +491,105 @@ class Conversation(TypedDict):
     created: str
     messages: list[ConversationMessage]
     next_cursor: NotRequired[str]
+
+
+class TurnResult(TypedDict):
+    tool_use_id: str
+    # any JSON value
+    output: NotRequired[Any]
+    # the call's failure
+    error: NotRequired[str]
+
+
+class TurnAnswer(TypedDict):
+    tool_use_id: str
+    allow: bool
+    # what the model is told of a refused call; default Claude Code's words
+    refusal: NotRequired[str]
+
+
+TurnInputAnswerRole = Literal["assistant"]
+
+
+class TurnInputAnswer(TypedDict):
+    role: NotRequired[TurnInputAnswerRole]
+    content: str | list[Block]
+
+
+TurnInputPermission = Literal["allow", "deny", "ask"]
+
+
+class TurnInput(TypedDict):
+    """What the host did since the last step."""
+    # starts a turn; leave it out to go on with the turn the log shows
+    prompt: NotRequired[str]
+    answer: NotRequired[TurnInputAnswer]
+    # with answer: the after of the ask it answers
+    after: NotRequired[str]
+    # the results of the calls the last step gave to run
+    results: NotRequired[list[TurnResult]]
+    # the user's answers to the calls the last step left to ask
+    answers: NotRequired[list[TurnAnswer]]
+    # what the host's rules say of calls nothing else decides
+    permission: NotRequired[TurnInputPermission]
+    # the tools that may run again after a crash cut a call off
+    repeatable: NotRequired[list[str]]
+    # start the subagent of each allowed Agent (Task) call, once, and give the
+    # call with its agent: the host drives that agent's turn with this route
+    # and gives its final answer as the call's result
+    subagents: NotRequired[bool]
+
+
+class TurnCall(TypedDict):
+    tool_use_id: str
+    name: str
+    # any JSON value
+    input: Any
+    # the call was cut off by a crash and may have run: its tool is repeatable
+    again: bool
+    cwd: NotRequired[str]
+    # with subagents: the agent of the subagent an Agent call started, whose
+    # turn the host drives
+    subagent: NotRequired[str]
+
+
+class TurnAsk(TypedDict):
+    tool_use_id: str
+    name: str
+    # any JSON value
+    input: Any
+    # the hooks' reason
+    reason: str
+
+
+class TurnOutcome(TypedDict):
+    resumed: bool
+    requests: NotRequired[int]
+    blocked: bool
+    reason: NotRequired[str]
+    capped: bool
+    limited: NotRequired[bool]
+    halted: bool
+    stop_reason: NotRequired[str]
+
+
+TurnStepStep = Literal["ask", "tools", "over"]
+
+
+class TurnStep(TypedDict):
+    """
+    What the host is to do next: ask the model, run calls (and ask the user
+    about some), or nothing: the turn is over.
+    """
+    step: TurnStepStep
+    agent: str
+    session: str
+    # ask: the conversation the model answers, in the Messages API's order
+    messages: NotRequired[list[ConversationMessage]]
+    # ask: the uuid of its last message, to give back with the answer
+    after: NotRequired[str]
+    # tools: the calls to run, already allowed
+    calls: NotRequired[list[TurnCall]]
+    # tools: the calls to ask the user about
+    asks: NotRequired[list[TurnAsk]]
+    outcome: NotRequired[TurnOutcome]
