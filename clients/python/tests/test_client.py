@@ -165,3 +165,19 @@ def test_timeout(fake: Fake):
     fake.delay = 1.0
     with pytest.raises(TimeoutError):
         Client(url=fake.url, timeout=0.2).save("s1")
+
+
+def test_every_method_is_typed_from_the_generated_types():
+    import inspect
+    import typing
+
+    import reprise_client
+    from reprise_client import types
+
+    generated = {getattr(types, n) for n in types.__all__}
+    for cls in (reprise_client.Client, reprise_client.Agent):
+        for name, fn in inspect.getmembers(cls, inspect.isfunction):
+            if name.startswith("_") or name in ("request", "agent", "openapi", "messages"):
+                continue
+            hints = typing.get_type_hints(fn)
+            assert hints["return"] in generated, f"{cls.__name__}.{name}"
