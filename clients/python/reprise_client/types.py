@@ -74,34 +74,37 @@ __all__ = [
 # that is not loopback, or an origin that was not named; session_not_found,
 # 404: no such session (ErrSessionNotFound); agent_not_found, 404: no such
 # agent, for an action that needs one that exists (finish); hook_not_found,
-# 404: no session-scoped hook with that id; message_not_found, 404: fork's upto
+# 404: no session-scoped hook with that id; message_not_found, 404: fork's at
 # names no message of the parent (ErrMessageNotFound); tool_use_not_found, 404:
 # the agent's current session holds no tool_use with that id
-# (ErrToolUseNotFound); not_found, 404: no such route; agent_busy, 409: another
-# action holds the agent: a restore, prompt, stop, compaction or a tool call's
-# hooks (ErrAgentBusy); session_exists, 409: a session with that id exists
-# (ErrSessionExists); session_deleted, 409: the session was deleted
-# (ErrSessionDeleted); session_in_use, 409: the session cannot be deleted while
-# a step is in flight on it (ErrSessionInUse); no_current_session, 409: the
-# agent has no current session (ErrNoCurrentSession); tool_calls_open, 409:
-# calls of the last answer have no result yet (ErrToolCallsOpen);
-# duplicate_tool_use, 409: a tool_use id an earlier answer used
-# (ErrDuplicateToolUse); tool_not_decided, 409: a result for a call not decided
-# yet (ErrToolNotDecided); tool_not_allowed, 409: a result for a call that was
-# denied (ErrToolNotAllowed); tool_not_asked, 409: an answer to a call that was
-# not left to ask (ErrToolNotAsked); compaction_blocked, 409: PreCompact hooks
-# blocked the compaction (ErrCompactionBlocked); import_unfinished, 409: the
-# session's import did not finish (ErrImportUnfinished); bad_step, 400: a turn
-# step that cannot be one: a prompt with an answer, results or answers, two
-# results of one call (turn.ErrBadStep); turn_unfinished, 409: a prompt while
-# the last turn has calls without a result or its Stop to run: step without a
-# prompt first (turn.ErrUnfinished); nested_subagent, 409: a subagent at the
-# nesting limit starts none (ErrNestedSubagent); no_directory, 422: the
-# session's working directory does not exist (ErrNoDirectory); too_large, 413:
-# the request body is over the server's limit; interrupted, 499: the client
-# went away; the action stopped at a step boundary and the next call on the
-# agent finishes it (ErrInterrupted); internal, 500: anything else: the store
-# failed, or a bug
+# (ErrToolUseNotFound); not_found, 404: no such route, page or event;
+# method_not_allowed, 405: the read view's live endpoint takes GET only;
+# agent_busy, 409: another action holds the agent: a restore, prompt, stop,
+# compaction or a tool call's hooks (ErrAgentBusy); session_exists, 409: a
+# session with that id exists (ErrSessionExists); session_deleted, 409: the
+# session was deleted (ErrSessionDeleted); session_in_use, 409: the session
+# cannot be deleted while a step is in flight on it (ErrSessionInUse);
+# no_current_session, 409: the agent has no current session
+# (ErrNoCurrentSession); tool_calls_open, 409: calls of the last answer have no
+# result yet (ErrToolCallsOpen); duplicate_tool_use, 409: a tool_use id an
+# earlier answer used (ErrDuplicateToolUse); tool_not_decided, 409: a result
+# for a call not decided yet (ErrToolNotDecided); tool_not_allowed, 409: a
+# result for a call that was denied (ErrToolNotAllowed); tool_not_asked, 409:
+# an answer to a call that was not left to ask (ErrToolNotAsked);
+# compaction_blocked, 409: PreCompact hooks blocked the compaction
+# (ErrCompactionBlocked); import_unfinished, 409: the session's import did not
+# finish (ErrImportUnfinished); bad_step, 400: a turn step that cannot be one:
+# a prompt with an answer, results or answers, two results of one call
+# (turn.ErrBadStep); turn_unfinished, 409: a prompt while the last turn has
+# calls without a result or its Stop to run: step without a prompt first
+# (turn.ErrUnfinished); nested_subagent, 409: a subagent at the nesting limit
+# starts none (ErrNestedSubagent); no_directory, 422: the session's working
+# directory does not exist (ErrNoDirectory); too_large, 413: the request body
+# is over the server's limit; interrupted, 499: the client went away; the
+# action stopped at a step boundary and the next call on the agent finishes it
+# (ErrInterrupted); internal, 500: anything else: the store failed, or a bug;
+# unavailable, 503: the read view's memory for large messages is taken by other
+# requests: ask again after Retry-After
 ErrorCode = Literal[
     "bad_request",
     "invalid_id",
@@ -118,6 +121,7 @@ ErrorCode = Literal[
     "message_not_found",
     "tool_use_not_found",
     "not_found",
+    "method_not_allowed",
     "agent_busy",
     "session_exists",
     "session_deleted",
@@ -137,6 +141,7 @@ ErrorCode = Literal[
     "too_large",
     "interrupted",
     "internal",
+    "unavailable",
 ]
 
 

@@ -118,11 +118,6 @@ def test_session_hook_takes_effect_then_is_removed(client: Client, workdir: str)
     assert allowed["decision"] == "allow"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the server answers GET /api/sessions/{session} of a missing session with the read view's"
-    " error, {error, status} without the code the contract's Error requires",
-)
 def test_missing_session_conversation(client: Client):
     with pytest.raises(RepriseError) as e:
         client.conversation(new_id("zz-missing"))
@@ -157,11 +152,6 @@ def test_bad_bodies(client: Client, workdir: str):
     assert (e.value.code, e.value.status) == ("session_exists", 409)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the server answers a route it does not serve with the read view's {error, status},"
-    " without the code not_found",
-)
 def test_no_such_route(client: Client):
     with pytest.raises(RepriseError) as e:
         client.request("POST", "/api/agents/someone/no-such-action", {})
