@@ -71,7 +71,7 @@ type Agent struct {
 	stream string
 
 	mu     sync.Mutex // held for the whole of a restore, and while a tool call's step decides
-	loaded bool
+	loaded atomic.Bool // set under mu once the log is read; read without it by load
 	view   *projection.Agent
 	lanes  map[lane]bool // the tool calls and fires this process has a step of in flight
 
@@ -81,10 +81,10 @@ type Agent struct {
 	asyncMu   sync.Mutex
 	ended     []endedRun
 	recording atomic.Int32
-	// acting is set while a lifecycle action (a restore, prompt, stop or
-	// compaction) holds the agent: a Fire then fails with ErrAgentBusy
-	// rather than wait for it.
-	acting atomic.Bool
+	// acting holds, while a lifecycle action (a restore, prompt, stop or
+	// compaction) holds the agent, what it is, in words: a Fire then fails
+	// with ErrAgentBusy rather than wait for it, and ErrAgentBusy names it.
+	acting atomic.Pointer[string]
 }
 
 // Agent returns agent id, reading its lifecycle from the log on first use.
@@ -120,9 +120,17 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 // left (see Engine.Agent), and returns the compaction whose PostCompact is
 // still due, for the caller to fire once a.mu is let go.
 func (a *Agent) load(ctx context.Context) (due *Transition, err error) {
-	a.mu.Lock()
+	if !a.mu.TryLock() {
+		if a.loaded.Load() {
+			// An action of this process holds the agent: what is in
+			// flight is its own, not a dead process's. The caller's
+			// action gets ErrAgentBusy, rather than wait behind it.
+			return nil, nil
+		}
+		a.mu.Lock()
+	}
 	defer a.mu.Unlock()
-	if a.loaded && !fsm.InFlight(a.view.State) {
+	if a.loaded.Load() && !fsm.InFlight(a.view.State) {
 		return nil, nil
 	}
 	release, err := a.lockStream(ctx)
@@ -133,7 +141,7 @@ func (a *Agent) load(ctx context.Context) (due *Transition, err error) {
 	if err := a.sync(ctx); err != nil {
 		return nil, err
 	}
-	first := !a.loaded
+	first := !a.loaded.Load()
 	if first {
 		if err := a.closeOrphans(ctx); err != nil {
 			return nil, err
@@ -142,7 +150,7 @@ func (a *Agent) load(ctx context.Context) (due *Transition, err error) {
 			return nil, err
 		}
 	}
-	a.loaded = true
+	a.loaded.Store(true)
 	if n := len(a.view.History); n > 0 && a.view.State == fsm.Active {
 		// Compacted: a blocked compaction has no SessionCompacted.
 		if r := a.view.History[n-1]; r.Source == schema.SourceCompact && r.SummaryUUID != "" && a.view.Fires[postCompactID(r.ID)] == nil {
@@ -264,6 +272,25 @@ func (a *Agent) take() bool {
 	return a.mu.TryLock()
 }
 
+// Doing says what lifecycle action (a restore, prompt, stop or
+// compaction) holds the agent in this process, in words, such as
+// "resume to s2"; "" when none does.
+func (a *Agent) Doing() string {
+	if p := a.acting.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// busy is the ErrAgentBusy of an action that found the agent held,
+// naming what holds it when that is known.
+func (a *Agent) busy() error {
+	if doing := a.Doing(); doing != "" {
+		return fmt.Errorf("%w: agent %s: %s in progress", ErrAgentBusy, a.id, doing)
+	}
+	return fmt.Errorf("%w: agent %s", ErrAgentBusy, a.id)
+}
+
 // ID returns the agent's id.
 func (a *Agent) ID() string { return a.id }
 
@@ -314,11 +341,15 @@ func (a *Agent) sync(ctx context.Context) error {
 // completed, nil when it changed nothing, and what the action decided.
 func (a *Agent) do(ctx context.Context, act lifecycle.Action, prepare func(context.Context, *lifecycle.Action) error) (r *Transition, out lifecycle.Report, err error) {
 	if !a.take() {
-		return nil, lifecycle.Report{}, fmt.Errorf("%w: agent %s", ErrAgentBusy, a.id)
+		return nil, lifecycle.Report{}, a.busy()
 	}
 	defer a.mu.Unlock()
-	a.acting.Store(true)
-	defer a.acting.Store(false)
+	what := act.Kind.String()
+	if act.To != "" {
+		what += " to " + act.To
+	}
+	a.acting.Store(&what)
+	defer a.acting.Store(nil)
 	if obs := a.e.observer; obs != nil {
 		session := act.To
 		if session == "" {

@@ -87,8 +87,8 @@ func (a *Agent) Fire(ctx context.Context, event hookexec.Event, id string, field
 
 // fire performs req on its lane.
 func (a *Agent) fire(ctx context.Context, req *lifecycle.FireRequest) (*Fired, error) {
-	if a.acting.Load() {
-		return nil, fmt.Errorf("%w: agent %s: a restore, prompt, stop or compaction is running", ErrAgentBusy, a.id)
+	if a.Doing() != "" {
+		return nil, a.busy()
 	}
 	rep, err := a.doLane(ctx, lifecycle.Action{Kind: lifecycle.Fire, Fire: req}, fireLane(req.ID), func() error { return nil }, nil)
 	if err != nil {

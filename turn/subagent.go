@@ -37,6 +37,9 @@ type Subagent struct {
 // tool returns the tool a call of name runs: the Runner's subagents for
 // the Agent tool, when it has any, else its Tools.
 func (r *Runner) tool(name string) (Tool, bool) {
+	if r.external != nil {
+		return r.external.tool(name), true
+	}
 	if r.Subagents != nil && (name == AgentTool || name == TaskTool) {
 		// The subagent's turn resumes where its log stands, so a call cut
 		// off by a crash runs again rather than being reported

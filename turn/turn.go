@@ -83,6 +83,9 @@ type Call struct {
 	// tool that touches files or runs commands works; "" when the session
 	// has none.
 	Cwd string
+	// Subagent, in a Step's call of the Agent tool under
+	// StepInput.Subagents, is the agent of the subagent the call started.
+	Subagent string
 }
 
 // Tool is a tool the model may call.
@@ -175,6 +178,7 @@ type Runner struct {
 
 	mu       sync.Mutex // serializes Ask and OnEvent
 	subagent bool       // the Runner of a subagent's turn, which another Runner started
+	external *external  // set by Step: the host runs the model and the tools, a step at a time
 }
 
 // Outcome says how a Run or Resume ended.
@@ -267,14 +271,14 @@ func (r *Runner) drive(ctx context.Context, out *Outcome) error {
 			return fmt.Errorf("turn: agent %s: the %s step of answer %s changed nothing in the log", r.Agent.ID(), t.Phase, t.Answer)
 		}
 		last = &t
-		switch t.Phase {
-		case reprise.TurnOver:
+		switch Next(t) {
+		case Over:
 			if t.Answer == "" || out.Limited || r.subagent {
 				return nil // a subagent waits on nobody: its parent goes on
 			}
 			// Waiting on the user, once per answer the turn ended on.
 			return r.notify(ctx, "idle-"+t.Answer, IdlePrompt, "Claude is waiting for your input")
-		case reprise.TurnAsk:
+		case Ask:
 			// The answer's PostToolBatch, once: a process that died after
 			// the last result may not have fired it.
 			b, err := r.Agent.ToolBatch(ctx)
@@ -311,7 +315,12 @@ func (r *Runner) drive(ctx context.Context, out *Outcome) error {
 				continue
 			}
 			return err
-		case reprise.TurnTools:
+		case Unrun:
+			if err := r.notReached(ctx, t.Session, t.Calls); err != nil {
+				return err
+			}
+			out.Halt = reprise.Halt{Halted: true}
+		case Tools:
 			halt, err := r.tools(ctx, t)
 			if err != nil {
 				return err
@@ -319,7 +328,10 @@ func (r *Runner) drive(ctx context.Context, out *Outcome) error {
 			if halt.Halted {
 				out.Halt = halt
 			}
-		case reprise.TurnStop:
+			if r.external != nil && r.external.waiting() {
+				return nil // the host runs the calls, or asks its user
+			}
+		case Stop:
 			st, err := r.Agent.Stop(ctx)
 			if err != nil {
 				return err
@@ -535,9 +547,6 @@ func resultsInOrder(answer reprise.Message, rest []reprise.Message) []reprise.Me
 // tools takes the calls of t that have no result through their steps,
 // and returns a hook's halt.
 func (r *Runner) tools(ctx context.Context, t reprise.Turn) (reprise.Halt, error) {
-	if t.Halted {
-		return reprise.Halt{Halted: true}, r.notReached(ctx, t.Session, t.Calls)
-	}
 	info, err := r.Engine.Session(ctx, t.Session)
 	if err != nil {
 		return reprise.Halt{}, err
@@ -600,6 +609,10 @@ type step struct {
 	halt     reprise.Halt
 	unusable string
 	err      error
+	// pending, under Step, is a call the host is to run (or, with asking,
+	// to ask its user about): nothing is recorded for it yet.
+	pending *Call
+	asking  string // the hooks' reason, for a call left to ask
 }
 
 // usable says why call c cannot be taken through its steps, "" when it
@@ -648,7 +661,7 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 		return step{unusable: fmt.Sprintf("The tool_use id %q was used by an earlier call.", c.ID)}
 	}
 	tool, known := r.tool(c.Name)
-	call.Input, call.Again = d.Input, d.Interrupted && known && tool.Repeatable
+	call.Input, call.Again = d.Input, d.Interrupted && known && (tool.Repeatable || r.external.hasResult(c.ID))
 	r.emit(Event{Kind: Decided, Call: &call, Decision: d})
 	switch {
 	case d.Decision == hookexec.Deny:
@@ -660,6 +673,9 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 	}
 	if d.Decision == hookexec.Ask {
 		refusal, err := r.confirm(ctx, call, d.Reason)
+		if errors.Is(err, errPending) {
+			return step{pending: &call, asking: cmp.Or(d.Reason, "ask"), halt: d.Halt}
+		}
 		if err != nil {
 			return step{err: err}
 		}
@@ -680,6 +696,9 @@ func (r *Runner) decideAndRun(ctx context.Context, c reprise.ToolUse, seen map[s
 	}
 	began := time.Now()
 	res, err := tool.Run(ctx, call)
+	if errors.Is(err, errPending) {
+		return step{pending: &call, halt: d.Halt}
+	}
 	if err != nil {
 		res = reprise.ToolResult{Error: err.Error(), Interrupt: ctx.Err() != nil}
 	}
@@ -710,6 +729,9 @@ func (r *Runner) finish(ctx context.Context, session string, c reprise.ToolUse, 
 		res := reprise.ToolResult{ID: c.ID, Error: st.unusable}
 		r.emit(Event{Kind: NotReached, Call: &Call{ID: c.ID, Name: c.Name, Input: c.Input}, Result: &res})
 		return st.halt, r.appendResults(ctx, session, []reprise.ToolResult{res})
+	case st.pending != nil:
+		r.external.wait(*st.pending, st.asking)
+		return st.halt, nil
 	case st.res == nil:
 		return st.halt, nil
 	}
@@ -773,6 +795,17 @@ func resultsMessage(results []reprise.ToolResult) reprise.Message {
 // Notification hooks (permission_prompt) have run, as Claude Code runs
 // them when it waits on the user.
 func (r *Runner) confirm(ctx context.Context, call Call, reason string) (string, error) {
+	if r.external != nil {
+		refusal, given := r.external.answer(call.ID)
+		if !given {
+			// The host asks its user, once the Notification has run.
+			if err := r.notify(ctx, "ask-"+call.ID, PermissionPrompt, "Claude needs your permission to use "+call.Name); err != nil {
+				return "", err
+			}
+			return "", errPending
+		}
+		return refusal, nil
+	}
 	if r.Ask == nil {
 		return NoOneToAsk, nil
 	}

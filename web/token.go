@@ -78,7 +78,7 @@ func ValidToken(token string) bool {
 // Host is refused with 421 Misdirected Request.
 func RequireLoopbackHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !loopbackHost(r.Host) {
+		if !LoopbackHost(r.Host) {
 			http.Error(w, "this view answers only to a loopback address, such as 127.0.0.1 or localhost", http.StatusMisdirectedRequest)
 			return
 		}
@@ -86,12 +86,12 @@ func RequireLoopbackHost(next http.Handler) http.Handler {
 	})
 }
 
-// loopbackHost reports whether the Host of a request, a name or an
+// LoopbackHost reports whether the Host of a request, a name or an
 // address with an optional port, names this machine only. An empty Host
 // (an HTTP/1.0 request) names nothing, and anything but exactly a name,
 // or an IPv6 address in brackets, then an optional :PORT of digits is
 // refused: "[::1].evil" is not [::1].
-func loopbackHost(hostport string) bool {
+func LoopbackHost(hostport string) bool {
 	host, port := hostport, ""
 	if rest, ok := strings.CutPrefix(hostport, "["); ok {
 		ip, after, ok := strings.Cut(rest, "]")

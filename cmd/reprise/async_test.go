@@ -9,6 +9,7 @@ import (
 
 	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/internal/testkit"
+	"github.com/reprise-dev/reprise/jsonview"
 )
 
 // asyncSettings writes a settings file whose one UserPromptSubmit hook is
@@ -134,7 +135,7 @@ func TestBinaryAsyncHookContextReachesTheNextPrompt(t *testing.T) {
 	// of the answer, brings the run's context before the next request.
 	c.ok("append", "s", "--role", "assistant", "--content", `[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}]`)
 	c.ok(append([]string{"tool", "--tool-use-id", "toolu_1", "--name", "Bash", "--input", `{"command":"ls"}`, "--permission", "allow"}, flags...)...)
-	var f toolResultJSON
+	var f jsonview.ToolFeedback
 	c.okJSON(&f, append([]string{"tool-result", "--tool-use-id", "toolu_1", "--output", `"go.mod"`}, flags...)...)
 	c.okJSON(&conv, "replay", "s")
 	last := conv.Messages[len(conv.Messages)-1]

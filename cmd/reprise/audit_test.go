@@ -322,7 +322,7 @@ func TestAuditReportsAKilledRestoreAsInProgressAndFinishRollsItForward(t *testin
 	}
 
 	// The command audit printed, with the hook flags of the killed one.
-	var fin finishJSON
+	var fin jsonview.Finish
 	c.okJSON(&fin, append(strings.Fields(rep.InProgress[0].Command)[1:], "--settings", settings, "--no-default-settings")...)
 	if !fin.Finished || fin.State != "starting" || fin.ID != m[1] || fin.Restore == nil ||
 		fin.Restore.SessionStart == nil || len(fin.Restore.SessionStart.Hooks) != 1 || fin.Restore.SessionStart.Hooks[0].Status != "interrupted" {

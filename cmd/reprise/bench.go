@@ -77,7 +77,7 @@ error are both a terminal, a progress bar shows how far the run got.`,
 	cmd.Flags().BoolVar(&o.quick, "quick", false, "fewer rounds and a smaller scale store, to finish in under a minute")
 	cmd.Flags().BoolVar(&o.markdown, "markdown", false, "print the table in Markdown")
 	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", "", "`DIR` that keeps the large stores of target 7 between runs (default $XDG_CACHE_HOME/reprise/bench, ~/.cache/reprise/bench when XDG_CACHE_HOME is unset)")
-	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, save-100k, rebuild, restore-func, restore-command, scale, pg-append, pg-concurrent, tool-step, http-hook, prompt-hook)")
+	cmd.Flags().StringSliceVar(&o.only, "only", nil, "run only the benches `NAMES` (append, concurrent, save, save-100k, rebuild, restore-func, restore-command, scale, pg-append, pg-concurrent, tool-step, http-hook, prompt-hook, subagent-step, api)")
 	cmd.Flags().StringVar(&o.postgres, "postgres", "", "also measure target 8 on the PostgreSQL server at `URL` (default $"+benchPostgresEnv+")")
 	return cmd
 }

@@ -7,18 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/jsonview"
 )
-
-// finishJSON is the output of finish --json.
-type finishJSON struct {
-	Agent    string       `json:"agent"`
-	Finished bool         `json:"finished"`          // false when nothing was in progress
-	State    string       `json:"state"`             // the state the log was in
-	ID       string       `json:"id,omitempty"`      // the restore, Stop run or prompt run finished
-	Restore  *restoreJSON `json:"restore,omitempty"` // the restore finished, if it was one
-}
 
 // finishOptions are the options of finish.
 type finishOptions struct {
@@ -70,22 +60,7 @@ func runFinish(ctx context.Context, o *finishOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	out := finishJSON{Agent: o.agent, Finished: before.InFlight(), State: string(before.State)}
-	var what string
-	var finished *reprise.Transition
-	switch {
-	case before.Restore != nil:
-		what, out.ID = "restore", before.Restore.ID
-		if history := agent.History(); len(history) > 0 && history[len(history)-1].ID == out.ID {
-			finished = &history[len(history)-1]
-			rj := jsonview.NewRestore(o.agent, finished.To, finished)
-			out.Restore = &rj
-		}
-	case before.Stop != nil:
-		what, out.ID = "Stop run", before.Stop.ID
-	case before.Prompt != nil:
-		what, out.ID = "prompt run", before.Prompt.ID
-	}
+	out, what, finished := jsonview.NewFinish(before, agent)
 	if o.json {
 		return printJSON(o.stdout, out)
 	}

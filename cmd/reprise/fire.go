@@ -32,23 +32,6 @@ type fireOptions struct {
 	input string // --input: JSON, "-" for standard input
 }
 
-// fireJSON is what fire --json prints: reprise.Fired, field by field.
-type fireJSON struct {
-	ID              string          `json:"id"`
-	Event           string          `json:"event"`
-	AlreadyRecorded bool            `json:"already_recorded"`
-	Interrupted     bool            `json:"interrupted"`
-	Blocked         bool            `json:"blocked"`
-	Reason          string          `json:"reason"`
-	Feedback        string          `json:"feedback"`
-	Context         string          `json:"context"`
-	SystemMessage   string          `json:"system_message"`
-	Specific        json.RawMessage `json:"specific"` // null when no hook gave any
-	Env             string          `json:"env"`
-	Hooks           []outcomeJSON   `json:"hooks"`
-	haltJSON
-}
-
 // stepCommands says, for each event with steps of its own, which commands
 // run it: fire refuses it.
 var stepCommands = map[hookexec.Event]string{
@@ -203,10 +186,7 @@ func runFire(ctx context.Context, o *fireOptions) error {
 		return err
 	}
 	if o.json {
-		err = printJSON(o.stdout, fireJSON{ID: f.ID, Event: string(f.Event), AlreadyRecorded: f.AlreadyRecorded,
-			Interrupted: f.Interrupted, Blocked: f.Blocked, Reason: f.Reason, Feedback: f.Feedback, Context: f.Context,
-			SystemMessage: f.SystemMessage, Specific: f.Specific, Env: f.Env, Hooks: jsonview.NewOutcomes(f.Event, f.Outcomes),
-			haltJSON: haltJSON{f.Halted, f.StopReason}})
+		err = printJSON(o.stdout, jsonview.NewFired(f))
 	} else {
 		printFired(o.stdout, f)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise/internal/proctest"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -90,7 +91,7 @@ func TestFireSaysAHookBlocked(t *testing.T) {
 	if !strings.HasPrefix(out, "TaskCreated hooks of fire task-1:\n  block ") || !strings.HasSuffix(out, "\nblocked: no tasks today\n") {
 		t.Fatalf("fire printed:\n%s", out)
 	}
-	var f fireJSON
+	var f jsonview.Fired
 	r := c.fails(exitAlreadyRecorded, append([]string{"--json"}, fireArgs("TaskCreated", "task-1", `{"task_id": "1", "task_subject": "ship"}`, flags)...)...)
 	if err := json.Unmarshal([]byte(r.stdout), &f); err != nil || !f.AlreadyRecorded || !f.Blocked || f.Reason != "no tasks today" ||
 		len(f.Hooks) != 1 || f.Hooks[0].Decision != "block" || f.Hooks[0].ExitCode != 2 {
@@ -223,7 +224,7 @@ func TestFireJSONAndTheRestOfWhatHooksSay(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("fire --json keys %q, want %q:\n%s", got, want, out)
 	}
-	var f fireJSON
+	var f jsonview.Fired
 	if err := json.Unmarshal([]byte(out), &f); err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestBinaryFireKilledWhileItsHookRuns(t *testing.T) {
 		t.Fatalf("fired again after the kill: %q, %q", r.stdout, r.stderr)
 	}
 	r = c.fails(exitAlreadyRecorded, append([]string{"--json"}, args...)...)
-	var f fireJSON
+	var f jsonview.Fired
 	if err := json.Unmarshal([]byte(r.stdout), &f); err != nil || !f.AlreadyRecorded || !f.Interrupted {
 		t.Fatalf("fired again with --json: %s, %v", r.stdout, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
-	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
 )
@@ -389,14 +388,7 @@ func runStop(ctx context.Context, o *stopOptions) error {
 		return err
 	}
 	if o.json {
-		return printJSON(o.stdout, struct {
-			Blocked    bool          `json:"blocked"`
-			Capped     bool          `json:"capped"`
-			Reason     string        `json:"reason,omitempty"`
-			StopReason string        `json:"stop_reason,omitempty"`
-			Message    string        `json:"message,omitempty"`
-			Hooks      []outcomeJSON `json:"hooks"`
-		}{res.Blocked, res.Capped, res.Reason, o.reason, messageUUID(res.Message), jsonview.NewOutcomes(hookexec.Stop, res.Outcomes)})
+		return printJSON(o.stdout, jsonview.NewStop(res, o.reason))
 	}
 	fmt.Fprintf(o.stdout, "Stop hooks of agent %s:\n", o.agent)
 	printOutcomes(o.stdout, res.Outcomes, false)
@@ -409,14 +401,6 @@ func runStop(ctx context.Context, o *stopOptions) error {
 		fmt.Fprintln(o.stdout, "the agent may stop")
 	}
 	return nil
-}
-
-// messageUUID returns m's uuid, "" for none.
-func messageUUID(m *reprise.Message) string {
-	if m == nil {
-		return ""
-	}
-	return m.UUID
 }
 
 // endReasons are the reasons reprise end takes.

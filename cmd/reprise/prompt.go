@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
-	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/projection"
 )
@@ -24,22 +23,6 @@ type promptOptions struct {
 	cmdIO
 	restoreOptions
 	text string // TEXT, "-" for standard input
-}
-
-// promptJSON is what prompt --json prints.
-type promptJSON struct {
-	Agent          string `json:"agent"`
-	Session        string `json:"session"`
-	Blocked        bool   `json:"blocked"`
-	Reason         string `json:"reason,omitempty"`
-	Message        string `json:"message,omitempty"` // the prompt's uuid when kept
-	Context        string `json:"context"`
-	ContextMessage string `json:"context_message,omitempty"`
-	// AsyncMessage is the uuid of the meta message that brought the
-	// context of async hooks that ended since the model last heard from
-	// them.
-	AsyncMessage string        `json:"async_message,omitempty"`
-	Hooks        []outcomeJSON `json:"hooks"`
 }
 
 func newPromptCmd(a *app, runF func(context.Context, *promptOptions) error) *cobra.Command {
@@ -105,11 +88,7 @@ func runPrompt(ctx context.Context, o *promptOptions) error {
 		return err
 	}
 	if o.json {
-		err = printJSON(o.stdout, promptJSON{
-			Agent: o.agent, Session: session, Blocked: res.Blocked, Reason: res.Reason,
-			Message: messageUUID(res.Message), Context: res.Context, ContextMessage: messageUUID(res.ContextMessage),
-			AsyncMessage: messageUUID(res.AsyncMessage), Hooks: jsonview.NewOutcomes(hookexec.UserPromptSubmit, res.Outcomes),
-		})
+		err = printJSON(o.stdout, jsonview.NewPrompt(o.agent, session, res))
 	} else {
 		printPrompt(o.stdout, session, res)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise/internal/testkit"
+	"github.com/reprise-dev/reprise/jsonview"
 )
 
 // prompt runs the UserPromptSubmit hooks: a kept prompt and its context are
@@ -38,7 +39,7 @@ func TestPrompt(t *testing.T) {
 		t.Fatalf("UserPromptSubmit hook read %v", in)
 	}
 
-	var kept promptJSON
+	var kept jsonview.Prompt
 	if r := c.runIn(strings.NewReader("from stdin\n"), with("--json", "prompt", "-")...); r.code != exitOK {
 		t.Fatalf("prompt -: %d %s", r.code, r.stderr)
 	} else if err := json.Unmarshal([]byte(r.stdout), &kept); err != nil {
@@ -50,7 +51,7 @@ func TestPrompt(t *testing.T) {
 	}
 
 	r = c.fails(exitFailure, with("--json", "prompt", "deploy it")...)
-	var blocked promptJSON
+	var blocked jsonview.Prompt
 	if err := json.Unmarshal([]byte(r.stdout), &blocked); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/messages"
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/turn"
 )
 
@@ -103,7 +104,7 @@ func TestPromptHookDeniesThroughTheMessagesAPI(t *testing.T) {
 		t.Errorf("request: model %v, system %v, messages %s, headers %v", body["model"], body["system"], msgs, header)
 	}
 	// The decision is recorded: asked again, reprise does not ask the model.
-	var d toolJSON
+	var d jsonview.ToolDecision
 	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"rm -rf build"}`}, flags...)...)
 	if d.Decision != "deny" || !strings.Contains(d.Reason, "it deletes the build") || len(api.bodies) != 1 {
 		t.Errorf("asked again: %+v after %d requests", d, len(api.bodies))
@@ -118,7 +119,7 @@ func TestPromptHookAllows(t *testing.T) {
 	defer srv.Close()
 	c := newCLI(t)
 	flags := promptHookCLI(t, c, srv.URL)
-	var d toolJSON
+	var d jsonview.ToolDecision
 	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"rm -rf build"}`, "--permission", "allow"}, flags...)...)
 	if d.Decision != "allow" || d.Halted || len(api.bodies) != 1 {
 		t.Errorf("tool: %+v after %d requests", d, len(api.bodies))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/api"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/web"
 )
@@ -33,6 +34,8 @@ type serveOptions struct {
 	token   bool   // --token was given: refused, see checkServeOptions
 	noToken bool   // --no-token
 	socket  string // --socket
+	write   bool   // --write
+	hooks   hookOptions
 }
 
 // serveJSON is what serve --json prints once it listens.
@@ -48,8 +51,8 @@ type serveJSON struct {
 func newServeCmd(a *app, runF func(context.Context, *serveOptions) error) *cobra.Command {
 	o := serveOptions{addr: defaultServeAddr}
 	cmd := &cobra.Command{
-		Use:   "serve [--addr HOST:PORT] [--no-token] | serve --socket PATH",
-		Short: "Serve a read-only web view of the store",
+		Use:   "serve [--addr HOST:PORT] [--no-token] | serve --socket PATH | serve --write [--socket PATH | --addr HOST:PORT] [--settings FILE]...",
+		Short: "Serve a read-only web view of the store, and with --write the actions of agent hosts",
 		Long: `serve serves the store's sessions, conversations, agents' restores as
 timelines of steps and hooks, the audit and the raw event log, as web
 pages that update as the log grows, and the same as JSON under /api
@@ -74,10 +77,23 @@ mode 0600, which only you can connect to, without a token
 (curl --unix-socket PATH http://localhost/).
 
 It listens on 127.0.0.1:7777 unless --addr says otherwise, and runs
-until interrupted (Ctrl-C).`,
+until interrupted (Ctrl-C).
+
+--write also serves, under /api, the actions of agent hosts written in any
+language, as JSON over HTTP: sessions created, appended to, saved and
+deleted, hooks of a session's own, and each agent's start, resume, new,
+clear, fork, compact, end, stop, prompt, tool, tool-result, fire and
+finish, each answering what its command prints with --json. Its OpenAPI
+document is at /api/openapi.json; docs/api.md describes it. serve then
+holds the store for writing until it stops (other commands read it
+through serve), with the hooks of --settings, --plugin-dir and, unless
+--no-default-settings, each session's Claude Code settings. On TCP it
+listens on a loopback address only, and every write must carry the token
+in an "Authorization: Bearer TOKEN" header; --no-token is refused.`,
 		Example: `  reprise serve
   reprise serve --addr 127.0.0.1:8080
   reprise serve --socket ~/reprise.sock
+  reprise serve --write --socket ~/reprise.sock --settings hooks.json
   REPRISE_SERVE_TOKEN=$(openssl rand -hex 16) reprise serve --addr 0.0.0.0:7777`,
 		Args: positional(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -99,6 +115,8 @@ until interrupted (Ctrl-C).`,
 	}
 	cmd.Flags().BoolVar(&o.noToken, "no-token", false, "serve without a token, to every user of this machine (loopback only)")
 	cmd.Flags().StringVar(&o.socket, "socket", "", "serve on a Unix socket at `PATH`, mode 0600, without a token")
+	cmd.Flags().BoolVar(&o.write, "write", false, "also serve the actions of agent hosts (the write API), holding the store")
+	o.hooks.register(cmd)
 	return cmd
 }
 
@@ -115,6 +133,10 @@ func checkServeOptions(o serveOptions) error {
 			"put the token in $%s, or write it to the token file beside the store (STORE%s, mode 0600), which serve reads", serveTokenEnv, serveTokenSuffix)
 	case o.socket != "" && (o.addrSet || o.noToken):
 		return usagef("--socket serves on a Unix socket that only you can reach, without a token: it takes no --addr or --no-token")
+	case o.write && o.noToken:
+		return usagef("--write takes no --no-token: every user of this machine could run hooks as you; serve on --socket, or with the token")
+	case !o.write && (len(o.hooks.settings) > 0 || len(o.hooks.plugins) > 0 || o.hooks.noDefault):
+		return usagef("--settings, --plugin-dir and --no-default-settings choose the hooks of --write's actions: give --write, or leave them out")
 	}
 	return nil
 }
@@ -133,7 +155,7 @@ func checkToken(token, from string) error {
 }
 
 // runServe serves the web view of the store until ctx ends.
-func runServe(ctx context.Context, o *serveOptions) error {
+func runServe(ctx context.Context, o *serveOptions) (err error) {
 	if err := checkServeOptions(*o); err != nil {
 		return err
 	}
@@ -150,6 +172,10 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		if err != nil {
 			return usagef("--addr must be HOST:PORT, such as %s: %v", defaultServeAddr, err)
 		}
+		if o.write && !web.IsLoopback(host) {
+			return usagef("--addr %s is reachable from other machines, and --write runs hooks as you: listen on a loopback address such as %s, or on --socket",
+				o.addr, defaultServeAddr)
+		}
 		if o.noToken && !web.IsLoopback(host) {
 			return usagef("--addr %s is reachable from other machines, and the view shows every conversation in the store: "+
 				"serve there with a token (leave out --no-token), or listen on a loopback address such as %s", o.addr, defaultServeAddr)
@@ -159,13 +185,24 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
-	// Fail now, not at the first request, when there is no store to read.
-	e, err := o.openReadOnly(ctx, o.stderr)
-	if err != nil {
-		return err
-	}
-	if err := e.Close(); err != nil {
-		return fmt.Errorf("close store: %w", err)
+	var held *reprise.Engine
+	if o.write {
+		if err := o.hooks.check(); err != nil {
+			return err
+		}
+		if held, err = o.openHooked(ctx, o.hooks, o.stderr); err != nil {
+			return err
+		}
+		defer closeEngine(held, &err)
+	} else {
+		// Fail now, not at the first request, when there is no store to read.
+		e, err := o.openReadOnly(ctx, o.stderr)
+		if err != nil {
+			return err
+		}
+		if err := e.Close(); err != nil {
+			return fmt.Errorf("close store: %w", err)
+		}
 	}
 	out := serveJSON{Store: redact(path)}
 	if token == "" && !o.noToken && o.socket == "" {
@@ -192,12 +229,18 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	}
 	defer remove()
 	var h http.Handler = newStoreView(o.app, o.stderr)
+	if held != nil {
+		h = web.New(held, web.Options{FinishCommand: o.finishCommand, Logger: o.engineLogger(o.stderr)})
+	}
 	switch {
 	case token != "":
 		h = web.RequireToken(token, h)
 		out.Token = true
 	case o.socket == "":
 		h = web.RequireLoopbackHost(h)
+	}
+	if held != nil {
+		h = api.New(held, api.Options{Fallback: h, Token: token, LoopbackOnly: o.socket == "", Logger: o.engineLogger(o.stderr)})
 	}
 	if o.socket == "" {
 		out.URL = serveURL(ln.Addr(), token)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/jsonview"
 )
 
 // toolOptions are the options of tool and tool-result.
@@ -29,37 +30,6 @@ type toolOptions struct {
 	answer     string // --answer, tool: allow or refuse
 	refusal    string // --refusal, tool
 	feedback   string // --feedback, tool
-}
-
-// toolJSON is what tool --json prints.
-type toolJSON struct {
-	Decision     string          `json:"decision"`
-	Reason       string          `json:"reason"`
-	UpdatedInput json.RawMessage `json:"updated_input"`
-	Context      string          `json:"context"`
-	Interrupted  bool            `json:"interrupted"`
-	haltJSON
-}
-
-// haltJSON is a hook's "continue": false, in tool's and tool-result's
-// JSON.
-type haltJSON struct {
-	Halted     bool   `json:"halted"`
-	StopReason string `json:"stop_reason,omitempty"`
-}
-
-// toolResultJSON is what tool-result --json prints.
-type toolResultJSON struct {
-	AlreadyRecorded bool   `json:"already_recorded"`
-	Context         string `json:"context"`
-	// UpdatedOutput is what a PostToolUse hook gave in place of the
-	// tool's result (updatedToolOutput): what the model is to get.
-	UpdatedOutput json.RawMessage `json:"updated_output,omitempty"`
-	Blocked       bool            `json:"blocked"`
-	Reason        string          `json:"reason"`
-	// AsyncMessage is as prompt's: given with the last result of an answer.
-	AsyncMessage string `json:"async_message,omitempty"`
-	haltJSON
 }
 
 func newToolCmd(a *app, runF func(context.Context, *toolOptions) error) *cobra.Command {
@@ -188,8 +158,7 @@ func runToolAnswer(ctx context.Context, o *toolOptions) error {
 // printDecision prints the decision on call o.id.
 func printDecision(o *toolOptions, d *reprise.ToolDecision) error {
 	if o.json {
-		return printJSON(o.stdout, toolJSON{Decision: d.Decision, Reason: d.Reason, UpdatedInput: d.Input, Context: d.Context,
-			Interrupted: d.Interrupted, haltJSON: haltJSON{d.Halted, d.StopReason}})
+		return printJSON(o.stdout, jsonview.NewToolDecision(d))
 	}
 	fmt.Fprintf(o.stdout, "%s\n", d.Decision)
 	if d.Reason != "" {
@@ -272,8 +241,7 @@ func runToolResult(ctx context.Context, o *toolOptions) error {
 		return err
 	}
 	if o.json {
-		if err := printJSON(o.stdout, toolResultJSON{AlreadyRecorded: f.AlreadyRecorded, Context: f.Context, UpdatedOutput: f.UpdatedResult, Blocked: f.Blocked,
-			Reason: f.Reason, AsyncMessage: messageUUID(f.AsyncMessage), haltJSON: haltJSON{f.Halted, f.StopReason}}); err != nil {
+		if err := printJSON(o.stdout, jsonview.NewToolFeedback(f)); err != nil {
 			return err
 		}
 		return alreadyRecorded(o.id, f)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reprise-dev/reprise/jsonview"
 	"github.com/reprise-dev/reprise/schema"
 )
 
@@ -24,7 +25,7 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 
 	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"rm -rf build"}},
 		{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"ls"}}]`)
-	var d toolJSON
+	var d jsonview.ToolDecision
 	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"rm -rf build"}`, "--permission", "allow"}, flags...)...)
 	if d.Decision != "deny" || d.Reason != "PreToolUse:Bash hook error: no rm -rf" {
 		t.Fatalf("tool rm = %+v", d)
@@ -38,7 +39,7 @@ func TestToolCommandsDecideAndRecordOnce(t *testing.T) {
 	if d.Decision != "allow" || !d.Interrupted {
 		t.Fatalf("tool ls again = %+v", d)
 	}
-	var f toolResultJSON
+	var f jsonview.ToolFeedback
 	var conv conversationJSON
 	c.okJSON(&f, append([]string{"tool-result", "--tool-use-id", "t2", "--output", `"go.mod"`}, flags...)...)
 	if f.Context != "lint is clean" || f.Blocked {
@@ -103,7 +104,7 @@ func TestAppendContentHoldsToolCalls(t *testing.T) {
 		{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}},
 		{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"go.mod"}}]`
 	c.ok("append", "a", "--role", "assistant", "--content", answer)
-	var d toolJSON
+	var d jsonview.ToolDecision
 	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"ls"}`, "--permission", "allow"}, flags...)...)
 	if d.Decision != "allow" {
 		t.Fatalf("tool ls = %+v", d)
@@ -164,7 +165,7 @@ func TestToolCommandsSayAHookHalts(t *testing.T) {
 	c.session("a", "go")
 	flags := []string{"--agent", "ide", "--settings", settings, "--no-default-settings"}
 	c.ok(append([]string{"start", "a"}, flags...)...)
-	var d toolJSON
+	var d jsonview.ToolDecision
 	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}},
 		{"type":"tool_use","id":"t2","name":"Read","input":{}}]`)
 	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"ls"}`, "--permission", "allow"}, flags...)...)
@@ -239,7 +240,7 @@ func TestToolAnswerRecordsTheUsersWordOnce(t *testing.T) {
 	if r := c.fails(exitFailure, append([]string{"tool-result", "--tool-use-id", "t1", "--output", `"built"`}, flags...)...); !strings.Contains(r.stderr, "never allowed") {
 		t.Fatalf("tool-result of a call never allowed: %s", r.stderr)
 	}
-	var d toolJSON
+	var d jsonview.ToolDecision
 	c.okJSON(&d, append([]string{"tool", "--tool-use-id", "t1", "--answer", "allow"}, flags...)...)
 	if d.Decision != "allow" || string(d.UpdatedInput) != `{"command":"make"}` {
 		t.Fatalf("tool --answer allow = %+v", d)
@@ -306,7 +307,7 @@ func TestToolResultGivesAHooksUpdatedOutput(t *testing.T) {
 	c.ok(append([]string{"start", "a"}, flags...)...)
 	c.ok("append", "a", "--role", "assistant", "--content", `[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"cat .env"}}]`)
 	c.ok(append([]string{"tool", "--tool-use-id", "t1", "--name", "Bash", "--input", `{"command":"cat .env"}`, "--permission", "allow"}, flags...)...)
-	var f toolResultJSON
+	var f jsonview.ToolFeedback
 	c.okJSON(&f, append([]string{"tool-result", "--tool-use-id", "t1", "--output", `"KEY=secret"`}, flags...)...)
 	if string(f.UpdatedOutput) != `"[redacted]"` {
 		t.Errorf("tool-result --json = %+v, want the hook's updated output", f)

@@ -176,7 +176,7 @@ func Lookup(name string) (Bench, bool) {
 // Benches returns every bench, in table order.
 func Benches() []Bench {
 	return []Bench{appendBench, concurrentBench, saveBench, bulkSaveBench, rebuildBench, restoreFuncBench, restoreCommandBench, scaleBench,
-		pgAppendBench, pgConcurrentBench, toolBench, httpHookBench, promptHookBench, subagentBench}
+		pgAppendBench, pgConcurrentBench, toolBench, httpHookBench, promptHookBench, subagentBench, apiBench}
 }
 
 // Run measures every bench and returns their rows, in order: the
