@@ -36,6 +36,8 @@ import type {
   ToolDecision,
   ToolFeedback,
   ToolResult,
+  TurnInput,
+  TurnStep,
 } from "./types.js";
 
 export type * from "./types.js";
@@ -118,6 +120,11 @@ export interface Agent {
   fire(body: Fire, options?: CallOptions): Promise<Fired>;
   /** Roll forward what the agent's log ends inside. */
   finish(body?: Empty, options?: CallOptions): Promise<Finished>;
+  /**
+   * One step of a durable turn: records what the host did and answers
+   * what it is to do next. The host drives the turn, a call per step.
+   */
+  turn(body: TurnInput, options?: CallOptions): Promise<TurnStep>;
 }
 
 /**
@@ -145,6 +152,7 @@ export const operations = {
   recordToolResult: { method: "POST", path: "/api/agents/{agent}/tool-result" },
   fireEvent: { method: "POST", path: "/api/agents/{agent}/fire" },
   finishAgent: { method: "POST", path: "/api/agents/{agent}/finish" },
+  turnStep: { method: "POST", path: "/api/agents/{agent}/turn" },
   openapi: { method: "GET", path: "/api/openapi.json" },
 } as const;
 
@@ -294,6 +302,7 @@ export class Client {
       toolResult: (body, options) => post("recordToolResult", body, options),
       fire: (body, options) => post("fireEvent", body, options),
       finish: (body = {}, options) => post("finishAgent", body, options),
+      turn: (body, options) => post("turnStep", body, options),
     };
   }
 

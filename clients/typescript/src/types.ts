@@ -24,24 +24,26 @@ export type Error = {
  * agent_not_found, 404: no such agent, for an action that needs one that exists (finish);
  * hook_not_found, 404: no session-scoped hook with that id; message_not_found, 404: fork's upto names
  * no message of the parent (ErrMessageNotFound); tool_use_not_found, 404: the agent's current session
- * holds no tool_use with that id (ErrToolUseNotFound); not_found, 404: no such route;
- * method_not_allowed, 405: the route takes another method; agent_busy, 409: another action holds the
- * agent: a restore, prompt, stop, compaction or a tool call's hooks (ErrAgentBusy); session_exists,
- * 409: a session with that id exists (ErrSessionExists); session_deleted, 409: the session was deleted
- * (ErrSessionDeleted); session_in_use, 409: the session cannot be deleted while a step is in flight on
- * it (ErrSessionInUse); no_current_session, 409: the agent has no current session
- * (ErrNoCurrentSession); tool_calls_open, 409: calls of the last answer have no result yet
- * (ErrToolCallsOpen); duplicate_tool_use, 409: a tool_use id an earlier answer used
+ * holds no tool_use with that id (ErrToolUseNotFound); not_found, 404: no such route; agent_busy, 409:
+ * another action holds the agent: a restore, prompt, stop, compaction or a tool call's hooks
+ * (ErrAgentBusy); session_exists, 409: a session with that id exists (ErrSessionExists);
+ * session_deleted, 409: the session was deleted (ErrSessionDeleted); session_in_use, 409: the session
+ * cannot be deleted while a step is in flight on it (ErrSessionInUse); no_current_session, 409: the
+ * agent has no current session (ErrNoCurrentSession); tool_calls_open, 409: calls of the last answer
+ * have no result yet (ErrToolCallsOpen); duplicate_tool_use, 409: a tool_use id an earlier answer used
  * (ErrDuplicateToolUse); tool_not_decided, 409: a result for a call not decided yet
  * (ErrToolNotDecided); tool_not_allowed, 409: a result for a call that was denied (ErrToolNotAllowed);
  * tool_not_asked, 409: an answer to a call that was not left to ask (ErrToolNotAsked);
  * compaction_blocked, 409: PreCompact hooks blocked the compaction (ErrCompactionBlocked);
- * import_unfinished, 409: the session's import did not finish (ErrImportUnfinished); nested_subagent,
- * 409: a subagent at the nesting limit starts none (ErrNestedSubagent); no_directory, 422: the
- * session's working directory does not exist (ErrNoDirectory); too_large, 413: the request body is
- * over the server's limit; interrupted, 499: the client went away; the action stopped at a step
- * boundary and the next call on the agent finishes it (ErrInterrupted); internal, 500: anything else:
- * the store failed, or a bug; unavailable, 503: the server is shutting down
+ * import_unfinished, 409: the session's import did not finish (ErrImportUnfinished); bad_step, 400: a
+ * turn step that cannot be one: a prompt with an answer, results or answers, two results of one call
+ * (turn.ErrBadStep); turn_unfinished, 409: a prompt while the last turn has calls without a result or
+ * its Stop to run: step without a prompt first (turn.ErrUnfinished); nested_subagent, 409: a subagent
+ * at the nesting limit starts none (ErrNestedSubagent); no_directory, 422: the session's working
+ * directory does not exist (ErrNoDirectory); too_large, 413: the request body is over the server's
+ * limit; interrupted, 499: the client went away; the action stopped at a step boundary and the next
+ * call on the agent finishes it (ErrInterrupted); internal, 500: anything else: the store failed, or a
+ * bug
  */
 export type ErrorCode =
   | "bad_request"
@@ -59,7 +61,6 @@ export type ErrorCode =
   | "message_not_found"
   | "tool_use_not_found"
   | "not_found"
-  | "method_not_allowed"
   | "agent_busy"
   | "session_exists"
   | "session_deleted"
@@ -72,12 +73,13 @@ export type ErrorCode =
   | "tool_not_asked"
   | "compaction_blocked"
   | "import_unfinished"
+  | "bad_step"
+  | "turn_unfinished"
   | "nested_subagent"
   | "no_directory"
   | "too_large"
   | "interrupted"
-  | "internal"
-  | "unavailable";
+  | "internal";
 
 /** What one hook did, as reprise resume --json lists it. */
 export type Outcome = {
@@ -408,4 +410,95 @@ export type Conversation = {
   messages: ConversationMessage[];
   next_cursor?: string;
   [key: string]: unknown;
+};
+
+export type TurnResult = {
+  tool_use_id: string;
+  /** any JSON value */
+  output?: unknown;
+  /** the call's failure */
+  error?: string;
+};
+
+export type TurnAnswer = {
+  tool_use_id: string;
+  allow: boolean;
+  /** what the model is told of a refused call; default Claude Code's words */
+  refusal?: string;
+};
+
+/** What the host did since the last step. */
+export type TurnInput = {
+  /** starts a turn; leave it out to go on with the turn the log shows */
+  prompt?: string;
+  answer?: {
+    role?: "assistant";
+    content: string | Block[];
+  };
+  /** with answer: the after of the ask it answers */
+  after?: string;
+  /** the results of the calls the last step gave to run */
+  results?: TurnResult[];
+  /** the user's answers to the calls the last step left to ask */
+  answers?: TurnAnswer[];
+  /** what the host's rules say of calls nothing else decides */
+  permission?: "allow" | "deny" | "ask";
+  /** the tools that may run again after a crash cut a call off */
+  repeatable?: string[];
+  /**
+   * start the subagent of each allowed Agent (Task) call, once, and give the call with its agent: the
+   * host drives that agent's turn with this route and gives its final answer as the call's result
+   */
+  subagents?: boolean;
+};
+
+export type TurnCall = {
+  tool_use_id: string;
+  name: string;
+  /** any JSON value */
+  input: unknown;
+  /** the call was cut off by a crash and may have run: its tool is repeatable */
+  again: boolean;
+  cwd?: string;
+  /** with subagents: the agent of the subagent an Agent call started, whose turn the host drives */
+  subagent?: string;
+};
+
+export type TurnAsk = {
+  tool_use_id: string;
+  name: string;
+  /** any JSON value */
+  input: unknown;
+  /** the hooks' reason */
+  reason: string;
+};
+
+export type TurnOutcome = {
+  resumed: boolean;
+  requests?: number;
+  blocked: boolean;
+  reason?: string;
+  capped: boolean;
+  limited?: boolean;
+  halted: boolean;
+  stop_reason?: string;
+};
+
+/**
+ * What the host is to do next: ask the model, run calls (and ask the user about some), or nothing: the
+ * turn is over.
+ */
+export type TurnStep = {
+  step: "ask" | "tools" | "over";
+  agent: string;
+  session: string;
+  /** ask: the conversation the model answers, in the Messages API's order */
+  messages?: ConversationMessage[];
+  /** ask: the uuid of its last message, to give back with the answer */
+  after?: string;
+  /** tools: the calls to run, already allowed */
+  calls?: TurnCall[];
+  /** tools: the calls to ask the user about */
+  asks?: TurnAsk[];
+  outcome?: TurnOutcome;
 };
