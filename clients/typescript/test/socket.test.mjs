@@ -188,3 +188,50 @@ test("the served contract is the one the client was built from", async () => {
   assert.equal(doc.openapi, "3.1.0");
   assert.ok(doc.paths["/api/sessions"]);
 });
+
+test("the other actions of an agent reach their routes", async () => {
+  await client.createSession({ id: "ops1", cwd });
+  const ops = client.agent("ops");
+  assert.equal(ops.name, "ops");
+  assert.equal((await ops.start({ session: "ops1" })).to, "ops1");
+  const prompted = await ops.prompt({ text: "go" });
+  assert.equal(prompted.session, "ops1");
+  assert.equal(prompted.blocked, false);
+  await client.append("ops1", { role: "assistant", content: "done" });
+  const stopped = await ops.stop({ reason: "end_turn" });
+  assert.equal(stopped.blocked, false);
+  const fired = await ops.fire({ event: "Notification", id: "n1", fields: { message: "waiting", notification_type: "idle_prompt" } });
+  assert.equal(fired.id, "n1");
+  assert.equal(fired.already_recorded, false);
+  assert.equal((await ops.fire({ event: "Notification", id: "n1", fields: { message: "waiting" } })).already_recorded, true);
+  const forked = await ops.fork({ parent: "ops1" });
+  assert.equal(forked.from, "ops1");
+  assert.notEqual(forked.to, "ops1");
+  const compacted = await ops.compact({ summary: "we said go" });
+  assert.equal(compacted.restored, true);
+  const fresh = await ops.new({ cwd, id: "ops2" });
+  assert.equal(fresh.to, "ops2");
+  const cleared = await ops.clear();
+  assert.notEqual(cleared.to, "ops2");
+  const ended = await ops.end({ reason: "logout" });
+  assert.equal(ended.agent, "ops");
+  const finished = await ops.finish();
+  assert.equal(finished.agent, "ops");
+  assert.equal(typeof finished.finished, "boolean");
+  await assert.rejects(client.agent("never-seen").finish(), { code: "agent_not_found", status: 404 });
+});
+
+test("one turn step: a prompt is answered with the conversation to ask the model", async () => {
+  await client.createSession({ id: "turn1", cwd });
+  const t = client.agent("turner");
+  await t.start({ session: "turn1" });
+  const step = await t.turn({ prompt: "list the files", permission: "allow" });
+  assert.equal(step.step, "ask");
+  assert.equal(step.session, "turn1");
+  assert.ok(step.after);
+  const last = step.messages.at(-1);
+  assert.equal(last.uuid, step.after);
+  assert.equal(last.content[0].text, "list the files");
+  const over = await t.turn({ answer: { role: "assistant", content: "a.txt" }, after: step.after });
+  assert.equal(over.step, "over");
+});
