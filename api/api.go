@@ -60,6 +60,12 @@ type Options struct {
 	// not name this machine by a loopback name or address, as a listener
 	// on TCP needs against DNS rebinding.
 	LoopbackOnly bool
+	// Origins are the web origins (scheme://host[:port]) whose pages may
+	// call the write API from a browser: their requests are answered with
+	// CORS headers, preflights included. A request from any other origin
+	// (one that carries an Origin header) is refused with 403 forbidden;
+	// with none named, no CORS header is ever sent.
+	Origins []string
 	// Logger gets a warning for each request that failed on the server's
 	// side (status 500); slog.Default when nil.
 	Logger *slog.Logger
@@ -71,12 +77,13 @@ type handler struct {
 	maxBody  int64
 	token    string
 	loopback bool
+	origins  []string
 	log      *slog.Logger
 }
 
 // New returns the handler of the write API on e.
 func New(e *reprise.Engine, opts Options) http.Handler {
-	h := &handler{e: e, maxBody: opts.MaxBody, token: opts.Token, loopback: opts.LoopbackOnly, log: opts.Logger}
+	h := &handler{e: e, maxBody: opts.MaxBody, token: opts.Token, loopback: opts.LoopbackOnly, origins: opts.Origins, log: opts.Logger}
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBody
 	}
@@ -87,6 +94,7 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 	for _, rt := range h.routes() {
 		mux.Handle(rt.Method+" "+rt.Path, h.route(rt.serve))
 	}
+	mux.HandleFunc("OPTIONS /api/", h.preflight)
 	fallback := opts.Fallback
 	if fallback == nil {
 		fallback = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -139,6 +147,11 @@ func ok(v any) answer { return answer{http.StatusOK, v} }
 // an Error object.
 func (h *handler) route(fn func(*http.Request) (answer, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.allowCORS(w, r) {
+			writeError(w, &apiError{status: http.StatusForbidden, code: "forbidden",
+				msg: "a page of origin " + r.Header.Get("Origin") + " may not call the write API: serve names its origins with --origin"})
+			return
+		}
 		if err := h.admit(r); err != nil {
 			writeError(w, err)
 			return
@@ -159,6 +172,34 @@ func (h *handler) route(fn func(*http.Request) (answer, error)) http.Handler {
 		enc.SetEscapeHTML(false)
 		enc.Encode(a.body)
 	})
+}
+
+// allowCORS adds the CORS headers to w when r comes from a named origin,
+// and reports whether r may go on: it carries no Origin, or a named one.
+func (h *handler) allowCORS(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	if !slices.Contains(h.origins, origin) {
+		return false
+	}
+	w.Header().Set("Access-Control-Allow-Origin", origin)
+	w.Header().Set("Vary", "Origin")
+	return true
+}
+
+// preflight answers a browser's CORS preflight of a write from a named
+// origin.
+func (h *handler) preflight(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Origin") == "" || !h.allowCORS(w, r) {
+		writeError(w, &apiError{status: http.StatusForbidden, code: "forbidden", msg: "no origin named with --origin may call the write API from a browser"})
+		return
+	}
+	w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+	w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+	w.Header().Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // admit refuses r when it lacks the token, or names a Host that is not

@@ -502,3 +502,44 @@ func TestAnHTTPHookPointsBackAtTheHost(t *testing.T) {
 		t.Errorf("the host's hook was given %v; want one PreToolUse input of Bash on session a", got)
 	}
 }
+
+// A page of a named origin may call the write API from a browser: its
+// preflight and its requests get CORS headers. Any other origin is
+// refused, and with none named no CORS header is sent.
+func TestOriginsNamedMayCallFromABrowser(t *testing.T) {
+	s := newServer(t, "", api.Options{Origins: []string{"http://localhost:5173"}})
+	preflight := func(origin string) *http.Response {
+		req, _ := http.NewRequest("OPTIONS", s.srv.URL+"/api/sessions", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	if res := preflight("http://localhost:5173"); res.StatusCode != http.StatusNoContent || res.Header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" ||
+		!strings.Contains(res.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Errorf("the named origin's preflight: %d %v", res.StatusCode, res.Header)
+	}
+	if res := preflight("http://evil.example"); res.StatusCode != http.StatusForbidden || res.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("another origin's preflight: %d %v", res.StatusCode, res.Header)
+	}
+	body := map[string]any{"id": "a", "cwd": s.dir}
+	expect(t, "a write from another origin", http.StatusForbidden, "forbidden")(s.call(context.Background(), "POST", "/api/sessions", body, "Origin", "http://evil.example"))
+	expect(t, "a write from the named origin", http.StatusCreated, "")(s.call(context.Background(), "POST", "/api/sessions", body, "Origin", "http://localhost:5173"))
+	plain := newServer(t, "", api.Options{})
+	if res := func() *http.Response {
+		req, _ := http.NewRequest("OPTIONS", plain.srv.URL+"/api/sessions", nil)
+		req.Header.Set("Origin", "http://localhost:5173")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}(); res.Header.Get("Access-Control-Allow-Origin") != "" || res.StatusCode != http.StatusForbidden {
+		t.Errorf("a preflight with no origin named: %d %v", res.StatusCode, res.Header)
+	}
+}

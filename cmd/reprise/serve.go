@@ -34,7 +34,8 @@ type serveOptions struct {
 	token   bool   // --token was given: refused, see checkServeOptions
 	noToken bool   // --no-token
 	socket  string // --socket
-	write   bool   // --write
+	write   bool     // --write
+	origins []string // --origin
 	hooks   hookOptions
 }
 
@@ -89,7 +90,8 @@ holds the store for writing until it stops (other commands read it
 through serve), with the hooks of --settings, --plugin-dir and, unless
 --no-default-settings, each session's Claude Code settings. On TCP it
 listens on a loopback address only, and every write must carry the token
-in an "Authorization: Bearer TOKEN" header; --no-token is refused.`,
+in an "Authorization: Bearer TOKEN" header; --no-token is refused. A
+browser's page may call it only from an origin --origin names.`,
 		Example: `  reprise serve
   reprise serve --addr 127.0.0.1:8080
   reprise serve --socket ~/reprise.sock
@@ -116,6 +118,7 @@ in an "Authorization: Bearer TOKEN" header; --no-token is refused.`,
 	cmd.Flags().BoolVar(&o.noToken, "no-token", false, "serve without a token, to every user of this machine (loopback only)")
 	cmd.Flags().StringVar(&o.socket, "socket", "", "serve on a Unix socket at `PATH`, mode 0600, without a token")
 	cmd.Flags().BoolVar(&o.write, "write", false, "also serve the actions of agent hosts (the write API), holding the store")
+	cmd.Flags().StringArrayVar(&o.origins, "origin", nil, "with --write, let pages of the web `ORIGIN` (such as http://localhost:5173) call the write API from a browser (repeatable)")
 	o.hooks.register(cmd)
 	return cmd
 }
@@ -135,6 +138,8 @@ func checkServeOptions(o serveOptions) error {
 		return usagef("--socket serves on a Unix socket that only you can reach, without a token: it takes no --addr or --no-token")
 	case o.write && o.noToken:
 		return usagef("--write takes no --no-token: every user of this machine could run hooks as you; serve on --socket, or with the token")
+	case !o.write && len(o.origins) > 0:
+		return usagef("--origin names the pages that may call the write API: give --write, or leave it out")
 	case !o.write && (len(o.hooks.settings) > 0 || len(o.hooks.plugins) > 0 || o.hooks.noDefault):
 		return usagef("--settings, --plugin-dir and --no-default-settings choose the hooks of --write's actions: give --write, or leave them out")
 	}
@@ -240,7 +245,7 @@ func runServe(ctx context.Context, o *serveOptions) (err error) {
 		h = web.RequireLoopbackHost(h)
 	}
 	if held != nil {
-		h = api.New(held, api.Options{Fallback: h, Token: token, LoopbackOnly: o.socket == "", Logger: o.engineLogger(o.stderr)})
+		h = api.New(held, api.Options{Fallback: h, Token: token, LoopbackOnly: o.socket == "", Origins: o.origins, Logger: o.engineLogger(o.stderr)})
 	}
 	if o.socket == "" {
 		out.URL = serveURL(ln.Addr(), token)

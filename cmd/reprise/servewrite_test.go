@@ -166,7 +166,8 @@ func TestServeWriteKilledMidActionRollsForward(t *testing.T) {
 }
 
 // serve --write refuses what would let others write: --no-token, an
-// address other machines reach, and hook flags without --write.
+// address other machines reach; and serve refuses the flags of --write
+// without it.
 func TestServeWriteRefusesWhatLetsOthersIn(t *testing.T) {
 	c := newCLI(t)
 	c.ok("new", "--id", "a", "--cwd", c.dir)
@@ -174,6 +175,7 @@ func TestServeWriteRefusesWhatLetsOthersIn(t *testing.T) {
 		{"serve", "--write", "--no-token"},
 		{"serve", "--write", "--addr", "0.0.0.0:0"},
 		{"serve", "--settings", c.writeFile("s.json", `{}`)},
+		{"serve", "--origin", "http://localhost:5173"},
 	} {
 		r := c.fails(exitUsage, args...)
 		if r.stderr == "" {
