@@ -22,15 +22,16 @@ export type Error = {
  * unauthorized, 401: TCP without the serve token; forbidden, 403: a Host header that is not loopback,
  * or an origin that was not named; session_not_found, 404: no such session (ErrSessionNotFound);
  * agent_not_found, 404: no such agent, for an action that needs one that exists (finish);
- * hook_not_found, 404: no session-scoped hook with that id; message_not_found, 404: fork's upto names
- * no message of the parent (ErrMessageNotFound); tool_use_not_found, 404: the agent's current session
- * holds no tool_use with that id (ErrToolUseNotFound); not_found, 404: no such route; agent_busy, 409:
- * another action holds the agent: a restore, prompt, stop, compaction or a tool call's hooks
- * (ErrAgentBusy); session_exists, 409: a session with that id exists (ErrSessionExists);
- * session_deleted, 409: the session was deleted (ErrSessionDeleted); session_in_use, 409: the session
- * cannot be deleted while a step is in flight on it (ErrSessionInUse); no_current_session, 409: the
- * agent has no current session (ErrNoCurrentSession); tool_calls_open, 409: calls of the last answer
- * have no result yet (ErrToolCallsOpen); duplicate_tool_use, 409: a tool_use id an earlier answer used
+ * hook_not_found, 404: no session-scoped hook with that id; message_not_found, 404: fork's at names no
+ * message of the parent (ErrMessageNotFound); tool_use_not_found, 404: the agent's current session
+ * holds no tool_use with that id (ErrToolUseNotFound); not_found, 404: no such route, page or event;
+ * method_not_allowed, 405: the read view's live endpoint takes GET only; agent_busy, 409: another
+ * action holds the agent: a restore, prompt, stop, compaction or a tool call's hooks (ErrAgentBusy);
+ * session_exists, 409: a session with that id exists (ErrSessionExists); session_deleted, 409: the
+ * session was deleted (ErrSessionDeleted); session_in_use, 409: the session cannot be deleted while a
+ * step is in flight on it (ErrSessionInUse); no_current_session, 409: the agent has no current session
+ * (ErrNoCurrentSession); tool_calls_open, 409: calls of the last answer have no result yet
+ * (ErrToolCallsOpen); duplicate_tool_use, 409: a tool_use id an earlier answer used
  * (ErrDuplicateToolUse); tool_not_decided, 409: a result for a call not decided yet
  * (ErrToolNotDecided); tool_not_allowed, 409: a result for a call that was denied (ErrToolNotAllowed);
  * tool_not_asked, 409: an answer to a call that was not left to ask (ErrToolNotAsked);
@@ -43,7 +44,8 @@ export type Error = {
  * directory does not exist (ErrNoDirectory); too_large, 413: the request body is over the server's
  * limit; interrupted, 499: the client went away; the action stopped at a step boundary and the next
  * call on the agent finishes it (ErrInterrupted); internal, 500: anything else: the store failed, or a
- * bug
+ * bug; unavailable, 503: the read view's memory for large messages is taken by other requests: ask
+ * again after Retry-After
  */
 export type ErrorCode =
   | "bad_request"
@@ -61,6 +63,7 @@ export type ErrorCode =
   | "message_not_found"
   | "tool_use_not_found"
   | "not_found"
+  | "method_not_allowed"
   | "agent_busy"
   | "session_exists"
   | "session_deleted"
@@ -79,7 +82,8 @@ export type ErrorCode =
   | "no_directory"
   | "too_large"
   | "interrupted"
-  | "internal";
+  | "internal"
+  | "unavailable";
 
 /** What one hook did, as reprise resume --json lists it. */
 export type Outcome = {
