@@ -13,6 +13,12 @@
 // compile, saying so. -full runs every module without -short. Any other
 // argument goes to go test.
 //
+// Beside the Go modules it runs the suites of the write API's clients in
+// other languages (clients/typescript with npm, clients/python with
+// pytest) against a reprise it builds; one whose interpreter this machine
+// lacks is listed as skipped, unless REPRISE_TEST_CLIENTS_REQUIRED is set
+// (.ci/run sets it).
+//
 // It prints one line a package (ok, FAIL, or no test files), the output
 // of each failed test, and then the skipped tests grouped by the reason
 // they gave. It exits 1 when a test or a build failed.
@@ -181,6 +187,10 @@ func run(args []string, full bool, out io.Writer) (int, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
+	// The clients' suites wait mostly on their server and their
+	// interpreter: they run beside go test.
+	clients := make(chan []clientRun, 1)
+	go func() { clients <- runClients(root) }()
 	s := newSummary(out)
 	if warm != nil {
 		s.started = warm.start
@@ -193,6 +203,9 @@ func run(args []string, full bool, out io.Writer) (int, error) {
 		return 0, err
 	}
 	failed := cmd.Wait() != nil || s.failed > 0
+	if reportClients(out, <-clients, s) > 0 {
+		failed = true
+	}
 	s.report()
 	if len(left) > 0 {
 		fmt.Fprintln(out, "\nModules left out:")
