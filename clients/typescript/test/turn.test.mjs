@@ -223,3 +223,34 @@ test("a call left to ask: refused, the model sees the refusal; allowed, the tool
   assert.equal(runs("pre", "asked"), 3);
   assert.equal(runs("stop", "asked"), 3);
 });
+
+test("subagents: an Agent call's subagent runs its own turn, and its final text is the call's result", async () => {
+  const agent = await started("parent");
+  const asked = [];
+  const model = async (messages, { agent: who, session }) => {
+    asked.push([who, session]);
+    if (who === "agent-parent") {
+      const results = messages.flatMap((m) => m.content).filter((b) => b.type === "tool_result");
+      if (results.length === 0) {
+        return [{ type: "tool_use", id: "toolu_s1", name: "Agent", input: { description: "count", prompt: "count the files", subagent_type: "general-purpose" } }];
+      }
+      return `parent saw: ${resultText(results[0])}`;
+    }
+    const prompt = messages.flatMap((m) => m.content).find((b) => b.type === "text" && b.text.includes("count the files"));
+    assert.ok(prompt, "the subagent is asked with its prompt");
+    return "sub-answer: 3 files";
+  };
+  const run = await agent.runTurn("delegate", { model, tools: {}, permission: "allow", subagents: true });
+  assert.equal(run.modelCalls, 3);
+  assert.equal(asked.length, 3);
+  const [sub, subSession] = asked[1];
+  assert.notEqual(sub, "agent-parent");
+  assert.equal(subSession, sub, "a subagent's session id is its agent name");
+  const results = await blocks("parent", "tool_result");
+  assert.equal(results.length, 1);
+  assert.equal(results[0].tool_use_id, "toolu_s1");
+  assert.match(resultText(results[0]), /sub-answer: 3 files/);
+  const texts = (await blocks("parent", "text")).filter((b) => b.role === "assistant");
+  assert.match(texts.at(-1).text, /parent saw: .*sub-answer: 3 files/);
+  assert.equal(runs("stop", "parent"), 1);
+});
