@@ -254,3 +254,32 @@ test("subagents: an Agent call's subagent runs its own turn, and its final text 
   assert.match(texts.at(-1).text, /parent saw: .*sub-answer: 3 files/);
   assert.equal(runs("stop", "parent"), 1);
 });
+
+test("a repeatable tool's cut-off call is given again, with again set", async () => {
+  const agent = await started("again");
+  const model = scripted(bashCall("toolu_r1", "go test"), "Tests pass.");
+  const controller = new AbortController();
+  const calls = [];
+  const tools = {
+    Bash: async (call, { signal }) => {
+      calls.push(call.again);
+      if (signal === controller.signal) {
+        controller.abort(new Error("killed"));
+        throw new Error("killed");
+      }
+      return "ok";
+    },
+  };
+  const options = { model, tools, permission: "allow", repeatable: ["Bash"] };
+  await assert.rejects(agent.runTurn("test it", { ...options, signal: controller.signal }), /killed/);
+  const run = await agent.runTurn(undefined, options);
+  assert.equal(run.modelCalls, 1);
+  assert.equal(model.seen.length, 2);
+  assert.deepEqual(calls, [false, true]);
+  const results = await blocks("again", "tool_result");
+  assert.equal(results.length, 1);
+  assert.match(resultText(results[0]), /ok/);
+  assert.doesNotMatch(resultText(results[0]), /interrupted/i);
+  assert.equal(runs("pre", "again"), 1);
+  assert.equal(runs("stop", "again"), 1);
+});
