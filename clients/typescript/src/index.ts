@@ -7,6 +7,7 @@ import * as https from "node:https";
 
 import type {
   Appended,
+  Block,
   Compact,
   Conversation,
   CreateSession,
@@ -36,8 +37,13 @@ import type {
   ToolDecision,
   ToolFeedback,
   ToolResult,
+  TurnAsk,
+  TurnCall,
   TurnInput,
+  TurnOutcome,
+  TurnResult,
   TurnStep,
+  ConversationMessage,
 } from "./types.js";
 
 export type * from "./types.js";
@@ -125,6 +131,89 @@ export interface Agent {
    * what it is to do next. The host drives the turn, a call per step.
    */
   turn(body: TurnInput, options?: CallOptions): Promise<TurnStep>;
+  /**
+   * A whole durable turn: the steps of turn, one after the other, each
+   * given what the host did for the last, until the turn is over. With a
+   * prompt it starts a turn; with undefined it goes on with the turn the
+   * agent's log shows unfinished, as a host that died does when it comes
+   * back. It rejects when the signal aborts, the model call throws or a
+   * step fails; the turn then goes on with runTurn(undefined, ...).
+   */
+  runTurn(prompt: string | undefined, options: RunTurnOptions): Promise<TurnRun>;
+}
+
+/** What the model call is told besides the messages. */
+export interface ModelContext {
+  /** the agent whose turn asks, a subagent's within a subagent's turn */
+  agent: string;
+  /** its current session */
+  session: string;
+  /** the signal runTurn was given */
+  signal?: AbortSignal;
+}
+
+/**
+ * The host's model call: given the conversation as the model sees it (an
+ * ask step's messages), the assistant's answer, as text or content blocks.
+ */
+export type ModelCall = (messages: ConversationMessage[], context: ModelContext) => Promise<string | Block[]> | string | Block[];
+
+/** What a tool is told besides its call. */
+export interface ToolContext {
+  /** the agent whose turn gave the call */
+  agent: string;
+  /** the signal runTurn was given */
+  signal?: AbortSignal;
+}
+
+/**
+ * One of the host's tools: runs a call (already allowed) and answers its
+ * output, any JSON value (undefined is sent as null). What it throws is
+ * the call's error, given to the model, unless runTurn's signal has
+ * aborted: runTurn then rejects with the signal's reason.
+ */
+export type ToolFunction = (call: TurnCall, context: ToolContext) => Promise<unknown> | unknown;
+
+/** The user's answer to a call left to ask: allowed or not, and what the model is told of a refusal. */
+export type AskAnswer = boolean | { allow: boolean; refusal?: string };
+
+/** Asks the user about a call the hooks and the permission left to ask. */
+export type AskFunction = (call: TurnAsk, reason: string) => Promise<AskAnswer> | AskAnswer;
+
+/** What runTurn takes besides the prompt. */
+export interface RunTurnOptions {
+  /** the host's model call */
+  model: ModelCall;
+  /** the host's tools by name; a call of any other gets the error "No such tool available: NAME" */
+  tools: Record<string, ToolFunction>;
+  /** the user's answers to calls left to ask; without it, each such call is refused */
+  ask?: AskFunction;
+  /** what the host's rules say of calls nothing else decides; without it, and without a hook that decides, a call is left to ask */
+  permission?: "allow" | "deny" | "ask";
+  /** the tools that may run again after a crash cut a call off; another tool's cut-off call gets an interrupted result */
+  repeatable?: string[];
+  /**
+   * run each Agent (Task) call's subagent: its turn is driven by a nested
+   * runTurn(undefined, ...) on the call's subagent, with the same model,
+   * tools and ask, and its final assistant text is the call's result
+   */
+  subagents?: boolean;
+  /** aborts the turn between steps, or within a model call, tool or request that heeds it */
+  signal?: AbortSignal;
+}
+
+/** How a turn that runTurn drove came out. */
+export interface TurnRun {
+  /** the agent */
+  agent: string;
+  /** the agent's session the turn ran in */
+  session: string;
+  /** the over step's outcome: blocked, capped or halted, and why */
+  outcome: TurnOutcome;
+  /** the model calls this runTurn made, its subagents' included */
+  modelCalls: number;
+  /** the steps it asked for, the over step included */
+  steps: number;
 }
 
 /**
@@ -232,6 +321,11 @@ function errorOf(status: number, text: string): RepriseError {
   return new RepriseError(`HTTP ${status}${snippet === "" ? "" : `: ${snippet}`}`, "internal", status);
 }
 
+/** Throws the signal's reason once it has aborted. */
+function abortIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw signal.reason;
+}
+
 /** A client of one reprise server. */
 export class Client {
   readonly #transport: Transport;
@@ -303,7 +397,110 @@ export class Client {
       fire: (body, options) => post("fireEvent", body, options),
       finish: (body = {}, options) => post("finishAgent", body, options),
       turn: (body, options) => post("turnStep", body, options),
+      runTurn: (prompt, options) => this.#runTurn(name, prompt, options),
     };
+  }
+
+  /** Drives the turn of the agent called name, step after step, until it is over. */
+  async #runTurn(name: string, prompt: string | undefined, options: RunTurnOptions): Promise<TurnRun> {
+    if (options === null || typeof options !== "object" || typeof options.model !== "function") {
+      throw new TypeError("runTurn takes { model, tools, ... }");
+    }
+    if (options.tools === null || typeof options.tools !== "object") throw new TypeError("runTurn: tools must map names to functions");
+    const { signal } = options;
+    const call: CallOptions = signal === undefined ? {} : { signal };
+    const agent = this.agent(name);
+    const base: TurnInput = {};
+    if (options.permission !== undefined) base.permission = options.permission;
+    if (options.repeatable !== undefined) base.repeatable = options.repeatable;
+    if (options.subagents) base.subagents = true;
+    let input: TurnInput = prompt === undefined ? { ...base } : { ...base, prompt };
+    let modelCalls = 0;
+    let steps = 0;
+    for (;;) {
+      abortIfAborted(signal);
+      const step = await agent.turn(input, call);
+      steps++;
+      input = { ...base };
+      if (step.step === "over") {
+        const outcome = step.outcome ?? { resumed: false, blocked: false, capped: false, halted: false };
+        return { agent: step.agent, session: step.session, outcome, modelCalls, steps };
+      }
+      if (step.step === "ask") {
+        if (step.after === undefined) throw new RepriseError("an ask step without after", "internal", 200);
+        const context: ModelContext = { agent: step.agent, session: step.session };
+        if (signal !== undefined) context.signal = signal;
+        modelCalls++;
+        const content = await options.model(step.messages ?? [], context);
+        abortIfAborted(signal);
+        input.answer = { role: "assistant", content };
+        input.after = step.after;
+        continue;
+      }
+      if (step.step !== "tools") throw new RepriseError(`a turn step of an unknown kind: ${String(step.step)}`, "internal", 200);
+      // All the calls of one step run at once; their results go together in the next.
+      const ran = await Promise.all(
+        (step.calls ?? []).map(async (c): Promise<TurnResult> => {
+          if (c.subagent !== undefined && options.subagents) {
+            const sub = await this.#runTurn(c.subagent, undefined, options);
+            modelCalls += sub.modelCalls;
+            return { tool_use_id: c.tool_use_id, output: await this.#finalText(sub.session, call) };
+          }
+          return this.#runTool(step.agent, c, options);
+        }),
+      );
+      abortIfAborted(signal);
+      const answers = [];
+      for (const a of step.asks ?? []) {
+        const answer = options.ask === undefined ? false : await options.ask(a, a.reason);
+        abortIfAborted(signal);
+        if (typeof answer === "boolean") {
+          answers.push({ tool_use_id: a.tool_use_id, allow: answer });
+        } else {
+          const given: { tool_use_id: string; allow: boolean; refusal?: string } = { tool_use_id: a.tool_use_id, allow: answer.allow === true };
+          if (answer.refusal !== undefined) given.refusal = answer.refusal;
+          answers.push(given);
+        }
+      }
+      if (ran.length > 0) input.results = ran;
+      if (answers.length > 0) input.answers = answers;
+    }
+  }
+
+  /** Runs one call with the host's tool of its name; what it throws is the call's error. */
+  async #runTool(agent: string, c: TurnCall, options: RunTurnOptions): Promise<TurnResult> {
+    const tool = Object.prototype.hasOwnProperty.call(options.tools, c.name) ? options.tools[c.name] : undefined;
+    if (typeof tool !== "function") return { tool_use_id: c.tool_use_id, error: `No such tool available: ${c.name}` };
+    const context: ToolContext = { agent };
+    if (options.signal !== undefined) context.signal = options.signal;
+    try {
+      const output = await tool(c, context);
+      return { tool_use_id: c.tool_use_id, output: output === undefined ? null : output };
+    } catch (err) {
+      abortIfAborted(options.signal);
+      return { tool_use_id: c.tool_use_id, error: err instanceof Error ? err.message : String(err) };
+    }
+  }
+
+  /** The text of the session's last assistant message that has any: a subagent's final answer. */
+  async #finalText(session: string, options: CallOptions): Promise<string> {
+    let text = "";
+    let cursor: string | undefined;
+    do {
+      const page: ConversationOptions = { ...options };
+      if (cursor !== undefined) page.cursor = cursor;
+      const conv = await this.conversation(session, page);
+      for (const m of conv.messages) {
+        if (m.role !== "assistant" || m.meta) continue;
+        const t = m.content
+          .filter((b) => b.type === "text" && typeof b.text === "string")
+          .map((b) => b.text as string)
+          .join("");
+        if (t !== "") text = t;
+      }
+      cursor = conv.next_cursor === "" ? undefined : conv.next_cursor;
+    } while (cursor !== undefined);
+    return text;
   }
 
   /** Sends one request and reads its JSON answer. */

@@ -45,7 +45,10 @@ test("the README's host runs and does what it says", async () => {
   const moved = out[1].match(/^from (\S+) to (\S+)$/);
   assert.ok(moved, out[1]);
   assert.notEqual(moved[1], moved[2]);
-  // The second session: its hook's meta message, the call, its result.
-  assert.deepEqual(out.slice(2, 5), ["user (meta) text", "assistant  tool_use", "user  tool_result"]);
-  assert.equal(out[5], "404 session_not_found");
+  assert.equal(out[2], "turn over after 2 model calls");
+  // The second session: its hook's meta message, the call, its result,
+  // then the turn: the prompt, the model's call, its result, the answer.
+  assert.deepEqual(out.slice(3, 6), ["user (meta) text", "assistant  tool_use", "user  tool_result"]);
+  assert.deepEqual(out.slice(6, 10), ["user  text", "assistant  tool_use", "user  tool_result", "assistant  text"]);
+  assert.equal(out[10], "404 session_not_found");
 });
