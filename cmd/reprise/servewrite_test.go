@@ -234,3 +234,48 @@ func TestServeWriteKilledMidTurnGoesOn(t *testing.T) {
 		t.Errorf("audit after the kill:\n%s", out)
 	}
 }
+
+// The web view that serve --write serves beside the write API shows a
+// host's actions as they happen: its live endpoint sends each event an
+// action appends.
+func TestServeWriteLiveShowsActionsAsTheyHappen(t *testing.T) {
+	c := newCLI(t)
+	dir := c.mkdir("work")
+	socket := filepath.Join(c.dir, "w.sock")
+	s := startWriteServer(t, c, socket, c.writeFile("settings.json", `{}`))
+	s.ok(t, "/api/sessions", `{"id": "first", "cwd": "`+dir+`"}`)
+	res, err := s.client.Get("http://localhost/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET /live: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	s.ok(t, "/api/sessions", `{"id": "second", "cwd": "`+dir+`"}`)
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case line, open := <-lines:
+			if !open {
+				t.Fatal("the live stream ended before the action's event")
+			}
+			if strings.Contains(line, `"stream":"session/second"`) {
+				return
+			}
+			if strings.Contains(line, `"stream":"session/first"`) {
+				t.Fatalf("the live stream sent an event from before it was opened: %s", line)
+			}
+		case <-deadline:
+			t.Fatal("the live stream never sent the action's event")
+		}
+	}
+}
