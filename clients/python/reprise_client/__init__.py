@@ -19,6 +19,13 @@ condition it was. A request that never got an answer raises what the
 socket raised: an :class:`OSError` (:class:`TimeoutError` when the
 timeout passed).
 
+:meth:`Agent.run_turn` is the one method that sends more than one request:
+it drives a durable turn to its end with the host's model and tools, a step
+of ``POST /api/agents/{agent}/turn`` (:meth:`Agent.turn`) at a time::
+
+    outcome = ide.run_turn("list the files", model=ask_the_model,
+                           tools={"Bash": run_bash}, permission="allow")
+
 A client opens one connection per request and keeps no other state, so one
 client may be shared between threads.
 """
@@ -410,17 +417,6 @@ class Client:
             if cursor is None:
                 return
 
-    def final_text(self, session: str) -> str:
-        """The text of the session's last assistant message that has any: a subagent's final answer."""
-        last = ""
-        for message in self.messages(session):
-            if message["role"] != "assistant":
-                continue
-            text = "".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
-            if text:
-                last = text
-        return last
-
     def openapi(self) -> dict[str, Any]:
         """The API's OpenAPI document, as the server serves it."""
         return cast("dict[str, Any]", self.request("GET", "/api/openapi.json"))
@@ -604,13 +600,13 @@ class Agent:
             rules["repeatable"] = names
         if subagents:
             rules["subagents"] = True
-        body: TurnInput = dict(rules)  # type: ignore[assignment]
+        body = rules.copy()
         if prompt is not None:
             body["prompt"] = prompt
         requests = 0
         while True:
             step = self.turn(**body)
-            body = dict(rules)  # type: ignore[assignment]
+            body = rules.copy()
             kind = step["step"]
             if kind == "over":
                 outcome = cast(TurnOutcome, dict(step.get("outcome") or {}))
@@ -633,7 +629,7 @@ class Agent:
                         model=model, tools=tools, ask=ask, permission=permission, repeatable=names, subagents=True
                     )
                     requests += out.get("requests", 0)
-                    results.append({"tool_use_id": call["tool_use_id"], "output": self.client.final_text(child)})
+                    results.append({"tool_use_id": call["tool_use_id"], "output": _final_text(self.client, child)})
                     continue
                 results.append(_run_call(tools, call))
             answers: list[TurnAnswer] = []
@@ -643,6 +639,18 @@ class Agent:
                 body["results"] = results
             if answers:
                 body["answers"] = answers
+
+
+def _final_text(client: Client, session: str) -> str:
+    """The text of the session's last assistant message that has any: a subagent's final answer."""
+    last = ""
+    for message in client.messages(session):
+        if message["role"] != "assistant":
+            continue
+        text = "".join(str(b.get("text", "")) for b in message["content"] if b.get("type") == "text")
+        if text:
+            last = text
+    return last
 
 
 def _run_call(tools: Mapping[str, ToolRun], call: TurnCall) -> TurnResult:

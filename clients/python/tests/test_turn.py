@@ -268,7 +268,12 @@ def test_calls_left_to_ask_without_ask_are_refused(hooked: Server, workdir: str)
     cid = call_id()
     model = Script(tool_use(cid, "Write", {}), "fine")
     ran: list[str] = []
-    client.agent(name).run_turn("write", model=model, tools={"Write": lambda c: ran.append("x") or "w"})
+
+    def write(call: TurnCall) -> Any:
+        ran.append(call["tool_use_id"])
+        return "w"
+
+    client.agent(name).run_turn("write", model=model, tools={"Write": write})
     assert ran == []
     refused = last_result(model.asked[1])
     assert refused["tool_use_id"] == cid and refused.get("is_error") is True
