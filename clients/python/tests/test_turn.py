@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pytest
 
 from helpers import Server, blocks, new_id, texts
-from reprise_client import Client, TurnAborted
+from reprise_client import Agent, Client, TurnAborted
 from reprise_client.types import ConversationMessage, TurnAsk, TurnCall
 
 
@@ -38,8 +38,8 @@ def hooked(reprise_bin: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         srv.stop()
 
 
-def hook_runs(server: Server, name: str, session: str) -> list[dict[str, Any]]:
-    """The inputs of the hook runs noted in name's log for session, in order."""
+def hook_runs(server: Server, name: str, session: str | None) -> list[dict[str, Any]]:
+    """The inputs of the hook runs noted in name's log for session (None: every session's), in order."""
     path: Path = server.logs / name  # type: ignore[attr-defined]
     if not path.exists():
         return []
@@ -53,7 +53,7 @@ def hook_runs(server: Server, name: str, session: str) -> list[dict[str, Any]]:
         if i >= len(text):
             break
         obj, i = decoder.raw_decode(text, i)
-        if obj.get("session_id") == session:
+        if session is None or obj.get("session_id") == session:
             runs.append(obj)
     return runs
 
@@ -70,6 +70,18 @@ class Script:
         if len(self.asked) > len(self.answers):
             raise AssertionError(f"the model was asked {len(self.asked)} times, scripted for {len(self.answers)}")
         return self.answers[len(self.asked) - 1]
+
+
+class Recording(Client):
+    """A client that keeps the names of the agents it was asked for."""
+
+    def __init__(self, **kw: Any):
+        super().__init__(**kw)
+        self.driven: list[str] = []
+
+    def agent(self, name: str) -> Agent:
+        self.driven.append(name)
+        return super().agent(name)
 
 
 def tool_use(call_id: str, name: str, input: dict[str, Any], text: str = "on it") -> list[dict[str, Any]]:
@@ -302,3 +314,50 @@ def test_subagent_turn(hooked: Server, workdir: str):
     assert [r["tool_use_id"] for r in results] == [cid]
     assert "there are three files" in json.dumps(results[0]["content"])
     assert "there are three files" in texts(client.conversation(session)["messages"][-1])
+
+
+def test_subagent_turn_goes_on_after_a_crash(hooked: Server, workdir: str):
+    client = hooked.client()
+    name, session = started(client, workdir, "parent")
+    parent_call, sub_call = call_id(), call_id()
+    asked: list[str] = []
+    probes: list[str] = []
+
+    def model(messages: list[ConversationMessage]) -> Any:
+        sub = "probe it" in texts(dict(messages[0]))
+        results = [b for m in messages for b in m["content"] if b.get("type") == "tool_result"]
+        asked.append("sub" if sub else "parent")
+        if sub:
+            return tool_use(sub_call, "Probe", {}) if not results else "the probe was cut off"
+        if not results:
+            return tool_use(parent_call, "Agent", {"description": "probe", "prompt": "probe it"})
+        return "parent done"
+
+    def probe(call: TurnCall) -> Any:
+        probes.append(call["tool_use_id"])
+        raise TurnAborted()
+
+    tools = {"Probe": probe}
+    with pytest.raises(TurnAborted):
+        client.agent(name).run_turn("delegate", model=model, tools=tools, permission="allow", subagents=True)
+    assert asked == ["parent", "sub"]
+    again = Recording(socket=hooked.socket_path, timeout=60)
+    outcome = again.agent(name).run_turn(model=model, tools=tools, permission="allow", subagents=True)
+    assert asked == ["parent", "sub", "sub", "parent"]
+    assert outcome["requests"] == 2
+    assert probes == [sub_call]
+    results = blocks(client.conversation(session), "tool_result")
+    assert [r["tool_use_id"] for r in results] == [parent_call]
+    assert "the probe was cut off" in json.dumps(results[0]["content"])
+    pre = hook_runs(hooked, "pre.log", None)
+    assert [r["tool_use_id"] for r in pre].count(parent_call) == 1
+    sub_pre = [r for r in pre if r.get("tool_use_id") == sub_call]
+    assert len(sub_pre) == 1
+    assert sub_pre[0]["session_id"] == session, "a subagent's hooks name the parent's session"
+    subs = set(again.driven) - {name}
+    assert len(subs) == 1, "one subagent, driven again after the crash"
+    sub_session = subs.pop()  # the subagent's agent, whose session has its name
+    cut = blocks(client.conversation(sub_session), "tool_result")
+    assert [r["tool_use_id"] for r in cut] == [sub_call]
+    assert "interrupt" in json.dumps(cut[0]["content"]).lower()
+    assert len(hook_runs(hooked, "stop.log", session)) == 1
