@@ -590,7 +590,8 @@ class Agent:
         call's result.
 
         Returns the turn's outcome, with ``requests`` the number of times
-        this call asked the model (nested subagents' turns included).
+        this call asked the model (nested subagents' turns included): the
+        server's own count is of the last step alone.
         """
         rules: TurnInput = {}
         if permission is not None:
