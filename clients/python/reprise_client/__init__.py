@@ -19,6 +19,13 @@ condition it was. A request that never got an answer raises what the
 socket raised: an :class:`OSError` (:class:`TimeoutError` when the
 timeout passed).
 
+:meth:`Agent.run_turn` is the one method that sends more than one request:
+it drives a durable turn to its end with the host's model and tools, a step
+of ``POST /api/agents/{agent}/turn`` (:meth:`Agent.turn`) at a time::
+
+    outcome = ide.run_turn("list the files", model=ask_the_model,
+                           tools={"Bash": run_bash}, permission="allow")
+
 A client opens one connection per request and keeps no other state, so one
 client may be shared between threads.
 """
@@ -29,7 +36,7 @@ import http.client
 import json
 import socket as _socket
 import urllib.parse
-from typing import Any, Iterator, Mapping, cast
+from typing import Any, Callable, Iterable, Iterator, Mapping, Union, Unpack, cast
 
 from .types import (
     Appended,
@@ -53,12 +60,24 @@ from .types import (
     ToolDecision,
     ToolFeedback,
     ToolPermission,
+    TurnAnswer,
+    TurnAsk,
+    TurnCall,
+    TurnInput,
+    TurnInputPermission,
+    TurnOutcome,
+    TurnResult,
+    TurnStep,
 )
 
 __all__ = [
     "Agent",
     "Client",
+    "ModelCall",
     "RepriseError",
+    "ToolAsk",
+    "ToolRun",
+    "TurnAborted",
     "UnixHTTPConnection",
 ]
 
@@ -133,6 +152,27 @@ class RepriseError(Exception):
         else:
             message += " without a body"
         return cls("internal", status, message)
+
+
+class TurnAborted(Exception):
+    """Raised by a tool (or the model) of :meth:`Agent.run_turn` to stop the turn where it stands.
+
+    It is not a tool's failure: it goes through ``run_turn`` to its caller
+    and nothing of the call it cut off is recorded, as if the host had died
+    there. A later ``run_turn()`` without a prompt goes on with the turn:
+    the cut-off call's result then says it was interrupted (or, for a
+    ``repeatable`` tool, the call is given again).
+    """
+
+
+# The host's model: the messages of an ask step in, the assistant's content
+# (its text, or its content blocks) out.
+ModelCall = Callable[[list[ConversationMessage]], Union[str, list[Block], list[dict[str, Any]]]]
+# A tool of the host's: a call to run in, its output (any JSON value) out.
+ToolRun = Callable[[TurnCall], Any]
+# The user's answer to a call left to ask, with the hooks' reason: True to
+# run it, False to refuse it, or a refusal's words for the model.
+ToolAsk = Callable[[TurnAsk, str], Union[bool, str]]
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -503,3 +543,136 @@ class Agent:
     def finish(self) -> Finished:
         """Roll forward what the agent's log ends inside."""
         return cast(Finished, self._post("finish", {}))
+
+    def turn(self, **body: Unpack[TurnInput]) -> TurnStep:
+        """One step of a durable turn: record what the host did since the last step, and get what it is to do next.
+
+        The keywords are the body's (:class:`reprise_client.types.TurnInput`):
+        ``prompt`` to start a turn, or ``answer`` with ``after``, ``results``
+        and ``answers``; ``permission``, ``repeatable`` and ``subagents`` on
+        every step. Nothing at all goes on with the turn the log shows.
+        :meth:`run_turn` is the loop of these steps.
+        """
+        return cast(TurnStep, self._post("turn", dict(body)))
+
+    def run_turn(
+        self,
+        prompt: str | None = None,
+        *,
+        model: ModelCall,
+        tools: Mapping[str, ToolRun],
+        ask: ToolAsk | None = None,
+        permission: TurnInputPermission | None = None,
+        repeatable: Iterable[str] = (),
+        subagents: bool = False,
+    ) -> TurnOutcome:
+        """Drive one turn to its end, step after step, with the host's model and tools.
+
+        ``prompt`` starts the turn; without it, the turn the log shows
+        unfinished goes on (a host that died calls ``run_turn()`` again).
+        Each ``ask`` step calls ``model(messages)`` and gives its answer;
+        each ``tools`` step runs every call with ``tools[name](call)``, whose
+        return value is the call's output and whose ``Exception`` is its
+        error (its message); a tool not in ``tools`` gets the error
+        ``No such tool available: NAME``. Calls left to ask go to
+        ``ask(call, reason)``: True runs the call, False refuses it, a
+        string refuses it with those words; without ``ask`` they are
+        refused. Every result and answer of one step goes in the next.
+
+        :class:`TurnAborted`, and what is not an ``Exception``
+        (``KeyboardInterrupt``, ``SystemExit``), go through to the caller,
+        as does anything the model or the server raised: the log keeps the
+        turn where it stood, for a later ``run_turn()``.
+
+        With ``subagents``, an Agent (Task) call the server gave with its
+        ``subagent`` is run by driving that agent's turn with the same
+        model, tools and answers, and the subagent's final text is the
+        call's result.
+
+        Returns the turn's outcome, with ``requests`` the number of times
+        this call asked the model (nested subagents' turns included): the
+        server's own count is of the last step alone.
+        """
+        rules: TurnInput = {}
+        if permission is not None:
+            rules["permission"] = permission
+        names = list(repeatable)
+        if names:
+            rules["repeatable"] = names
+        if subagents:
+            rules["subagents"] = True
+        body = rules.copy()
+        if prompt is not None:
+            body["prompt"] = prompt
+        requests = 0
+        while True:
+            step = self.turn(**body)
+            body = rules.copy()
+            kind = step["step"]
+            if kind == "over":
+                outcome = cast(TurnOutcome, dict(step.get("outcome") or {}))
+                outcome["requests"] = requests
+                return outcome
+            if kind == "ask":
+                requests += 1
+                content = model(step.get("messages") or [])
+                body["answer"] = {"content": cast("str | list[Block]", content)}
+                body["after"] = step.get("after", "")
+                continue
+            if kind != "tools":
+                raise RepriseError("internal", 200, f"the turn step {kind!r} is not one of ask, tools and over")
+            results: list[TurnResult] = []
+            for call in step.get("calls") or []:
+                child = call.get("subagent")
+                if subagents and child:
+                    sub = self.client.agent(child)
+                    out = sub.run_turn(
+                        model=model, tools=tools, ask=ask, permission=permission, repeatable=names, subagents=True
+                    )
+                    requests += out.get("requests", 0)
+                    results.append({"tool_use_id": call["tool_use_id"], "output": _final_text(self.client, child)})
+                    continue
+                results.append(_run_call(tools, call))
+            answers: list[TurnAnswer] = []
+            for pending in step.get("asks") or []:
+                answers.append(_answer(ask, pending))
+            if results:
+                body["results"] = results
+            if answers:
+                body["answers"] = answers
+
+
+def _final_text(client: Client, session: str) -> str:
+    """The text of the session's last assistant message that has any: a subagent's final answer."""
+    last = ""
+    for message in client.messages(session):
+        if message["role"] != "assistant":
+            continue
+        text = "".join(str(b.get("text", "")) for b in message["content"] if b.get("type") == "text")
+        if text:
+            last = text
+    return last
+
+
+def _run_call(tools: Mapping[str, ToolRun], call: TurnCall) -> TurnResult:
+    """The result of running call with the tool of its name."""
+    run = tools.get(call["name"])
+    if run is None:
+        return {"tool_use_id": call["tool_use_id"], "error": f"No such tool available: {call['name']}"}
+    try:
+        output = run(call)
+    except TurnAborted:
+        raise
+    except Exception as e:
+        return {"tool_use_id": call["tool_use_id"], "error": str(e) or type(e).__name__}
+    return {"tool_use_id": call["tool_use_id"], "output": output}
+
+
+def _answer(ask: ToolAsk | None, pending: TurnAsk) -> TurnAnswer:
+    """The user's answer to a call left to ask: ask's, or a refusal without it."""
+    if ask is None:
+        return {"tool_use_id": pending["tool_use_id"], "allow": False}
+    said = ask(pending, pending["reason"])
+    if isinstance(said, str):
+        return {"tool_use_id": pending["tool_use_id"], "allow": False, "refusal": said}
+    return {"tool_use_id": pending["tool_use_id"], "allow": bool(said)}

@@ -56,7 +56,7 @@ def new_id(prefix: str) -> str:
 class Server:
     """One reprise serve --write process and what it printed."""
 
-    def __init__(self, binary: str, root: Path, *, tcp: bool):
+    def __init__(self, binary: str, root: Path, *, tcp: bool, settings: dict[str, Any] | None = None):
         self.root = root
         self.tcp = tcp
         self.token = secrets.token_hex(16) if tcp else None
@@ -65,7 +65,7 @@ class Server:
         for d in (home, state, home / ".config", home / ".cache"):
             d.mkdir(parents=True, exist_ok=True)
         self.settings = root / "settings.json"
-        self.settings.write_text(json.dumps(SETTINGS), encoding="utf-8")
+        self.settings.write_text(json.dumps(SETTINGS if settings is None else settings), encoding="utf-8")
         self.stderr_path = root / "serve.stderr"
         args = [
             binary,

@@ -43,4 +43,7 @@ def test_readme_host(server: Server, tmp_path: Path):
     assert "user text list the files" in out
     assert "assistant tool_use Bash" in out
     assert "user tool_result " in out
+    assert "turn over after 2 model calls" in out
+    assert out.count("assistant tool_use Bash") == 2
+    assert "assistant text those are the files" in out
     assert any(line.startswith("error: 404 ") for line in out)
