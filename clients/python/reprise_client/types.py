@@ -568,7 +568,9 @@ class TurnAsk(TypedDict):
 
 
 class TurnOutcome(TypedDict):
+    # the last call found a turn left unfinished
     resumed: bool
+    # the model requests of the last call alone
     requests: NotRequired[int]
     blocked: bool
     reason: NotRequired[str]

@@ -478,7 +478,9 @@ export type TurnAsk = {
 };
 
 export type TurnOutcome = {
+  /** the last call found a turn left unfinished */
   resumed: boolean;
+  /** the model requests of the last call alone */
   requests?: number;
   blocked: boolean;
   reason?: string;
