@@ -70,8 +70,9 @@ type Agent struct {
 	id     string
 	stream string
 
-	mu     sync.Mutex // held for the whole of a restore, and while a tool call's step decides
+	mu     sync.Mutex  // held for the whole of a restore, and while a tool call's step decides
 	loaded atomic.Bool // set under mu once the log is read; read without it by load
+	first  sync.Mutex  // held by load until the log is first read
 	view   *projection.Agent
 	lanes  map[lane]bool // the tool calls and fires this process has a step of in flight
 
@@ -120,6 +121,13 @@ func (e *Engine) Agent(ctx context.Context, id string) (*Agent, error) {
 // left (see Engine.Agent), and returns the compaction whose PostCompact is
 // still due, for the caller to fire once a.mu is let go.
 func (a *Agent) load(ctx context.Context) (due *Transition, err error) {
+	if !a.loaded.Load() {
+		// First reads one at a time, under a lock no action holds: a
+		// caller that waits here waits for a read, never for an action
+		// that another caller began once the read was done.
+		a.first.Lock()
+		defer a.first.Unlock()
+	}
 	if !a.mu.TryLock() {
 		if a.loaded.Load() {
 			// An action of this process holds the agent: what is in

@@ -543,3 +543,29 @@ func TestOriginsNamedMayCallFromABrowser(t *testing.T) {
 		t.Errorf("a preflight with no origin named: %d %v", res.StatusCode, res.Header)
 	}
 }
+
+// Two clients at once on an agent neither has loaded yet: the second
+// never waits behind the first's restore, whichever loads the agent
+// first; it is told agent_busy. Tried many times, as the two race.
+func TestTwoFirstCallsOnOneAgentNeverQueue(t *testing.T) {
+	s := newServer(t, `{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "sleep 0.3"}]}]}}`, api.Options{})
+	for _, id := range []string{"a", "b"} {
+		expect(t, "create "+id, http.StatusCreated, "")(s.post("/api/sessions", map[string]any{"id": id, "cwd": s.dir}))
+	}
+	for i := range 8 {
+		agent := fmt.Sprintf("/api/agents/fresh%d/start", i)
+		statuses := make([]int, 2)
+		var wg sync.WaitGroup
+		for j, session := range []string{"a", "b"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[j], _ = s.post(agent, map[string]any{"session": session})
+			}()
+		}
+		wg.Wait()
+		if statuses[0]+statuses[1] != http.StatusOK+http.StatusConflict {
+			t.Fatalf("two first starts on agent fresh%d: %v; want one done and one agent_busy", i, statuses)
+		}
+	}
+}
