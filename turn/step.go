@@ -229,14 +229,9 @@ func Step(ctx context.Context, e *reprise.Engine, agent *reprise.Agent, in StepI
 	res := &StepResult{Kind: StepOver, Session: agent.Current(), Outcome: out}
 	switch {
 	case x.waiting():
+		// The Runner takes the calls one at a time, in the answer's
+		// order (it is not Parallel): they are noted in that order.
 		res.Kind, res.Calls, res.Asks = StepTools, x.calls, x.asks
-		order := map[string]int{}
-		if t, err := agent.Turn(ctx); err == nil {
-			for i, c := range t.Calls {
-				order[c.ID] = i
-			}
-		}
-		slices.SortStableFunc(res.Calls, func(a, b Call) int { return order[a.ID] - order[b.ID] })
 	case x.ask != nil:
 		res.Kind, res.Messages = StepAsk, x.ask
 		res.After = x.ask[len(x.ask)-1].UUID
