@@ -432,6 +432,7 @@ func TestADurableTurnOverTheAPI(t *testing.T) {
 	if out["step"] != "ask" || out["after"] == nil {
 		t.Fatalf("the prompt's step: %v", out)
 	}
+	firstAsk := out["after"]
 	status, out = s.post("/api/agents/ide/turn", map[string]any{"answer": useAnswer("toolu_1"), "after": out["after"], "permission": "allow"})
 	want(t, "the answer", status, out, http.StatusOK, "")
 	calls, _ := out["calls"].([]any)
@@ -441,11 +442,16 @@ func TestADurableTurnOverTheAPI(t *testing.T) {
 	expect(t, "a prompt while calls are open", http.StatusConflict, "turn_unfinished")(s.post("/api/agents/ide/turn", map[string]any{"prompt": "x"}))
 	expect(t, "a prompt with results", http.StatusBadRequest, "bad_step")(s.post("/api/agents/ide/turn",
 		map[string]any{"prompt": "x", "results": []any{map[string]any{"tool_use_id": "toolu_1", "output": "x"}}}))
-	status, out = s.post("/api/agents/ide/turn", map[string]any{"results": []any{map[string]any{"tool_use_id": "toolu_1", "output": "a.txt b.txt"}}})
+	// A host that keeps the first ask's messages is given only what
+	// came after them.
+	status, out = s.post("/api/agents/ide/turn", map[string]any{"since": firstAsk, "results": []any{map[string]any{"tool_use_id": "toolu_1", "output": "a.txt b.txt"}}})
 	want(t, "the result", status, out, http.StatusOK, "")
 	msgs, _ := json.Marshal(out["messages"])
 	if out["step"] != "ask" || !strings.Contains(string(msgs), "a.txt b.txt") {
 		t.Fatalf("the result's step: %v", out)
+	}
+	if out["since"] != firstAsk || strings.Contains(string(msgs), "list the files") {
+		t.Errorf("the ask since the first: since %v, messages %s; want since %v and only the messages after the prompt", out["since"], msgs, firstAsk)
 	}
 	status, out = s.post("/api/agents/ide/turn", map[string]any{"answer": useAnswer("toolu_2"), "after": out["after"], "permission": "allow"})
 	want(t, "the second answer", status, out, http.StatusOK, "")

@@ -19,6 +19,7 @@ type turnBody struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"answer"`
 	After   string `json:"after"`
+	Since   string `json:"since"`
 	Results []struct {
 		ID     string          `json:"tool_use_id"`
 		Output json.RawMessage `json:"output"`
@@ -40,6 +41,7 @@ type turnStep struct {
 	Agent    string             `json:"agent"`
 	Session  string             `json:"session"`
 	Messages []jsonview.Message `json:"messages,omitempty"`
+	Since    string             `json:"since,omitempty"`
 	After    string             `json:"after,omitempty"`
 	Calls    []turnCall         `json:"calls,omitempty"`
 	Asks     []turnAsk          `json:"asks,omitempty"`
@@ -88,7 +90,7 @@ func (h *handler) turnStep(r *http.Request) (answer, error) {
 	if err := decode(r, &b); err != nil {
 		return answer{}, err
 	}
-	in := turn.StepInput{Prompt: b.Prompt, After: b.After, Permission: b.Permission, Repeatable: b.Repeatable, Subagents: b.Subagents}
+	in := turn.StepInput{Prompt: b.Prompt, After: b.After, Since: b.Since, Permission: b.Permission, Repeatable: b.Repeatable, Subagents: b.Subagents}
 	switch b.Permission {
 	case "", "allow", "deny", "ask":
 	default:
@@ -124,7 +126,7 @@ func (h *handler) turnStep(r *http.Request) (answer, error) {
 	if err != nil {
 		return answer{}, busy(agent, err)
 	}
-	out := turnStep{Step: res.Kind, Agent: agent.ID(), Session: res.Session, After: res.After}
+	out := turnStep{Step: res.Kind, Agent: agent.ID(), Session: res.Session, Since: res.Since, After: res.After}
 	for _, m := range res.Messages {
 		out.Messages = append(out.Messages, jsonview.NewMessage(m))
 	}

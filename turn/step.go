@@ -26,6 +26,12 @@ type StepInput struct {
 	// again.
 	Answer *reprise.Message
 	After  string
+	// Since is the After of an earlier ask whose messages the host
+	// keeps: the next ask gives only the messages after that one, when
+	// the conversation the model sees still holds it (its messages before
+	// it are never rewritten), and the whole conversation otherwise (a
+	// compaction, a clear, another session). "" asks for the whole.
+	Since string
 	// Results are the results of the calls the last step gave to run,
 	// each by its tool_use id. A call given to run whose result is not
 	// here is taken as cut off by a crash: it may have run, and unless its
@@ -72,8 +78,11 @@ type StepResult struct {
 	Kind    StepKind
 	Session string
 	// Messages (StepAsk) is the conversation the model answers, as it
-	// sees it, in answer order; After the uuid of its last message.
+	// sees it, in answer order, or, when Since is set, its messages after
+	// the one whose uuid Since is (StepInput.Since); After the uuid of
+	// its last message.
 	Messages []reprise.Message
+	Since    string
 	After    string
 	Calls    []Call       // StepTools: the calls to run, in the answer's order
 	Asks     []PendingAsk // StepTools: the calls to ask the user about
@@ -235,6 +244,11 @@ func Step(ctx context.Context, e *reprise.Engine, agent *reprise.Agent, in StepI
 	case x.ask != nil:
 		res.Kind, res.Messages = StepAsk, x.ask
 		res.After = x.ask[len(x.ask)-1].UUID
+		if in.Since != "" {
+			if i := slices.IndexFunc(x.ask, func(m reprise.Message) bool { return m.UUID == in.Since }); i >= 0 {
+				res.Messages, res.Since = x.ask[i+1:], in.Since
+			}
+		}
 	}
 	return res, nil
 }

@@ -115,6 +115,41 @@ assistant "two files"`
 	}
 }
 
+// A host that keeps the conversation it was given is given only what is
+// new: an ask since an earlier ask's last message holds the messages after
+// it, which added to the earlier ones make the whole conversation; a
+// message the conversation does not hold gets the whole of it.
+func TestAnAskSinceAnEarlierOneGivesOnlyWhatIsNew(t *testing.T) {
+	e, a, _, _ := stepEngine(t)
+	first := step(t, e, a, turn.StepInput{Prompt: "list the files", Permission: hookexec.Allow, Since: "no-such-message"})
+	if first.Kind != turn.StepAsk || first.Since != "" || len(first.Messages) == 0 {
+		t.Fatalf("an ask since a message the conversation does not hold: %+v; want the whole conversation", first)
+	}
+	ans := answer("let me look", "toolu_a:Bash", "toolu_b:Read")
+	step(t, e, a, turn.StepInput{Answer: &ans, After: first.After, Permission: hookexec.Allow})
+	res := step(t, e, a, turn.StepInput{Since: first.After, Permission: hookexec.Allow, Results: []reprise.ToolResult{
+		{ID: "toolu_a", Output: json.RawMessage(`"a.txt"`)}, {ID: "toolu_b", Output: json.RawMessage(`"contents"`)}}})
+	if res.Kind != turn.StepAsk || res.Since != first.After || len(res.Messages) != 3 {
+		t.Fatalf("the ask since the first: since %q, %d messages; want since %q and the answer and its two results", res.Since, len(res.Messages), first.After)
+	}
+	whole := step(t, e, a, turn.StepInput{})
+	if whole.Since != "" || whole.After != res.After {
+		t.Fatalf("the same ask asked for whole: since %q, after %q; want no since and after %q", whole.Since, whole.After, res.After)
+	}
+	kept := append(append([]reprise.Message{}, first.Messages...), res.Messages...)
+	if len(kept) != len(whole.Messages) {
+		t.Fatalf("the kept messages and the new ones are %d, the whole conversation %d", len(kept), len(whole.Messages))
+	}
+	for i := range kept {
+		if kept[i].UUID != whole.Messages[i].UUID {
+			t.Errorf("message %d: kept %s, the whole conversation has %s", i, kept[i].UUID, whole.Messages[i].UUID)
+		}
+	}
+	if again := step(t, e, a, turn.StepInput{Since: res.After}); again.Since != res.After || len(again.Messages) != 0 {
+		t.Errorf("an ask since its own last message: since %q, %d messages; want none new", again.Since, len(again.Messages))
+	}
+}
+
 // A host that died after it was given calls to run comes back with no
 // results: each call may have run, so it gets an interrupted result,
 // unless its tool is repeatable, which it is given to run again; no hook

@@ -23,7 +23,9 @@ import (
 // turns: a runtime restore with one command hook (the peer is
 // Agent.Restore), and a durable turn of one tool call over the turn
 // protocol, four steps (the peer is turn.Runner.Run, its model and tool
-// functions answering at once).
+// functions answering at once), the host keeping each session's
+// conversation as the Runner's model has it, so that each ask gives only
+// what is new.
 var apiBench = Bench{
 	Name: "api",
 	Rows: []Row{
@@ -44,6 +46,7 @@ type apiRunner struct {
 	client       *http.Client
 	direct, wire *reprise.Agent
 	sessions     map[string][2]string // each agent's two sessions
+	kept         map[string]keptConv  // what the wire host keeps of each session's conversation
 	n, calls     int
 }
 
@@ -52,7 +55,7 @@ func openAPI(ctx context.Context, env *Env) (Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &apiRunner{dir: dir, sessions: map[string][2]string{}}
+	r := &apiRunner{dir: dir, sessions: map[string][2]string{}, kept: map[string]keptConv{}}
 	if err := r.setup(ctx); err != nil {
 		r.Close()
 		return nil, err
@@ -164,11 +167,38 @@ func (r *apiRunner) post(ctx context.Context, path string, body, out any) error 
 
 // wireStep is the part of a turn step's answer the bench reads.
 type wireStep struct {
-	Step  string `json:"step"`
-	After string `json:"after"`
-	Calls []struct {
+	Step     string            `json:"step"`
+	Session  string            `json:"session"`
+	Messages []json.RawMessage `json:"messages"`
+	Since    string            `json:"since"`
+	After    string            `json:"after"`
+	Calls    []struct {
 		ID string `json:"tool_use_id"`
 	} `json:"calls"`
+}
+
+// keptConv is a session's conversation as a host keeps it between asks:
+// the messages it was given, up to the last one, after.
+type keptConv struct {
+	after    string
+	messages []json.RawMessage
+}
+
+// keep adds what an ask gave to the conversation the wire host keeps, as
+// a host does that is given only what is new (since).
+func (r *apiRunner) keep(st wireStep) error {
+	k := r.kept[st.Session]
+	switch st.Since {
+	case "":
+		k.messages = st.Messages
+	case k.after:
+		k.messages = append(k.messages, st.Messages...)
+	default:
+		return fmt.Errorf("an ask since %s, which the host did not give", st.Since)
+	}
+	k.after = st.After
+	r.kept[st.Session] = k
+	return nil
 }
 
 func (r *apiRunner) Run(ctx context.Context) ([]Sample, error) {
@@ -216,7 +246,11 @@ func (r *apiRunner) Run(ctx context.Context) ([]Sample, error) {
 		}
 		turnStep.Reprise.Time, err = timed(func() error {
 			var st wireStep
-			if err := r.post(ctx, "/api/agents/wire/turn", map[string]string{"prompt": "say hi", "permission": "allow"}, &st); err != nil {
+			session := r.wire.Current()
+			if err := r.post(ctx, "/api/agents/wire/turn", map[string]string{"prompt": "say hi", "permission": "allow", "since": r.kept[session].after}, &st); err != nil {
+				return err
+			}
+			if err := r.keep(st); err != nil {
 				return err
 			}
 			use := map[string]any{"content": []json.RawMessage{useAnswer(callID + "w").Content[0].Raw}}
@@ -227,7 +261,10 @@ func (r *apiRunner) Run(ctx context.Context) ([]Sample, error) {
 				return fmt.Errorf("the turn's second step is %s with %d calls, want one call to run", st.Step, len(st.Calls))
 			}
 			results := []map[string]any{{"tool_use_id": st.Calls[0].ID, "output": "hi"}}
-			if err := r.post(ctx, "/api/agents/wire/turn", map[string]any{"results": results}, &st); err != nil {
+			if err := r.post(ctx, "/api/agents/wire/turn", map[string]any{"results": results, "since": r.kept[session].after}, &st); err != nil {
+				return err
+			}
+			if err := r.keep(st); err != nil {
 				return err
 			}
 			if err := r.post(ctx, "/api/agents/wire/turn", map[string]any{"answer": map[string]any{"content": "done"}, "after": st.After}, &st); err != nil {
@@ -249,5 +286,5 @@ func (r *apiRunner) Run(ctx context.Context) ([]Sample, error) {
 }
 
 func (r *apiRunner) Note(string) string {
-	return "both sides on one Engine, the write API on a Unix socket; a turn is four steps over it"
+	return "both sides on one Engine, the write API on a Unix socket; a turn is four steps over it, the host keeping each conversation and given only what is new (since)"
 }

@@ -254,6 +254,9 @@ class Client:
             raise ValueError("give socket (a Unix socket's path) or url (http://HOST:PORT), one of them")
         self.timeout = timeout
         self.socket = socket
+        # Each agent's conversation as its last ask gave it: run_turn sends
+        # its last message's uuid as since and is given only what is new.
+        self._kept: dict[str, tuple[str, list[ConversationMessage]]] = {}
         self.url: str | None = None
         self._host = ""
         self._port: int | None = None
@@ -550,7 +553,8 @@ class Agent:
         The keywords are the body's (:class:`reprise_client.types.TurnInput`):
         ``prompt`` to start a turn, or ``answer`` with ``after``, ``results``
         and ``answers``; ``permission``, ``repeatable`` and ``subagents`` on
-        every step. Nothing at all goes on with the turn the log shows.
+        every step, and ``since``, the ``after`` of an earlier ask whose
+        messages the host keeps, to be given only the messages after it. Nothing at all goes on with the turn the log shows.
         :meth:`run_turn` is the loop of these steps.
         """
         return cast(TurnStep, self._post("turn", dict(body)))
@@ -589,6 +593,10 @@ class Agent:
         model, tools and answers, and the subagent's final text is the
         call's result.
 
+        The client keeps each agent's conversation between asks, so that
+        an ask is sent only the messages that are new (``since``); ``model``
+        is given the whole conversation all the same.
+
         Returns the turn's outcome, with ``requests`` the number of times
         this call asked the model (nested subagents' turns included): the
         server's own count is of the last step alone.
@@ -606,6 +614,9 @@ class Agent:
             body["prompt"] = prompt
         requests = 0
         while True:
+            kept = self.client._kept.get(self.name)
+            if kept is not None:
+                body["since"] = kept[0]
             step = self.turn(**body)
             body = rules.copy()
             kind = step["step"]
@@ -614,8 +625,15 @@ class Agent:
                 outcome["requests"] = requests
                 return outcome
             if kind == "ask":
+                messages = list(step.get("messages") or [])
+                since = step.get("since")
+                if since is not None:
+                    if kept is None or since != kept[0]:
+                        raise RepriseError("internal", 200, f"an ask since {since}, which this client was not given")
+                    messages = kept[1] + messages
+                self.client._kept[self.name] = (step.get("after", ""), messages)
                 requests += 1
-                content = model(step.get("messages") or [])
+                content = model(list(messages))
                 body["answer"] = {"content": cast("str | list[Block]", content)}
                 body["after"] = step.get("after", "")
                 continue

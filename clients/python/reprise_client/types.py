@@ -531,6 +531,10 @@ class TurnInput(TypedDict):
     answer: NotRequired[TurnInputAnswer]
     # with answer: the after of the ask it answers
     after: NotRequired[str]
+    # the after of an earlier ask whose messages the host keeps: the next ask
+    # gives only the messages after that one when the conversation still holds
+    # it, with since set; otherwise the whole conversation, without since
+    since: NotRequired[str]
     # the results of the calls the last step gave to run
     results: NotRequired[list[TurnResult]]
     # the user's answers to the calls the last step left to ask
@@ -591,8 +595,13 @@ class TurnStep(TypedDict):
     step: TurnStepStep
     agent: str
     session: str
-    # ask: the conversation the model answers, in the Messages API's order
+    # ask: the conversation the model answers, in the Messages API's order, or
+    # with since, its messages after that one
     messages: NotRequired[list[ConversationMessage]]
+    # ask: set when messages are only those after the message whose uuid it is
+    # (the since the host gave); absent when messages are the whole
+    # conversation
+    since: NotRequired[str]
     # ask: the uuid of its last message, to give back with the answer
     after: NotRequired[str]
     # tools: the calls to run, already allowed

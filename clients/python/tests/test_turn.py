@@ -106,6 +106,33 @@ def last_result(messages: list[ConversationMessage]) -> dict[str, Any]:
     return dict(results[-1])
 
 
+def test_each_ask_is_sent_only_what_is_new(hooked: Server, workdir: str):
+    client = hooked.client()
+    name, session = started(client, workdir, "since")
+    agent = client.agent(name)
+    sent: list[dict[str, Any]] = []
+    step = agent.turn
+
+    def noting(**body: Any) -> Any:
+        sent.append(dict(body))
+        return step(**body)
+
+    agent.turn = noting  # type: ignore[method-assign]
+    cid = call_id()
+    model = Script(tool_use(cid, "Echo", {"text": "hi"}), "done", "still done")
+    tools = {"Echo": lambda call: "hi"}
+    agent.run_turn("say hi", model=model, tools=tools, permission="allow")
+    agent.run_turn("again", model=model, tools=tools, permission="allow")
+    whole = [m["uuid"] for m in client.conversation(session)["messages"]]
+    assert len(model.asked) == 3
+    for i, asked in enumerate(model.asked):
+        assert [m["uuid"] for m in asked] == whole[: len(asked)], f"ask {i} is not the conversation's beginning"
+    assert len(model.asked[0]) < len(model.asked[1]) < len(model.asked[2])
+    # The first step knows nothing; every later one names a message of the conversation.
+    assert "since" not in sent[0]
+    assert sent[1:] and all(b.get("since") in whole for b in sent[1:]), [b.get("since") for b in sent]
+
+
 def test_whole_turn(hooked: Server, workdir: str):
     client = hooked.client()
     name, session = started(client, workdir, "whole")

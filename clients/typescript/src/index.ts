@@ -137,7 +137,9 @@ export interface Agent {
    * prompt it starts a turn; with undefined it goes on with the turn the
    * agent's log shows unfinished, as a host that died does when it comes
    * back. It rejects when the signal aborts, the model call throws or a
-   * step fails; the turn then goes on with runTurn(undefined, ...).
+   * step fails; the turn then goes on with runTurn(undefined, ...). The
+   * client keeps the agent's conversation between asks, so that each ask
+   * is sent only the messages that are new (since).
    */
   runTurn(prompt: string | undefined, options: RunTurnOptions): Promise<TurnRun>;
 }
@@ -329,6 +331,8 @@ function abortIfAborted(signal: AbortSignal | undefined): void {
 /** A client of one reprise server. */
 export class Client {
   readonly #transport: Transport;
+  /** each agent's conversation as its last ask gave it, for runTurn's since */
+  readonly #kept = new Map<string, { after: string; messages: ConversationMessage[] }>();
 
   constructor(options: ClientOptions) {
     this.#transport = transportOf(options);
@@ -419,6 +423,8 @@ export class Client {
     let steps = 0;
     for (;;) {
       abortIfAborted(signal);
+      const kept = this.#kept.get(name);
+      if (kept !== undefined) input.since = kept.after;
       const step = await agent.turn(input, call);
       steps++;
       input = { ...base };
@@ -430,8 +436,14 @@ export class Client {
         if (step.after === undefined) throw new RepriseError("an ask step without after", "internal", 200);
         const context: ModelContext = { agent: step.agent, session: step.session };
         if (signal !== undefined) context.signal = signal;
+        let messages = step.messages ?? [];
+        if (step.since !== undefined) {
+          if (kept === undefined || step.since !== kept.after) throw new RepriseError(`an ask since ${step.since}, which this client was not given`, "internal", 200);
+          messages = kept.messages.concat(messages);
+        }
+        this.#kept.set(name, { after: step.after, messages });
         modelCalls++;
-        const content = await options.model(step.messages ?? [], context);
+        const content = await options.model(messages.slice(), context);
         abortIfAborted(signal);
         input.answer = { role: "assistant", content };
         input.after = step.after;

@@ -441,6 +441,12 @@ export type TurnInput = {
   };
   /** with answer: the after of the ask it answers */
   after?: string;
+  /**
+   * the after of an earlier ask whose messages the host keeps: the next ask gives only the messages
+   * after that one when the conversation still holds it, with since set; otherwise the whole
+   * conversation, without since
+   */
+  since?: string;
   /** the results of the calls the last step gave to run */
   results?: TurnResult[];
   /** the user's answers to the calls the last step left to ask */
@@ -498,8 +504,16 @@ export type TurnStep = {
   step: "ask" | "tools" | "over";
   agent: string;
   session: string;
-  /** ask: the conversation the model answers, in the Messages API's order */
+  /**
+   * ask: the conversation the model answers, in the Messages API's order, or with since, its messages
+   * after that one
+   */
   messages?: ConversationMessage[];
+  /**
+   * ask: set when messages are only those after the message whose uuid it is (the since the host
+   * gave); absent when messages are the whole conversation
+   */
+  since?: string;
   /** ask: the uuid of its last message, to give back with the answer */
   after?: string;
   /** tools: the calls to run, already allowed */

@@ -4,6 +4,7 @@
 
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import http from "node:http";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
@@ -122,6 +123,55 @@ test("a whole turn: a tool call, run, then the final text", async () => {
   assert.equal(texts.at(-1).text, "Two files: a.txt and b.txt.");
   assert.equal(runs("pre", "whole"), 1);
   assert.equal(runs("stop", "whole"), 1);
+});
+
+/**
+ * A proxy on a socket of its own in front of the server's, which keeps
+ * the body of every turn step it passes on.
+ */
+async function recordingProxy() {
+  const bodies = [];
+  const proxy = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      if (req.url.endsWith("/turn")) bodies.push(JSON.parse(body.toString("utf8")));
+      const out = http.request({ socketPath: server.socket, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode, answer.headers);
+        answer.pipe(res);
+      });
+      out.end(body);
+    });
+  });
+  const socket = join(logs, "proxy.sock");
+  await new Promise((done) => proxy.listen(socket, done));
+  return { socket, bodies, close: () => new Promise((done) => proxy.close(done)) };
+}
+
+test("each ask is sent only what is new, and the model is given the whole conversation", async () => {
+  await started("since");
+  const proxy = await recordingProxy();
+  try {
+    const agent = new Client({ socket: proxy.socket }).agent("agent-since");
+    const model = scripted(bashCall("toolu_s1", "ls"), "Two files.", "Still two.");
+    const tools = { Bash: async () => "a.txt\nb.txt" };
+    await agent.runTurn("list the files", { model, permission: "allow", tools });
+    await agent.runTurn("and now?", { model, permission: "allow", tools });
+    const uuids = (messages) => messages.map((m) => m.uuid);
+    const whole = uuids((await client.conversation("since")).messages);
+    assert.equal(model.seen.length, 3);
+    for (const [i, seen] of model.seen.entries()) {
+      assert.deepEqual(uuids(seen), whole.slice(0, seen.length), `ask ${i} is the conversation's beginning`);
+    }
+    assert.ok(model.seen[2].length > model.seen[1].length && model.seen[1].length > model.seen[0].length);
+    // The first step knows nothing; every later one names the last ask's last message.
+    assert.equal(proxy.bodies[0].since, undefined);
+    const sinces = proxy.bodies.slice(1).map((b) => b.since);
+    assert.ok(sinces.every((s) => typeof s === "string" && whole.includes(s)), `since: ${sinces}`);
+  } finally {
+    await proxy.close();
+  }
 });
 
 test("a tool's error and a tool not in the map are the calls' error results", async () => {
