@@ -19,7 +19,8 @@ type tick struct {
 	at    int64 // nanoseconds after the axis's start
 	Left  float64
 	Label string
-	End   bool // near the axis's end: its label ends at the mark
+	End   bool // at the axis's end: its label ends at the mark
+	Bare  bool // so near the end that its label, drawn, would not fit: the page shows the mark alone
 }
 
 // Style places the tick on its axis.
@@ -75,7 +76,7 @@ func newAxis(start, end int64) axis {
 	step := tickStep(span)
 	for at := int64(0); at <= span; at += step {
 		left := float64(at) / float64(span) * 100
-		a.Ticks = append(a.Ticks, tick{at: at, Left: left, Label: tickLabel(at, span), End: left > 85})
+		a.Ticks = append(a.Ticks, tick{at: at, Left: left, Label: tickLabel(at, span), End: at == span, Bare: at < span && left > 85})
 	}
 	return a
 }
