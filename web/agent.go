@@ -46,7 +46,42 @@ type run struct {
 	Depth int
 	// Subagent, on an Agent call's row, is the subagent it started.
 	Subagent *subagentNode
+	// Axis is the run's own time axis, from its first step or hook to its
+	// last, which its steps and hooks are drawn on; Bar is the run on the
+	// page's axis.
+	Axis axis
+	Bar  timeBar
 }
+
+// Anchor is the id of r's row on its page: what links to it and what
+// zooms the page's axis to it. A fire's row, whose id may be a tool
+// call's too, and a subagent's run have their own.
+func (r run) Anchor() string {
+	kind := "run-"
+	if r.Fire != nil {
+		kind = "fire-"
+	}
+	if r.Depth > 0 {
+		return r.Agent + "-" + kind + r.ID
+	}
+	return kind + r.ID
+}
+
+// Caption names r in a few words: its kind, or its tool or fire event.
+func (r run) Caption() string {
+	switch {
+	case r.Tool != nil:
+		return "tool " + r.Tool.Name
+	case r.Fire != nil:
+		return "fire " + r.Fire.Event
+	case r.Source != "":
+		return r.Kind + " (" + r.Source + ")"
+	}
+	return r.Kind
+}
+
+// Dur is how long r took, from its axis's start to its end.
+func (r run) Dur() string { return duration(r.Axis.End - r.Axis.Start) }
 
 // subagentNode is a subagent on its parent's page: the agent that drives
 // it and the call that started it.
@@ -61,15 +96,15 @@ type subagentNode struct {
 	InProgress  bool   `json:"in_progress"`
 }
 
-// step is one event of a run, a segment of the row as long as the time
-// until the next step.
+// step is one event of a run, a segment of the row from its time until
+// the next step's.
 type step struct {
 	Type     eventlog.Type
 	Label    string // what the segment shows: the type, or a tool call's step in its words
 	Seq      uint64
 	Position uint64
 	Time     int64
-	Pct      float64 // share of the run's time
+	Bar      timeBar // on the run's axis
 	Dur      string
 }
 
@@ -89,14 +124,19 @@ type hookRun struct {
 	// it once for the run; Spilled is that file's.
 	Whole   bool
 	Spilled *spilled
+	// Began is the time of the intent recorded before the hooks started,
+	// all at once; Ran the time their outcome was recorded, once all had
+	// ended. Either is 0 when the log holds no such step.
+	Began, Ran int64
 }
 
-// hookBar is one hook of a run, as wide as its duration.
+// hookBar is one hook of a run, from its start to its end on the run's
+// axis.
 type hookBar struct {
 	Anchor  string
 	Outcome jsonview.Outcome
 	Status  string // ok, failed, timeout, cancelled, interrupted, deny or block
-	Pct     float64
+	Bar     timeBar
 	Dur     string
 	Context string // this hook's own part of the run's context
 }
@@ -174,6 +214,8 @@ type agentData struct {
 	Runs               []run
 	Prev, Next         string // the cursors of the earlier and the later runs, "" when there are none
 	Subagents          []subagentNode
+	Axis               axis   // the page's: from the first of its runs to the end of the last, or the zoomed run's
+	Zoom               string // the anchor of the run the axis is zoomed to, "" for none
 }
 
 // agentJSON is the API's answer for one agent: the page's runs, and
@@ -190,7 +232,44 @@ type agentJSON struct {
 	Prev      string         `json:"prev_cursor,omitempty"`
 	Next      string         `json:"next_cursor,omitempty"`
 	Cut       []cutJSON      `json:"cut"`
+	// Axis is the page's time axis, which each run's start_ms and end_ms
+	// are on; Zoom the anchor of the run it is zoomed to.
+	Axis axisJSON `json:"axis"`
+	Zoom string   `json:"run,omitempty"`
 }
+
+// axisJSON is a time axis: when it starts, the time its width stands for
+// and its ticks.
+type axisJSON struct {
+	Start  string     `json:"start"`
+	SpanMS float64    `json:"span_ms"`
+	Ticks  []tickJSON `json:"ticks"`
+}
+
+// tickJSON is a tick of an axis, at_ms after its start.
+type tickJSON struct {
+	AtMS  float64 `json:"at_ms"`
+	Label string  `json:"label"`
+}
+
+// spanJSON is a bar on an axis: its start and end, in milliseconds after
+// the axis's start.
+type spanJSON struct {
+	StartMS float64 `json:"start_ms"`
+	EndMS   float64 `json:"end_ms"`
+}
+
+// newAxisJSON describes a for the API.
+func newAxisJSON(a axis) axisJSON {
+	out := axisJSON{Start: jsonview.FormatTime(a.Start), SpanMS: a.SpanMS(), Ticks: []tickJSON{}}
+	for _, t := range a.Ticks {
+		out.Ticks = append(out.Ticks, tickJSON{AtMS: float64(t.at) / 1e6, Label: t.Label})
+	}
+	return out
+}
+
+// newSpanJSON describes b for the API.
+func newSpanJSON(b timeBar) spanJSON { return spanJSON{StartMS: b.StartMS, EndMS: b.EndMS} }
 
 // runJSON is one row of the timeline.
 type runJSON struct {
@@ -206,6 +285,14 @@ type runJSON struct {
 	InProgress    bool       `json:"in_progress,omitempty"`
 	Tool          *toolJSON  `json:"tool,omitempty"`
 	Fire          *fireJSON  `json:"fire,omitempty"`
+	// Anchor is the row's id on the page, which ?run= zooms to; StartMS
+	// and EndMS the run on the page's axis; Axis its own, which StepSpans
+	// (one per step) and its hooks' spans are on.
+	Anchor    string     `json:"anchor"`
+	StartMS   float64    `json:"start_ms"`
+	EndMS     float64    `json:"end_ms"`
+	Axis      axisJSON   `json:"axis"`
+	StepSpans []spanJSON `json:"step_spans"`
 }
 
 // runningHook is a hook its intent names, with the statusMessage it
@@ -222,6 +309,9 @@ type hookJSON struct {
 	Interrupted bool               `json:"interrupted"`
 	Running     []string           `json:"running,omitempty"`
 	Status      []string           `json:"status,omitempty"`
+	// Spans holds each hook's start and end on the run's axis, in the
+	// order of Hooks.
+	Spans []spanJSON `json:"spans"`
 }
 
 // runsPerPage is how many runs an agent page shows unless limit says.
@@ -268,6 +358,13 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
+	zoom := r.URL.Query().Get("run")
+	var window axis
+	if zoom != "" {
+		if runs, window, err = zoomTo(runs, zoom); err != nil {
+			return nil, err
+		}
+	}
 	start := max(len(runs)-limit, 0) // the latest runs by default
 	if v := r.URL.Query().Get("cursor"); v != "" {
 		if start, err = strconv.Atoi(v); err != nil || start < 0 || start >= max(len(runs), 1) {
@@ -296,7 +393,17 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 			}
 		}
 	}
-	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs, Subagents: tree}
+	if zoom == "" && len(runs) > 0 {
+		window = runs[0].Axis
+		for _, rn := range runs {
+			window.Start, window.End = min(window.Start, rn.Axis.Start), max(window.End, rn.Axis.End)
+		}
+	}
+	page := newAxis(window.Start, window.End)
+	for i := range runs {
+		runs[i].Bar = page.place(runs[i].Axis.Start, runs[i].Axis.End, runs[i].Caption())
+	}
+	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs, Subagents: tree, Axis: page, Zoom: zoom}
 	if start > 0 {
 		d.Prev = strconv.Itoa(max(start-limit, 0))
 	}
@@ -304,7 +411,7 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		d.Next = strconv.Itoa(end)
 	}
 	out := agentJSON{Agent: id, State: string(a.State), Current: a.Current, Restores: []jsonview.Restore{}, Runs: []runJSON{},
-		Prev: d.Prev, Next: d.Next, Cut: []cutJSON{}, Subagents: append([]subagentNode{}, tree...)}
+		Prev: d.Prev, Next: d.Next, Cut: []cutJSON{}, Subagents: append([]subagentNode{}, tree...), Axis: newAxisJSON(page), Zoom: zoom}
 	onPage := map[string]bool{}
 	for _, rn := range runs {
 		onPage[rn.ID] = true
@@ -320,12 +427,17 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 	}
 	for _, rn := range runs {
 		rj := runJSON{ID: rn.ID, Agent: rn.Agent, Depth: rn.Depth, Kind: rn.Kind, Began: jsonview.FormatTime(rn.Began), Ended: jsonview.FormatTime(rn.Ended),
-			Steps: []string{}, Hooks: []hookJSON{}, RolledForward: rn.RolledForward, InProgress: rn.InProgress}
+			Steps: []string{}, Hooks: []hookJSON{}, RolledForward: rn.RolledForward, InProgress: rn.InProgress,
+			Anchor: rn.Anchor(), StartMS: rn.Bar.StartMS, EndMS: rn.Bar.EndMS, Axis: newAxisJSON(rn.Axis), StepSpans: []spanJSON{}}
 		for _, s := range rn.Steps {
 			rj.Steps = append(rj.Steps, string(s.Type))
+			rj.StepSpans = append(rj.StepSpans, newSpanJSON(s.Bar))
 		}
 		for _, g := range rn.Hooks {
-			hj := hookJSON{Event: g.Event, Hooks: g.Outcomes, Interrupted: g.Interrupted}
+			hj := hookJSON{Event: g.Event, Hooks: g.Outcomes, Interrupted: g.Interrupted, Spans: []spanJSON{}}
+			for _, b := range g.Bars {
+				hj.Spans = append(hj.Spans, newSpanJSON(b.Bar))
+			}
 			for i, rh := range g.Running {
 				hj.Running = append(hj.Running, rh.Name)
 				if rh.Status != "" {
@@ -346,6 +458,23 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 		out.Runs = append(out.Runs, rj)
 	}
 	return &view{Template: "agent", Title: "Agent " + id, Data: d, API: out}, nil
+}
+
+// zoomTo returns the runs that overlap the run whose anchor is zoom, and
+// that run's axis, which the page's is set to.
+func zoomTo(runs []run, zoom string) ([]run, axis, error) {
+	i := slices.IndexFunc(runs, func(x run) bool { return x.Anchor() == zoom })
+	if i < 0 {
+		return nil, axis{}, notFound("no run %s on this page's timeline: want the anchor of one of its runs, as its zoom link gives", clip(zoom))
+	}
+	w := runs[i].Axis
+	var out []run
+	for _, x := range runs {
+		if x.Axis.Start <= w.End && x.Axis.End >= w.Start {
+			out = append(out, x)
+		}
+	}
+	return out, w, nil
 }
 
 // maxTreeDepth bounds how deep a page follows subagents: past Claude
@@ -515,7 +644,7 @@ func (h *handler) agentRuns(ctx context.Context, id string) (*projection.Agent, 
 // foldRun adds what event ev with payload p says to r.
 func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 	intent := func(event hookexec.Event) {
-		g := hookRun{Event: string(event)}
+		g := hookRun{Event: string(event), Began: ev.Time}
 		if js, err := jsonview.NewEvent(ev); err == nil {
 			g.Given = givenText(js.Payload)
 			names, _ := js.Payload["hooks"].([]any)
@@ -538,6 +667,7 @@ func (h *handler) foldRun(r *run, ev eventlog.Event, p schema.Payload) {
 		}
 		g := &r.Hooks[len(r.Hooks)-1]
 		g.Outcomes, g.Interrupted, g.Context = jsonview.NewOutcomes(event, outcomes), interrupted, context
+		g.Ran = ev.Time
 		r.RolledForward = r.RolledForward || interrupted
 		for _, o := range outcomes {
 			r.RolledForward = r.RolledForward || o.Status == schema.HookCancelled || o.Status == schema.HookInterrupted
@@ -620,34 +750,44 @@ func orDefault[T ~string](v, def T) T {
 	return v
 }
 
-// spread gives each step of r its share of the run's time, and each hook
-// bar its width: its duration against the longest hook of the run.
+// spread places r's steps and hooks on one axis, the run's own, by
+// their real start and end: a step lasts until the next; the hooks of
+// one event, which run in parallel, all start when their intent was
+// recorded and each lasts as long as it ran.
 func spread(r *run) {
-	total := r.Ended - r.Began
+	start, end := r.Began, r.Ended
+	for gi := range r.Hooks {
+		g := &r.Hooks[gi]
+		for i := range g.Bars {
+			b := &g.Bars[i]
+			took := int64(b.Outcome.DurationMS * 1e6)
+			from := g.Began
+			if from == 0 { // no intent: it ended by the time its outcome was recorded
+				from = g.Ran - took
+			}
+			b.Bar = timeBar{From: from, To: from + took}
+			start, end = min(start, from), max(end, from+took)
+		}
+	}
+	r.Axis = newAxis(start, end)
 	for i := range r.Steps {
 		s := &r.Steps[i]
-		var d int64
+		next := s.Time
 		if i+1 < len(r.Steps) {
-			d = r.Steps[i+1].Time - s.Time
+			next = r.Steps[i+1].Time
 		}
-		s.Dur = duration(d)
-		if total > 0 {
-			s.Pct = float64(d) / float64(total) * 100
-		}
+		s.Dur = duration(next - s.Time)
+		s.Bar = r.Axis.place(s.Time, next, s.Label)
 	}
-	longest := 0.0
-	for _, g := range r.Hooks {
-		for _, o := range g.Outcomes {
-			longest = max(longest, o.DurationMS)
-		}
+	segs := make([]*timeBar, len(r.Steps))
+	for i := range r.Steps {
+		segs[i] = &r.Steps[i].Bar
 	}
+	tile(segs)
 	for gi := range r.Hooks {
 		for i := range r.Hooks[gi].Bars {
 			b := &r.Hooks[gi].Bars[i]
-			b.Pct = 100
-			if longest > 0 {
-				b.Pct = b.Outcome.DurationMS / longest * 100
-			}
+			b.Bar = r.Axis.place(b.Bar.From, b.Bar.To, b.Dur)
 		}
 	}
 }
