@@ -1,0 +1,147 @@
+package search_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/search"
+)
+
+// newEngine opens an Engine on a bbolt file in a temporary directory and
+// returns it with the file's path.
+func newEngine(t *testing.T) (*reprise.Engine, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	e, err := reprise.Open(path, reprise.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, path
+}
+
+// openIndex opens the index beside the store at path and brings it up to
+// date.
+func openIndex(t *testing.T, e *reprise.Engine, path string) *search.Index {
+	t.Helper()
+	x, err := search.Open(context.Background(), search.Dir(path), e.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	update(t, x)
+	return x
+}
+
+func update(t *testing.T, x *search.Index) int {
+	t.Helper()
+	n, err := x.Update(context.Background())
+	if err != nil {
+		t.Fatalf("Update: %v", err)
+	}
+	return n
+}
+
+func find(t *testing.T, x *search.Index, q string) search.Result {
+	t.Helper()
+	res, err := x.Search(context.Background(), q, 0, 0)
+	if err != nil {
+		t.Fatalf("Search(%q): %v", q, err)
+	}
+	return res
+}
+
+// must fails t on err.
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// fillStore writes, through the Engine, a session whose messages, tool
+// call and hooks each hold a word of their own.
+func fillStore(t *testing.T, e *reprise.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	e.Hooks().OnSessionStart("context", "", func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+		return hookexec.SessionStartOutput{AdditionalContext: "remember the platypus"}, nil
+	})
+	e.Hooks().OnSessionStart("failing", "", func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+		return hookexec.SessionStartOutput{}, errors.New("echidna: permission denied")
+	})
+	cwd := filepath.Join(t.TempDir(), "zebrafish")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	must[string](t)(e.CreateSession(ctx, "alpha-7f3e", cwd))
+	must[reprise.Message](t)(e.Append(ctx, "alpha-7f3e", reprise.Text("user", "Why did the quokka\njump over the fence?")))
+	must[reprise.Message](t)(e.Append(ctx, "alpha-7f3e", reprise.ToolUseMessage("call-1", "Bash", json.RawMessage(`{"command":"grep -r wombat ."}`))))
+	result, _ := json.Marshal(map[string]any{"type": "tool_result", "tool_use_id": "call-1", "content": "found a numbat\nin burrow.go"})
+	must[reprise.Message](t)(e.Append(ctx, "alpha-7f3e", reprise.Message{Role: "user", Content: []reprise.Block{{Type: "tool_result", Raw: result}}}))
+	a := must[*reprise.Agent](t)(e.Agent(ctx, "ide"))
+	must[*reprise.Transition](t)(a.Start(ctx, "alpha-7f3e"))
+}
+
+// TestFindsEveryKindOfText checks that a word is found where it was
+// written, and that each hit names its place and shows the word.
+func TestFindsEveryKindOfText(t *testing.T) {
+	e, path := newEngine(t)
+	fillStore(t, e)
+	x := openIndex(t, e, path)
+	for _, tc := range []struct {
+		q       string
+		kind    search.Kind
+		stream  string
+		marked  string
+		toolUse string
+	}{
+		{q: "quokka", kind: search.KindMessage, stream: "session/alpha-7f3e", marked: "quokka"},
+		{q: "QUOKKA fence", kind: search.KindMessage, stream: "session/alpha-7f3e", marked: "quokka"},
+		{q: "wombat", kind: search.KindTool, stream: "session/alpha-7f3e", marked: "wombat", toolUse: "call-1"},
+		{q: "numbat", kind: search.KindTool, stream: "session/alpha-7f3e", marked: "numbat", toolUse: "call-1"},
+		{q: "permission denied", kind: search.KindHook, stream: "agent/ide", marked: "permission"},
+		{q: "zebrafish", kind: search.KindSession, stream: "session/alpha-7f3e", marked: "zebrafish"},
+		{q: "alpha-7f", kind: search.KindSession, stream: "session/alpha-7f3e", marked: "alpha"},
+	} {
+		res := find(t, x, tc.q)
+		if len(res.Hits) == 0 {
+			t.Errorf("Search(%q) found nothing", tc.q)
+			continue
+		}
+		h := res.Hits[len(res.Hits)-1] // the oldest: where the word was first written
+		if h.Kind != tc.kind || h.Stream != tc.stream || h.Session != "alpha-7f3e" || h.Seq == 0 || h.Position == 0 || h.ToolUseID != tc.toolUse {
+			t.Errorf("Search(%q) = %+v; want kind %s in %s, tool call %q", tc.q, h, tc.kind, tc.stream, tc.toolUse)
+		}
+		if len(h.Marks) == 0 || !strings.EqualFold(h.Snippet[h.Marks[0].Start:h.Marks[0].End], tc.marked) {
+			t.Errorf("Search(%q): snippet %q marks %v; want %q marked", tc.q, h.Snippet, h.Marks, tc.marked)
+		}
+		if strings.Contains(h.Snippet, "\n") {
+			t.Errorf("Search(%q): snippet %q is not one line", tc.q, h.Snippet)
+		}
+	}
+	// The hook's context reaches the session as a meta message too: one
+	// hit in the agent's stream, one in the session's.
+	res := find(t, x, "platypus")
+	var kinds []search.Kind
+	for _, h := range res.Hits {
+		kinds = append(kinds, h.Kind)
+	}
+	if res.Total != 2 || !slices.Contains(kinds, search.KindHook) || !slices.Contains(kinds, search.KindMessage) {
+		t.Errorf("Search(platypus) = %d hits of kinds %v; want 2, a hook and a message", res.Total, kinds)
+	}
+	if res := find(t, x, "quokka giraffe"); res.Total != 0 {
+		t.Errorf("Search(quokka giraffe) found %d; want none, no text holds both", res.Total)
+	}
+}
