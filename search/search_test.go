@@ -76,9 +76,15 @@ func fillStore(t *testing.T, e *reprise.Engine) {
 	t.Helper()
 	ctx := context.Background()
 	e.Hooks().OnSessionStart("context", "", func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+		if in.SessionID != "alpha-7f3e" {
+			return hookexec.SessionStartOutput{}, nil
+		}
 		return hookexec.SessionStartOutput{AdditionalContext: "remember the platypus"}, nil
 	})
 	e.Hooks().OnSessionStart("failing", "", func(ctx context.Context, in hookexec.SessionStartInput) (hookexec.SessionStartOutput, error) {
+		if in.SessionID != "alpha-7f3e" {
+			return hookexec.SessionStartOutput{}, nil
+		}
 		return hookexec.SessionStartOutput{}, errors.New("echidna: permission denied")
 	})
 	cwd := filepath.Join(t.TempDir(), "zebrafish")
@@ -143,5 +149,62 @@ func TestFindsEveryKindOfText(t *testing.T) {
 	}
 	if res := find(t, x, "quokka giraffe"); res.Total != 0 {
 		t.Errorf("Search(quokka giraffe) found %d; want none, no text holds both", res.Total)
+	}
+}
+
+
+// TestDeletedSessionLeavesTheIndex checks that once a session is deleted
+// its words are no longer found, the other sessions' still are, and that
+// after a vacuum no file of the index holds them.
+func TestDeletedSessionLeavesTheIndex(t *testing.T) {
+	ctx := context.Background()
+	e, path := newEngine(t)
+	fillStore(t, e) // alpha-7f3e, with the hooks' words
+	must[string](t)(e.CreateSession(ctx, "beta", ""))
+	must[reprise.Message](t)(e.Append(ctx, "beta", reprise.Text("user", "the shared capybara stays")))
+	must[reprise.Message](t)(e.Append(ctx, "alpha-7f3e", reprise.Text("user", "a shared capybara and the xylophonist")))
+	x := openIndex(t, e, path)
+	if res := find(t, x, "xylophonist"); res.Total != 1 {
+		t.Fatalf("before the deletion, xylophonist is found %d times; want 1", res.Total)
+	}
+	if res := find(t, x, "capybara"); res.Total != 2 {
+		t.Fatalf("before the deletion, capybara is found %d times; want 2", res.Total)
+	}
+
+	a := must[*reprise.Agent](t)(e.Agent(ctx, "ide"))
+	must[*reprise.Transition](t)(a.Restore(ctx, "beta")) // an agent's current session cannot be deleted
+	if err := e.DeleteSession(ctx, "alpha-7f3e"); err != nil {
+		t.Fatal(err)
+	}
+	update(t, x)
+	for _, q := range []string{"xylophonist", "quokka", "wombat", "echidna", "zebrafish", "alpha-7f3e", "platypus"} {
+		if res := find(t, x, q); res.Total != 0 || len(res.Hits) != 0 {
+			t.Errorf("after the deletion, Search(%q) = %+v; want nothing", q, res)
+		}
+	}
+	res := find(t, x, "capybara")
+	if res.Total != 1 || len(res.Hits) != 1 || res.Hits[0].Session != "beta" {
+		t.Errorf("after the deletion, Search(capybara) = %+v; want beta's message alone", res)
+	}
+
+	if _, err := e.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	update(t, x) // reads the vacuum's record, and compacts
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What the files hold, read again by an index opened on them. (Their
+	// dictionaries are finite-state machines, which keep a word's bytes
+	// apart: grep finds no word in them, removed or not.)
+	x = openIndex(t, e, path)
+	terms := must[[]string](t)(search.Terms(x))
+	for _, word := range []string{"xylophonist", "quokka", "numbat", "echidna", "platypus", "zebrafish"} {
+		if slices.Contains(terms, word) {
+			t.Errorf("after the vacuum, the index's files hold %q", word)
+		}
+	}
+	if !slices.Contains(terms, "capybara") {
+		t.Errorf("after the vacuum the index's files do not hold capybara, which beta still has: %q", terms)
 	}
 }
