@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -206,5 +209,194 @@ func TestDeletedSessionLeavesTheIndex(t *testing.T) {
 	}
 	if !slices.Contains(terms, "capybara") {
 		t.Errorf("after the vacuum the index's files do not hold capybara, which beta still has: %q", terms)
+	}
+}
+
+// TestCatchesUpFromWhereItStopped checks that an index reopened reads
+// only the events appended since it last updated.
+func TestCatchesUpFromWhereItStopped(t *testing.T) {
+	ctx := context.Background()
+	e, path := newEngine(t)
+	fillStore(t, e)
+	x := openIndex(t, e, path)
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	must[reprise.Message](t)(e.Append(ctx, "alpha-7f3e", reprise.Text("assistant", "a walrus")))
+	x = must[*search.Index](t)(search.Open(ctx, search.Dir(path), e.Store()))
+	t.Cleanup(func() { x.Close() })
+	if n := update(t, x); n != 1 {
+		t.Errorf("the reopened index read %d events; want the 1 appended since", n)
+	}
+	if res := find(t, x, "walrus"); res.Total != 1 {
+		t.Errorf("Search(walrus) found %d; want the message appended since", res.Total)
+	}
+	if res := find(t, x, "quokka"); res.Total != 1 {
+		t.Errorf("Search(quokka) found %d; want the message indexed before", res.Total)
+	}
+	if n := update(t, x); n != 0 {
+		t.Errorf("an Update with nothing new read %d events", n)
+	}
+}
+
+// TestRebuildsAStaleIndex checks that an index that is not of the log it
+// is opened on is built again from that log, and holds none of the other
+// log's words.
+func TestRebuildsAStaleIndex(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		other func(t *testing.T, e *reprise.Engine) // what the other log holds
+	}{
+		{"the log is shorter", func(t *testing.T, e *reprise.Engine) {
+			must[string](t)(e.CreateSession(ctx, "gamma", ""))
+		}},
+		{"the log is as long but another", func(t *testing.T, e *reprise.Engine) {
+			must[string](t)(e.CreateSession(ctx, "gamma", ""))
+			for range 20 {
+				must[reprise.Message](t)(e.Append(ctx, "gamma", reprise.Text("user", "a marmot")))
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, path := newEngine(t)
+			fillStore(t, e)
+			x := openIndex(t, e, path)
+			if err := x.Close(); err != nil {
+				t.Fatal(err)
+			}
+			other, otherPath := newEngine(t)
+			tc.other(t, other)
+			if err := os.Rename(search.Dir(path), search.Dir(otherPath)); err != nil {
+				t.Fatal(err)
+			}
+			x = openIndex(t, other, otherPath)
+			if res := find(t, x, "quokka"); res.Total != 0 {
+				t.Errorf("the index of the other log finds quokka %d times; want none", res.Total)
+			}
+			if res := find(t, x, "gamma"); res.Total != 1 {
+				t.Errorf("the index of the other log finds its session %d times; want 1", res.Total)
+			}
+		})
+	}
+}
+
+// TestIndexBelongsToOneHolder checks that a second Open of an index's
+// directory fails while the first holds it, and that a directory which
+// is not an index is left as it is.
+func TestIndexBelongsToOneHolder(t *testing.T) {
+	ctx := context.Background()
+	e, path := newEngine(t)
+	openIndex(t, e, path)
+	if x, err := search.Open(ctx, search.Dir(path), e.Store()); !errors.Is(err, search.ErrLocked) {
+		if err == nil {
+			x.Close()
+		}
+		t.Errorf("a second Open = %v; want ErrLocked", err)
+	}
+
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if x, err := search.Open(ctx, dir, e.Store()); !errors.Is(err, search.ErrNotIndex) {
+		if err == nil {
+			x.Close()
+		}
+		t.Errorf("Open on a directory of notes = %v; want ErrNotIndex", err)
+	}
+	if _, err := os.Stat(notes); err != nil {
+		t.Errorf("Open removed what the directory held: %v", err)
+	}
+}
+
+// TestPagesAreNewestFirst checks that pages of hits follow each other,
+// newest first, with the total on each.
+func TestPagesAreNewestFirst(t *testing.T) {
+	ctx := context.Background()
+	e, path := newEngine(t)
+	must[string](t)(e.CreateSession(ctx, "delta", ""))
+	for i := range 25 {
+		must[reprise.Message](t)(e.Append(ctx, "delta", reprise.Text("user", "lemur number "+strconv.Itoa(i))))
+	}
+	x := openIndex(t, e, path)
+	var seen []uint64
+	for offset := 0; offset < 30; offset += 10 {
+		res, err := x.Search(ctx, "lemur", 10, offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != 25 || len(res.Hits) != min(10, 25-offset) {
+			t.Fatalf("page at %d: %d hits of %d; want %d of 25", offset, len(res.Hits), res.Total, min(10, 25-offset))
+		}
+		for _, h := range res.Hits {
+			seen = append(seen, h.Seq)
+		}
+	}
+	for i, seq := range seen {
+		if want := uint64(26 - i); seq != want { // messages are 2 to 26 of the stream
+			t.Fatalf("hits are at %v; want 26 down to 2", seen)
+		}
+	}
+}
+
+// crashEnv, set to a store's path, makes the test binary a process that
+// updates the store's index and exits at once, closing nothing, as a
+// process that dies does.
+const crashEnv = "REPRISE_SEARCH_TEST_CRASH"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(crashEnv); path != "" {
+		os.Exit(updateAndDie(path))
+	}
+	os.Exit(m.Run())
+}
+
+func updateAndDie(path string) int {
+	ctx := context.Background()
+	e, err := reprise.Open(path, reprise.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	x, err := search.Open(ctx, search.Dir(path), e.Store())
+	if err == nil {
+		_, err = x.Update(ctx)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	return 0 // the index is not closed: what it had not written is lost
+}
+
+// TestCatchesUpAfterACrash checks that an index whose process died
+// without closing it is brought up to date by the next Update, or built
+// again, and finds every word.
+func TestCatchesUpAfterACrash(t *testing.T) {
+	e, path := newEngine(t)
+	fillStore(t, e)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the process that dies: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(search.Dir(path)); err != nil {
+		t.Fatalf("the process that died left no index: %v", err)
+	}
+	e = must[*reprise.Engine](t)(reprise.Open(path, reprise.Options{}))
+	t.Cleanup(func() { e.Close() })
+	x := openIndex(t, e, path)
+	for _, q := range []string{"quokka", "wombat", "numbat", "echidna", "zebrafish"} {
+		if res := find(t, x, q); res.Total == 0 {
+			t.Errorf("after the crash, Search(%q) finds nothing", q)
+		}
+	}
+	if n := update(t, x); n != 0 {
+		t.Errorf("a second Update read %d events; want none", n)
 	}
 }

@@ -49,24 +49,31 @@ func queryWords(q string) []string {
 }
 
 // snippet returns a line of text around the first of its words that is
-// one of want (or, for the last of want, starts with it, as a session id
-// found by its prefix does), with the marks of every such word it holds.
-// Without one, it is the start of text.
+// one of want, with the marks of every such word it holds. When none is,
+// a word that starts with the last of want counts, as a session id found
+// by its prefix does; without one either, the line is the start of text.
 func snippet(text string, want []string) (string, []Mark) {
 	ws := words(text)
+	prefix := false
 	match := func(w word) bool {
 		s := strings.ToLower(text[w.Start:w.End])
 		for i, x := range want {
-			if s == x || i == len(want)-1 && strings.HasPrefix(s, x) {
+			if s == x || prefix && i == len(want)-1 && strings.HasPrefix(s, x) {
 				return true
 			}
 		}
 		return false
 	}
-	from := 0
-	for _, w := range ws {
-		if match(w) {
-			from = max(w.Start-snippetBefore, 0)
+	from, found := 0, false
+	for _, p := range []bool{false, true} {
+		prefix = p
+		for _, w := range ws {
+			if match(w) {
+				from, found = max(w.Start-snippetBefore, 0), true
+				break
+			}
+		}
+		if found {
 			break
 		}
 	}
