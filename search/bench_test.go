@@ -171,4 +171,3 @@ func benchWord(i int) string {
 	}
 	return string(w)
 }
-

@@ -91,6 +91,7 @@ type state struct {
 // change is one Update's step: documents to add, sessions whose documents
 // go, and the state after them. A backend applies it all or nothing.
 type change struct {
+	From    uint64 // the position of the last event the index held before
 	Docs    []document
 	Delete  []string // sessions deleted since the last change
 	Deleted []string // every deleted session, Delete's included
@@ -106,7 +107,8 @@ type backend interface {
 	load(ctx context.Context) (state, error)
 	// reset removes every document and the state.
 	reset(ctx context.Context) error
-	// apply applies c at once.
+	// apply applies c at once, or returns errMoved when the index no
+	// longer ends at c.From: another process shares it, and moved it.
 	apply(ctx context.Context, c change) error
 	// compact removes for good the bytes of documents removed, when the
 	// backend keeps them until then.
@@ -206,20 +208,28 @@ var errStop = errors.New("stop")
 // Update folds into the index the events appended to the log since the
 // last Update: their text is added, and a deleted session's is removed.
 // After a vacuum it compacts the index, so that the removed text leaves
-// its files too. It returns how many events it read.
+// its files too. It returns how many events it folded in itself, none
+// of those another process sharing the index folded in first.
 func (x *Index) Update(ctx context.Context) (int, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	total := 0
 	for {
 		c, n, compact, err := x.read(ctx)
-		total += n
 		if err != nil || n == 0 {
 			return total, err
 		}
-		if err := x.b.apply(ctx, c); err != nil {
+		err = x.b.apply(ctx, c)
+		if errors.Is(err, errMoved) {
+			if err := x.reload(ctx); err != nil {
+				return total, err
+			}
+			continue
+		}
+		if err != nil {
 			return total, err
 		}
+		total += n
 		x.last = c.Last
 		for _, id := range c.Delete {
 			x.deleted[id] = true
@@ -232,9 +242,24 @@ func (x *Index) Update(ctx context.Context) (int, error) {
 	}
 }
 
+// reload takes the index's state as the backend holds it now.
+func (x *Index) reload(ctx context.Context) error {
+	st, err := x.b.load(ctx)
+	if err != nil {
+		return err
+	}
+	x.last = st.Last
+	clear(x.deleted)
+	for _, id := range st.Deleted {
+		x.deleted[id] = true
+	}
+	return nil
+}
+
 // read reads the next chunk of the log into a change, and says how many
 // events it read and whether one was a vacuum's.
 func (x *Index) read(ctx context.Context) (c change, n int, compact bool, err error) {
+	c.From = x.last.Position
 	newly := map[string]bool{}
 	gone := func(id string) bool { return x.deleted[id] || newly[id] }
 	size, skipped := 0, 0

@@ -2,9 +2,12 @@ package search_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +16,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/search"
 )
@@ -42,6 +49,124 @@ func openIndex(t *testing.T, e *reprise.Engine, path string) *search.Index {
 	t.Cleanup(func() { x.Close() })
 	update(t, x)
 	return x
+}
+
+// testStore is an Engine on one of the backends, and how to open its
+// index there.
+type testStore struct {
+	e *reprise.Engine
+	// open opens the index.
+	open func(t *testing.T) *search.Index
+	// kept closes x and returns the words the index keeps, read again
+	// from its files or its table.
+	kept func(t *testing.T, x *search.Index) []string
+}
+
+// index opens the index and brings it up to date.
+func (s *testStore) index(t *testing.T) *search.Index {
+	t.Helper()
+	x := s.open(t)
+	update(t, x)
+	return x
+}
+
+// eachBackend runs test on a bbolt store and on a PostgreSQL one (when
+// REPRISE_TEST_POSTGRES names a server).
+func eachBackend(t *testing.T, test func(t *testing.T, s *testStore)) {
+	t.Run("bbolt", func(t *testing.T) {
+		e, path := newEngine(t)
+		test(t, &testStore{e: e,
+			open: func(t *testing.T) *search.Index {
+				x, err := search.Open(context.Background(), search.Dir(path), e.Store())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { x.Close() })
+				return x
+			},
+			kept: func(t *testing.T, x *search.Index) []string {
+				if err := x.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return must[[]string](t)(search.Terms(openIndex(t, e, path)))
+			}})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		db := newDB(t)
+		store, err := pgstore.Open(context.Background(), db.url, pgstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := reprise.New(store, reprise.Options{})
+		t.Cleanup(func() { e.Close() })
+		test(t, &testStore{e: e,
+			open: func(t *testing.T) *search.Index {
+				x, err := search.OpenPostgres(context.Background(), db.url, e.Store())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { x.Close() })
+				return x
+			},
+			kept: func(t *testing.T, x *search.Index) []string {
+				if err := x.Close(); err != nil {
+					t.Fatal(err)
+				}
+				rows, err := db.admin.Query(context.Background(), "SELECT DISTINCT unnest(tsvector_to_array(words)) FROM "+db.schema+".reprise_search_docs")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return must[[]string](t)(pgx.CollectRows(rows, pgx.RowTo[string]))
+			}})
+	})
+}
+
+// postgresEnv names the variable holding the URL of the PostgreSQL
+// server the tests use.
+const postgresEnv = "REPRISE_TEST_POSTGRES"
+
+// testDB is a test's own schema on the PostgreSQL test server.
+type testDB struct {
+	schema string
+	url    string // the server, with the schema as search_path
+	admin  *pgxpool.Pool
+}
+
+// newDB creates a schema for t, dropped when t ends, or skips t when no
+// server is named.
+func newDB(t *testing.T) *testDB {
+	t.Helper()
+	base := os.Getenv(postgresEnv)
+	if base == "" {
+		t.Skip(postgresEnv + " is not set: set it to a PostgreSQL URL, such as postgres://postgres@127.0.0.1:5432/test?sslmode=disable, to run the PostgreSQL tests")
+	}
+	ctx := context.Background()
+	admin, err := pgxpool.New(ctx, base)
+	if err != nil {
+		t.Fatalf("%s: %v", postgresEnv, err)
+	}
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	db := &testDB{schema: "search_test_" + hex.EncodeToString(suffix), admin: admin}
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+db.schema); err != nil {
+		admin.Close()
+		t.Fatalf("%s is set, but a schema cannot be created there: %v", postgresEnv, err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+db.schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", db.schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", postgresEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", db.schema)
+	u.RawQuery = q.Encode()
+	db.url = u.String()
+	return db
 }
 
 func update(t *testing.T, x *search.Index) int {
@@ -105,10 +230,11 @@ func fillStore(t *testing.T, e *reprise.Engine) {
 
 // TestFindsEveryKindOfText checks that a word is found where it was
 // written, and that each hit names its place and shows the word.
-func TestFindsEveryKindOfText(t *testing.T) {
-	e, path := newEngine(t)
-	fillStore(t, e)
-	x := openIndex(t, e, path)
+func TestFindsEveryKindOfText(t *testing.T) { eachBackend(t, testFindsEveryKindOfText) }
+
+func testFindsEveryKindOfText(t *testing.T, s *testStore) {
+	fillStore(t, s.e)
+	x := s.index(t)
 	for _, tc := range []struct {
 		q       string
 		kind    search.Kind
@@ -155,18 +281,19 @@ func TestFindsEveryKindOfText(t *testing.T) {
 	}
 }
 
-
 // TestDeletedSessionLeavesTheIndex checks that once a session is deleted
 // its words are no longer found, the other sessions' still are, and that
 // after a vacuum no file of the index holds them.
-func TestDeletedSessionLeavesTheIndex(t *testing.T) {
+func TestDeletedSessionLeavesTheIndex(t *testing.T) { eachBackend(t, testDeletedSessionLeavesTheIndex) }
+
+func testDeletedSessionLeavesTheIndex(t *testing.T, s *testStore) {
 	ctx := context.Background()
-	e, path := newEngine(t)
+	e := s.e
 	fillStore(t, e) // alpha-7f3e, with the hooks' words
 	must[string](t)(e.CreateSession(ctx, "beta", ""))
 	must[reprise.Message](t)(e.Append(ctx, "beta", reprise.Text("user", "the shared capybara stays")))
 	must[reprise.Message](t)(e.Append(ctx, "alpha-7f3e", reprise.Text("user", "a shared capybara and the xylophonist")))
-	x := openIndex(t, e, path)
+	x := s.index(t)
 	if res := find(t, x, "xylophonist"); res.Total != 1 {
 		t.Fatalf("before the deletion, xylophonist is found %d times; want 1", res.Total)
 	}
@@ -194,37 +321,33 @@ func TestDeletedSessionLeavesTheIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	update(t, x) // reads the vacuum's record, and compacts
-	if err := x.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// What the files hold, read again by an index opened on them. (Their
-	// dictionaries are finite-state machines, which keep a word's bytes
-	// apart: grep finds no word in them, removed or not.)
-	x = openIndex(t, e, path)
-	terms := must[[]string](t)(search.Terms(x))
+	// What the files hold, read again by an index opened on them. (A
+	// bleve index's dictionaries are finite-state machines, which keep a
+	// word's bytes apart: grep finds no word in them, removed or not.)
+	kept := s.kept(t, x)
 	for _, word := range []string{"xylophonist", "quokka", "numbat", "echidna", "platypus", "zebrafish"} {
-		if slices.Contains(terms, word) {
-			t.Errorf("after the vacuum, the index's files hold %q", word)
+		if slices.Contains(kept, word) {
+			t.Errorf("after the vacuum, the index holds %q", word)
 		}
 	}
-	if !slices.Contains(terms, "capybara") {
-		t.Errorf("after the vacuum the index's files do not hold capybara, which beta still has: %q", terms)
+	if !slices.Contains(kept, "capybara") {
+		t.Errorf("after the vacuum the index does not hold capybara, which beta still has: %q", kept)
 	}
 }
 
 // TestCatchesUpFromWhereItStopped checks that an index reopened reads
 // only the events appended since it last updated.
-func TestCatchesUpFromWhereItStopped(t *testing.T) {
+func TestCatchesUpFromWhereItStopped(t *testing.T) { eachBackend(t, testCatchesUpFromWhereItStopped) }
+
+func testCatchesUpFromWhereItStopped(t *testing.T, s *testStore) {
 	ctx := context.Background()
-	e, path := newEngine(t)
-	fillStore(t, e)
-	x := openIndex(t, e, path)
+	fillStore(t, s.e)
+	x := s.index(t)
 	if err := x.Close(); err != nil {
 		t.Fatal(err)
 	}
-	must[reprise.Message](t)(e.Append(ctx, "alpha-7f3e", reprise.Text("assistant", "a walrus")))
-	x = must[*search.Index](t)(search.Open(ctx, search.Dir(path), e.Store()))
-	t.Cleanup(func() { x.Close() })
+	must[reprise.Message](t)(s.e.Append(ctx, "alpha-7f3e", reprise.Text("assistant", "a walrus")))
+	x = s.open(t)
 	if n := update(t, x); n != 1 {
 		t.Errorf("the reopened index read %d events; want the 1 appended since", n)
 	}
@@ -313,14 +436,16 @@ func TestIndexBelongsToOneHolder(t *testing.T) {
 
 // TestPagesAreNewestFirst checks that pages of hits follow each other,
 // newest first, with the total on each.
-func TestPagesAreNewestFirst(t *testing.T) {
+func TestPagesAreNewestFirst(t *testing.T) { eachBackend(t, testPagesAreNewestFirst) }
+
+func testPagesAreNewestFirst(t *testing.T, s *testStore) {
 	ctx := context.Background()
-	e, path := newEngine(t)
+	e := s.e
 	must[string](t)(e.CreateSession(ctx, "delta", ""))
 	for i := range 25 {
 		must[reprise.Message](t)(e.Append(ctx, "delta", reprise.Text("user", "lemur number "+strconv.Itoa(i))))
 	}
-	x := openIndex(t, e, path)
+	x := s.index(t)
 	var seen []uint64
 	for offset := 0; offset < 30; offset += 10 {
 		res, err := x.Search(ctx, "lemur", 10, offset)
@@ -398,5 +523,41 @@ func TestCatchesUpAfterACrash(t *testing.T) {
 	}
 	if n := update(t, x); n != 0 {
 		t.Errorf("a second Update read %d events; want none", n)
+	}
+}
+
+// TestPostgresIndexIsShared checks that two processes' indexes of one
+// PostgreSQL store, updated in turn, hold each document once: the one
+// behind reads the log again from where the other left the table.
+func TestPostgresIndexIsShared(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	store, err := pgstore.Open(ctx, db.url, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := reprise.New(store, reprise.Options{})
+	t.Cleanup(func() { e.Close() })
+	open := func() *search.Index {
+		x, err := search.OpenPostgres(ctx, db.url, e.Store())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { x.Close() })
+		return x
+	}
+	first, second := open(), open()
+	fillStore(t, e)
+	update(t, first)
+	must[reprise.Message](t)(e.Append(ctx, "alpha-7f3e", reprise.Text("assistant", "a walrus")))
+	if n := update(t, second); n != 1 {
+		t.Errorf("the second index read %d events; want the 1 the first had not indexed", n)
+	}
+	for _, x := range []*search.Index{first, second} {
+		for _, q := range []string{"quokka", "walrus", "wombat"} {
+			if res := find(t, x, q); res.Total != 1 {
+				t.Errorf("Search(%q) found %d; want 1", q, res.Total)
+			}
+		}
 	}
 }
