@@ -54,9 +54,17 @@
 // out of the hits, though Total still counts it.
 //
 // Words are what Unicode calls words, lower-cased, with no stemming and
-// no stop words: "main.go" is one word, "/home/me/proj" three. A search
-// finds the documents that hold every word of the query, anywhere in them,
-// newest first; there are no phrases and no operators. The prompts of
+// no stop words: "main.go" is one word, "/home/me/proj" three. PostgreSQL
+// cuts them with its own parser (the 'simple' configuration, slashes read
+// as spaces), which differs in the details: a hyphenated word is found
+// by its parts and whole, a host name as one word. A search finds the
+// documents that hold every word of the query, anywhere in them, newest
+// first; there are no phrases and no operators. The prompts of
 // PromptHookStarted intents, first prompts, summaries of compactions and
 // imported records that are not messages are not indexed.
+//
+// On a million short messages (the package's BenchmarkSearch), the bleve
+// index takes about 80 s to build from the log, on 2 cores, and about 100
+// MB beside a 215 MB store; a word in one message of a hundred answers
+// its first 20 hits and its total in 8 to 31 ms.
 package search
