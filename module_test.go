@@ -29,7 +29,7 @@ func TestFileStoreLinksNoDatabaseDriver(t *testing.T) {
 		t.Fatalf("go list -deps listed %d packages without bbolt: %q", len(deps), deps)
 	}
 	for _, d := range deps {
-		for _, heavy := range []string{"jackc/pgx", "/pgstore", "anthropic-sdk-go", "openai-go", "go.opentelemetry.io", "/adapters/", "reprise/otel"} {
+		for _, heavy := range []string{"jackc/pgx", "/pgstore", "anthropic-sdk-go", "openai-go", "go.opentelemetry.io", "/adapters/", "reprise/otel", "blevesearch"} {
 			if strings.Contains(d, heavy) {
 				t.Errorf("the root package links %s", d)
 			}
