@@ -79,7 +79,7 @@ func printError(stderr io.Writer, cmd *cobra.Command, err error, code int, asJSO
 // internalPrefixes are the prefixes the packages of reprise put on their
 // errors; the user needs none of them. A test checks that every package
 // whose errors begin with its name is here.
-var internalPrefixes = []string{"reprise", "eventlog", "boltstore", "pgstore", "remote", "hookexec", "schema", "projection", "lifecycle", "fsm", "audit", "vacuum", "golden", "turn", "messages"}
+var internalPrefixes = []string{"reprise", "eventlog", "boltstore", "pgstore", "remote", "hookexec", "schema", "projection", "lifecycle", "fsm", "audit", "vacuum", "golden", "turn", "messages", "search"}
 
 // longWord is a run of more than 160 bytes without a space: a value the
 // user gave (an id, a flag's value) that a message should not repeat whole.
