@@ -224,10 +224,18 @@ func openFile(ctx context.Context, path string, opts reprise.Options, wait time.
 	// to the holder's socket at once.
 	probe := time.Nanosecond
 	var locked *eventlog.LockedError
+	applied := false
 	for {
 		opts.LockTimeout = max(min(probe, time.Until(deadline)), time.Nanosecond)
 		probe = lockProbe
 		e, err := reprise.OpenContext(ctx, path, opts)
+		if opts.ReadOnly && !applied && errors.Is(err, boltstore.ErrUnapplied) {
+			applied = true
+			if applyLog(path, opts.Logger) {
+				probe = time.Nanosecond
+				continue
+			}
+		}
 		if err != nil && locked != nil && ctx.Err() != nil {
 			return nil, interruptedWaiting(ctx, path, locked)
 		}
@@ -247,6 +255,16 @@ func openFile(ctx context.Context, path string, opts reprise.Options, wait time.
 		case <-time.After(min(lockProbe, time.Until(deadline))):
 		}
 	}
+}
+
+// applyLog opens the bbolt file at path for writing and closes it again,
+// which applies the appends its write-ahead log holds and the file does
+// not: the process that held it was killed before applying them. It
+// reports whether that worked; a file the user may not write, or one
+// another process now holds, stays as it was.
+func applyLog(path string, logger *slog.Logger) bool {
+	s, err := boltstore.Open(path, boltstore.Options{Timeout: time.Nanosecond, Logger: logger})
+	return err == nil && s.Close() == nil
 }
 
 // interruptedWaiting is the error of an open that ctx ended while it

@@ -218,9 +218,16 @@ func (h *heldStore) Close() error {
 // up to wait, the lock timeout.
 func (a *app) reopenHeld(ctx context.Context, path string, wait time.Duration, stderr io.Writer) (eventlog.Store, error) {
 	deadline := time.Now().Add(wait)
+	applied := false
 	for {
 		s, err := boltstore.Open(path, boltstore.Options{ReadOnly: true, Logger: warnLogger(stderr),
 			Timeout: max(min(lockProbe, time.Until(deadline)), time.Nanosecond)})
+		if !applied && errors.Is(err, boltstore.ErrUnapplied) {
+			applied = true
+			if applyLog(path, warnLogger(stderr)) {
+				continue
+			}
+		}
 		if !errors.Is(err, eventlog.ErrLocked) {
 			return s, err
 		}
