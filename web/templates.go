@@ -1,13 +1,12 @@
 package web
 
 import (
-	"fmt"
 	"html/template"
 	"net/url"
 )
 
 // pages are the templates besides the layout, one per page.
-var pages = []string{"sessions", "session", "agents", "agent", "audit", "events", "error"}
+var pages = []string{"sessions", "session", "agents", "agent", "audit", "events", "search", "error"}
 
 // templates holds each page's template, the layout included.
 var templates = parseTemplates()
@@ -16,15 +15,6 @@ var templates = parseTemplates()
 // always parse, so an error is a bug.
 func parseTemplates() map[string]*template.Template {
 	funcs := template.FuncMap{
-		// width is the CSS width of a share given in percent; a share too
-		// small to see still shows.
-		"width": func(pct float64) template.CSS {
-			return template.CSS(fmt.Sprintf("width: %.2f%%", max(pct, 0.5)))
-		},
-		// grow is the CSS flex-grow of a segment of a share.
-		"grow": func(pct float64) template.CSS {
-			return template.CSS(fmt.Sprintf("flex-grow: %.3f", max(pct, 0.1)))
-		},
 		"path":      url.PathEscape,
 		"shortTime": shortTime,
 		"query":     url.QueryEscape,

@@ -67,6 +67,10 @@ type Options struct {
 	// before it is answered 503, with Retry-After; 0 means
 	// DefaultBudgetWait.
 	BudgetWait time.Duration
+	// Search answers /search and /api/search, and puts a search box on
+	// every page; nil means the view has none, and /search answers 501
+	// (IndexSearcher makes one of a search.Index).
+	Search Searcher
 }
 
 // Poll is how often the live endpoint looks for new events in the store
@@ -139,6 +143,7 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 		{"/agents/{id}", h.agent},
 		{"/audit", h.audit},
 		{"/events", h.events},
+		{"/search", h.search},
 	}
 	for _, rt := range routes {
 		h.mux.Handle("GET "+rt.pattern, h.serve(rt.page, false))
@@ -167,7 +172,8 @@ type view struct {
 	Title    string
 	Data     any
 	API      any
-	Refresh  int // seconds after which the page reloads itself; 0 for never
+	Refresh  int    // seconds after which the page reloads itself; 0 for never
+	Query    string // the words searched for, which the search box shows
 }
 
 // page is what the layout renders.
@@ -180,6 +186,10 @@ type page struct {
 	// Refresh is the seconds after which the page reloads itself; 0 for
 	// never.
 	Refresh int
+	// Search says whether the view has a search, whose box the page then
+	// shows with Query in it.
+	Search bool
+	Query  string
 }
 
 // serve answers r with what build returns, as HTML or as JSON.
@@ -205,7 +215,8 @@ func (h *handler) serve(build func(*http.Request) (*view, error), api bool) http
 			writeJSON(w, http.StatusOK, v.API)
 			return
 		}
-		h.render(w, http.StatusOK, v.Template, page{Title: v.Title, Nav: v.Template, Head: head, Base: h.opts.Prefix, Data: v.Data, Refresh: v.Refresh})
+		h.render(w, http.StatusOK, v.Template, page{Title: v.Title, Nav: v.Template, Head: head, Base: h.opts.Prefix, Data: v.Data, Refresh: v.Refresh,
+			Search: h.opts.Search != nil, Query: v.Query})
 	})
 }
 
@@ -279,7 +290,7 @@ var statusCodes = map[int]string{
 // ErrorCodes lists the codes the view's error answers carry, beside the
 // write API's own (package api, which documents them all).
 func ErrorCodes() []string {
-	codes := []string{"session_not_found"}
+	codes := []string{"session_not_found", "search_unavailable"}
 	for _, c := range statusCodes {
 		codes = append(codes, c)
 	}
@@ -317,7 +328,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, asJSON bool, err 
 		writeJSON(w, status, body)
 		return
 	}
-	h.render(w, status, "error", page{Title: http.StatusText(status), Base: h.opts.Prefix, Data: body})
+	h.render(w, status, "error", page{Title: http.StatusText(status), Base: h.opts.Prefix, Data: body, Search: h.opts.Search != nil})
 }
 
 // queryLimit reads the limit parameter: def when absent, else a number

@@ -133,6 +133,13 @@ func runRm(ctx context.Context, o *rmOptions) (err error) {
 		return errors.Join(err, perr)
 	}
 	warnCurrent(ctx, e, gone, o.stderr)
+	if len(gone) > 0 {
+		if path, perr := o.storePath(); perr == nil {
+			if uerr := updateIndex(ctx, path, e.Store()); uerr != nil {
+				warn(o.stderr, "%v", uerr)
+			}
+		}
+	}
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,11 +30,11 @@ const defaultServeAddr = "127.0.0.1:7777"
 // serveOptions are the options of serve.
 type serveOptions struct {
 	cmdIO
-	addr    string // --addr
-	addrSet bool   // --addr was given
-	token   bool   // --token was given: refused, see checkServeOptions
-	noToken bool   // --no-token
-	socket  string // --socket
+	addr    string   // --addr
+	addrSet bool     // --addr was given
+	token   bool     // --token was given: refused, see checkServeOptions
+	noToken bool     // --no-token
+	socket  string   // --socket
 	write   bool     // --write
 	origins []string // --origin
 	hooks   hookOptions
@@ -235,7 +236,13 @@ func runServe(ctx context.Context, o *serveOptions) (err error) {
 	defer remove()
 	var h http.Handler = newStoreView(o.app, o.stderr)
 	if held != nil {
-		h = web.New(held, web.Options{FinishCommand: o.finishCommand, Logger: o.engineLogger(o.stderr)})
+		found := &heldSearch{path: path, store: held.Store()}
+		defer func() {
+			if cerr := found.close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close the search index: %w", cerr)
+			}
+		}()
+		h = web.New(held, web.Options{FinishCommand: o.finishCommand, Logger: o.engineLogger(o.stderr), Search: found.search})
 	}
 	switch {
 	case token != "":
@@ -287,6 +294,9 @@ type storeView struct {
 	a      *app
 	stderr io.Writer
 	audits *web.Audits // shared by the requests, so that checks of the log run one at a time and their report is kept
+	// searching is held by a search, so that searches open the index one
+	// at a time.
+	searching sync.Mutex
 }
 
 // newStoreView returns the web view of a's store.
@@ -331,7 +341,7 @@ func (v *storeView) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.Close()
-	web.New(e, web.Options{FinishCommand: a.finishCommand, RunningIn: a.heldBy, Audits: v.audits}).ServeHTTP(w, r)
+	web.New(e, web.Options{FinishCommand: a.finishCommand, RunningIn: a.heldBy, Audits: v.audits, Search: v.search}).ServeHTTP(w, r)
 }
 
 // serveURL is the address a browser on this machine opens to reach addr,

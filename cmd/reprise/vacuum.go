@@ -53,6 +53,11 @@ func runVacuum(ctx context.Context, o *vacuumOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	if path, perr := o.storePath(); perr == nil {
+		if uerr := updateIndex(ctx, path, e.Store()); uerr != nil {
+			warn(o.stderr, "%v", uerr)
+		}
+	}
 	if o.json {
 		if rep.Sessions == nil {
 			rep.Sessions = []string{}

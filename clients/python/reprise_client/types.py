@@ -103,8 +103,10 @@ __all__ = [
 # is over the server's limit; interrupted, 499: the client went away; the
 # action stopped at a step boundary and the next call on the agent finishes it
 # (ErrInterrupted); internal, 500: anything else: the store failed, or a bug;
-# unavailable, 503: the read view's memory for large messages is taken by other
-# requests: ask again after Retry-After
+# search_unavailable, 501: the view keeps no search index (a host's view
+# without web.Options.Search); unavailable, 503: the read view's memory for
+# large messages is taken by other requests, or another process holds the
+# search index: ask again after Retry-After
 ErrorCode = Literal[
     "bad_request",
     "invalid_id",
@@ -141,6 +143,7 @@ ErrorCode = Literal[
     "too_large",
     "interrupted",
     "internal",
+    "search_unavailable",
     "unavailable",
 ]
 

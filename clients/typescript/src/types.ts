@@ -44,8 +44,9 @@ export type Error = {
  * directory does not exist (ErrNoDirectory); too_large, 413: the request body is over the server's
  * limit; interrupted, 499: the client went away; the action stopped at a step boundary and the next
  * call on the agent finishes it (ErrInterrupted); internal, 500: anything else: the store failed, or a
- * bug; unavailable, 503: the read view's memory for large messages is taken by other requests: ask
- * again after Retry-After
+ * bug; search_unavailable, 501: the view keeps no search index (a host's view without
+ * web.Options.Search); unavailable, 503: the read view's memory for large messages is taken by other
+ * requests, or another process holds the search index: ask again after Retry-After
  */
 export type ErrorCode =
   | "bad_request"
@@ -83,6 +84,7 @@ export type ErrorCode =
   | "too_large"
   | "interrupted"
   | "internal"
+  | "search_unavailable"
   | "unavailable";
 
 /** What one hook did, as reprise resume --json lists it. */

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2"
+
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/search"
+)
+
+// searchTotal asks s's /api/search for q and returns its total.
+func searchTotal(t *testing.T, s *serving, q string) int {
+	t.Helper()
+	status, body := s.get(t, "/api/search?q="+q)
+	if status != http.StatusOK {
+		t.Fatalf("/api/search?q=%s = %d %s", q, status, body)
+	}
+	var res struct{ Total int }
+	if err := json.Unmarshal([]byte(body), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.Total
+}
+
+// serve builds the search index beside the store at its first search and
+// keeps it up to date; rm takes a deleted session's words out of it
+// itself, with no serve running, and vacuum out of the index's files.
+func TestServeSearchesAndRmAndVacuumTakeTheWordsOut(t *testing.T) {
+	c := newCLI(t)
+	c.mkdir("state")
+	c.session("kept", "where is the wombat", "the wombat is in main.go")
+	c.session("gone", "a numbat and a wombat")
+	s := startServe(t, "serve", "--addr", "127.0.0.1:0")
+	if n := searchTotal(t, s, "wombat"); n != 3 {
+		t.Fatalf("wombat found %d times, want 3", n)
+	}
+	c.session("later", "a quoll arrived")
+	if n := searchTotal(t, s, "quoll"); n != 1 {
+		t.Fatalf("quoll, appended after the first search, found %d times, want 1", n)
+	}
+	s.stop(t)
+
+	c.ok("rm", "gone")
+	// The index as rm left it, searched without bringing it up to date.
+	e, err := reprise.Open(c.store, reprise.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := search.Open(context.Background(), search.Dir(c.store), e.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]int{"numbat": 0, "wombat": 2} {
+		res, err := x.Search(context.Background(), q, 20, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Total != want {
+			t.Errorf("after rm, the index finds %s %d times, want %d", q, res.Total, want)
+		}
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c.ok("vacuum")
+	idx, err := bleve.Open(search.Dir(c.store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	dict, err := idx.FieldDict("text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dict.Close()
+	var terms []string
+	for {
+		e, err := dict.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == nil {
+			break
+		}
+		terms = append(terms, e.Term)
+	}
+	if slices.Contains(terms, "numbat") || !slices.Contains(terms, "wombat") {
+		t.Fatalf("after vacuum the index's files hold %q; want wombat, and not numbat, whose session rm deleted", terms)
+	}
+}
