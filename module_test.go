@@ -13,8 +13,9 @@ import (
 
 // TestFileStoreLinksNoDatabaseDriver checks that a program using only the
 // root package (reprise.Open on a bbolt file) links no PostgreSQL driver,
-// no model SDK and no telemetry package: each is the caller's choice, in a
-// package or module of its own.
+// no model SDK, no telemetry package, and none of the web view's search,
+// Markdown, highlighting or sanitising libraries: each is the caller's
+// choice, in a package or module of its own.
 func TestFileStoreLinksNoDatabaseDriver(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -29,7 +30,7 @@ func TestFileStoreLinksNoDatabaseDriver(t *testing.T) {
 		t.Fatalf("go list -deps listed %d packages without bbolt: %q", len(deps), deps)
 	}
 	for _, d := range deps {
-		for _, heavy := range []string{"jackc/pgx", "/pgstore", "anthropic-sdk-go", "openai-go", "go.opentelemetry.io", "/adapters/", "reprise/otel", "blevesearch"} {
+		for _, heavy := range []string{"jackc/pgx", "/pgstore", "anthropic-sdk-go", "openai-go", "go.opentelemetry.io", "/adapters/", "reprise/otel", "blevesearch", "yuin/goldmark", "microcosm-cc/bluemonday", "alecthomas/chroma", "reprise/search", "reprise/web"} {
 			if strings.Contains(d, heavy) {
 				t.Errorf("the root package links %s", d)
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -70,8 +71,13 @@ type messageItem struct {
 type blockItem struct {
 	ID, Type, Text, Label, JSON string
 	Rest                        string // the text after the start, for a long one
-	Summary                     string // a call's input on one line, beside the folded block
-	Error                       bool   // a tool_result the model is told is an error
+	// HTML is an answer's text rendered from Markdown, and RestHTML the
+	// blocks after its start, RestBytes long, for a long one (Text and
+	// Rest are then empty).
+	HTML, RestHTML template.HTML
+	RestBytes      int
+	Summary        string // a call's input on one line, beside the folded block
+	Error          bool   // a tool_result the model is told is an error
 }
 
 // summaryLength is the most characters of a call's input that a folded
@@ -310,7 +316,12 @@ func newMessageItem(m schema.Message) *messageItem {
 		id := m.UUID + "-" + itoa(i)
 		if b.Type == "text" && b.Raw == nil {
 			bi := blockItem{ID: id, Type: "text", Text: b.Text}
-			fold(&bi)
+			if m.Role == "assistant" {
+				bi.HTML, bi.RestHTML, bi.RestBytes = renderMarkdown(b.Text)
+				bi.Text = ""
+			} else {
+				fold(&bi)
+			}
 			it.Blocks = append(it.Blocks, bi)
 			continue
 		}

@@ -114,6 +114,10 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 		panic(err) // the embedded tree always has the directory
 	}
 	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	h.mux.HandleFunc("GET /static/code.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Write(codeCSS)
+	})
 	h.mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
 		// The files only: no listing, and the view's own page for a
 		// file that is not there.

@@ -1,0 +1,32 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/reprise-dev/reprise"
+)
+
+// An answer's Markdown is rendered on the session page, its code
+// highlighted with the view's code.css, and its hostile link disarmed; a
+// user's text stays as it was typed.
+func TestSessionPageRendersAnswersAsMarkdown(t *testing.T) {
+	s := serve(t)
+	ctx := context.Background()
+	if _, err := s.Engine.Append(ctx, s.Work, reprise.Text("assistant",
+		"**Done.** See [the log](javascript:alert(1)) and\n\n```go\nfunc main() {}\n```\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.Append(t, s.Work, "my **own** words")
+	body := s.page(t, "/sessions/"+s.Work)
+	contains(t, "the session page", body, "<strong>Done.</strong>", `<span class="kd">func</span>`, "my **own** words", "/static/code.css")
+	if strings.Contains(body, "javascript:") {
+		t.Error("the session page holds the answer's javascript: link")
+	}
+	status, ctype, css := s.get(t, "/static/code.css", "")
+	if status != http.StatusOK || !strings.HasPrefix(ctype, "text/css") || !strings.Contains(css, ".chroma") {
+		t.Errorf("/static/code.css = %d %s %.80q", status, ctype, css)
+	}
+}
