@@ -22,13 +22,17 @@ import (
 // a fired event, ...) or the end of an async hook; the outcome that only
 // says an async hook started is not one.
 type HookHealth struct {
-	// Last is the position of the last event folded in.
+	// Last is the position of the last event applied.
 	Last  uint64
 	hooks map[HookKey]*hookSeries
 	// started is the event each agent stream's last SessionStart or Stop
 	// intent named, which its Ran does not repeat: SubagentStart and
 	// SubagentStop share their payloads.
 	started map[string]schema.HookEvent
+	// named is the last hook of each name and event with a source: an
+	// outcome a crash left without one (interrupted, rolled forward) is
+	// that hook's.
+	named map[HookKey]HookKey
 }
 
 // HookKey names a hook as the health view counts it.
@@ -98,7 +102,7 @@ const maxFailed = 100
 
 // NewHookHealth returns an empty HookHealth.
 func NewHookHealth() *HookHealth {
-	return &HookHealth{hooks: map[HookKey]*hookSeries{}, started: map[string]schema.HookEvent{}}
+	return &HookHealth{hooks: map[HookKey]*hookSeries{}, started: map[string]schema.HookEvent{}, named: map[HookKey]HookKey{}}
 }
 
 // HookHealthFolds reports whether HookHealth.Apply folds events of type
@@ -114,7 +118,8 @@ func HookHealthFolds(t eventlog.Type) bool {
 }
 
 // Apply folds ev, whose payload is p, into h; an event at or before Last
-// is one h has and is passed over.
+// is one h has and is passed over. p may be nil for an event of a type
+// HookHealthFolds says no to, which only moves Last.
 func (h *HookHealth) Apply(ev eventlog.Event, p schema.Payload) {
 	if ev.Position <= h.Last {
 		return
@@ -173,6 +178,13 @@ func (h *HookHealth) add(ev eventlog.Event, event schema.HookEvent, o schema.Hoo
 		}
 	}
 	k := HookKey{Name: o.Name, Source: o.Source, Event: event, Type: typ}
+	if o.Source == "" { // rolled forward after a crash: counted with the hook of that name
+		if known, ok := h.named[HookKey{Name: o.Name, Event: event}]; ok {
+			k = known
+		}
+	} else {
+		h.named[HookKey{Name: o.Name, Event: event}] = k
+	}
 	s := h.hooks[k]
 	if s == nil {
 		s = &hookSeries{hours: map[int64]*hourRuns{}}

@@ -49,6 +49,10 @@ func TestHookHealthCountsRunsPerHook(t *testing.T) {
 	l.apply(agent, later, &schema.SessionStartHookRan{Session: "sub", Outcomes: []schema.HookOutcome{
 		ran("sub.sh", "/p/settings.json", schema.HookOK, 1), {Name: "bg.sh", Source: "/p/settings.json", Status: schema.HookAsync, Async: "x"}}})
 	l.apply(agent, later, &schema.AsyncHookEnded{Session: "sub", Event: schema.HookSubagentStart, Outcome: ran("bg.sh", "/p/settings.json", schema.HookTimedOut, 60000)})
+	// A run a crash cut off, rolled forward without its source, is the
+	// hook's of that name.
+	l.apply(agent, later, &schema.SessionEndHookRan{Session: "s", Outcomes: []schema.HookOutcome{ran("end.sh", "/p/settings.json", schema.HookOK, 1)}})
+	l.apply(agent, later, &schema.SessionEndHookRan{Session: "s", Outcomes: []schema.HookOutcome{{Name: "end.sh", Status: schema.HookInterrupted}}})
 	// An event folded again changes nothing.
 	l.h.Apply(failed, &schema.SessionStartHookRan{Session: "s", Outcomes: []schema.HookOutcome{ran("a.sh", "/p/settings.json", schema.HookFailed, 1)}})
 
@@ -76,6 +80,9 @@ func TestHookHealthCountsRunsPerHook(t *testing.T) {
 	if s := byName["sub.sh SubagentStart"]; s.Runs != 1 {
 		t.Errorf("sub.sh under SubagentStart: %+v; want its run (all: %+v)", s, all)
 	}
+	if e := byName["end.sh SessionEnd"]; e.Runs != 2 || e.Interrupted != 1 || e.Key.Source != "/p/settings.json" {
+		t.Errorf("end.sh: %+v; want its run and the interrupted one together", e)
+	}
 	if bg := byName["bg.sh SubagentStart"]; bg.Runs != 1 || bg.TimedOut != 1 {
 		t.Errorf("bg.sh: %+v; want one run, timed out, its end", bg)
 	}
@@ -91,8 +98,8 @@ func TestHookHealthCountsRunsPerHook(t *testing.T) {
 	}
 	bySource := l.h.Report(day.UnixNano(), later.Add(time.Hour).UnixNano(), projection.BySource, 1)
 	for _, s := range bySource {
-		if s.Key.Source == "/p/settings.json" && s.Runs != 6 {
-			t.Errorf("settings.json's hooks: %d runs, want 6", s.Runs)
+		if s.Key.Source == "/p/settings.json" && s.Runs != 8 {
+			t.Errorf("settings.json's hooks: %d runs, want 8", s.Runs)
 		}
 		if s.Key.Name != "" || s.Key.Event != "" {
 			t.Errorf("a group by source names more than its source: %+v", s.Key)

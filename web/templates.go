@@ -6,7 +6,7 @@ import (
 )
 
 // pages are the templates besides the layout, one per page.
-var pages = []string{"sessions", "session", "agents", "agent", "audit", "events", "search", "error"}
+var pages = []string{"sessions", "session", "agents", "agent", "audit", "events", "hooks", "search", "error"}
 
 // templates holds each page's template, the layout included.
 var templates = parseTemplates()

@@ -67,6 +67,10 @@ type Options struct {
 	// before it is answered 503, with Retry-After; 0 means
 	// DefaultBudgetWait.
 	BudgetWait time.Duration
+	// Hooks keeps the health page's count of hook runs; nil means one
+	// that this handler keeps to itself. Handlers made afresh for each
+	// request share one, as they share Audits.
+	Hooks *Hooks
 	// Search answers /search and /api/search, and puts a search box on
 	// every page; nil means the view has none, and /search answers 501
 	// (IndexSearcher makes one of a search.Index).
@@ -84,6 +88,8 @@ type handler struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	audits *Audits
+	// hookStats is Options.Hooks, or the handler's own.
+	hookStats *Hooks
 	// budget and budgetWait bound the memory of large messages in
 	// flight: Options.Budget and Options.BudgetWait, or their defaults.
 	budget     *Budget
@@ -99,6 +105,9 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 	}
 	if h.audits = opts.Audits; h.audits == nil {
 		h.audits = engineAudits(e)
+	}
+	if h.hookStats = opts.Hooks; h.hookStats == nil {
+		h.hookStats = NewHooks()
 	}
 	if h.budget = opts.Budget; h.budget == nil {
 		h.budget = sharedBudget
@@ -147,6 +156,7 @@ func New(e *reprise.Engine, opts Options) http.Handler {
 		{"/agents/{id}", h.agent},
 		{"/audit", h.audit},
 		{"/events", h.events},
+		{"/hooks", h.hooks},
 		{"/search", h.search},
 	}
 	for _, rt := range routes {

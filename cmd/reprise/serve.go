@@ -294,6 +294,7 @@ type storeView struct {
 	a      *app
 	stderr io.Writer
 	audits *web.Audits // shared by the requests, so that checks of the log run one at a time and their report is kept
+	hooks  *web.Hooks  // the health page's count of hook runs, shared by the requests
 	// searching is held by a search, so that searches open the index one
 	// at a time.
 	searching sync.Mutex
@@ -301,7 +302,7 @@ type storeView struct {
 
 // newStoreView returns the web view of a's store.
 func newStoreView(a *app, stderr io.Writer) *storeView {
-	v := &storeView{a: a, stderr: stderr}
+	v := &storeView{a: a, stderr: stderr, hooks: web.NewHooks()}
 	v.audits = web.NewAudits(func(ctx context.Context) (_ *reprise.AuditReport, _ uint64, err error) {
 		a := *v.a
 		e, err := a.openReadOnly(ctx, v.stderr)
@@ -341,7 +342,7 @@ func (v *storeView) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer e.Close()
-	web.New(e, web.Options{FinishCommand: a.finishCommand, RunningIn: a.heldBy, Audits: v.audits, Search: v.search}).ServeHTTP(w, r)
+	web.New(e, web.Options{FinishCommand: a.finishCommand, RunningIn: a.heldBy, Audits: v.audits, Hooks: v.hooks, Search: v.search}).ServeHTTP(w, r)
 }
 
 // serveURL is the address a browser on this machine opens to reach addr,
