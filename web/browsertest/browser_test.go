@@ -16,6 +16,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/search"
 	"github.com/reprise-dev/reprise/web"
 	"github.com/reprise-dev/reprise/web/internal/fixture"
 )
@@ -151,7 +153,18 @@ func artifacts(t *testing.T) string {
 // a reload.
 func TestPagesInABrowser(t *testing.T) {
 	s := fixture.New(t)
-	srv := httptest.NewServer(web.New(s.Engine, web.Options{AuditWait: time.Minute}))
+	// An answer in Markdown, with a link that must not run and code to
+	// highlight; a word to search for.
+	if _, err := s.Engine.Append(context.Background(), s.Work, reprise.Text("assistant",
+		"The **zanzibar** fix: [run this](javascript:alert(1)) or\n\n```go\nfunc fix() {}\n```\n")); err != nil {
+		t.Fatal(err)
+	}
+	x, err := search.Open(context.Background(), t.TempDir(), s.Engine.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	srv := httptest.NewServer(web.New(s.Engine, web.Options{AuditWait: time.Minute, Search: web.IndexSearcher(x)}))
 	t.Cleanup(srv.Close) // after the browser has gone, with its live connections
 	b := newBrowser(t)
 	dir := artifacts(t)
@@ -166,6 +179,8 @@ func TestPagesInABrowser(t *testing.T) {
 		{"demo-agent", "/agents/demo-host"},
 		{"audit", "/audit"},
 		{"events", "/events"},
+		{"hooks", "/hooks"},
+		{"search", "/search?q=broken"},
 	}
 	for _, p := range pages {
 		for _, width := range []int64{1280, 390} {
@@ -251,6 +266,60 @@ func TestPagesInABrowser(t *testing.T) {
 	}
 	if strings.Contains(exit, `\u003e`) || strings.Contains(exit, "input") || strings.Contains(exit, "echo ready") {
 		t.Errorf("the failed hook's details show more than its own record: %q", exit)
+	}
+
+	// The search box of any page finds the answer, and its hit opens the
+	// message, rendered from Markdown with its link disarmed and its code
+	// highlighted.
+	for _, width := range []int64{1280, 390} {
+		b.do(t, "search from the agents page",
+			chromedp.EmulateViewport(width, 900),
+			chromedp.Navigate(srv.URL+"/agents"),
+			chromedp.WaitVisible(chromedp.CSS(`form.searchbox input[name="q"]`)),
+			chromedp.SendKeys(chromedp.CSS(`form.searchbox input[name="q"]`), "zanzibar\n"),
+			chromedp.WaitVisible(chromedp.CSS(`ol.hits li a`)),
+		)
+		marked := get(t, b, "marked word", chromedp.Text(chromedp.CSS(`ol.hits mark`)))
+		if marked != "zanzibar" {
+			t.Errorf("at %d px the hit marks %q, want zanzibar", width, marked)
+		}
+		b.do(t, "open the hit",
+			chromedp.Click(chromedp.CSS(`ol.hits li a`)),
+			chromedp.WaitVisible(chromedp.CSS(`.md strong`)),
+		)
+		hash := get(t, b, "hit's anchor", chromedp.Evaluate[string](`location.hash`))
+		if !strings.HasPrefix(hash, "#m-") {
+			t.Errorf("the hit opened %q, not a message's anchor", hash)
+		}
+		dangerous := get(t, b, "javascript links", chromedp.Evaluate[int64](`document.querySelectorAll('a[href^="javascript"]').length`))
+		highlighted := get(t, b, "highlighted code", chromedp.Evaluate[int64](`document.querySelectorAll('.md pre.chroma span.kd').length`))
+		text := get(t, b, "link text", chromedp.Text(chromedp.CSS(`.md`)))
+		if dangerous != 0 || highlighted == 0 || !strings.Contains(text, "run this") {
+			t.Errorf("at %d px the answer has %d javascript: links, %d highlighted keywords, text %q", width, dangerous, highlighted, text)
+		}
+	}
+	// The health page: the failing hook first among those that failed,
+	// its failed runs a click away, each linked to its event.
+	b.do(t, "health page",
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(srv.URL+"/hooks"),
+		chromedp.WaitVisible(chromedp.CSS(`table.health`)),
+		chromedp.Click(chromedp.CSS(`table.health details.failed > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.health details.failed[open] li a`)),
+	)
+	sparks := get(t, b, "sparklines", chromedp.Evaluate[int64](`document.querySelectorAll('svg.spark rect.runs[height]:not([height="0"])').length`))
+	if sparks == 0 {
+		t.Error("the health page draws no run in its sparklines")
+	}
+	b.do(t, "open a failed run",
+		chromedp.Click(chromedp.CSS(`table.health details.failed[open] li a`)),
+		chromedp.WaitVisible(chromedp.CSS(`ol.events`)),
+	)
+	if hash := get(t, b, "failed run's anchor", chromedp.Evaluate[string](`location.hash`)); !strings.HasPrefix(hash, "#p-") {
+		t.Errorf("a failed run opened %q, not an event", hash)
+	}
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors on search, the answer or the health page: %q", errs)
 	}
 
 	// A live append: the page shows it without a reload.
