@@ -197,7 +197,9 @@ func (h *HookHealth) add(ev eventlog.Event, event schema.HookEvent, o schema.Hoo
 		s.hours[hour] = r
 	}
 	r.counts.add(o)
-	r.durations = append(r.durations, uint32(min(max(o.Duration, 0)/int64(time.Microsecond), 1<<32-1)))
+	if o.Status != schema.HookInterrupted || o.Duration > 0 { // a run a crash cut off took no time it knows
+		r.durations = append(r.durations, uint32(min(max(o.Duration, 0)/int64(time.Microsecond), 1<<32-1)))
+	}
 	switch o.Status {
 	case schema.HookFailed, schema.HookPanicked, schema.HookTimedOut, schema.HookInterrupted:
 		if len(s.failed) == maxFailed {
@@ -227,7 +229,8 @@ type HookStats struct {
 	Key HookKey
 	HookCounts
 	// P50, P95 and Max are the runs' durations, by nearest rank, to the
-	// microsecond.
+	// microsecond; a run a crash cut off (interrupted, no duration) is not
+	// among them.
 	P50, P95, Max time.Duration
 	// Spark is the runs in each of the window's equal slots, oldest
 	// first, and SparkFailed those of them that failed, timed out or were
@@ -288,11 +291,12 @@ func (h *HookHealth) Report(from, to int64, group HookGroup, slots int) []HookSt
 	out := make([]HookStats, 0, len(groups))
 	for _, a := range groups {
 		slices.Sort(a.durations)
-		n := len(a.durations)
-		at := func(q float64) time.Duration { // the nearest rank
-			return time.Duration(a.durations[max(int(math.Ceil(q*float64(n)))-1, 0)]) * time.Microsecond
+		if n := len(a.durations); n > 0 {
+			at := func(q float64) time.Duration { // the nearest rank
+				return time.Duration(a.durations[max(int(math.Ceil(q*float64(n)))-1, 0)]) * time.Microsecond
+			}
+			a.stats.P50, a.stats.P95, a.stats.Max = at(0.50), at(0.95), at(1)
 		}
-		a.stats.P50, a.stats.P95, a.stats.Max = at(0.50), at(0.95), at(1)
 		slices.SortFunc(a.stats.FailedRuns, func(x, y FailedRun) int { return cmp.Compare(y.Position, x.Position) })
 		if len(a.stats.FailedRuns) > maxFailed {
 			a.stats.FailedRuns = a.stats.FailedRuns[:maxFailed]

@@ -80,8 +80,8 @@ func TestHookHealthCountsRunsPerHook(t *testing.T) {
 	if s := byName["sub.sh SubagentStart"]; s.Runs != 1 {
 		t.Errorf("sub.sh under SubagentStart: %+v; want its run (all: %+v)", s, all)
 	}
-	if e := byName["end.sh SessionEnd"]; e.Runs != 2 || e.Interrupted != 1 || e.Key.Source != "/p/settings.json" {
-		t.Errorf("end.sh: %+v; want its run and the interrupted one together", e)
+	if e := byName["end.sh SessionEnd"]; e.Runs != 2 || e.Interrupted != 1 || e.Key.Source != "/p/settings.json" || e.P50 != time.Millisecond {
+		t.Errorf("end.sh: %+v; want its run and the interrupted one together, the 1ms of the first its p50", e)
 	}
 	if bg := byName["bg.sh SubagentStart"]; bg.Runs != 1 || bg.TimedOut != 1 {
 		t.Errorf("bg.sh: %+v; want one run, timed out, its end", bg)
