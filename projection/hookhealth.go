@@ -33,6 +33,8 @@ type HookHealth struct {
 	// outcome a crash left without one (interrupted, rolled forward) is
 	// that hook's.
 	named map[HookKey]HookKey
+	// failedOn holds the sessions a hook run failed on.
+	failedOn map[string]bool
 }
 
 // HookKey names a hook as the health view counts it.
@@ -102,7 +104,7 @@ const maxFailed = 100
 
 // NewHookHealth returns an empty HookHealth.
 func NewHookHealth() *HookHealth {
-	return &HookHealth{hooks: map[HookKey]*hookSeries{}, started: map[string]schema.HookEvent{}, named: map[HookKey]HookKey{}}
+	return &HookHealth{hooks: map[HookKey]*hookSeries{}, started: map[string]schema.HookEvent{}, named: map[HookKey]HookKey{}, failedOn: map[string]bool{}}
 }
 
 // HookHealthFolds reports whether HookHealth.Apply folds events of type
@@ -127,6 +129,7 @@ func (h *HookHealth) Apply(ev eventlog.Event, p schema.Payload) {
 	h.Last = ev.Position
 	var (
 		event    schema.HookEvent
+		session  string
 		outcomes []schema.HookOutcome
 	)
 	switch p := p.(type) {
@@ -135,27 +138,29 @@ func (h *HookHealth) Apply(ev eventlog.Event, p schema.Payload) {
 	case *schema.StopHookStarted:
 		h.started[ev.Stream] = cmp.Or(p.Event, schema.HookStop)
 	case *schema.SessionStartHookRan:
-		event, outcomes = h.twin(ev.Stream, schema.HookSessionStart, schema.HookSubagentStart), p.Outcomes
+		event, session, outcomes = h.twin(ev.Stream, schema.HookSessionStart, schema.HookSubagentStart), p.Session, p.Outcomes
 	case *schema.StopHookRan:
-		event, outcomes = h.twin(ev.Stream, schema.HookStop, schema.HookSubagentStop), p.Outcomes
+		event, session, outcomes = h.twin(ev.Stream, schema.HookStop, schema.HookSubagentStop), p.Session, p.Outcomes
 	case *schema.SessionEndHookRan:
-		event, outcomes = schema.HookSessionEnd, p.Outcomes
+		event, session, outcomes = schema.HookSessionEnd, p.Session, p.Outcomes
 	case *schema.PromptHookRan:
-		event, outcomes = schema.HookUserPromptSubmit, p.Outcomes
+		event, session, outcomes = schema.HookUserPromptSubmit, p.Session, p.Outcomes
 	case *schema.PreCompactHookRan:
-		event, outcomes = schema.HookPreCompact, p.Outcomes
+		event, session, outcomes = schema.HookPreCompact, p.Session, p.Outcomes
 	case *schema.ToolHookRan:
-		event, outcomes = p.Event, p.Outcomes
+		event, session, outcomes = p.Event, p.Session, p.Outcomes
 	case *schema.HookEventRan:
-		event, outcomes = p.Event, p.Outcomes
+		event, session, outcomes = p.Event, p.Session, p.Outcomes
 	case *schema.AsyncHookEnded:
-		event, outcomes = p.Event, []schema.HookOutcome{p.Outcome}
+		event, session, outcomes = p.Event, p.Session, []schema.HookOutcome{p.Outcome}
 	}
 	for _, o := range outcomes {
 		if o.Status == schema.HookAsync {
 			continue // started in the background: its end is the run
 		}
-		h.add(ev, event, o)
+		if h.add(ev, event, o) && session != "" {
+			h.failedOn[session] = true
+		}
 	}
 }
 
@@ -168,8 +173,9 @@ func (h *HookHealth) twin(stream string, event, twin schema.HookEvent) schema.Ho
 	return event
 }
 
-// add counts the run o of a hook of event, which ev recorded.
-func (h *HookHealth) add(ev eventlog.Event, event schema.HookEvent, o schema.HookOutcome) {
+// add counts the run o of a hook of event, which ev recorded, and
+// reports whether it failed.
+func (h *HookHealth) add(ev eventlog.Event, event schema.HookEvent, o schema.HookOutcome) bool {
 	typ := o.Type
 	if typ == "" {
 		typ = "command"
@@ -207,8 +213,14 @@ func (h *HookHealth) add(ev eventlog.Event, event schema.HookEvent, o schema.Hoo
 		}
 		s.failed = append(s.failed, FailedRun{Stream: ev.Stream, Seq: ev.Seq, Position: ev.Position, Time: ev.Time,
 			Status: o.Status, ExitCode: o.ExitCode})
+		return true
 	}
+	return false
 }
+
+// FailedOn reports whether a hook run on session failed, timed out or was
+// interrupted.
+func (h *HookHealth) FailedOn(session string) bool { return h.failedOn[session] }
 
 // HookGroup is how Report groups hooks.
 type HookGroup string

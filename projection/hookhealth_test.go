@@ -56,6 +56,10 @@ func TestHookHealthCountsRunsPerHook(t *testing.T) {
 	// An event folded again changes nothing.
 	l.h.Apply(failed, &schema.SessionStartHookRan{Session: "s", Outcomes: []schema.HookOutcome{ran("a.sh", "/p/settings.json", schema.HookFailed, 1)}})
 
+	if !l.h.FailedOn("s") || !l.h.FailedOn("sub") || l.h.FailedOn("other") {
+		t.Errorf("FailedOn s %v, sub %v, other %v; want the sessions of the failed, timed out and interrupted runs",
+			l.h.FailedOn("s"), l.h.FailedOn("sub"), l.h.FailedOn("other"))
+	}
 	all := l.h.Report(day.UnixNano(), later.Add(time.Hour).UnixNano(), projection.ByHook, 2)
 	byName := map[string]projection.HookStats{}
 	for _, s := range all {

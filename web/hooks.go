@@ -33,14 +33,40 @@ func NewHooks() *Hooks { return &Hooks{h: projection.NewHookHealth()} }
 func (k *Hooks) report(ctx context.Context, store eventlog.Store, from, to int64, group projection.HookGroup) ([]projection.HookStats, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if err := k.catchUp(ctx, store); err != nil {
+		return nil, err
+	}
+	return k.h.Report(from, to, group, sparkSlots), nil
+}
+
+// failedOn folds what store gained since the last call, then returns
+// those of ids that a hook run failed on.
+func (k *Hooks) failedOn(ctx context.Context, store eventlog.Store, ids []string) (map[string]bool, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := k.catchUp(ctx, store); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, id := range ids {
+		if k.h.FailedOn(id) {
+			out[id] = true
+		}
+	}
+	return out, nil
+}
+
+// catchUp folds the events store gained since the last call; k.mu is
+// held.
+func (k *Hooks) catchUp(ctx context.Context, store eventlog.Store) error {
 	last, err := eventlog.LastPosition(ctx, store)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if last < k.h.Last { // another, shorter log: an older copy put in its place
 		k.h = projection.NewHookHealth()
 	}
-	err = store.ReadAll(ctx, k.h.Last+1, func(ev eventlog.Event) error {
+	return store.ReadAll(ctx, k.h.Last+1, func(ev eventlog.Event) error {
 		if !projection.HookHealthFolds(ev.Type) {
 			k.h.Apply(ev, nil)
 			return nil
@@ -52,10 +78,6 @@ func (k *Hooks) report(ctx context.Context, store eventlog.Store, from, to int64
 		k.h.Apply(ev, p)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return k.h.Report(from, to, group, sparkSlots), nil
 }
 
 // sparkSlots is how many bars a sparkline has.

@@ -1,12 +1,16 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/jsonview"
@@ -25,22 +29,47 @@ type sessionRow struct {
 
 // sessionsData is what the sessions page shows.
 type sessionsData struct {
-	Rows     []sessionRow
-	ID, Cwd  string // the filters
-	Next     string // the cursor of the next page, "" on the last
-	Total    int    // sessions that pass the filters
-	Filtered bool
+	Rows []sessionRow
+	// The filters: id and cwd contain, a current agent's name contains,
+	// last activity since and until (dates or times as given), a hook
+	// failed on it, it has subagents.
+	ID, Cwd, Agent, Since, Until string
+	Failed, Subagents            bool
+	Order                        string // newest or oldest
+	Toggle                       string // the link to the other order
+	Next                         string // the cursor of the next page, "" on the last
+	Total                        int    // sessions that pass the filters
+	From, To                     int    // the rows shown, counted from 1; 0 when none
+	// First, Prev, NextLink and Last are the pager's links, "" where there
+	// is no such page.
+	First, Prev, NextLink, Last string
+	Filtered                    bool
 }
 
 // sessionsJSON is the API's answer: the sessions of the page, as
-// reprise sessions --json lists them, and the cursor of the next page.
+// reprise sessions --json lists them, the cursor of the next page, the
+// count of those that pass the filters, the position of the first, and
+// the links to the first, previous, next and last pages.
 type sessionsJSON struct {
 	Sessions []jsonview.Session `json:"sessions"`
 	Next     string             `json:"next_cursor,omitempty"`
+	Total    int                `json:"total"`
+	From     int                `json:"from"`
+	Pages    pagesJSON          `json:"pages"`
 }
 
-// sessions lists the sessions, oldest first, from the cursor on, those
-// whose id and cwd contain the filters.
+// pagesJSON are the links of a paged list, absent where there is no such
+// page.
+type pagesJSON struct {
+	First string `json:"first,omitempty"`
+	Prev  string `json:"prev,omitempty"`
+	Next  string `json:"next,omitempty"`
+	Last  string `json:"last,omitempty"`
+}
+
+// sessions lists the sessions that pass the filters, newest first on the
+// page and oldest first in JSON (as reprise sessions --json prints them)
+// unless order says, a page from the cursor on.
 func (h *handler) sessions(r *http.Request) (*view, error) {
 	q := r.URL.Query()
 	limit, err := queryLimit(r, sessionsPerPage)
@@ -51,37 +80,166 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
+	api := wantsJSON(r, strings.HasPrefix(r.URL.Path, "/api/"))
+	d := sessionsData{ID: q.Get("id"), Cwd: q.Get("cwd"), Agent: q.Get("agent"), Since: q.Get("since"), Until: q.Get("until"),
+		Failed: q.Get("failed") == "1", Subagents: q.Get("subagents") == "1", Order: q.Get("order")}
+	switch d.Order {
+	case "":
+		d.Order = "newest"
+		if api {
+			d.Order = "oldest"
+		}
+	case "newest", "oldest":
+	default:
+		return nil, badRequest("bad order %q: want newest or oldest", clip(d.Order))
+	}
+	since, err := parseWhen(d.Since, false)
+	if err != nil {
+		return nil, badRequest("bad since %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Since))
+	}
+	until, err := parseWhen(d.Until, true)
+	if err != nil {
+		return nil, badRequest("bad until %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Until))
+	}
+	d.Filtered = d.ID != "" || d.Cwd != "" || d.Agent != "" || d.Since != "" || d.Until != "" || d.Failed || d.Subagents
 	all, err := h.e.Sessions(r.Context())
 	if err != nil {
 		return nil, err
-	}
-	d := sessionsData{ID: q.Get("id"), Cwd: q.Get("cwd")}
-	d.Filtered = d.ID != "" || d.Cwd != ""
-	var picked []projection.SessionInfo
-	for _, s := range all {
-		if !strings.Contains(s.ID, d.ID) || !strings.Contains(s.Cwd, d.Cwd) && !strings.Contains(s.ImportedCwd, d.Cwd) {
-			continue
-		}
-		d.Total++
-		if after != nil && !after.before(s) {
-			continue
-		}
-		if len(picked) == limit {
-			d.Next = sessionCursor(picked[len(picked)-1])
-			continue
-		}
-		picked = append(picked, s)
 	}
 	current, err := h.currentAgents(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	out := sessionsJSON{Sessions: make([]jsonview.Session, len(picked)), Next: d.Next}
+	parents := map[string]bool{}
+	for _, s := range all {
+		if s.Subagent != nil {
+			parents[s.Subagent.Session] = true
+		}
+	}
+	var failed map[string]bool
+	if d.Failed {
+		ids := make([]string, len(all))
+		for i, s := range all {
+			ids[i] = s.ID
+		}
+		if failed, err = h.hookStats.failedOn(r.Context(), h.e.Store(), ids); err != nil {
+			return nil, err
+		}
+	}
+	var list []projection.SessionInfo
+	for _, s := range all {
+		if !strings.Contains(s.ID, d.ID) || !strings.Contains(s.Cwd, d.Cwd) && !strings.Contains(s.ImportedCwd, d.Cwd) ||
+			d.Agent != "" && !slices.ContainsFunc(current[s.ID], func(a string) bool { return strings.Contains(a, d.Agent) }) ||
+			since != 0 && s.LastActivity < since || until != 0 && s.LastActivity >= until ||
+			d.Failed && !failed[s.ID] || d.Subagents && !parents[s.ID] {
+			continue
+		}
+		list = append(list, s)
+	}
+	slices.SortFunc(list, func(x, y projection.SessionInfo) int {
+		return cmp.Or(cmp.Compare(x.Created, y.Created), strings.Compare(x.ID, y.ID))
+	})
+	if d.Order == "newest" {
+		slices.Reverse(list)
+	}
+	d.Total = len(list)
+	start := 0
+	if after != nil {
+		start = len(list)
+		for i, s := range list {
+			if after.before(s) == (d.Order == "oldest") && !(after.Created == s.Created && after.ID == s.ID) {
+				start = i
+				break
+			}
+		}
+	}
+	end := min(start+limit, len(list))
+	picked := list[start:end]
+	if end > start {
+		d.From, d.To = start+1, end
+	}
+	link := func(prefix string, cursor *projection.SessionInfo, order string) string {
+		v := url.Values{}
+		for key, val := range map[string]string{"id": d.ID, "cwd": d.Cwd, "agent": d.Agent, "since": d.Since, "until": d.Until} {
+			if val != "" {
+				v.Set(key, val)
+			}
+		}
+		if d.Failed {
+			v.Set("failed", "1")
+		}
+		if d.Subagents {
+			v.Set("subagents", "1")
+		}
+		if order != "" {
+			v.Set("order", order)
+		}
+		if limit != sessionsPerPage {
+			v.Set("limit", strconv.Itoa(limit))
+		}
+		if cursor != nil {
+			v.Set("cursor", sessionCursor(*cursor))
+		}
+		if len(v) == 0 {
+			return prefix + "/sessions"
+		}
+		return prefix + "/sessions?" + v.Encode()
+	}
+	// The page's order in its links, unless it is the default of the form
+	// they are for.
+	pageLinks := func(prefix string, def string) pagesJSON {
+		order := d.Order
+		if order == def {
+			order = ""
+		}
+		var p pagesJSON
+		if start > 0 {
+			p.First = link(prefix, nil, order)
+			p.Prev = p.First
+			if ps := start - limit; ps > 0 {
+				p.Prev = link(prefix, &list[ps-1], order)
+			}
+		}
+		if end < len(list) {
+			p.Next = link(prefix, &list[end-1], order)
+			p.Last = link(prefix, &list[len(list)-limit-1], order) // the last limit rows; more than limit remain
+		}
+		return p
+	}
+	if end < len(list) {
+		d.Next = sessionCursor(list[end-1])
+	}
+	pages := pageLinks(h.opts.Prefix, "newest")
+	d.First, d.Prev, d.NextLink, d.Last = pages.First, pages.Prev, pages.Next, pages.Last
+	other := map[string]string{"newest": "oldest", "oldest": "newest"}[d.Order]
+	if other == "newest" {
+		d.Toggle = link(h.opts.Prefix, nil, "")
+	} else {
+		d.Toggle = link(h.opts.Prefix, nil, other)
+	}
+	out := sessionsJSON{Sessions: make([]jsonview.Session, len(picked)), Next: d.Next, Total: d.Total, From: d.From,
+		Pages: pageLinks(h.opts.Prefix+"/api", "oldest")}
 	for i, s := range picked {
 		out.Sessions[i] = jsonview.NewSession(s)
 		d.Rows = append(d.Rows, sessionRow{Session: out.Sessions[i], LastActivity: shortTime(s.LastActivity), Agents: current[s.ID]})
 	}
 	return &view{Template: "sessions", Title: "Sessions", Data: d, API: out}, nil
+}
+
+// parseWhen reads a filter's time: a date (its start, or with end its
+// end) or an RFC 3339 time, as UTC unix nanoseconds; "" is 0.
+func parseWhen(v string, end bool) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		if end {
+			t = t.AddDate(0, 0, 1)
+		}
+		return t.UnixNano(), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	return t.UnixNano(), err
 }
 
 // cursorAt is where a page of sessions starts: after the session created
