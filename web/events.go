@@ -24,6 +24,7 @@ const eventsPerPage = 100
 // eventsData is what the events page shows.
 type eventsData struct {
 	Stream, Type string // the filters
+	Since, Until string // the range of the events' times, as given
 	Events       []eventRow
 	Next         string // the cursor of the next page, "" on the last
 }
@@ -58,7 +59,15 @@ func (h *handler) events(r *http.Request) (*view, error) {
 			return nil, badRequest("bad cursor %q: want a position, the next_cursor of a previous page", v)
 		}
 	}
-	d := eventsData{Stream: q.Get("stream"), Type: q.Get("type")}
+	d := eventsData{Stream: q.Get("stream"), Type: q.Get("type"), Since: q.Get("since"), Until: q.Get("until")}
+	since, err := parseWhen(d.Since, false)
+	if err != nil {
+		return nil, badRequest("bad since %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Since))
+	}
+	until, err := parseWhen(d.Until, true)
+	if err != nil {
+		return nil, badRequest("bad until %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Until))
+	}
 	start := from // a position of the log, or a sequence of the stream
 	if d.Stream != "" {
 		if err := eventlog.ValidateStream(d.Stream); err != nil {
@@ -69,7 +78,7 @@ func (h *handler) events(r *http.Request) (*view, error) {
 	out := eventsJSON{Events: []jsonview.Event{}, Cut: []cutJSON{}}
 	shown := 0
 	take := func(ev eventlog.Event) error {
-		if ev.Position < from || d.Type != "" && string(ev.Type) != d.Type {
+		if ev.Position < from || d.Type != "" && string(ev.Type) != d.Type || since != 0 && ev.Time < since || until != 0 && ev.Time >= until {
 			return errSkip
 		}
 		// A page ends at its count of events, or once what is left of its

@@ -166,3 +166,24 @@ func TestLongToolUseResultIsShownCutWithALinkToTheWhole(t *testing.T) {
 		t.Errorf("GET %s = %d:\n%s\nwant the whole toolUseResult", c.Whole, status, clipped([]byte(body)))
 	}
 }
+
+// The events page keeps the events of a time range.
+func TestEventsPageFiltersByTime(t *testing.T) {
+	s := serve(t)
+	var page struct {
+		Events []struct{ Time string } `json:"events"`
+	}
+	s.api(t, "/events?since=2000-01-01&until=2000-01-01", &page)
+	if len(page.Events) != 0 {
+		t.Errorf("events of 2000-01-01: %d, want none", len(page.Events))
+	}
+	s.api(t, "/events?since=2000-01-01&limit=5", &page)
+	if len(page.Events) != 5 {
+		t.Errorf("events since 2000: %d, want a page of 5", len(page.Events))
+	}
+	if status, _, _ := s.get(t, "/api/events?until=tomorrow", ""); status != http.StatusBadRequest {
+		t.Errorf("/api/events?until=tomorrow = %d, want 400", status)
+	}
+	body := s.page(t, "/events?since=2000-01-01&limit=1")
+	contains(t, "a filtered events page", body, `value="2000-01-01"`, `since=2000-01-01`)
+}

@@ -298,6 +298,44 @@ func TestPagesInABrowser(t *testing.T) {
 			t.Errorf("at %d px the answer has %d javascript: links, %d highlighted keywords, text %q", width, dangerous, highlighted, text)
 		}
 	}
+	// The sessions list, two a page: next, then previous, with their
+	// position; the failed-hooks filter keeps the session hooks failed on.
+	position := `document.querySelector("p.count").textContent`
+	b.do(t, "sessions pages",
+		chromedp.EmulateViewport(390, 900),
+		chromedp.Navigate(srv.URL+"/sessions?limit=2"),
+		chromedp.WaitVisible(chromedp.CSS(`nav.pager a[rel="next"]`)),
+		chromedp.Click(chromedp.CSS(`nav.pager a[rel="next"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav.pager a[rel="prev"]`)),
+	)
+	if at := get(t, b, "second page", chromedp.Evaluate[string](position)); !strings.HasPrefix(at, "3–4 of ") {
+		t.Errorf("the second page of two says %q", at)
+	}
+	b.do(t, "previous page", chromedp.Click(chromedp.CSS(`nav.pager a[rel="prev"]`)), chromedp.WaitNotPresent(chromedp.CSS(`nav.pager a[rel="prev"]`)))
+	if at := get(t, b, "first page", chromedp.Evaluate[string](position)); !strings.HasPrefix(at, "1–2 of ") {
+		t.Errorf("the page before the second says %q", at)
+	}
+	b.do(t, "failed hooks filter",
+		chromedp.Click(chromedp.CSS(`input[name="failed"]`)),
+		chromedp.Click(chromedp.CSS(`form.filters button`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.filters a`)), // "clear", on a filtered page only
+	)
+	listed := get(t, b, "filtered sessions", chromedp.Evaluate[[]string](`[...document.querySelectorAll("ul.sessions a.id")].map(e => e.textContent)`))
+	if !slices.Contains(listed, s.Work) {
+		t.Errorf("the failed-hooks filter lists %q, without %s", listed, s.Work)
+	}
+	// The events page's type filter.
+	b.do(t, "events filter",
+		chromedp.Navigate(srv.URL+"/events"),
+		chromedp.WaitVisible(chromedp.CSS(`form.filters input[name="type"]`)),
+		chromedp.SendKeys(chromedp.CSS(`form.filters input[name="type"]`), "SessionStartHookRan\n"),
+		chromedp.WaitVisible(chromedp.CSS(`form.filters input[name="type"][value="SessionStartHookRan"]`)),
+	)
+	types := get(t, b, "event types", chromedp.Evaluate[[]string](`[...document.querySelectorAll("ol.events summary strong")].map(e => e.textContent)`))
+	if len(types) == 0 || slices.ContainsFunc(types, func(ty string) bool { return ty != "SessionStartHookRan" }) {
+		t.Errorf("the type filter lists %q", types)
+	}
+
 	// The health page: the failing hook first among those that failed,
 	// its failed runs a click away, each linked to its event.
 	b.do(t, "health page",
