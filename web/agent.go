@@ -534,27 +534,38 @@ func (h *handler) withSubagents(ctx context.Context, runs []run, depth int) ([]r
 // runsByInjected returns the runs of every agent that injected a
 // message, by the message's uuid.
 func (h *handler) runsByInjected(ctx context.Context) (map[string]run, error) {
+	injected, _, err := h.agentIndex(ctx)
+	return injected, err
+}
+
+// agentIndex reads every agent's runs and returns those that injected
+// context, by the message that holds it, and the tool calls' rows, by
+// tool_use id.
+func (h *handler) agentIndex(ctx context.Context) (injected, tools map[string]run, err error) {
 	var names []string
-	err := h.e.Store().Streams(ctx, "agent/", func(s eventlog.StreamInfo) error {
+	err = h.e.Store().Streams(ctx, "agent/", func(s eventlog.StreamInfo) error {
 		names = append(names, strings.TrimPrefix(s.Name, "agent/"))
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]run{}
+	injected, tools = map[string]run{}, map[string]run{}
 	for _, id := range names {
 		_, runs, err := h.agentRuns(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, r := range runs {
 			if r.Injected != "" {
-				out[r.Injected] = r
+				injected[r.Injected] = r
+			}
+			if r.Tool != nil {
+				tools[r.ID] = r
 			}
 		}
 	}
-	return out, nil
+	return injected, tools, nil
 }
 
 // runBytes is what r's texts take of a page: what its hooks were given,

@@ -30,3 +30,21 @@ func TestSessionPageRendersAnswersAsMarkdown(t *testing.T) {
 		t.Errorf("/static/code.css = %d %s %.80q", status, ctype, css)
 	}
 }
+
+// Each tool call of a conversation folds its result and says how its
+// hooks decided it, linked to the call's row on its agent's timeline.
+func TestSessionPageFoldsEachCallWithItsResultAndDecision(t *testing.T) {
+	s := serve(t)
+	body := s.page(t, "/sessions/"+s.ToolsWork)
+	denied := s.ToolCalls[0]
+	contains(t, "the tool session's page", body,
+		`<span class="badge deny">deny</span>`,
+		`Decided <strong>deny</strong>`,
+		`href="/agents/`+s.Tools+`#run-`+denied+`"`,
+		`PreToolUse guard-rm (ok)`,
+		`Decided <strong>allow</strong>`,
+		`, shown with its call`)
+	if !strings.Contains(body, `class="block call"`) {
+		t.Error("no call on the page holds its result")
+	}
+}

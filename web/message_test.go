@@ -199,11 +199,15 @@ func TestToolBlocksSayWhatTheCallIs(t *testing.T) {
 	body := s.page(t, "/sessions/tools")
 	contains(t, "session page", body,
 		// A folded call names its id and sums its input up on one line.
-		`<summary>tool_use Bash toolu_b <code>echo done &gt;&gt; log.txt &amp;&amp; cat &lt; in.txt⏎wc -l log.txt</code></summary>`,
+		// Its result folds into it, and a result the model is told is an
+		// error says so, on the call too.
+		`<summary>tool_use Bash toolu_b <code>echo done &gt;&gt; log.txt &amp;&amp; cat &lt; in.txt⏎wc -l log.txt</code> <span class="badge error">error</span></summary>`,
 		`<summary>tool_use Read toolu_r <code>{&#34;file_path&#34;:&#34;a&lt;b&gt;.go&#34;}</code></summary>`,
-		// A result the model is told is an error says so.
-		`<summary>tool_result for toolu_b <span class="badge error">error</span></summary>`,
-		`<summary>tool_result for toolu_r</summary>`,
+		`<p>tool_result for toolu_b <span class="badge error">error</span></p>`,
+		`<p>tool_result for toolu_r</p><pre>{`+"\n"+`  &#34;content&#34;: &#34;package a&#34;`,
+		// Where the result was, a line says where it is shown.
+		`The result for <a href="#b-m-1-0">toolu_b</a>, shown with its call <span class="badge error">error</span>.`,
+		`The result for <a href="#b-m-1-1">toolu_r</a>, shown with its call.`,
 		// The JSON shown escapes only as HTML does.
 		`&#34;command&#34;: &#34;echo done &gt;&gt; log.txt &amp;&amp; cat &lt; in.txt\nwc -l log.txt&#34;`)
 	for _, path := range []string{"/sessions/tools", "/events"} {

@@ -70,6 +70,15 @@ type messageItem struct {
 // A long text shows its start, and the rest folded.
 type blockItem struct {
 	ID, Type, Text, Label, JSON string
+	// ToolUseID is a tool_use's id, or the call a tool_result answers.
+	ToolUseID string
+	// Result, on a tool_use, is the tool_result block of the page that
+	// answers it, which its call then shows; FoldedInto, on that result,
+	// is the block of the call.
+	Result     *blockItem
+	FoldedInto string
+	// Decided, on a tool_use, is how its hooks decided the call.
+	Decided *decided
 	Rest                        string // the text after the start, for a long one
 	// HTML is an answer's text rendered from Markdown, and RestHTML the
 	// blocks after its start, RestBytes long, for a long one (Text and
@@ -215,13 +224,16 @@ func (h *handler) session(r *http.Request) (*view, error) {
 	if err != nil && !errors.Is(err, errEnough) {
 		return nil, err
 	}
-	// Which runs injected the page's context is read once the page holds
-	// no large message, as reading the agents may take the budget too.
-	if meta {
-		runs, err := h.runsByInjected(ctx)
+	// Which runs injected the page's context, and how its tool calls were
+	// decided, is read once the page holds no large message, as reading
+	// the agents may take the budget too.
+	calls := foldResults(d.Items)
+	if meta || calls {
+		runs, tools, err := h.agentIndex(ctx)
 		if err != nil {
 			return nil, err
 		}
+		decide(d.Items, tools, h.opts.Prefix)
 		for _, it := range d.Items {
 			if it.Message == nil {
 				continue
@@ -341,9 +353,15 @@ func newMessageItem(m schema.Message) *messageItem {
 				if head.ID != "" {
 					bi.Label += " " + head.ID
 				}
+				if b.Type == "tool_use" {
+					bi.ToolUseID = head.ID
+				}
 				bi.Summary = inputSummary(head.Input)
 			case head.ToolUseID != "":
 				bi.Label += " for " + head.ToolUseID
+				if b.Type == "tool_result" {
+					bi.ToolUseID = head.ToolUseID
+				}
 			}
 			bi.Error = head.IsError
 			if b.Type == "text" {
@@ -419,4 +437,67 @@ func (h *handler) indexed(ctx context.Context, id string) (forks []string, row p
 		}
 	}
 	return forks, row, nil
+}
+
+// decided is how a tool call's hooks decided it: the decision, its
+// reason, the hooks of each event with their status, and its row on the
+// agent's timeline.
+type decided struct {
+	Decision, Reason string
+	Hooks            []decidedHook
+	Agent, Link      string
+}
+
+// decidedHook is one hook of a tool call's event, and how it ended.
+type decidedHook struct {
+	Event, Name, Status string
+}
+
+// foldResults folds each tool_result of items into the tool_use block
+// of the page that it answers, and reports whether the page holds a
+// tool call.
+func foldResults(items []item) bool {
+	uses := map[string]*blockItem{}
+	for _, it := range items {
+		if it.Message == nil {
+			continue
+		}
+		for i := range it.Message.Blocks {
+			b := &it.Message.Blocks[i]
+			switch {
+			case b.Type == "tool_use" && b.ToolUseID != "":
+				uses[b.ToolUseID] = b
+			case b.Type == "tool_result" && uses[b.ToolUseID] != nil && uses[b.ToolUseID].Result == nil:
+				use := uses[b.ToolUseID]
+				result := *b
+				use.Result, b.FoldedInto = &result, use.ID
+			}
+		}
+	}
+	return len(uses) > 0
+}
+
+// decide gives each tool_use of items how its hooks decided it, from
+// tools, the tool calls' rows by tool_use id.
+func decide(items []item, tools map[string]run, prefix string) {
+	for _, it := range items {
+		if it.Message == nil {
+			continue
+		}
+		for i := range it.Message.Blocks {
+			b := &it.Message.Blocks[i]
+			r, ok := tools[b.ToolUseID]
+			if b.Type != "tool_use" || !ok {
+				continue
+			}
+			d := &decided{Decision: r.Tool.Decision, Reason: r.Tool.Reason, Agent: r.Agent,
+				Link: prefix + "/agents/" + url.PathEscape(r.Agent) + "#" + r.Anchor()}
+			for _, g := range r.Hooks {
+				for _, o := range g.Outcomes {
+					d.Hooks = append(d.Hooks, decidedHook{Event: g.Event, Name: o.Name, Status: o.Status})
+				}
+			}
+			b.Decided = d
+		}
+	}
 }

@@ -298,6 +298,20 @@ func TestPagesInABrowser(t *testing.T) {
 			t.Errorf("at %d px the answer has %d javascript: links, %d highlighted keywords, text %q", width, dangerous, highlighted, text)
 		}
 	}
+	// A tool call folds its result and its hooks' decision: a click shows
+	// them.
+	b.do(t, "a folded call",
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(srv.URL+"/sessions/"+s.ToolsWork),
+		chromedp.WaitVisible(chromedp.CSS(`details.block.call > summary`)),
+		chromedp.Click(chromedp.CSS(`details.block.call > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`details.block.call[open] .result`)),
+	)
+	decision := get(t, b, "the call's decision", chromedp.Text(chromedp.CSS(`details.block.call[open] .decided`)))
+	if !strings.Contains(decision, "Decided") {
+		t.Errorf("the opened call says %q, not how it was decided", decision)
+	}
+
 	// The sessions list, two a page: next, then previous, with their
 	// position; the failed-hooks filter keeps the session hooks failed on.
 	position := `document.querySelector("p.count").textContent`
