@@ -79,7 +79,7 @@ type blockItem struct {
 	FoldedInto string
 	// Decided, on a tool_use, is how its hooks decided the call.
 	Decided *decided
-	Rest                        string // the text after the start, for a long one
+	Rest    string // the text after the start, for a long one
 	// HTML is an answer's text rendered from Markdown, and RestHTML the
 	// blocks after its start, RestBytes long, for a long one (Text and
 	// Rest are then empty).
