@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
@@ -49,9 +50,10 @@ func Open(ctx context.Context, dir string, store eventlog.Store) (*Index, error)
 
 // The internal keys of a bleve index, beside its documents.
 var (
-	keyLayout  = []byte("reprise/layout")
-	keyLast    = []byte("reprise/last")
-	keyDeleted = []byte("reprise/deleted")
+	keyLayout    = []byte("reprise/layout")
+	keyLast      = []byte("reprise/last")
+	keyDeleted   = []byte("reprise/deleted")
+	keyCompacted = []byte("reprise/compacted") // when compact last ran, a write that waits for the merge to be persisted
 )
 
 // Fields of the documents of a bleve index.
@@ -255,7 +257,18 @@ func (b *bleveBackend) sessionDocs(ctx context.Context, session string) ([]strin
 // compact merges the index's segments into one: a merge writes the
 // documents that are still there, and the files of the segments it
 // replaced are removed.
+// compactDoc is the id of the document compact indexes; it holds no
+// field, so no query finds it.
+const compactDoc = "compact"
+
 func (b *bleveBackend) compact(ctx context.Context) error {
+	// Scorch merges two segments or more, never one alone: an index in
+	// one segment would keep the words of its removed documents. A
+	// document of no field, indexed again at each compaction, makes a
+	// second segment for the merge to fold the first into.
+	if err := b.idx.Index(compactDoc, map[string]string{}); err != nil {
+		return fmt.Errorf("search: compact the index %s: %w", b.dir, err)
+	}
 	adv, err := b.idx.Advanced()
 	if err != nil {
 		return fmt.Errorf("search: compact the index %s: %w", b.dir, err)
@@ -265,6 +278,12 @@ func (b *bleveBackend) compact(ctx context.Context) error {
 		return fmt.Errorf("search: compact the index %s: it is a %T, not scorch", b.dir, adv)
 	}
 	if err := s.ForceMerge(ctx, &mergeplan.SingleSegmentMergePlanOptions); err != nil {
+		return fmt.Errorf("search: compact the index %s: %w", b.dir, err)
+	}
+	// The merge is in memory until the index's next write is persisted,
+	// which waits for what came before it: a Close before then would
+	// keep the files as they were.
+	if err := b.idx.SetInternal(keyCompacted, []byte(strconv.FormatInt(time.Now().UnixNano(), 10))); err != nil {
 		return fmt.Errorf("search: compact the index %s: %w", b.dir, err)
 	}
 	return nil

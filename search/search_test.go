@@ -561,3 +561,42 @@ func TestPostgresIndexIsShared(t *testing.T) {
 		}
 	}
 }
+
+// TestVacuumCompactsAnIndexOfOneSegment checks that a vacuum removes the
+// words of a deleted session from an index already merged into one
+// segment, which a merge alone would leave as it is.
+func TestVacuumCompactsAnIndexOfOneSegment(t *testing.T) {
+	ctx := context.Background()
+	e, path := newEngine(t)
+	must[string](t)(e.CreateSession(ctx, "keep", ""))
+	must[reprise.Message](t)(e.Append(ctx, "keep", reprise.Text("user", "the capybara stays")))
+	must[string](t)(e.CreateSession(ctx, "drop", ""))
+	must[reprise.Message](t)(e.Append(ctx, "drop", reprise.Text("user", "the xylophonist leaves")))
+	x, err := search.Open(ctx, search.Dir(path), e.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	update(t, x)
+	if err := x.Compact(ctx); err != nil { // one segment now
+		t.Fatal(err)
+	}
+	if err := e.DeleteSession(ctx, "drop"); err != nil {
+		t.Fatal(err)
+	}
+	update(t, x)
+	if _, err := e.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	update(t, x)
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	y := openIndex(t, e, path)
+	kept := must[[]string](t)(search.Terms(y))
+	if slices.Contains(kept, "xylophonist") || !slices.Contains(kept, "capybara") {
+		t.Errorf("after the vacuum the index holds %q; want capybara, and not xylophonist", kept)
+	}
+	if res := find(t, y, "the"); res.Total != 1 {
+		t.Errorf("the word of the kept message is found %d times; want 1", res.Total)
+	}
+}
