@@ -531,13 +531,6 @@ func (h *handler) withSubagents(ctx context.Context, runs []run, depth int) ([]r
 	return all, tree, nil
 }
 
-// runsByInjected returns the runs of every agent that injected a
-// message, by the message's uuid.
-func (h *handler) runsByInjected(ctx context.Context) (map[string]run, error) {
-	injected, _, err := h.agentIndex(ctx)
-	return injected, err
-}
-
 // agentIndex reads every agent's runs and returns those that injected
 // context, by the message that holds it, and the tool calls' rows, by
 // tool_use id.
