@@ -56,6 +56,11 @@ type item struct {
 	Boundary *schema.CompactBoundary
 	Record   string // a transcript record kept verbatim
 	Cut      *cutItem
+	// Shared marks, in a fork, a message copied from the parent, and
+	// ForkPoint the last of them; Forks are the sessions forked from
+	// this one at this message.
+	Shared, ForkPoint bool
+	Forks             []string
 }
 
 // messageItem is a message with what the page says about it.
@@ -245,12 +250,15 @@ func (h *handler) session(r *http.Request) (*view, error) {
 			}
 		}
 	}
+	children, row, err := h.indexed(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	if d.First {
-		var row projection.SessionInfo
-		if d.Children, row, err = h.indexed(ctx, id); err != nil {
-			return nil, err
-		}
-		d.Importing, d.Title = row.Importing, row.Title
+		d.Children, d.Importing, d.Title = children, row.Importing, row.Title
+	}
+	if err := h.markForks(ctx, d.Items, created, children); err != nil {
+		return nil, err
 	}
 	out.Children = append([]string{}, d.Children...)
 	out.Importing, out.Title, out.Next = d.Importing, d.Title, d.Next
@@ -500,4 +508,62 @@ func decide(items []item, tools map[string]run, prefix string) {
 			b.Decided = d
 		}
 	}
+}
+
+// markForks marks, in items of a session created as created, the
+// messages a fork copied from its parent, up to the fork point, and the
+// messages of the session that children, its forks, were forked at.
+func (h *handler) markForks(ctx context.Context, items []item, created *schema.SessionCreated, children []string) error {
+	if created.Parent != "" && created.ForkPoint != "" && len(items) > 0 {
+		shared, err := copiedUpTo(ctx, h.e.Store(), projection.SessionStream(created.ID))
+		if err != nil {
+			return err
+		}
+		for i := range items {
+			items[i].Shared = items[i].Seq <= shared
+			items[i].ForkPoint = items[i].Seq == shared
+		}
+	}
+	at := map[string][]string{} // fork points, by message
+	for _, c := range children {
+		first, err := eventAt(ctx, h.e.Store(), projection.SessionStream(c), 1)
+		if err != nil {
+			return err
+		}
+		if p, err := schema.Decode(first); err == nil {
+			if fc, ok := p.(*schema.SessionCreated); ok && fc.ForkPoint != "" {
+				at[fc.ForkPoint] = append(at[fc.ForkPoint], c)
+			}
+		}
+	}
+	for i := range items {
+		if m := items[i].Message; m != nil {
+			items[i].Forks = at[m.UUID]
+		}
+	}
+	return nil
+}
+
+// copiedUpTo returns the sequence of the last message a fork's stream
+// copied from its parent: the fork is created with its copies in one
+// append, at one time and at consecutive positions after its
+// SessionCreated, which is sequence 1.
+func copiedUpTo(ctx context.Context, store eventlog.Store, stream string) (uint64, error) {
+	var first eventlog.Event
+	last := uint64(0)
+	err := store.ReadStream(ctx, stream, 1, func(ev eventlog.Event) error {
+		if ev.Seq == 1 {
+			first, last = ev, 1
+			return nil
+		}
+		if ev.Time != first.Time || ev.Position != first.Position+ev.Seq-1 || ev.Type != schema.TypeMessageAppended {
+			return errEnough
+		}
+		last = ev.Seq
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return 0, fmt.Errorf("read the copies of %s: %w", stream, err)
+	}
+	return last, nil
 }

@@ -312,6 +312,15 @@ func TestPagesInABrowser(t *testing.T) {
 		t.Errorf("the opened call says %q, not how it was decided", decision)
 	}
 
+	// A fork against its parent: its copies above the fork point.
+	b.do(t, "a fork",
+		chromedp.Navigate(srv.URL+"/sessions/"+s.Demo.Fork.To),
+		chromedp.WaitVisible(chromedp.CSS(`li.forkpoint a`)),
+	)
+	if n := get(t, b, "copied messages", chromedp.Evaluate[int64](`document.querySelectorAll("li.msg.shared").length`)); n == 0 {
+		t.Error("the fork's page marks no message as its parent's")
+	}
+
 	// The sessions list, two a page: next, then previous, with their
 	// position; the failed-hooks filter keeps the session hooks failed on.
 	position := `document.querySelector("p.count").textContent`
