@@ -3,10 +3,15 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
+	"github.com/reprise-dev/reprise/web"
 )
 
 // An answer's Markdown is rendered on the session page, its code
@@ -66,4 +71,44 @@ func TestForkIsShownAgainstItsParent(t *testing.T) {
 	if strings.Contains(s.page(t, "/sessions/"+parent), ` shared`) {
 		t.Error("the parent's page marks messages as copied")
 	}
+}
+
+// A subagent's turn shows under the call that started it, and its own
+// subagent's under its call in turn.
+func TestSubagentTurnNestsUnderItsCall(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	e := testkit.OpenEngine(t, filepath.Join(dir, "reprise.db"), reprise.Options{Logger: testkit.Discard})
+	allow := `echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}'`
+	if err := e.Hooks().Add(hookexec.Hook{Event: hookexec.PreToolUse, Body: hookexec.Command{Line: allow}}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Session(t, e, "s", dir, "review the code")
+	parent := testkit.Agent(t, e, "ide")
+	if _, err := parent.Start(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, parent, "toolu_agent1", "Agent", `{"description": "look", "prompt": "list the files", "subagent_type": "Explore"}`, "")
+	child, err := parent.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: "toolu_agent1", Type: "Explore", Description: "look", Prompt: "list the files"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callTool(t, child, "toolu_nested", "Task", `{"description": "deeper", "prompt": "read one"}`, "")
+	grandchild, err := child.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: "toolu_nested", Description: "deeper", Prompt: "read one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, grandchild.Current(), reprise.Text("assistant", "**a.go** holds it")); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.New(e, web.Options{}))
+	t.Cleanup(srv.Close)
+	body := (&served{srv: srv}).page(t, "/sessions/s")
+	outer := strings.Index(body, `Subagent <a href="/sessions/`+child.Current()+`">`)
+	inner := strings.Index(body, `Subagent <a href="/sessions/`+grandchild.Current()+`">`)
+	answer := strings.Index(body, "<strong>a.go</strong> holds it")
+	if outer < 0 || inner < outer || answer < inner {
+		t.Fatalf("the parent's page does not nest the subagent (%d), its own (%d) and its answer (%d) in order:\n%s", outer, inner, answer, body)
+	}
+	contains(t, "the parent's page", body, `(Explore): look`, `<span class="badge">subagent</span>`, "list the files")
 }

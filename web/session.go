@@ -84,6 +84,9 @@ type blockItem struct {
 	FoldedInto string
 	// Decided, on a tool_use, is how its hooks decided the call.
 	Decided *decided
+	// Subagent, on an Agent or Task call, is the turn of the subagent it
+	// started.
+	Subagent *subagentTurn
 	Rest    string // the text after the start, for a long one
 	// HTML is an answer's text rendered from Markdown, and RestHTML the
 	// blocks after its start, RestBytes long, for a long one (Text and
@@ -248,6 +251,11 @@ func (h *handler) session(r *http.Request) (*view, error) {
 				out.Injected = append(out.Injected, injectedJSON{Message: r.Injected, RestoreID: r.ID,
 					Agent: r.Agent, Event: it.Message.Injected.Event, Hooks: it.Message.Injected.Hooks})
 			}
+		}
+	}
+	if calls {
+		if err := h.nestSubagents(ctx, d.Items, id, 1); err != nil {
+			return nil, err
 		}
 	}
 	children, row, err := h.indexed(ctx, id)
@@ -566,4 +574,94 @@ func copiedUpTo(ctx context.Context, store eventlog.Store, stream string) (uint6
 		return 0, fmt.Errorf("read the copies of %s: %w", stream, err)
 	}
 	return last, nil
+}
+
+// subagentTurn is a subagent's session as the call that started it shows
+// it: its first messages, each as its own page shows it.
+type subagentTurn struct {
+	ID, Type, Description string
+	Link                  string // its own page
+	Items                 []item
+	More                  bool // it has more messages than these
+}
+
+// Subagents are shown nested at most maxNesting deep, each with at most
+// nestedMessages of its messages: its page has the rest.
+const (
+	maxNesting     = 3
+	nestedMessages = 20
+)
+
+// nestSubagents puts under each call of items, in session, that started
+// a subagent, the subagent's turn, its own calls' subagents nested in
+// turn, depth levels deep at most maxNesting.
+func (h *handler) nestSubagents(ctx context.Context, items []item, session string, depth int) error {
+	prefix := h.opts.Prefix
+	if depth > maxNesting {
+		return nil
+	}
+	sessions, err := h.e.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	started := map[string]*schema.SessionCreated{} // by the call's tool_use id
+	for _, si := range sessions {
+		if si.Subagent == nil || si.Subagent.Session != session {
+			continue
+		}
+		// The index keeps only the parent; the call is in the creation.
+		first, err := eventAt(ctx, h.e.Store(), projection.SessionStream(si.ID), 1)
+		if err != nil {
+			return err
+		}
+		p, err := schema.Decode(first)
+		if err != nil {
+			return err
+		}
+		if c, ok := p.(*schema.SessionCreated); ok && c.Subagent != nil {
+			started[c.Subagent.ToolUseID] = c
+		}
+	}
+	if len(started) == 0 {
+		return nil
+	}
+	for _, it := range items {
+		if it.Message == nil {
+			continue
+		}
+		for i := range it.Message.Blocks {
+			b := &it.Message.Blocks[i]
+			si, ok := started[b.ToolUseID]
+			if b.Type != "tool_use" || !ok {
+				continue
+			}
+			turn := &subagentTurn{ID: si.ID, Type: si.Subagent.Type, Description: si.Subagent.Description,
+				Link: prefix + "/sessions/" + url.PathEscape(si.ID)}
+			err := h.e.Store().ReadStream(ctx, projection.SessionStream(si.ID), 1, func(ev eventlog.Event) error {
+				if ev.Type != schema.TypeMessageAppended {
+					return nil
+				}
+				if len(turn.Items) == nestedMessages {
+					turn.More = true
+					return errEnough
+				}
+				p, err := schema.Decode(ev)
+				if err != nil {
+					return err
+				}
+				msg, _ := cutMessage(p.(*schema.MessageAppended).Message, messageBytes)
+				turn.Items = append(turn.Items, item{Seq: ev.Seq, Message: newMessageItem(msg)})
+				return nil
+			})
+			if err != nil && !errors.Is(err, errEnough) {
+				return fmt.Errorf("read subagent %s: %w", si.ID, err)
+			}
+			foldResults(turn.Items)
+			if err := h.nestSubagents(ctx, turn.Items, si.ID, depth+1); err != nil {
+				return err
+			}
+			b.Subagent = turn
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -17,6 +18,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/search"
 	"github.com/reprise-dev/reprise/web"
 	"github.com/reprise-dev/reprise/web/internal/fixture"
@@ -159,6 +162,7 @@ func TestPagesInABrowser(t *testing.T) {
 		"The **zanzibar** fix: [run this](javascript:alert(1)) or\n\n```go\nfunc fix() {}\n```\n")); err != nil {
 		t.Fatal(err)
 	}
+	nested := subagentTurn(t, s.Engine)
 	x, err := search.Open(context.Background(), t.TempDir(), s.Engine.Store())
 	if err != nil {
 		t.Fatal(err)
@@ -312,6 +316,15 @@ func TestPagesInABrowser(t *testing.T) {
 		t.Errorf("the opened call says %q, not how it was decided", decision)
 	}
 
+	// A subagent's turn under the call that started it: a click on the
+	// call shows it, its answer rendered.
+	b.do(t, "a subagent under its call",
+		chromedp.Navigate(srv.URL+"/sessions/"+nested),
+		chromedp.WaitVisible(chromedp.CSS(`details.block:has(details.subagent) > summary`)),
+		chromedp.Click(chromedp.CSS(`details.block:has(details.subagent) > summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`details.block[open] details.subagent ol.nested .md strong`)),
+	)
+
 	// A fork against its parent: its copies above the fork point.
 	b.do(t, "a fork",
 		chromedp.Navigate(srv.URL+"/sessions/"+s.Demo.Fork.To),
@@ -427,4 +440,33 @@ func hasBar(labels []string, status, name string) bool {
 		}
 	}
 	return false
+}
+
+// subagentTurn makes, in e, a session whose Agent call started a subagent
+// that answered in Markdown, and returns the session's id.
+func subagentTurn(t *testing.T, e *reprise.Engine) string {
+	t.Helper()
+	ctx := context.Background()
+	allow := `echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}'`
+	if err := e.Hooks().Add(hookexec.Hook{Event: hookexec.PreToolUse, Name: "allow-agents", Source: "fixture",
+		Body: hookexec.Command{Line: allow}}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Session(t, e, "delegating", t.TempDir(), "find the config")
+	a := testkit.Agent(t, e, "delegator")
+	if _, err := a.Start(ctx, "delegating"); err != nil {
+		t.Fatal(err)
+	}
+	call := reprise.ToolCall{ID: "toolu_agent1", Name: "Agent", Input: json.RawMessage(`{"description": "look", "prompt": "find it"}`), AddToolUse: true}
+	if d, err := a.PreToolUse(ctx, call); err != nil || d.Decision != hookexec.Allow {
+		t.Fatalf("the Agent call: %+v, %v", d, err)
+	}
+	sub, err := a.StartSubagent(ctx, reprise.SubagentCall{ToolUseID: "toolu_agent1", Description: "look", Prompt: "find it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Append(ctx, sub.Current(), reprise.Text("assistant", "It is in **config.yaml**.")); err != nil {
+		t.Fatal(err)
+	}
+	return "delegating"
 }
