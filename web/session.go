@@ -87,7 +87,7 @@ type blockItem struct {
 	// Subagent, on an Agent or Task call, is the turn of the subagent it
 	// started.
 	Subagent *subagentTurn
-	Rest    string // the text after the start, for a long one
+	Rest     string // the text after the start, for a long one
 	// HTML is an answer's text rendered from Markdown, and RestHTML the
 	// blocks after its start, RestBytes long, for a long one (Text and
 	// Rest are then empty).
