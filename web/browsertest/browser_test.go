@@ -257,6 +257,16 @@ func TestPagesInABrowser(t *testing.T) {
 		chromedp.Navigate(srv.URL+"/agents/"+s.CI),
 		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
 	)
+	// The time axis: the startup restore's SessionStart hooks ran at once,
+	// so their bars overlap on screen.
+	overlap := get(t, b, "overlapping bars", chromedp.Evaluate[bool](`(() => {
+		const run = document.getElementById("run-`+s.CIStart.ID+`");
+		const fills = [...run.querySelector(".hookrun").querySelectorAll(".fill")].map(e => e.getBoundingClientRect());
+		return fills.length > 1 && fills.some((a, i) => fills.some((b, j) => i != j && a.left < b.right && b.left < a.right));
+	})()`))
+	if !overlap {
+		t.Error("the parallel SessionStart hooks of the startup restore do not overlap on the time axis")
+	}
 	b.do(t, "click a hook", chromedp.Click(chromedp.CSS(`details.bar.failed > summary`)))
 	exit := get(t, b, "hook details", chromedp.Text(chromedp.CSS(`details.bar[open] .hookinfo`)))
 	// Its own record, as text: its command, where it came from, status,
