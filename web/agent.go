@@ -213,9 +213,13 @@ type agentData struct {
 	ID, State, Current string
 	Runs               []run
 	Prev, Next         string // the cursors of the earlier and the later runs, "" when there are none
-	Subagents          []subagentNode
-	Axis               axis   // the page's: from the first of its runs to the end of the last, or the zoomed run's
-	Zoom               string // the anchor of the run the axis is zoomed to, "" for none
+	// From and To count the page's runs from 1, of Total; First is the
+	// cursor of the earliest page, "" on it.
+	From, To, Total int
+	First           string
+	Subagents       []subagentNode
+	Axis            axis   // the page's: from the first of its runs to the end of the last, or the zoomed run's
+	Zoom            string // the anchor of the run the axis is zoomed to, "" for none
 }
 
 // agentJSON is the API's answer for one agent: the page's runs, and
@@ -231,7 +235,11 @@ type agentJSON struct {
 	Subagents []subagentNode `json:"subagents"`
 	Prev      string         `json:"prev_cursor,omitempty"`
 	Next      string         `json:"next_cursor,omitempty"`
-	Cut       []cutJSON      `json:"cut"`
+	// Total is the agent's runs (the zoomed one's, when zoomed), and From
+	// the position of the page's first, counted from 1; 0 for none.
+	Total int       `json:"total"`
+	From  int       `json:"from"`
+	Cut   []cutJSON `json:"cut"`
 	// Axis is the page's time axis, which each run's start_ms and end_ms
 	// are on; Zoom the anchor of the run it is zoomed to.
 	Axis axisJSON `json:"axis"`
@@ -405,13 +413,17 @@ func (h *handler) agent(r *http.Request) (*view, error) {
 	}
 	d := agentData{ID: id, State: string(a.State), Current: a.Current, Runs: runs, Subagents: tree, Axis: page, Zoom: zoom}
 	if start > 0 {
-		d.Prev = strconv.Itoa(max(start-limit, 0))
+		d.Prev, d.First = strconv.Itoa(max(start-limit, 0)), "0"
 	}
+	if len(runs) > 0 {
+		d.From, d.To = start+1, start+len(runs)
+	}
+	d.Total = total
 	if end < total {
 		d.Next = strconv.Itoa(end)
 	}
 	out := agentJSON{Agent: id, State: string(a.State), Current: a.Current, Restores: []jsonview.Restore{}, Runs: []runJSON{},
-		Prev: d.Prev, Next: d.Next, Cut: []cutJSON{}, Subagents: append([]subagentNode{}, tree...), Axis: newAxisJSON(page), Zoom: zoom}
+		Prev: d.Prev, Next: d.Next, Total: d.Total, From: d.From, Cut: []cutJSON{}, Subagents: append([]subagentNode{}, tree...), Axis: newAxisJSON(page), Zoom: zoom}
 	onPage := map[string]bool{}
 	for _, rn := range runs {
 		onPage[rn.ID] = true

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -174,4 +175,26 @@ func TestSessionsFilters(t *testing.T) {
 	}
 	body := sub.page(t, "/sessions?subagents=1")
 	contains(t, "the filtered page", body, `name="subagents" value="1" checked`, "1–1 of 1 session(s) match")
+}
+
+// An agent's page of runs says which of how many it shows, latest by
+// default, and links to the earliest and the latest.
+func TestAgentPageSaysWhereItIsAmongItsRuns(t *testing.T) {
+	s := serve(t)
+	var latest, earliest struct {
+		Total, From int
+		Prev        string `json:"prev_cursor"`
+		Next        string `json:"next_cursor"`
+	}
+	s.api(t, "/agents/"+s.CI+"?limit=1", &latest)
+	if latest.Total < 2 || latest.From != latest.Total || latest.Prev == "" || latest.Next != "" {
+		t.Fatalf("the latest page of one run: %+v; want the last of 2 or more", latest)
+	}
+	s.api(t, "/agents/"+s.CI+"?limit=1&cursor=0", &earliest)
+	if earliest.From != 1 || earliest.Total != latest.Total || earliest.Next == "" {
+		t.Errorf("the earliest page of one run: %+v", earliest)
+	}
+	body := s.page(t, "/agents/"+s.CI+"?limit=1&cursor=0")
+	contains(t, "the earliest page", body, fmt.Sprintf("Runs 1–1 of %d", latest.Total), ">Latest runs</a>")
+	contains(t, "the latest page", s.page(t, "/agents/"+s.CI+"?limit=1"), ">Earliest runs</a>")
 }
