@@ -44,6 +44,23 @@ func OpenPostgres(ctx context.Context, url string, store eventlog.Store) (*Index
 	return x, nil
 }
 
+// PostgresIndexed reports whether the PostgreSQL store at url has an
+// index (OpenPostgres made its tables), without making one: a command
+// that deleted text updates the index only when there is one.
+func PostgresIndexed(ctx context.Context, url string) (bool, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return false, fmt.Errorf("search: connect to %s: %w", redactURL(url), err)
+	}
+	defer pool.Close()
+	var found *string
+	err = pool.QueryRow(ctx, "SELECT to_regclass(quote_ident(current_schema()) || '.reprise_search_state')::text").Scan(&found)
+	if err != nil {
+		return false, fmt.Errorf("search: look for the index's tables: %w", err)
+	}
+	return found != nil, nil
+}
+
 // redactURL drops what a URL says after its host: a password may be in
 // its user part, which pgx's errors leave out too.
 func redactURL(url string) string {

@@ -10,6 +10,8 @@ import (
 	"github.com/blevesearch/bleve/v2"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/search"
 )
 
@@ -95,5 +97,56 @@ func TestServeSearchesAndRmAndVacuumTakeTheWordsOut(t *testing.T) {
 	}
 	if slices.Contains(terms, "numbat") || !slices.Contains(terms, "wombat") {
 		t.Fatalf("after vacuum the index's files hold %q; want wombat, and not numbat, whose session rm deleted", terms)
+	}
+}
+
+// On PostgreSQL, rm takes a deleted session's words out of the index
+// table when the store has one, and makes none when it has not.
+func TestRmUpdatesThePostgresIndex(t *testing.T) {
+	c := newCLI(t)
+	store := postgresStore(t)
+	ctx := context.Background()
+	for _, s := range [][2]string{{"kept", "the wombat stays"}, {"gone", "the numbat leaves"}} {
+		c.ok("--store", store, "new", "--id", s[0], "--cwd", c.dir)
+		c.ok("--store", store, "append", s[0], "--role", "user", s[1])
+	}
+	if ok, err := search.PostgresIndexed(ctx, store); err != nil || ok {
+		t.Fatalf("before any search, PostgresIndexed = %v, %v; want no index", ok, err)
+	}
+	c.ok("--store", store, "rm", "gone")
+	if ok, err := search.PostgresIndexed(ctx, store); err != nil || ok {
+		t.Fatalf("rm made an index: PostgresIndexed = %v, %v", ok, err)
+	}
+	c.ok("--store", store, "new", "--id", "later", "--cwd", c.dir)
+	c.ok("--store", store, "append", "later", "--role", "user", "a quoll arrives")
+
+	index := func() (eventlog.Store, *search.Index) {
+		t.Helper()
+		e, err := pgstore.Open(ctx, store, pgstore.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := search.OpenPostgres(ctx, store, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, x
+	}
+	e, x := index() // as serve does at its first search
+	if _, err := x.Update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	e.Close()
+	c.ok("--store", store, "rm", "later")
+	e, x = index()
+	defer e.Close()
+	defer x.Close()
+	res, err := x.Search(ctx, "quoll", 20, 0) // as rm left it: no Update here
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Total != 0 {
+		t.Errorf("after rm, the index finds quoll %d times; want 0", res.Total)
 	}
 }

@@ -91,17 +91,17 @@ func (v *storeView) search(ctx context.Context, q string, limit, offset int) (_ 
 	return web.IndexSearcher(x)(ctx, q, limit, offset)
 }
 
-// updateIndex brings the search index of the bbolt store at path, which
-// store holds, up to date after a deletion or a vacuum, so that the words
-// of what they removed leave it: at once, when no serve holds the index,
-// else at its holder's next search. A store without an index gets none,
-// and on PostgreSQL the table is left to the next search, which brings it
-// up to date before it answers.
+// updateIndex brings the search index of the store at path, which store
+// holds, up to date after a deletion or a vacuum, so that the words of
+// what they removed leave it: at once, when no serve holds a bbolt
+// store's index, else at its holder's next search. A store without an
+// index gets none.
 func updateIndex(ctx context.Context, path string, store eventlog.Store) error {
 	if pgstore.IsURL(path) {
-		return nil
-	}
-	if _, err := os.Stat(search.Dir(path)); errors.Is(err, fs.ErrNotExist) {
+		if ok, err := search.PostgresIndexed(ctx, path); err != nil || !ok {
+			return err
+		}
+	} else if _, err := os.Stat(search.Dir(path)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	x, err := openIndex(ctx, path, store)
