@@ -43,7 +43,7 @@ func served(t *testing.T) (*boltstore.Store, *Client, string) {
 		}
 		heads[stream]++
 	}
-	srv, err := Serve(store, path, slog.Default())
+	srv, err := Serve(store, path, slog.Default(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestWaitAllWaitsForAnAppend(t *testing.T) {
 func TestCloseEndsAWaitingFollowerAndRemovesTheSocket(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.db")
 	store := eventlog.NewMemoryStore()
-	srv, err := Serve(store, path, slog.Default())
+	srv, err := Serve(store, path, slog.Default(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +202,16 @@ func TestCloseEndsAWaitingFollowerAndRemovesTheSocket(t *testing.T) {
 	}
 	if _, err := os.Lstat(srv.Path()); !os.IsNotExist(err) {
 		t.Errorf("the socket is still there after Close: %v", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("a second Close = %v; want what the first returned", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second Close hangs")
 	}
 	if _, err := Dial(context.Background(), srv.Path()); !errors.Is(err, ErrNotServing) {
 		t.Errorf("Dial after Close: err = %v, want ErrNotServing", err)
@@ -287,7 +297,7 @@ func TestDialRefusesWhatIsNotTheUsersSocket(t *testing.T) {
 	if _, err := Dial(context.Background(), path); !errors.Is(err, ErrNotOwned) {
 		t.Errorf("Dial of another user's socket: err = %v, want ErrNotOwned", err)
 	}
-	if _, err := Serve(eventlog.NewMemoryStore(), strings.TrimSuffix(path, ".sock"), slog.Default()); !errors.Is(err, ErrNotOwned) {
+	if _, err := Serve(eventlog.NewMemoryStore(), strings.TrimSuffix(path, ".sock"), slog.Default(), nil); !errors.Is(err, ErrNotOwned) {
 		t.Errorf("Serve over another user's socket: err = %v, want ErrNotOwned", err)
 	}
 }
@@ -302,7 +312,7 @@ func TestServeReplacesOnlyAStaleSocket(t *testing.T) {
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
-	srv, err := Serve(eventlog.NewMemoryStore(), path, slog.Default())
+	srv, err := Serve(eventlog.NewMemoryStore(), path, slog.Default(), nil)
 	if err != nil {
 		t.Fatalf("Serve over a stale socket: %v", err)
 	}
@@ -310,7 +320,7 @@ func TestServeReplacesOnlyAStaleSocket(t *testing.T) {
 	if info, err := os.Stat(sock); err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("the socket: %v, %v; want mode 0600", info, err)
 	}
-	if _, err := Serve(eventlog.NewMemoryStore(), path, slog.Default()); err == nil || !strings.Contains(err.Error(), "another process serves") {
+	if _, err := Serve(eventlog.NewMemoryStore(), path, slog.Default(), nil); err == nil || !strings.Contains(err.Error(), "another process serves") {
 		t.Errorf("Serve over a live socket: err = %v", err)
 	}
 	if c, err := Dial(context.Background(), sock); err != nil {
@@ -341,7 +351,7 @@ func TestSocketPath(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(long), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Serve(eventlog.NewMemoryStore(), long, slog.Default())
+	srv, err := Serve(eventlog.NewMemoryStore(), long, slog.Default(), nil)
 	if err != nil {
 		t.Fatalf("Serve with a long store path: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/reprise-dev/reprise/eventlog"
@@ -27,6 +28,9 @@ type Server struct {
 	socket fs.FileInfo // the socket as bound, so that Close removes only it
 	http   *http.Server
 	done   chan error
+
+	closing sync.Once
+	closed  error // what Close returned
 }
 
 // Serve serves the reads of store, the store at storePath, on the socket
@@ -36,8 +40,10 @@ type Server struct {
 // replaced only if it is the user's own and nothing answers on it (a
 // crashed server's); anything else there is an error, ErrNotOwned for a
 // file that is not a socket of the user's. log, if not nil, receives the
-// HTTP server's own errors.
-func Serve(store eventlog.Store, storePath string, log *slog.Logger) (*Server, error) {
+// HTTP server's own errors. search, if not nil, answers at SearchPath
+// beside the reads: the holder's searches of the store, which package
+// search serves (search.Held); without it that path is 404.
+func Serve(store eventlog.Store, storePath string, log *slog.Logger, search http.Handler) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -72,8 +78,15 @@ func Serve(store eventlog.Store, storePath string, log *slog.Logger) (*Server, e
 	// Stopping ends the requests' contexts, so that waiting followers
 	// answer at once rather than hold Close up.
 	base, stop := context.WithCancel(context.Background())
+	h := Handler(store)
+	if search != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/", h)
+		mux.Handle("GET "+SearchPath, search)
+		h = mux
+	}
 	s := &Server{path: path, socket: info, done: make(chan error, 1), http: &http.Server{
-		Handler:           Handler(store),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return base },
@@ -88,8 +101,14 @@ func (s *Server) Path() string { return s.path }
 
 // Close stops serving: it waits up to ShutdownTimeout for the requests in
 // progress, cuts off those still running, and removes the socket unless
-// another server has replaced it since.
+// another server has replaced it since. Calls after the first return what
+// it returned.
 func (s *Server) Close() error {
+	s.closing.Do(func() { s.closed = s.close() })
+	return s.closed
+}
+
+func (s *Server) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	err := s.http.Shutdown(ctx)
