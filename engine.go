@@ -100,6 +100,15 @@ type Options struct {
 	// keep a store open for long should set it, so that the store stays
 	// readable to the audit tools; the socket is private to the user.
 	ServeReads bool
+	// ServeSearch, with ServeReads, makes the socket answer its readers'
+	// searches too, with the index the host keeps: Open calls it with the
+	// store once the socket is made, serves what it returns at
+	// remote.SearchPath, and closes it in Close, after the socket. Package
+	// search's Served(path) is the one to give; the root package links no
+	// search library itself. Nil serves no searches: a reader then opens
+	// the index itself, for as long as a search takes, unless the host
+	// holds it.
+	ServeSearch func(store eventlog.Store) remote.Searcher
 	// ReadOnly opens the store for reading only (Open only): several
 	// read-only Engines may share a file, and every write fails with
 	// eventlog.ErrReadOnly.
@@ -168,6 +177,9 @@ type Engine struct {
 	// reads serves the store's reads on its socket (Options.ServeReads),
 	// or is nil.
 	reads *remote.Server
+	// search answers the searches of the readers of reads
+	// (Options.ServeSearch), nil when it answers none.
+	search remote.Searcher
 
 	// async counts the async hooks running, which Close waits for;
 	// onAsync is Options.AsyncHookEnded.
@@ -248,7 +260,10 @@ func OpenContext(ctx context.Context, path string, opts Options) (*Engine, error
 		e.legacyFiles = DirFiles(legacyTranscriptDir(path))
 	}
 	if opts.ServeReads && !opts.ReadOnly {
-		if e.reads, err = remote.Serve(store, path, e.log); err != nil {
+		if opts.ServeSearch != nil {
+			e.search = opts.ServeSearch(store)
+		}
+		if e.reads, err = remote.Serve(store, path, e.log, e.search); err != nil {
 			e.log.Warn("the store's reads are not served to other processes", "error", err)
 		}
 	}
@@ -487,6 +502,9 @@ func (e *Engine) Close() error {
 	}
 	if e.reads != nil {
 		errs = append(errs, e.reads.Close())
+	}
+	if e.search != nil {
+		errs = append(errs, e.search.Close())
 	}
 	if e.legacyFiles != nil {
 		errs = append(errs, e.legacyFiles.Close())

@@ -157,6 +157,29 @@ func (c *Client) ReadIndex(ctx context.Context, name string, fn func(key string,
 	return last, err
 }
 
+// Get sends a GET of path, with query q, to the serving process, for what
+// it serves beside the reads (SearchPath), and returns the response as it
+// comes, whatever its status; the caller closes its body. Only ctx bounds
+// it, not FrameTimeout: a search may first build its index. A connection
+// that fails matches ErrNotServing.
+func (c *Client) Get(ctx context.Context, path string, q url.Values) (*http.Response, error) {
+	if c.closed.Load() {
+		return nil, eventlog.ErrClosed
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://reprise"+path+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w at %s: %w", ErrNotServing, c.socket, err)
+	}
+	return resp, nil
+}
+
 // oldServer is the answer, in plain HTTP rather than frames, of a serving
 // process to a request it does not know.
 type oldServer struct {

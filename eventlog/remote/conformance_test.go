@@ -52,7 +52,7 @@ func TestConformanceThroughTheService(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv, err := Serve(file, path, slog.Default())
+		srv, err := Serve(file, path, slog.Default(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@
 //
 // The process holding the store:
 //
-//	srv, err := remote.Serve(store, path, slog.Default())
+//	srv, err := remote.Serve(store, path, slog.Default(), nil)
 //	...
 //	defer srv.Close(ctx)
 //
@@ -27,8 +27,8 @@
 //
 // # Protocol
 //
-// Every request is a GET; every response body is a stream of msgpack
-// arrays, one a frame, ending in an end frame:
+// Every request is a GET; every response body of the reads is a stream of
+// msgpack arrays, one a frame, ending in an end frame:
 //
 //	GET /v1/ping                          -> end
 //	GET /v1/head?stream=S                 -> head, end
@@ -41,6 +41,11 @@
 //	head   [3, head]
 //	end    [0]
 //	error  [4, code, message]
+//
+// Beside the reads, a holder may answer its store's searches (Serve's
+// search handler, package search's Held):
+//
+//	GET /v1/search?q=Q&limit=N&offset=N   -> JSON, in search's protocol; 404 when it serves none
 //
 // A ReadAll with wait, a Go duration of at most MaxWait, waits that long
 // for the first event at or after from when there is none yet: that is how

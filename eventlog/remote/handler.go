@@ -13,6 +13,17 @@ import (
 	"github.com/reprise-dev/reprise/eventlog"
 )
 
+// SearchPath is the path at which a holder that serves searches answers
+// them (Serve's search handler).
+const SearchPath = "/v1/search"
+
+// A Searcher is what a holder that serves searches gives Serve, and
+// closes after the Server: package search's Held is one.
+type Searcher interface {
+	http.Handler
+	Close() error
+}
+
 // MaxWait bounds how long a following ReadAll waits for its first event.
 const MaxWait = time.Minute
 
