@@ -26,14 +26,29 @@
 //	res, err := x.Search(ctx, "permission denied", 20, 0)
 //	for _, h := range res.Hits { ... h.Session, h.Seq, h.Snippet ... }
 //
+// A host that holds a bbolt store for long serves its readers' searches
+// with its own index, beside the store's reads on its socket:
+//
+//	engine, err := reprise.Open(path, reprise.Options{ServeReads: true, ServeSearch: search.Served(path)})
+//
+// and a reader in another process asks it through the socket
+// (remote.Dial):
+//
+//	res, err := search.Remote(ctx, client, "permission denied", 20, 0)
+//
+// Held is such an index: opened at its first search, brought up to date
+// before each.
+//
 // # Caveats
 //
 // The index belongs to the process that holds the store, which alone
 // updates it; a second process opening the same directory gets ErrLocked
 // after a second, and a reader of the store through another process asks
-// that process. Nothing updates the index on its own: it answers as of
-// its last Update, which reads the log from the last position it holds,
-// so an index is as fresh as its holder keeps it.
+// that process (Remote; ErrNotServed when it serves no searches, and
+// the reader may then open the index itself). Nothing updates the index
+// on its own: it answers as of its last Update, which reads the log from
+// the last position it holds, so an index is as fresh as its holder
+// keeps it.
 //
 // A crash loses nothing: the index records, with each change, the last
 // event it folded in, and the next Update goes on from there, writing

@@ -11,4 +11,12 @@ var (
 	// ErrNotIndex is returned when the directory or table named for the
 	// index holds something else, which is never removed.
 	ErrNotIndex = errors.New("search: not a search index")
+
+	// ErrClosed is returned by a Held index's searches after its Close.
+	ErrClosed = errors.New("search: the index is closed")
+
+	// ErrNotServed is returned by Remote when the process holding the
+	// store serves no searches on its socket: it keeps no index, or was
+	// built before it could.
+	ErrNotServed = errors.New("search: the store's holder serves no searches")
 )
