@@ -179,7 +179,7 @@ func (a *app) openWritableWith(ctx context.Context, stderr io.Writer, set func(*
 	if err != nil {
 		return nil, err
 	}
-	opts := reprise.Options{Logger: a.engineLogger(stderr), ServeReads: true, Runner: hookRunnerFromEnv()}
+	opts := reprise.Options{Logger: a.engineLogger(stderr), ServeReads: true, Runner: hookRunnerFromEnv(), ServeSearch: a.serveSearch(path)}
 	if !a.json {
 		// --json keeps stderr for the error's JSON alone.
 		opts.Observer = statusLines{w: stderr}

@@ -20,16 +20,18 @@ import (
 	"github.com/reprise-dev/reprise/internal/bench"
 	"github.com/reprise-dev/reprise/internal/proctest"
 	"github.com/reprise-dev/reprise/internal/testkit"
+	"github.com/reprise-dev/reprise/search"
 )
 
 // holdEnv, when set in the environment of the test binary, makes it hold
 // the store at that path (read-only when holdReadOnlyEnv is set too,
-// serving its reads when holdServeEnv is) until its stdin closes, instead
-// of running the tests.
+// serving its reads when holdServeEnv is, and its searches too when
+// holdSearchEnv is) until its stdin closes, instead of running the tests.
 const (
 	holdEnv         = "REPRISE_TEST_HOLD_STORE"
 	holdReadOnlyEnv = "REPRISE_TEST_HOLD_READONLY"
 	holdServeEnv    = "REPRISE_TEST_HOLD_SERVE"
+	holdSearchEnv   = "REPRISE_TEST_HOLD_SEARCH"
 )
 
 // testEnv is the environment the test binary started with, before any test
@@ -40,7 +42,7 @@ var testEnv []string
 func TestMain(m *testing.M) {
 	bench.MaybeServeWriter() // bench's PostgreSQL writers are this binary
 	if path := os.Getenv(holdEnv); path != "" {
-		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != "", os.Getenv(holdServeEnv) != ""))
+		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != "", os.Getenv(holdServeEnv) != "", os.Getenv(holdSearchEnv) != ""))
 	}
 	// A store whose path is too long for a socket beside it is served
 	// from a directory under $XDG_RUNTIME_DIR; keep those inside a
@@ -92,8 +94,12 @@ func binary(t *testing.T) string {
 // store open until stdin reaches end of file. Each line "SESSION TEXT" it
 // reads meanwhile appends TEXT to SESSION as a user message, and is
 // answered "appended".
-func holdStore(path string, readOnly, serve bool) int {
-	e, err := reprise.Open(path, reprise.Options{ReadOnly: readOnly, ServeReads: serve})
+func holdStore(path string, readOnly, serve, searches bool) int {
+	opts := reprise.Options{ReadOnly: readOnly, ServeReads: serve}
+	if searches {
+		opts.ServeSearch = search.Served(path)
+	}
+	e, err := reprise.Open(path, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -138,6 +144,12 @@ func hold(t *testing.T, path string, readOnly bool) *holder {
 func holdServing(t *testing.T, path string) *holder {
 	t.Helper()
 	return startHolder(t, path, []string{holdEnv + "=" + path, holdServeEnv + "=1"})
+}
+
+// holdSearching is holdServing by a host that serves searches too.
+func holdSearching(t *testing.T, path string) *holder {
+	t.Helper()
+	return startHolder(t, path, []string{holdEnv + "=" + path, holdServeEnv + "=1", holdSearchEnv + "=1"})
 }
 
 // startHolder starts the holding process with env.
@@ -188,7 +200,7 @@ func newCLI(t *testing.T) *cli {
 	dir := t.TempDir()
 	c := &cli{t: t, dir: dir, home: testkit.Home(t), store: filepath.Join(dir, "state", "reprise.db")}
 	t.Setenv(storeEnv, c.store)
-	for _, name := range []string{holdEnv, holdReadOnlyEnv, holdServeEnv, lockTimeoutEnv, hookEnvEnv, benchPostgresEnv} {
+	for _, name := range []string{holdEnv, holdReadOnlyEnv, holdServeEnv, holdSearchEnv, lockTimeoutEnv, hookEnvEnv, benchPostgresEnv} {
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}

@@ -135,7 +135,7 @@ func runRm(ctx context.Context, o *rmOptions) (err error) {
 	warnCurrent(ctx, e, gone, o.stderr)
 	if len(gone) > 0 {
 		if path, perr := o.storePath(); perr == nil {
-			if uerr := updateIndex(ctx, path, e.Store()); uerr != nil {
+			if uerr := o.updateIndex(ctx, path, e.Store()); uerr != nil {
 				warn(o.stderr, "%v", uerr)
 			}
 		}

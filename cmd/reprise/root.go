@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reprise-dev/reprise/search"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -33,6 +34,10 @@ type app struct {
 	// through, as eventlog.LockedError.Holder does; "" when it read the
 	// store itself.
 	heldBy string
+	// held is the search index the store's holder serves its readers, made
+	// when a writable command opens a bbolt file (held): serve --write
+	// searches it too. The Engine closes it.
+	held *search.Held
 }
 
 // cmdIO is what the run function of every command gets besides its own

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
+	"github.com/reprise-dev/reprise/eventlog/remote"
 	"github.com/reprise-dev/reprise/search"
 )
 
@@ -148,5 +151,83 @@ func TestRmUpdatesThePostgresIndex(t *testing.T) {
 	}
 	if res.Total != 0 {
 		t.Errorf("after rm, the index finds quoll %d times; want 0", res.Total)
+	}
+}
+
+// serve, reading a store another process holds, searches through that
+// holder when it serves searches, which then keeps the index (so no other
+// process can open it beside it) and brings it up to date with what it
+// appends; a holder that serves none leaves serve to open the index
+// itself, for each search.
+func TestServeSearchesThroughTheHolder(t *testing.T) {
+	for _, kind := range []string{"serving searches", "serving reads only"} {
+		t.Run(kind, func(t *testing.T) {
+			c := newCLI(t)
+			c.session("s", "where is the wombat", "the wombat is in main.go")
+			var h *holder
+			if kind == "serving searches" {
+				h = holdSearching(t, c.store)
+			} else {
+				h = holdServing(t, c.store)
+			}
+			defer h.release()
+			h.append("s", "a quoll from the host")
+			s := startServe(t, "serve", "--addr", "127.0.0.1:0")
+			if n := searchTotal(t, s, "wombat"); n != 2 {
+				t.Errorf("wombat found %d times, want 2", n)
+			}
+			if n := searchTotal(t, s, "quoll"); n != 1 {
+				t.Errorf("quoll, which the holder appended, found %d times, want 1", n)
+			}
+			client, err := remote.Dial(context.Background(), remote.SocketPath(c.store))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			x, err := search.Open(context.Background(), search.Dir(c.store), client)
+			if kind == "serving searches" && !errors.Is(err, search.ErrLocked) {
+				t.Errorf("opening the index beside a holder that serves searches = %v; want ErrLocked: the holder keeps it", err)
+			}
+			if kind == "serving reads only" && err != nil {
+				t.Errorf("opening the index beside a holder that serves reads only = %v; want it free between serve's searches", err)
+			}
+			if err == nil {
+				x.Close()
+			}
+			h.append("s", "then a numbat")
+			if n := searchTotal(t, s, "numbat"); n != 1 {
+				t.Errorf("numbat, appended after the first search, found %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// serve --write keeps the index its own searches use and serves it to
+// the store's readers: a read-only serve beside it searches through it,
+// rather than failing to open the index serve --write holds.
+func TestServeWriteSharesItsIndexWithReaders(t *testing.T) {
+	c := newCLI(t)
+	c.session("s", "where is the wombat", "the wombat is in main.go")
+	settings := c.writeFile("settings.json", `{}`)
+	w := startWriteServer(t, c, filepath.Join(c.dir, "w.sock"), settings)
+	total := func(who string, get func(string) (*http.Response, error)) int {
+		t.Helper()
+		res, err := get("/api/search?q=wombat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out struct{ Total int }
+		if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: /api/search = %d (%v)", who, res.StatusCode, err)
+		}
+		return out.Total
+	}
+	if n := total("serve --write", func(p string) (*http.Response, error) { return w.client.Get("http://localhost" + p) }); n != 2 {
+		t.Errorf("serve --write finds wombat %d times, want 2", n)
+	}
+	s := startServe(t, "serve", "--addr", "127.0.0.1:0")
+	if n := searchTotal(t, s, "wombat"); n != 2 {
+		t.Errorf("a serve beside serve --write finds wombat %d times, want 2", n)
 	}
 }

@@ -236,13 +236,13 @@ func runServe(ctx context.Context, o *serveOptions) (err error) {
 	defer remove()
 	var h http.Handler = newStoreView(o.app, o.stderr)
 	if held != nil {
-		found := &heldSearch{path: path, store: held.Store()}
+		find, closeIndex := o.heldSearch(path, held)
 		defer func() {
-			if cerr := found.close(); cerr != nil && err == nil {
+			if cerr := closeIndex(); cerr != nil && err == nil {
 				err = fmt.Errorf("close the search index: %w", cerr)
 			}
 		}()
-		h = web.New(held, web.Options{FinishCommand: o.finishCommand, Logger: o.engineLogger(o.stderr), Search: found.search})
+		h = web.New(held, web.Options{FinishCommand: o.finishCommand, Logger: o.engineLogger(o.stderr), Search: find})
 	}
 	switch {
 	case token != "":

@@ -54,7 +54,7 @@ func runVacuum(ctx context.Context, o *vacuumOptions) (err error) {
 		return err
 	}
 	if path, perr := o.storePath(); perr == nil {
-		if uerr := updateIndex(ctx, path, e.Store()); uerr != nil {
+		if uerr := o.updateIndex(ctx, path, e.Store()); uerr != nil {
 			warn(o.stderr, "%v", uerr)
 		}
 	}

@@ -110,6 +110,7 @@ import (
 	rpmcp "github.com/reprise-dev/reprise/adapters/mcp"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/schema"
+	"github.com/reprise-dev/reprise/search"
 	"github.com/reprise-dev/reprise/turn"
 )
 
@@ -266,8 +267,10 @@ func runLoop(ctx context.Context, cfg config, stdin io.Reader, stdout, stderr io
 		// of the plugins they enable, as Claude Code would.
 		ClaudeSettings: true,
 		// Let the reprise command read the store while the agent holds
-		// it: sessions, log and audit read through the agent's socket.
+		// it: sessions, log and audit read through the agent's socket,
+		// and the web view's searches ask the index the agent keeps.
 		ServeReads:   true,
+		ServeSearch:  search.Served(store),
 		StopBlockCap: stopBlockCap,
 		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		// Prompt and agent hooks ask a model over the same API as the
