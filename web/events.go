@@ -3,10 +3,12 @@ package web
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -27,6 +29,14 @@ type eventsData struct {
 	Since, Until string // the range of the events' times, as given
 	Events       []eventRow
 	Next         string // the cursor of the next page, "" on the last
+	Order        string // newest or oldest
+	Toggle       string // the link to the other order
+	Total        int    // events that pass the filters
+	From, To     int    // the events shown, counted from 1 in the page's order; 0 when none
+	// First, Prev, NextLink and Last are the pager's links, "" where there
+	// is no such page.
+	First, Prev, NextLink, Last string
+	Filtered                    bool
 }
 
 // eventRow is one event and its payload as indented JSON.
@@ -37,29 +47,59 @@ type eventRow struct {
 }
 
 // eventsJSON is the API's answer: the events of the page, each as
-// reprise log --json prints it, the cursor of the next page, and the
-// events the page holds cut.
+// reprise log --json prints it, the cursor of the next page, the events
+// the page holds cut, the count of those that pass the filters, the
+// position of the first, and the links to the first, previous, next and
+// last pages.
 type eventsJSON struct {
 	Events []jsonview.Event `json:"events"`
 	Next   string           `json:"next_cursor,omitempty"`
 	Cut    []cutJSON        `json:"cut"`
+	Total  int              `json:"total"`
+	From   int              `json:"from"`
+	Pages  pagesJSON        `json:"pages"`
 }
 
-// events shows the raw log from the cursor, a position, on: every stream,
-// or one, of every type, or one.
+// shownEvent is an event as a page shows it, before the page takes it.
+type shownEvent struct {
+	ev   eventlog.Event // its payload left out
+	c    cut
+	js   jsonview.Event
+	json []byte
+}
+
+// events shows the raw log, every stream or one, of every type or one,
+// newest first on the page and oldest first in JSON unless order says: a
+// page from the cursor, a position, on (oldest first) or down (newest
+// first).
+//
+// A cursor names the position of the event a page starts at, never how
+// far it is from the start, so that a link shows the same events however
+// many are appended while someone pages: oldest first, events are
+// appended after every page, so a page from a position holds the same
+// events for good; newest first, a page holds the events at or below its
+// cursor, which no append changes, and only the first page, which has no
+// cursor, shows what was appended since. The last page, oldest first, is
+// named by the position of its first event too: once more are appended,
+// it is the same events, no longer the last.
 func (h *handler) events(r *http.Request) (*view, error) {
 	ctx, q := r.Context(), r.URL.Query()
 	limit, err := queryLimit(r, eventsPerPage)
 	if err != nil {
 		return nil, err
 	}
-	from := uint64(1)
+	var cursor uint64
 	if v := q.Get("cursor"); v != "" {
-		if from, err = strconv.ParseUint(v, 10, 64); err != nil || from < 1 {
+		if cursor, err = strconv.ParseUint(v, 10, 64); err != nil || cursor < 1 {
 			return nil, badRequest("bad cursor %q: want a position, the next_cursor of a previous page", v)
 		}
 	}
-	d := eventsData{Stream: q.Get("stream"), Type: q.Get("type"), Since: q.Get("since"), Until: q.Get("until")}
+	order, err := pageOrder(r)
+	if err != nil {
+		return nil, err
+	}
+	d := eventsData{Stream: q.Get("stream"), Type: q.Get("type"), Since: q.Get("since"), Until: q.Get("until"), Order: order}
+	d.Filtered = d.Stream != "" || d.Type != "" || d.Since != "" || d.Until != ""
 	since, err := parseWhen(d.Since, false)
 	if err != nil {
 		return nil, badRequest("bad since %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Since))
@@ -68,51 +108,175 @@ func (h *handler) events(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, badRequest("bad until %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Until))
 	}
-	start := from // a position of the log, or a sequence of the stream
 	if d.Stream != "" {
 		if err := eventlog.ValidateStream(d.Stream); err != nil {
 			return nil, badRequest("bad stream: %v", err)
 		}
-		start = 1
 	}
-	out := eventsJSON{Events: []jsonview.Event{}, Cut: []cutJSON{}}
+	// keep filters by what the envelope says, without the payload.
+	keep := func(ev eventlog.Event) bool {
+		return (d.Type == "" || string(ev.Type) == d.Type) && (since == 0 || ev.Time >= since) && (until == 0 || ev.Time < until)
+	}
+	list, err := h.eventRows(ctx, d.Stream, d.Type != "" || since != 0 || until != 0, keep, around(order, cursor), limit+1)
+	if err != nil {
+		return nil, err
+	}
+	out := eventsJSON{Events: []jsonview.Event{}, Cut: []cutJSON{}, Total: list.n}
 	shown := 0
-	take := func(ev eventlog.Event) error {
-		if ev.Position < from || d.Type != "" && string(ev.Type) != d.Type || since != 0 && ev.Time < since || until != 0 && ev.Time >= until {
-			return errSkip
-		}
-		// A page ends at its count of events, or once what is left of its
-		// bytes may not hold the next event's JSON.
-		if len(out.Events) == limit || shown > 0 && shown+messageBytes > pageBytes {
-			d.Next = strconv.FormatUint(ev.Position, 10)
-			return errEnough
-		}
-		return nil
-	}
-	err = h.readDecoded(ctx, d.Stream, start, take, func(ev eventlog.Event, p schema.Payload) error {
+	// full reports whether the page ends before the next event: at its
+	// count of events, or once what is left of its bytes may not hold
+	// the next event's JSON.
+	full := func() bool { return len(out.Events) == limit || shown > 0 && shown+messageBytes > pageBytes }
+	build := func(ev eventlog.Event, p schema.Payload) (shownEvent, error) {
 		ev, _, c, err := cutEvent(ev, p, messageBytes)
 		if err != nil {
-			return err
+			return shownEvent{}, err
 		}
 		js, err := jsonview.NewEvent(ev)
 		if err != nil {
-			return err
+			return shownEvent{}, err
 		}
 		b, err := encodeIndented(js.Payload)
+		ev.Payload = nil
+		return shownEvent{ev: ev, c: c, js: js, json: b}, err
+	}
+	take := func(e shownEvent) {
+		shown += len(e.json)
+		out.Events = append(out.Events, e.js)
+		d.Events = append(d.Events, eventRow{Event: e.js, JSON: string(e.json),
+			Cut: h.cutOf(&out.Cut, wholeEventPath(e.ev, e.c), cutJSON{Stream: e.ev.Stream, Seq: e.ev.Seq, Position: e.ev.Position}, e.c)})
+	}
+	start := place(list, order)
+	if order == oldestFirst {
+		err = h.readEventsUp(ctx, d.Stream, list, start, keep, full, build, take, &d.Next)
+	} else {
+		err = h.readEventsDown(ctx, d.Stream, list, start, limit, keep, full, build, take, &d.Next)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Total, out.Next = list.n, d.Next
+	if len(out.Events) > 0 {
+		d.From, d.To = start+1, start+len(out.Events)
+	}
+	out.From = d.From
+	link := func(prefix, cursor, order string) string {
+		v := url.Values{}
+		for key, val := range map[string]string{"stream": d.Stream, "type": d.Type, "since": d.Since, "until": d.Until, "order": order, "cursor": cursor} {
+			if val != "" {
+				v.Set(key, val)
+			}
+		}
+		if limit != eventsPerPage {
+			v.Set("limit", strconv.Itoa(limit))
+		}
+		if len(v) == 0 {
+			return prefix + "/events"
+		}
+		return prefix + "/events?" + v.Encode()
+	}
+	cursorAt := func(i int) string { return strconv.FormatUint(inOrder(list, order, i).Position, 10) }
+	// The page's links, in its order unless that is the default of the
+	// form they are for.
+	pageLinksOf := func(prefix, def string) pagesJSON {
+		o := order
+		if o == def {
+			o = ""
+		}
+		return pageLinks(list.n, start, limit, d.Next, cursorAt, func(c string) string { return link(prefix, c, o) })
+	}
+	pages := pageLinksOf(h.opts.Prefix, newestFirst)
+	d.First, d.Prev, d.NextLink, d.Last = pages.First, pages.Prev, pages.Next, pages.Last
+	if other := otherOrder(order); other == newestFirst {
+		d.Toggle = link(h.opts.Prefix, "", "")
+	} else {
+		d.Toggle = link(h.opts.Prefix, "", other)
+	}
+	out.Pages = pageLinksOf(h.opts.Prefix+"/api", oldestFirst)
+	return &view{Template: "events", Title: "Events", Data: d, API: out}, nil
+}
+
+// eventRows returns the events of stream ("" for the whole log) that
+// keep keeps, read around the position around, k either side: the
+// whole log unfiltered without reading it (logRows), a stream, or the
+// log filtered by type or time, by reading the envelopes of its events
+// (scanRows), which decodes no payload.
+func (h *handler) eventRows(ctx context.Context, stream string, filtered bool, keep func(eventlog.Event) bool, around uint64, k int) (rows, error) {
+	store := h.e.Store()
+	if stream == "" && !filtered {
+		return logRows(ctx, store, around)
+	}
+	read := func(fn func(eventlog.Event) error) error { return store.ReadAll(ctx, 1, fn) }
+	if stream != "" {
+		read = func(fn func(eventlog.Event) error) error { return store.ReadStream(ctx, stream, 1, fn) }
+	}
+	return scanRows(read, keep, func(ev eventlog.Event) uint64 { return ev.Position }, around, k)
+}
+
+// readEventsUp reads an oldest-first page of list, the events of stream
+// ("" for the log) that keep keeps, from index start on, until full says
+// the page ends, and sets next to the position of the event it ends
+// before. It stops at the last event list counted.
+func (h *handler) readEventsUp(ctx context.Context, stream string, list rows, start int, keep func(eventlog.Event) bool,
+	full func() bool, build func(eventlog.Event, schema.Payload) (shownEvent, error), take func(shownEvent), next *string) error {
+	if start >= list.n {
+		return nil
+	}
+	from := list.at(start).Position
+	if stream != "" {
+		from = list.at(start).Seq
+	}
+	err := h.readDecoded(ctx, stream, from, func(ev eventlog.Event) error {
+		switch {
+		case ev.Position > list.last:
+			return errEnough
+		case !keep(ev):
+			return errSkip
+		case full():
+			*next = strconv.FormatUint(ev.Position, 10)
+			return errEnough
+		}
+		return nil
+	}, func(ev eventlog.Event, p schema.Payload) error {
+		e, err := build(ev, p)
+		if err == nil {
+			take(e)
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return err
+	}
+	return nil
+}
+
+// readEventsDown reads a newest-first page of list, the events of stream
+// ("" for the log), from index start, in the page's order, down, until
+// full says the page ends, and sets next to the position of the event it
+// ends before: the events at the indexes the page may show, a span of
+// them at a time.
+func (h *handler) readEventsDown(ctx context.Context, stream string, list rows, start, limit int, keep func(eventlog.Event) bool,
+	full func() bool, build func(eventlog.Event, schema.Payload) (shownEvent, error), take func(shownEvent), next *string) error {
+	end := min(start+limit+1, list.n) // the page and the event after it
+	key := func(r ref) uint64 { return r.Position }
+	if stream != "" {
+		key = func(r ref) uint64 { return r.Seq }
+	}
+	for i := start; i < end; i += backSpan {
+		hi, lo := inOrder(list, newestFirst, i), inOrder(list, newestFirst, min(i+backSpan, end)-1)
+		span, err := readSpan(ctx, h, stream, key(lo), key(hi), keep, build)
 		if err != nil {
 			return err
 		}
-		shown += len(b)
-		out.Events = append(out.Events, js)
-		d.Events = append(d.Events, eventRow{Event: js, JSON: string(b),
-			Cut: h.cutOf(&out.Cut, wholeEventPath(ev, c), cutJSON{Stream: ev.Stream, Seq: ev.Seq, Position: ev.Position}, c)})
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnough) {
-		return nil, err
+		for _, e := range span {
+			if full() {
+				*next = strconv.FormatUint(e.ev.Position, 10)
+				return nil
+			}
+			take(e)
+		}
 	}
-	out.Next = d.Next
-	return &view{Template: "events", Title: "Events", Data: d, API: out}, nil
+	return nil
 }
 
 // shortText is the size of a text that cutPayload keeps whole however

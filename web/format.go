@@ -29,6 +29,20 @@ func duration(ns int64) string {
 	return d.Round(time.Millisecond).String()
 }
 
+// count formats n for people, in decimal with a comma between each
+// three digits: 2,001.
+func count(n int) string {
+	s := strconv.Itoa(n)
+	start := 0
+	if n < 0 {
+		start = 1
+	}
+	for i := len(s) - 3; i > start; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 // itoa formats i in decimal.
 func itoa(i int) string { return strconv.Itoa(i) }
 

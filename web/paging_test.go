@@ -2,18 +2,23 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/jsonview"
+	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/web"
 )
 
@@ -197,4 +202,252 @@ func TestAgentPageSaysWhereItIsAmongItsRuns(t *testing.T) {
 	body := s.page(t, "/agents/"+s.CI+"?limit=1&cursor=0")
 	contains(t, "the earliest page", body, fmt.Sprintf("Runs 1–1 of %d", latest.Total), ">Latest runs</a>")
 	contains(t, "the latest page", s.page(t, "/agents/"+s.CI+"?limit=1"), ">Earliest runs</a>")
+}
+
+// listPage is what the paging tests read of a paged answer: the events
+// page's or a session page's.
+type listPage struct {
+	Events   []jsonview.Event `json:"events"`
+	Messages []struct {
+		UUID string `json:"uuid"`
+	} `json:"messages"`
+	Compactions []struct {
+		Seq uint64 `json:"seq"`
+	} `json:"compactions"`
+	Records []json.RawMessage `json:"records"`
+	Next    string            `json:"next_cursor"`
+	Total   int               `json:"total"`
+	From    int               `json:"from"`
+	Pages   struct{ First, Prev, Next, Last string }
+}
+
+// rows are the page's events, by position, or its messages, by uuid.
+func (p listPage) rows() []string {
+	var out []string
+	for _, ev := range p.Events {
+		out = append(out, strconv.FormatUint(ev.Position, 10))
+	}
+	for _, m := range p.Messages {
+		out = append(out, m.UUID)
+	}
+	return out
+}
+
+// follow requests a link of the API's answer, which names its path
+// under /api.
+func (s *served) follow(t *testing.T, link string) listPage {
+	t.Helper()
+	if !strings.HasPrefix(link, "/api/") {
+		t.Fatalf("the link %q is not under /api", link)
+	}
+	var p listPage
+	s.api(t, strings.TrimPrefix(link, "/api"), &p)
+	return p
+}
+
+// walk reads the pages of a list from path, under /api, following next
+// until the last, and checks that each says where it is: the rows before
+// it plus one, of the same total.
+func (s *served) walk(t *testing.T, path string) []listPage {
+	t.Helper()
+	var pages []listPage
+	p := s.follow(t, "/api"+path)
+	for seen := 0; ; {
+		if len(p.rows()) > 0 && p.From != seen+1 || len(pages) > 0 && p.Total != pages[0].Total {
+			t.Fatalf("%s: page %d starts at %d of %d after %d rows", path, len(pages)+1, p.From, p.Total, seen)
+		}
+		pages = append(pages, p)
+		seen += len(p.rows())
+		if p.Pages.Next == "" || len(pages) > 1000 {
+			return pages
+		}
+		if p.Next == "" || !strings.Contains(p.Pages.Next, "cursor="+url.QueryEscape(p.Next)) {
+			t.Fatalf("%s: page %d links the next page at %q, its next_cursor is %q", path, len(pages), p.Pages.Next, p.Next)
+		}
+		p = s.follow(t, p.Pages.Next)
+	}
+}
+
+// checkPages checks the pages of a list from path, under /api, limit
+// rows a page: that they hold want, in order, say where they are and
+// how many there are, and that each page's first, previous and last
+// links show the rows they should.
+func (s *served) checkPages(t *testing.T, path string, limit int, want []string) []listPage {
+	t.Helper()
+	pages := s.walk(t, path)
+	var seen []string
+	for _, p := range pages {
+		if p.Total != len(want) || len(p.rows()) > limit {
+			t.Errorf("%s: a page of %d rows of %d, want at most %d of %d", path, len(p.rows()), p.Total, limit, len(want))
+		}
+		seen = append(seen, p.rows()...)
+	}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("%s: the pages list\n%v\nwant\n%v", path, seen, want)
+	}
+	first, last := pages[0], pages[len(pages)-1]
+	if first.Pages.First != "" || first.Pages.Prev != "" || last.Pages.Next != "" || last.Pages.Last != "" {
+		t.Errorf("%s: the first page links %+v, the last %+v", path, first.Pages, last.Pages)
+	}
+	if len(pages) == 1 {
+		return pages
+	}
+	if first.Pages.Last == "" || last.Pages.First == "" {
+		t.Fatalf("%s: the first page links %+v, the last %+v", path, first.Pages, last.Pages)
+	}
+	end := s.follow(t, first.Pages.Last)
+	if at := max(len(want)-limit, 0); !slices.Equal(end.rows(), want[at:]) || end.From != at+1 {
+		t.Errorf("%s: the last page lists %v from %d, want %v from %d", path, end.rows(), end.From, want[at:], at+1)
+	}
+	for _, p := range pages[1:] {
+		if back := s.follow(t, p.Pages.First); !slices.Equal(back.rows(), first.rows()) {
+			t.Errorf("%s: the first page, from the page at %d, lists %v, want %v", path, p.From, back.rows(), first.rows())
+		}
+		if p.From == 0 {
+			t.Errorf("%s: a page of no rows after the first", path)
+			continue
+		}
+		at := max(p.From-1-limit, 0)
+		prev := s.follow(t, p.Pages.Prev)
+		if !slices.Equal(prev.rows(), want[at:min(at+limit, len(want))]) || prev.From != at+1 {
+			t.Errorf("%s: the page before the one at %d lists %v from %d, want %v from %d", path, p.From, prev.rows(), prev.From,
+				want[at:min(at+limit, len(want))], at+1)
+		}
+	}
+	return pages
+}
+
+// positions are the positions of evs that keep keeps, oldest first.
+func positions(evs []eventlog.Event, keep func(eventlog.Event) bool) []string {
+	var out []string
+	for _, ev := range evs {
+		if keep(ev) {
+			out = append(out, strconv.FormatUint(ev.Position, 10))
+		}
+	}
+	return out
+}
+
+// reversed returns a reversed copy of rows.
+func reversed(rows []string) []string {
+	out := slices.Clone(rows)
+	slices.Reverse(out)
+	return out
+}
+
+// The events page moves both ways, filtered or not: oldest first in JSON
+// and newest first with order=newest, each page with its position, the
+// total and links to the first, previous, next and last pages.
+func TestEventsPagesMoveBothWays(t *testing.T) {
+	s := serve(t)
+	evs := testkit.Events(t, s.Engine.Store())
+	for _, f := range []struct {
+		query string
+		keep  func(eventlog.Event) bool
+	}{
+		{"", func(eventlog.Event) bool { return true }},
+		{"&type=SessionStartHookRan", func(ev eventlog.Event) bool { return ev.Type == schema.TypeSessionStartHookRan }},
+		{"&stream=agent/" + s.CI, func(ev eventlog.Event) bool { return ev.Stream == "agent/"+s.CI }},
+		{"&stream=agent/" + s.CI + "&type=SessionLoaded", func(ev eventlog.Event) bool { return ev.Stream == "agent/"+s.CI && ev.Type == schema.TypeSessionLoaded }},
+		{"&since=2000-01-01", func(eventlog.Event) bool { return true }},
+		{"&until=2000-01-01", func(eventlog.Event) bool { return false }},
+	} {
+		want := positions(evs, f.keep)
+		for _, limit := range []int{1, 7} {
+			s.checkPages(t, fmt.Sprintf("/events?limit=%d%s", limit, f.query), limit, want)
+			s.checkPages(t, fmt.Sprintf("/events?limit=%d&order=newest%s", limit, f.query), limit, reversed(want))
+		}
+	}
+	for _, bad := range []string{"order=sideways", "order=newest&cursor=0", "cursor=x"} {
+		if status, _, body := s.get(t, "/api/events?"+bad, ""); status != http.StatusBadRequest {
+			t.Errorf("/api/events?%s = %d %s, want 400", bad, status, body)
+		}
+	}
+
+	// The page is newest first, and says where it is.
+	all := positions(evs, func(eventlog.Event) bool { return true })
+	body := s.page(t, "/events?limit=3")
+	contains(t, "the first page", body, fmt.Sprintf("1–3 of %s event(s), newest first", count(len(all))), `>oldest first</a>`,
+		`href="/events?limit=3&amp;order=oldest"`, `rel="next" href="/events?cursor=`+all[len(all)-4]+`&amp;limit=3"`,
+		`>Last</a>`, `href="/events?cursor=`+all[2]+`&amp;limit=3">Last</a>`)
+	if strings.Contains(body, ">Previous</a>") || strings.Index(body, `id="p-`+all[len(all)-1]+`"`) > strings.Index(body, `id="p-`+all[len(all)-2]+`"`) {
+		t.Error("the first page links to a previous one, or does not show the newest event first")
+	}
+	body = s.page(t, "/events?limit=3&order=oldest&type=SessionStartHookRan")
+	contains(t, "a filtered page, oldest first", body, "event(s) match, oldest first", `name="order" value="oldest"`,
+		`href="/events?limit=3&amp;type=SessionStartHookRan">newest first</a>`)
+}
+
+// count formats n as the pages do: 2,001.
+func count(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// A link to a page of events shows the same events once more are
+// appended: oldest first, the last page's and the next page's; newest
+// first, the next page's and the last's. The first page, newest first,
+// shows the events appended.
+func TestEventsLinksStayOnTheirEvents(t *testing.T) {
+	s := serve(t)
+	var links []string
+	for _, order := range []string{"", "&order=newest"} {
+		pages := s.walk(t, "/events?limit=5"+order)
+		links = append(links, pages[0].Pages.Next, pages[0].Pages.Last, pages[2].Pages.Prev, pages[len(pages)-1].Pages.First)
+	}
+	before := make([][]string, len(links))
+	for i, link := range links {
+		before[i] = s.follow(t, link).rows()
+	}
+	newest := s.follow(t, "/api/events?limit=5&order=newest")
+	appended := s.Append(t, s.Work, "one more")
+	for i, link := range links {
+		// Only the newest events' page, which names no cursor, moves.
+		moves := strings.Contains(link, "order=newest") && !strings.Contains(link, "cursor=")
+		if after := s.follow(t, link).rows(); !slices.Equal(after, before[i]) != moves {
+			t.Errorf("after an append, %s lists %v, was %v", link, after, before[i])
+		}
+	}
+	now := s.follow(t, "/api/events?limit=5&order=newest")
+	if now.Total != newest.Total+1 || now.From != 1 || now.Events[0].Position != appended.Position {
+		t.Errorf("after an append the newest page starts at %d of %d with %v; want %d of %d with %d",
+			now.From, now.Total, now.rows(), 1, newest.Total+1, appended.Position)
+	}
+}
+
+// The events page counts what vacuums left of the log: the positions of
+// the events they removed are not counted, and pages and their links
+// pass over them.
+func TestEventsPagesCountWhatVacuumsLeft(t *testing.T) {
+	ctx := context.Background()
+	e, _ := testkit.NewEngine(t, reprise.Options{Logger: testkit.Discard})
+	for i := range 6 {
+		testkit.Session(t, e, fmt.Sprintf("s%d", i), "", "a question", "an answer", "another question")
+	}
+	for _, id := range []string{"s1", "s4"} {
+		if err := e.DeleteSession(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Session(t, e, "after", "", "a question after the vacuum")
+	evs := testkit.Events(t, e.Store())
+	if evs[len(evs)-1].Position == uint64(len(evs)) {
+		t.Fatalf("the vacuum left no gap: %d events, the last at %d", len(evs), evs[len(evs)-1].Position)
+	}
+	srv := httptest.NewServer(web.New(e, web.Options{Logger: testkit.Discard}))
+	t.Cleanup(srv.Close)
+	s := &served{srv: srv}
+	want := positions(evs, func(eventlog.Event) bool { return true })
+	for _, limit := range []int{1, 3, 4} {
+		s.checkPages(t, fmt.Sprintf("/events?limit=%d", limit), limit, want)
+		s.checkPages(t, fmt.Sprintf("/events?limit=%d&order=newest", limit), limit, reversed(want))
+	}
+	body := s.page(t, "/events?limit=3")
+	contains(t, "the first page", body, fmt.Sprintf("1–3 of %d event(s)", len(evs)))
 }

@@ -15,6 +15,7 @@ var templates = parseTemplates()
 // always parse, so an error is a bug.
 func parseTemplates() map[string]*template.Template {
 	funcs := template.FuncMap{
+		"count":     count,
 		"path":      url.PathEscape,
 		"shortTime": shortTime,
 		"query":     url.QueryEscape,

@@ -437,7 +437,7 @@ func TestAuditPageLinksAStepInProgress(t *testing.T) {
 	}
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	contains(t, "audit page", string(b), `<a href="/agents/crashy#run-`, `<a href="/events?stream=agent%2fcrashy&amp;cursor=`+jsonNumber(evs[cut-1].Position)+`">agent/crashy#`,
+	contains(t, "audit page", string(b), `<a href="/agents/crashy#run-`, `<a href="/events?stream=agent%2fcrashy&amp;cursor=`+jsonNumber(evs[cut-1].Position)+`&amp;order=oldest">agent/crashy#`,
 		"<code>reprise finish --agent crashy</code>")
 }
 
