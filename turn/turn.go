@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -442,12 +443,7 @@ func renameReused(conv []reprise.Message, m reprise.Message) (reprise.Message, [
 	if len(uses) == 0 {
 		return m, nil
 	}
-	held := map[string]bool{}
-	for _, c := range conv {
-		for _, u := range projection.ToolUses(c) {
-			held[u.ID] = true
-		}
-	}
+	held := heldIDs(conv, uses)
 	var refused []reprise.ToolResult
 	seen := map[string]bool{}
 	for _, u := range uses {
@@ -472,6 +468,40 @@ func renameReused(conv []reprise.Message, m reprise.Message) (reprise.Message, [
 		refused = append(refused, reprise.ToolResult{ID: fresh, Error: why})
 	}
 	return m, refused
+}
+
+// heldIDs returns which of the ids of uses conv's tool_use blocks hold.
+// A block is decoded only when its JSON may hold one of them: one that
+// holds none of them between quotes, and no escape, cannot. An id that
+// JSON must escape turns that test off.
+func heldIDs(conv []reprise.Message, uses []projection.ToolUse) map[string]bool {
+	var quoted [][]byte
+	every := false
+	for _, u := range uses {
+		if u.ID != "" {
+			quoted = append(quoted, []byte(`"`+u.ID+`"`))
+			every = every || strings.ContainsFunc(u.ID, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' })
+		}
+	}
+	held := map[string]bool{}
+	if len(quoted) == 0 {
+		return held
+	}
+	mayHold := func(raw []byte) bool {
+		if every || bytes.IndexByte(raw, '\\') >= 0 {
+			return true
+		}
+		return slices.ContainsFunc(quoted, func(q []byte) bool { return bytes.Contains(raw, q) })
+	}
+	for _, c := range conv {
+		if !slices.ContainsFunc(c.Content, func(b reprise.Block) bool { return b.Type == "tool_use" && mayHold(b.Raw) }) {
+			continue
+		}
+		for _, u := range projection.ToolUses(c) {
+			held[u.ID] = true
+		}
+	}
+	return held
 }
 
 // newID returns a random UUID.
@@ -508,6 +538,15 @@ func inAnswerOrder(conv []reprise.Message) []reprise.Message {
 // the meta messages after it) in the order of its tool_uses, and anything
 // else after them.
 func resultsInOrder(answer reprise.Message, rest []reprise.Message) []reprise.Message {
+	calls := 0
+	for _, b := range answer.Content {
+		if b.Type == "tool_use" {
+			calls++
+		}
+	}
+	if calls < 2 {
+		return rest // nothing to order: no call is decoded
+	}
 	order := map[string]int{}
 	for i, u := range projection.ToolUses(answer) {
 		order[u.ID] = i
