@@ -55,18 +55,26 @@ func TestSessionPageFoldsEachCallWithItsResultAndDecision(t *testing.T) {
 }
 
 // A fork's page marks the messages it copied from its parent, up to the
-// fork point, and the parent's page marks where it was forked.
+// fork point, and the parent's page marks where it was forked: oldest
+// first the copies come above the fork point, newest first below it.
 func TestForkIsShownAgainstItsParent(t *testing.T) {
 	s := serve(t)
 	fork, parent := s.Demo.Fork.To, s.Demo.Design
 	s.Append(t, fork, "a question of the fork's own")
-	body := s.page(t, "/sessions/"+fork)
+	body := s.page(t, "/sessions/"+fork+"?order=oldest")
 	point := strings.Index(body, `<li class="forkpoint">`)
 	own := strings.Index(body, "a question of the fork&#39;s own")
 	if point < 0 || own < point || !strings.Contains(body[:point], ` shared`) || strings.Contains(body[point:], ` shared`) {
 		t.Fatalf("the fork's page does not mark its copies above the fork point and its own message below:\n%s", body)
 	}
-	contains(t, "the fork point", body[point:], `href="/sessions/`+parent+`#m-`)
+	contains(t, "the fork point", body[point:], `href="/sessions/`+parent+`#m-`, "The messages above")
+	body = s.page(t, "/sessions/"+fork)
+	point = strings.Index(body, `<li class="forkpoint">`)
+	own = strings.Index(body, "a question of the fork&#39;s own")
+	if point < 0 || own < 0 || own > point || strings.Contains(body[:point], ` shared`) || !strings.Contains(body[point:], ` shared`) {
+		t.Fatalf("newest first, the fork's page does not show its own message above the fork point and its copies below:\n%s", body)
+	}
+	contains(t, "the fork point, newest first", body[point:], "The messages below")
 	contains(t, "the parent's page", s.page(t, "/sessions/"+parent), `Forked here: <a href="/sessions/`+fork+`">`)
 	if strings.Contains(s.page(t, "/sessions/"+parent), ` shared`) {
 		t.Error("the parent's page marks messages as copied")

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,9 +16,11 @@ import (
 
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog"
+	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/jsonview"
+	"github.com/reprise-dev/reprise/projection"
 	"github.com/reprise-dev/reprise/schema"
 	"github.com/reprise-dev/reprise/web"
 )
@@ -450,4 +453,203 @@ func TestEventsPagesCountWhatVacuumsLeft(t *testing.T) {
 	}
 	body := s.page(t, "/events?limit=3")
 	contains(t, "the first page", body, fmt.Sprintf("1–3 of %d event(s)", len(evs)))
+}
+
+// uuids are the uuids of msgs, in their order.
+func uuids(msgs []schema.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.UUID)
+	}
+	return out
+}
+
+// A session's pages move both ways through its messages, oldest first in
+// JSON and newest first with order=newest, each page with its position,
+// the total and links to the first, previous, next and last pages; each
+// compaction boundary is on one page.
+func TestSessionPagesMoveBothWays(t *testing.T) {
+	s := serve(t)
+	msgs, err := s.Engine.FullConversation(context.Background(), s.Work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := uuids(msgs)
+	boundaries := 0
+	for _, ty := range testkit.StreamTypes(t, s.Engine.Store(), "session/"+s.Work) {
+		if ty == schema.TypeCompactBoundary {
+			boundaries++
+		}
+	}
+	if len(want) < 5 || boundaries == 0 {
+		t.Fatalf("the fixture's session %s has %d messages and %d boundaries; want 5 or more and one or more", s.Work, len(want), boundaries)
+	}
+	for _, limit := range []int{1, 2, 3} {
+		for _, order := range []string{"", "&order=newest"} {
+			w := want
+			if order != "" {
+				w = reversed(want)
+			}
+			path := fmt.Sprintf("/sessions/%s?limit=%d%s", s.Work, limit, order)
+			pages := s.checkPages(t, path, limit, w)
+			n := 0
+			for _, p := range pages {
+				n += len(p.Compactions)
+			}
+			if n != boundaries {
+				t.Errorf("%s: the pages hold %d compaction boundaries, want %d", path, n, boundaries)
+			}
+		}
+	}
+	if status, _, body := s.get(t, "/api/sessions/"+s.Work+"?order=sideways", ""); status != http.StatusBadRequest {
+		t.Errorf("/api/sessions/%s?order=sideways = %d %s, want 400", s.Work, status, body)
+	}
+
+	// The page is newest first, and says where it is.
+	body := s.page(t, "/sessions/"+s.Work+"?limit=2")
+	contains(t, "the first page", body, fmt.Sprintf("1–2 of %d message(s), newest first", len(want)), `>oldest first</a>`,
+		`href="/sessions/`+s.Work+`?limit=2&amp;order=oldest"`, `rel="next" href="/sessions/`+s.Work+`?cursor=`, `>Last</a>`)
+	if strings.Contains(body, ">Previous</a>") || strings.Index(body, `id="m-`+want[len(want)-1]+`"`) > strings.Index(body, `id="m-`+want[len(want)-2]+`"`) {
+		t.Error("the first page links to a previous one, or does not show the newest message first")
+	}
+	body = s.page(t, "/sessions/"+s.Work+"?limit=2&order=oldest")
+	contains(t, "the first page, oldest first", body, fmt.Sprintf("1–2 of %d message(s), oldest first", len(want)),
+		`href="/sessions/`+s.Work+`?limit=2">newest first</a>`)
+}
+
+// writeItems writes a session of the items given, in their order, and
+// returns the file's path.
+func writeItems(t *testing.T, id string, items ...schema.Payload) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "items.db")
+	s, err := boltstore.Open(path, boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stream := projection.SessionStream(id)
+	var recs []eventlog.Record
+	for i, p := range append([]schema.Payload{&schema.SessionCreated{ID: id, Cwd: "/src/project"}}, items...) {
+		rec, err := schema.NewRecord(stream, p, int64(i+1)*1000, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	if _, err := s.Append(context.Background(), []eventlog.Expect{{Stream: stream}}, recs); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Kept records and compaction boundaries between messages are each on
+// one page of a session, in either order, whatever the page's limit.
+func TestSessionPagesHoldEachRecordOnce(t *testing.T) {
+	var items []schema.Payload
+	var want []string
+	records, boundaries := 0, 0
+	for i := range 12 {
+		m := textMessage(fmt.Sprintf("m-%d", i), "user", fmt.Sprintf("message %d", i))
+		items = append(items, &schema.MessageAppended{Message: m})
+		want = append(want, m.UUID)
+		for range i % 3 {
+			items = append(items, &schema.TranscriptRecord{Record: []byte(fmt.Sprintf(`{"type":"file-history-snapshot","n":%d}`, records))})
+			records++
+		}
+		if i%4 == 3 {
+			items = append(items, &schema.CompactBoundary{UUID: fmt.Sprintf("b-%d", i), Trigger: "auto"})
+			boundaries++
+		}
+	}
+	// Records before the first message, and after the last.
+	items = append([]schema.Payload{&schema.TranscriptRecord{Record: []byte(`{"type":"summary"}`)}}, items...)
+	items = append(items, &schema.TranscriptRecord{Record: []byte(`{"type":"last"}`)})
+	records += 2
+	e := testkit.OpenEngine(t, writeItems(t, "items", items...), reprise.Options{AllowMissingCwd: true, Logger: testkit.Discard})
+	srv := httptest.NewServer(web.New(e, web.Options{Logger: testkit.Discard}))
+	t.Cleanup(srv.Close)
+	s := &served{srv: srv}
+	for _, limit := range []int{1, 2, 5, 12} {
+		for _, order := range []string{"", "&order=newest"} {
+			w := want
+			if order != "" {
+				w = reversed(want)
+			}
+			path := fmt.Sprintf("/sessions/items?limit=%d%s", limit, order)
+			pages := s.checkPages(t, path, limit, w)
+			var seen []string
+			nb := 0
+			for _, p := range pages {
+				for _, r := range p.Records {
+					seen = append(seen, string(r))
+				}
+				nb += len(p.Compactions)
+			}
+			if len(seen) != records || len(slices.Compact(slices.Sorted(slices.Values(seen)))) != records || nb != boundaries {
+				t.Errorf("%s: the pages hold %d records (%d apart) and %d boundaries, want %d and %d", path, len(seen),
+					len(slices.Compact(slices.Sorted(slices.Values(seen)))), nb, records, boundaries)
+			}
+		}
+	}
+}
+
+// A link to a page of a session shows the same messages once more are
+// appended; only the newest page, which names no cursor, moves.
+func TestSessionLinksStayOnTheirMessages(t *testing.T) {
+	s := serve(t)
+	var links []string
+	for _, order := range []string{"", "&order=newest"} {
+		pages := s.walk(t, "/sessions/"+s.Work+"?limit=2"+order)
+		links = append(links, pages[0].Pages.Next, pages[0].Pages.Last, pages[2].Pages.Prev, pages[len(pages)-1].Pages.First)
+	}
+	before := make([][]string, len(links))
+	for i, link := range links {
+		before[i] = s.follow(t, link).rows()
+	}
+	s.Append(t, s.Work, "one more")
+	for i, link := range links {
+		moves := strings.Contains(link, "order=newest") && !strings.Contains(link, "cursor=")
+		if after := s.follow(t, link).rows(); !slices.Equal(after, before[i]) != moves {
+			t.Errorf("after an append, %s lists %v, was %v", link, after, before[i])
+		}
+	}
+}
+
+// Newest first, pages are bounded by bytes as they are oldest first, and
+// still hold every message and event once.
+func TestNewestPagesAreBoundedByBytes(t *testing.T) {
+	var msgs []schema.Message
+	for i := range 60 {
+		msgs = append(msgs, textMessage(fmt.Sprintf("m-%d", i), "assistant", longText(50<<10)))
+	}
+	s := serveSession(t, web.Options{}, "wide", msgs...)
+	for _, path := range []string{"/sessions/wide?order=newest", "/events?order=newest"} {
+		pages := s.walk(t, path)
+		var seen []string
+		for _, p := range pages {
+			size := 0
+			for _, ev := range p.Events {
+				var b bytes.Buffer
+				enc := json.NewEncoder(&b)
+				enc.SetEscapeHTML(false) // as the answer holds it
+				if err := enc.Encode(ev); err != nil {
+					t.Fatal(err)
+				}
+				size += b.Len()
+			}
+			if size > 1<<20+64<<10 || len(p.Messages) > 21 {
+				t.Errorf("%s: a page of %d events (%d bytes) and %d messages; want about 1 MiB at most", path, len(p.Events), size, len(p.Messages))
+			}
+			seen = append(seen, p.rows()...)
+		}
+		if len(pages) < 3 || len(seen) != len(slices.Compact(slices.Sorted(slices.Values(seen)))) {
+			t.Errorf("%s: %d pages list %d rows, %v", path, len(pages), len(seen), seen)
+		}
+		if path == "/sessions/wide?order=newest" && !slices.Equal(seen, reversed(uuids(msgs))) {
+			t.Errorf("%s: the pages list %v", path, seen)
+		}
+		if last := pages[len(pages)-1]; path == "/events?order=newest" && (len(seen) != len(msgs)+1 || last.Events[len(last.Events)-1].Position != 1) {
+			t.Errorf("%s: the pages list %v", path, seen)
+		}
+	}
 }

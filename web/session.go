@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,7 +46,14 @@ type sessionData struct {
 	Title                string // on the first page: its title, as the index says
 	Items                []item
 	Next                 string // the cursor of the next page, "" on the last
-	First                bool   // the page starts at the beginning
+	Start                bool   // no message comes before the page's, in its order
+	Order                string // newest or oldest
+	Toggle               string // the link to the other order
+	Total                int    // the session's messages
+	From, To             int    // the messages shown, counted from 1 in the page's order; 0 when none
+	// First, Prev, NextLink and Last are the pager's links, "" where there
+	// is no such page.
+	First, Prev, NextLink, Last string
 }
 
 // item is one entry of a conversation page: a message, a compaction
@@ -130,8 +138,10 @@ type injection struct {
 }
 
 // sessionJSON is the API's answer for one session: the conversation
-// object of reprise replay --json, holding the page's messages, and what
-// the page says beside them.
+// object of reprise replay --json, holding the page's messages, what the
+// page says beside them, the count of the session's messages, the
+// position of the page's first, and the links to the first, previous,
+// next and last pages.
 type sessionJSON struct {
 	jsonview.Conversation
 	Parent      string            `json:"parent,omitempty"`
@@ -144,6 +154,9 @@ type sessionJSON struct {
 	Next        string            `json:"next_cursor,omitempty"`
 	Records     []json.RawMessage `json:"records,omitempty"`
 	Cut         []cutJSON         `json:"cut"`
+	Total       int               `json:"total"` // the session's messages
+	From        int               `json:"from"`  // the position of the page's first, from 1
+	Pages       pagesJSON         `json:"pages"`
 }
 
 // injectedJSON names a message that hooks injected, and the run that did.
@@ -163,8 +176,20 @@ type compactionJSON struct {
 	Seq         uint64 `json:"seq"`
 }
 
-// session shows one session's conversation from the cursor, a sequence
-// of its stream, on.
+// session shows one session's conversation, oldest first in JSON (as
+// reprise replay --json prints it) and newest first on the page unless
+// order says: a page from the cursor, a sequence of its stream, on
+// (oldest first) or down (newest first).
+//
+// A page holds limit messages, with the compaction boundaries and kept
+// records between them, and ends before the item after its last message
+// (the last page, in either order, holds the items past the session's
+// last message in that order). A cursor names the sequence a page starts at, never how many
+// messages come before it, so that a link shows the same messages
+// however many are appended: oldest first, messages are appended after
+// every page, and newest first, a page holds the items at or below its
+// cursor, which no append changes; only the first page, newest first,
+// which has no cursor, shows what was appended since.
 func (h *handler) session(r *http.Request) (*view, error) {
 	ctx, id := r.Context(), r.PathValue("id")
 	if reprise.ValidateID(id) != nil {
@@ -174,63 +199,90 @@ func (h *handler) session(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	from := uint64(1)
+	var cursor uint64
 	if v := r.URL.Query().Get("cursor"); v != "" {
-		if from, err = strconv.ParseUint(v, 10, 64); err != nil || from < 1 {
+		if cursor, err = strconv.ParseUint(v, 10, 64); err != nil || cursor < 1 {
 			return nil, badRequest("bad cursor %q: want the next_cursor of a previous page", v)
 		}
+	}
+	order, err := pageOrder(r)
+	if err != nil {
+		return nil, err
 	}
 	stream := projection.SessionStream(id)
 	created, createdAt, err := h.sessionCreated(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	// The messages, counted from their events' types alone.
+	list, err := scanRows(func(fn func(eventlog.Event) error) error { return h.e.Store().ReadStream(ctx, stream, 1, fn) },
+		func(ev eventlog.Event) bool { return ev.Type == schema.TypeMessageAppended },
+		func(ev eventlog.Event) uint64 { return ev.Seq }, around(order, cursor), limit+1)
+	if err != nil {
+		return nil, err
+	}
+	start := place(list, order)
 	d := sessionData{ID: id, Cwd: created.Cwd, ImportedCwd: created.ImportedCwd, Created: shortTime(createdAt),
-		Parent: created.Parent, ForkPoint: created.ForkPoint, First: from == 1}
+		Parent: created.Parent, ForkPoint: created.ForkPoint, Start: start == 0, Order: order, Total: list.n}
 	out := sessionJSON{Conversation: jsonview.Conversation{Session: id, Cwd: created.Cwd, Created: jsonview.FormatTime(createdAt),
 		Messages: []jsonview.Message{}}, Parent: created.Parent, ForkPoint: created.ForkPoint,
-		Injected: []injectedJSON{}, Compactions: []compactionJSON{}, Cut: []cutJSON{}}
+		Injected: []injectedJSON{}, Compactions: []compactionJSON{}, Cut: []cutJSON{}, Total: list.n}
 	messages, shown, meta := 0, 0, false
-	full := func(ev eventlog.Event) error {
-		switch ev.Type {
-		case schema.TypeMessageAppended, schema.TypeTranscriptRecord:
-			// A page ends at its count of messages, or once what is left
-			// of its bytes may not hold the next item shown whole.
-			if messages == limit || shown > 0 && shown+messageBytes > pageBytes {
-				d.Next = strconv.FormatUint(ev.Seq, 10)
-				return errEnough
-			}
-		}
-		return nil
+	// full reports whether the page ends before the next item: after its
+	// count of messages, unless no message is left (the items after the
+	// last are on its page), or once what is left of its bytes may not
+	// hold the next item shown whole.
+	full := func() bool {
+		return messages == limit && start+messages < list.n || shown > 0 && shown+messageBytes > pageBytes
 	}
-	err = h.readDecoded(ctx, stream, from, full, func(ev eventlog.Event, p schema.Payload) error {
-		switch p := p.(type) {
-		case *schema.MessageAppended:
+	// tally counts an item the page takes, for full.
+	tally := func(e shownItem) {
+		shown += e.c.Shown
+		if e.msg != nil {
 			messages++
-			msg, c := cutMessage(p.Message, messageBytes)
-			shown += c.Shown
-			m := jsonview.NewMessage(msg)
-			if c.Total > c.Shown {
-				m.Content[c.Block] = newCutBlockJSON(msg.Content[c.Block])
-			}
-			out.Messages = append(out.Messages, m)
-			meta = meta || p.Message.IsMeta
-			d.Items = append(d.Items, item{Seq: ev.Seq, Message: newMessageItem(msg), Cut: h.cutOf(&out.Cut, messagePath(id, ev.Seq), cutJSON{Seq: ev.Seq, Message: m.UUID}, c)})
-		case *schema.CompactBoundary:
-			d.Items = append(d.Items, item{Seq: ev.Seq, Boundary: p})
-			out.Compactions = append(out.Compactions, compactionJSON{Boundary: p.UUID, Trigger: p.Trigger, PreMessages: p.PreMessages, Seq: ev.Seq})
-		case *schema.TranscriptRecord:
-			record, c := cutText(string(p.Record), messageBytes)
-			shown += c.Shown
-			d.Items = append(d.Items, item{Seq: ev.Seq, Record: strings.Clone(record), Cut: h.cutOf(&out.Cut, messagePath(id, ev.Seq), cutJSON{Seq: ev.Seq}, c)})
-			if c.Total == c.Shown && json.Valid(p.Record) {
-				out.Records = append(out.Records, json.RawMessage(bytes.Clone(p.Record)))
+		}
+	}
+	// take puts an item the page takes on it.
+	take := func(e shownItem) {
+		it := e.it
+		switch {
+		case e.msg != nil:
+			out.Messages = append(out.Messages, *e.msg)
+			meta = meta || e.meta
+			it.Cut = h.cutOf(&out.Cut, messagePath(id, it.Seq), cutJSON{Seq: it.Seq, Message: e.msg.UUID}, e.c)
+		case it.Boundary != nil:
+			out.Compactions = append(out.Compactions, compactionJSON{Boundary: it.Boundary.UUID, Trigger: it.Boundary.Trigger,
+				PreMessages: it.Boundary.PreMessages, Seq: it.Seq})
+		default:
+			it.Cut = h.cutOf(&out.Cut, messagePath(id, it.Seq), cutJSON{Seq: it.Seq}, e.c)
+			if e.record != nil {
+				out.Records = append(out.Records, e.record)
 			}
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnough) {
+		d.Items = append(d.Items, it)
+	}
+	if order == oldestFirst {
+		err = h.readItemsUp(ctx, stream, max(cursor, 1), list.last, full, func(e shownItem) { tally(e); take(e) }, &d.Next)
+	} else {
+		// The items are taken newest first, then put on the page oldest
+		// first, as the rest of the page is worked out, and turned at the
+		// end.
+		top := list.last
+		if cursor != 0 {
+			top = min(cursor, top)
+		}
+		var taken []shownItem
+		err = h.readItemsDown(ctx, stream, top, full, func(e shownItem) { tally(e); taken = append(taken, e) }, &d.Next)
+		slices.Reverse(taken)
+		for _, e := range taken {
+			take(e)
+		}
+	}
+	if err != nil {
 		return nil, err
+	}
+	if messages > 0 {
+		d.From, d.To = start+1, start+messages
 	}
 	// Which runs injected the page's context, and how its tool calls were
 	// decided, is read once the page holds no large message, as reading
@@ -262,15 +314,159 @@ func (h *handler) session(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.First {
+	if d.Start {
 		d.Children, d.Importing, d.Title = children, row.Importing, row.Title
 	}
 	if err := h.markForks(ctx, d.Items, created, children); err != nil {
 		return nil, err
 	}
+	if order == newestFirst {
+		slices.Reverse(d.Items)
+		slices.Reverse(out.Messages)
+		slices.Reverse(out.Compactions)
+		slices.Reverse(out.Records)
+		slices.Reverse(out.Cut)
+		slices.Reverse(out.Injected)
+	}
 	out.Children = append([]string{}, d.Children...)
-	out.Importing, out.Title, out.Next = d.Importing, d.Title, d.Next
+	out.Importing, out.Title, out.Next, out.From = d.Importing, d.Title, d.Next, d.From
+	link := func(prefix, cursor, order string) string {
+		v := url.Values{}
+		if order != "" {
+			v.Set("order", order)
+		}
+		if cursor != "" {
+			v.Set("cursor", cursor)
+		}
+		if limit != messagesPerPage {
+			v.Set("limit", strconv.Itoa(limit))
+		}
+		path := prefix + "/sessions/" + url.PathEscape(id)
+		if len(v) == 0 {
+			return path
+		}
+		return path + "?" + v.Encode()
+	}
+	// The page that starts at message i starts just past message i-1 in
+	// its order, where the page before it ends, so that it holds the
+	// records and boundaries between the two.
+	cursorAt := func(i int) string {
+		if order == oldestFirst {
+			return strconv.FormatUint(inOrder(list, order, i-1).Seq+1, 10)
+		}
+		return strconv.FormatUint(inOrder(list, order, i-1).Seq-1, 10)
+	}
+	// The page's links, in its order unless that is the default of the
+	// form they are for.
+	pageLinksOf := func(prefix, def string) pagesJSON {
+		o := order
+		if o == def {
+			o = ""
+		}
+		return pageLinks(list.n, start, limit, d.Next, cursorAt, func(c string) string { return link(prefix, c, o) })
+	}
+	pages := pageLinksOf(h.opts.Prefix, newestFirst)
+	d.First, d.Prev, d.NextLink, d.Last = pages.First, pages.Prev, pages.Next, pages.Last
+	if other := otherOrder(order); other == newestFirst {
+		d.Toggle = link(h.opts.Prefix, "", "")
+	} else {
+		d.Toggle = link(h.opts.Prefix, "", other)
+	}
+	out.Pages = pageLinksOf(h.opts.Prefix+"/api", oldestFirst)
 	return &view{Template: "session", Title: "Session " + id, Data: d, API: out}, nil
+}
+
+// shownItem is an item of a session page as the page shows it, before
+// the page takes it: the item, and, for a message, its JSON; for a kept
+// record, its JSON when whole; and what was cut.
+type shownItem struct {
+	it     item
+	msg    *jsonview.Message
+	meta   bool
+	record json.RawMessage
+	c      cut
+}
+
+// isItem reports whether ev is one a session page shows: a message, a
+// compaction boundary or a kept transcript record.
+func isItem(ev eventlog.Event) bool {
+	switch ev.Type {
+	case schema.TypeMessageAppended, schema.TypeCompactBoundary, schema.TypeTranscriptRecord:
+		return true
+	}
+	return false
+}
+
+// shownItemOf returns the item that ev, of type isItem, and p, its
+// payload, are on a page, which keeps no part of p.
+func shownItemOf(ev eventlog.Event, p schema.Payload) (shownItem, error) {
+	switch p := p.(type) {
+	case *schema.MessageAppended:
+		msg, c := cutMessage(p.Message, messageBytes)
+		m := jsonview.NewMessage(msg)
+		if c.Total > c.Shown {
+			m.Content[c.Block] = newCutBlockJSON(msg.Content[c.Block])
+		}
+		return shownItem{it: item{Seq: ev.Seq, Message: newMessageItem(msg)}, msg: &m, meta: p.Message.IsMeta, c: c}, nil
+	case *schema.CompactBoundary:
+		return shownItem{it: item{Seq: ev.Seq, Boundary: p}}, nil
+	case *schema.TranscriptRecord:
+		record, c := cutText(string(p.Record), messageBytes)
+		e := shownItem{it: item{Seq: ev.Seq, Record: strings.Clone(record)}, c: c}
+		if c.Total == c.Shown && json.Valid(p.Record) {
+			e.record = json.RawMessage(bytes.Clone(p.Record))
+		}
+		return e, nil
+	}
+	return shownItem{}, eventlog.Corruptf(ev.Stream, ev.Seq, "%s is not a message, a boundary or a record", ev.Type)
+}
+
+// readItemsUp passes to take the items of stream from sequence from on,
+// oldest first, up to last, until full says the page ends, and sets next
+// to the sequence of the item it ends before.
+func (h *handler) readItemsUp(ctx context.Context, stream string, from, last uint64, full func() bool, take func(shownItem), next *string) error {
+	err := h.readDecoded(ctx, stream, from, func(ev eventlog.Event) error {
+		switch {
+		case ev.Seq > last:
+			return errEnough
+		case !isItem(ev):
+			return errSkip
+		case full():
+			*next = strconv.FormatUint(ev.Seq, 10)
+			return errEnough
+		}
+		return nil
+	}, func(ev eventlog.Event, p schema.Payload) error {
+		e, err := shownItemOf(ev, p)
+		if err == nil {
+			take(e)
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return err
+	}
+	return nil
+}
+
+// readItemsDown passes to take the items of stream from sequence top
+// down, newest first, a span of sequences at a time, until full says the
+// page ends, and sets next to the sequence of the item it ends before.
+func (h *handler) readItemsDown(ctx context.Context, stream string, top uint64, full func() bool, take func(shownItem), next *string) error {
+	for hi := top; hi > 0; hi -= min(hi, backSpan) {
+		span, err := readSpan(ctx, h, stream, max(hi, backSpan)-backSpan+1, hi, isItem, shownItemOf)
+		if err != nil {
+			return err
+		}
+		for _, e := range span {
+			if full() {
+				*next = strconv.FormatUint(e.it.Seq, 10)
+				return nil
+			}
+			take(e)
+		}
+	}
+	return nil
 }
 
 // sessionCreated returns the event that created session id, and when,
