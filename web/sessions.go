@@ -80,19 +80,12 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	api := wantsJSON(r, strings.HasPrefix(r.URL.Path, "/api/"))
-	d := sessionsData{ID: q.Get("id"), Cwd: q.Get("cwd"), Agent: q.Get("agent"), Since: q.Get("since"), Until: q.Get("until"),
-		Failed: q.Get("failed") == "1", Subagents: q.Get("subagents") == "1", Order: q.Get("order")}
-	switch d.Order {
-	case "":
-		d.Order = "newest"
-		if api {
-			d.Order = "oldest"
-		}
-	case "newest", "oldest":
-	default:
-		return nil, badRequest("bad order %q: want newest or oldest", clip(d.Order))
+	order, err := pageOrder(r)
+	if err != nil {
+		return nil, err
 	}
+	d := sessionsData{ID: q.Get("id"), Cwd: q.Get("cwd"), Agent: q.Get("agent"), Since: q.Get("since"), Until: q.Get("until"),
+		Failed: q.Get("failed") == "1", Subagents: q.Get("subagents") == "1", Order: order}
 	since, err := parseWhen(d.Since, false)
 	if err != nil {
 		return nil, badRequest("bad since %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Since))
@@ -139,7 +132,7 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 	slices.SortFunc(list, func(x, y projection.SessionInfo) int {
 		return cmp.Or(cmp.Compare(x.Created, y.Created), strings.Compare(x.ID, y.ID))
 	})
-	if d.Order == "newest" {
+	if order == newestFirst {
 		slices.Reverse(list)
 	}
 	d.Total = len(list)
@@ -147,7 +140,7 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 	if after != nil {
 		start = len(list)
 		for i, s := range list {
-			if after.before(s) == (d.Order == "oldest") && !(after.Created == s.Created && after.ID == s.ID) {
+			if after.before(s) == (order == oldestFirst) && !(after.Created == s.Created && after.ID == s.ID) {
 				start = i
 				break
 			}
@@ -158,7 +151,7 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 	if end > start {
 		d.From, d.To = start+1, end
 	}
-	link := func(prefix string, cursor *projection.SessionInfo, order string) string {
+	link := func(prefix, cursor, order string) string {
 		v := url.Values{}
 		for key, val := range map[string]string{"id": d.ID, "cwd": d.Cwd, "agent": d.Agent, "since": d.Since, "until": d.Until} {
 			if val != "" {
@@ -177,48 +170,37 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 		if limit != sessionsPerPage {
 			v.Set("limit", strconv.Itoa(limit))
 		}
-		if cursor != nil {
-			v.Set("cursor", sessionCursor(*cursor))
+		if cursor != "" {
+			v.Set("cursor", cursor)
 		}
 		if len(v) == 0 {
 			return prefix + "/sessions"
 		}
 		return prefix + "/sessions?" + v.Encode()
 	}
-	// The page's order in its links, unless it is the default of the form
-	// they are for.
-	pageLinks := func(prefix string, def string) pagesJSON {
-		order := d.Order
-		if order == def {
-			order = ""
-		}
-		var p pagesJSON
-		if start > 0 {
-			p.First = link(prefix, nil, order)
-			p.Prev = p.First
-			if ps := start - limit; ps > 0 {
-				p.Prev = link(prefix, &list[ps-1], order)
-			}
-		}
-		if end < len(list) {
-			p.Next = link(prefix, &list[end-1], order)
-			p.Last = link(prefix, &list[len(list)-limit-1], order) // the last limit rows; more than limit remain
-		}
-		return p
-	}
 	if end < len(list) {
 		d.Next = sessionCursor(list[end-1])
 	}
-	pages := pageLinks(h.opts.Prefix, "newest")
+	// The page's order in its links, unless it is the default of the form
+	// they are for. The page at row i starts after row i-1 (pageLinks
+	// names the first page, at 0, by no cursor).
+	pageLinksOf := func(prefix string, def string) pagesJSON {
+		o := order
+		if o == def {
+			o = ""
+		}
+		return pageLinks(len(list), start, limit, d.Next, func(i int) string { return sessionCursor(list[i-1]) },
+			func(c string) string { return link(prefix, c, o) })
+	}
+	pages := pageLinksOf(h.opts.Prefix, newestFirst)
 	d.First, d.Prev, d.NextLink, d.Last = pages.First, pages.Prev, pages.Next, pages.Last
-	other := map[string]string{"newest": "oldest", "oldest": "newest"}[d.Order]
-	if other == "newest" {
-		d.Toggle = link(h.opts.Prefix, nil, "")
+	if other := otherOrder(order); other == newestFirst {
+		d.Toggle = link(h.opts.Prefix, "", "")
 	} else {
-		d.Toggle = link(h.opts.Prefix, nil, other)
+		d.Toggle = link(h.opts.Prefix, "", other)
 	}
 	out := sessionsJSON{Sessions: make([]jsonview.Session, len(picked)), Next: d.Next, Total: d.Total, From: d.From,
-		Pages: pageLinks(h.opts.Prefix+"/api", "oldest")}
+		Pages: pageLinksOf(h.opts.Prefix+"/api", oldestFirst)}
 	for i, s := range picked {
 		out.Sessions[i] = jsonview.NewSession(s)
 		d.Rows = append(d.Rows, sessionRow{Session: out.Sessions[i], LastActivity: shortTime(s.LastActivity), Agents: current[s.ID]})
