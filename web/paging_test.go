@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/api"
 	"github.com/reprise-dev/reprise/eventlog"
 	"github.com/reprise-dev/reprise/eventlog/boltstore"
 	"github.com/reprise-dev/reprise/hookexec"
@@ -651,5 +652,88 @@ func TestNewestPagesAreBoundedByBytes(t *testing.T) {
 		if last := pages[len(pages)-1]; path == "/events?order=newest" && (len(seen) != len(msgs)+1 || last.Events[len(last.Events)-1].Position != 1) {
 			t.Errorf("%s: the pages list %v", path, seen)
 		}
+	}
+}
+
+// The OpenAPI document describes the answers of the events page and a
+// session page as the handler gives them: each property it names with
+// the type it says, the required ones present, none other where it
+// allows none.
+func TestTheDocumentDescribesThePagedAnswers(t *testing.T) {
+	s := serve(t)
+	var doc struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(api.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	// check fails unless v is what the schema says.
+	var check func(at string, schema json.RawMessage, v any)
+	check = func(at string, schema json.RawMessage, v any) {
+		var sc struct {
+			Ref                  string                     `json:"$ref"`
+			Type                 string                     `json:"type"`
+			Properties           map[string]json.RawMessage `json:"properties"`
+			Required             []string                   `json:"required"`
+			AdditionalProperties *bool                      `json:"additionalProperties"`
+			Items                json.RawMessage            `json:"items"`
+		}
+		if err := json.Unmarshal(schema, &sc); err != nil {
+			t.Fatalf("%s: %v", at, err)
+		}
+		if sc.Ref != "" {
+			check(at, doc.Components.Schemas[strings.TrimPrefix(sc.Ref, "#/components/schemas/")], v)
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			if sc.Type != "object" {
+				t.Errorf("%s is an object, the document says %s", at, sc.Type)
+			}
+			for _, key := range sc.Required {
+				if _, ok := x[key]; !ok {
+					t.Errorf("%s lacks %s, which the document requires", at, key)
+				}
+			}
+			for key, val := range x {
+				if p, ok := sc.Properties[key]; ok {
+					check(at+"."+key, p, val)
+				} else if sc.AdditionalProperties != nil && !*sc.AdditionalProperties {
+					t.Errorf("%s has %s, which the document does not allow", at, key)
+				}
+			}
+		case []any:
+			if sc.Type != "array" {
+				t.Errorf("%s is an array, the document says %s", at, sc.Type)
+			}
+			for i, item := range x {
+				if sc.Items != nil {
+					check(fmt.Sprintf("%s[%d]", at, i), sc.Items, item)
+				}
+			}
+		case string:
+			if sc.Type != "string" {
+				t.Errorf("%s is a string, the document says %s", at, sc.Type)
+			}
+		case float64:
+			if sc.Type != "number" && (sc.Type != "integer" || x != float64(int64(x))) {
+				t.Errorf("%s is %v, the document says %s", at, x, sc.Type)
+			}
+		}
+	}
+	for _, c := range []struct{ path, schema string }{
+		{"/events?limit=2&cursor=5", "Events"},
+		{"/events?limit=2&order=newest&type=SessionStartHookRan", "Events"},
+		{"/sessions/" + s.Work + "?limit=2&cursor=4", "Conversation"},
+		{"/sessions/" + s.Work + "?limit=2&order=newest", "Conversation"},
+	} {
+		var v any
+		s.api(t, c.path, &v)
+		if doc.Components.Schemas[c.schema] == nil {
+			t.Fatalf("the document has no %s", c.schema)
+		}
+		check(c.path, doc.Components.Schemas[c.schema], v)
 	}
 }

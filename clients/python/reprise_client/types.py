@@ -20,6 +20,8 @@ __all__ = [
     "End",
     "Error",
     "ErrorCode",
+    "Event",
+    "Events",
     "Finished",
     "Fire",
     "Fired",
@@ -32,6 +34,7 @@ __all__ = [
     "MessageRole",
     "New",
     "Outcome",
+    "Pages",
     "Prompt",
     "PromptResult",
     "Restore",
@@ -488,17 +491,79 @@ class ConversationMessage(TypedDict):
     content: list[Block]
 
 
-class Conversation(TypedDict):
+class Pages(TypedDict):
     """
-    The read view's session page as JSON: what reprise replay --json prints, a
-    page of its messages (200 unless limit says; next_cursor where the next
-    starts). Other keys may appear besides these.
+    The links of a page of a paged list of the read view, under /api, each
+    absent where there is no such page: the first, previous, next and last.
+    Each names the row its page starts at, so it shows the same rows while more
+    are appended; only the first page newest first, which names none, shows
+    what was appended.
     """
-    session: str
-    cwd: str
-    created: str
-    messages: list[ConversationMessage]
-    next_cursor: NotRequired[str]
+    first: NotRequired[str]
+    prev: NotRequired[str]
+    next: NotRequired[str]
+    last: NotRequired[str]
+
+
+# The read view's session page as JSON: what reprise replay --json prints, a
+# page of its messages (200 unless limit says), oldest first unless
+# order=newest; next_cursor is where the next starts, total counts the
+# session's messages, from is the position of the page's first, and pages links
+# the first, previous, next and last pages. Other keys may appear besides
+# these.
+Conversation = TypedDict(
+    "Conversation",
+    {
+        "session": str,
+        "cwd": str,
+        "created": str,
+        "messages": list[ConversationMessage],
+        "next_cursor": NotRequired[str],
+        # the session's messages
+        "total": int,
+        # the position of the page's first message in its order, from 1; 0 on a
+        # page without one
+        "from": int,
+        "pages": Pages,
+    },
+)
+
+
+class Event(TypedDict):
+    """
+    One event of the log, as reprise log --json prints it. Other keys may
+    appear besides these.
+    """
+    position: int
+    stream: str
+    seq: int
+    type: str
+    time: str
+    restore_id: str
+    payload: dict[str, Any]
+
+
+# The read view's events page as JSON (GET
+# /api/events?stream=&type=&since=&until=&order=&cursor=&limit=, which the read
+# view serves; web.md): a page of the log's events (100 unless limit says),
+# oldest first unless order=newest; next_cursor is the position where the next
+# starts, cut names the events shown cut, total counts the events that pass the
+# filters, from is the position of the page's first, and pages links the first,
+# previous, next and last pages. Other keys may appear besides these.
+Events = TypedDict(
+    "Events",
+    {
+        "events": list[Event],
+        "next_cursor": NotRequired[str],
+        "cut": list[dict[str, Any]],
+        # the events that pass the filters
+        "total": int,
+        # the position of the page's first event in its order, from 1; 0 on a
+        # page without one
+        "from": int,
+        "pages": Pages,
+    },
+)
 
 
 class TurnResult(TypedDict):

@@ -407,7 +407,9 @@ export type ConversationMessage = {
 
 /**
  * The read view's session page as JSON: what reprise replay --json prints, a page of its messages (200
- * unless limit says; next_cursor where the next starts).
+ * unless limit says), oldest first unless order=newest; next_cursor is where the next starts, total
+ * counts the session's messages, from is the position of the page's first, and pages links the first,
+ * previous, next and last pages.
  */
 export type Conversation = {
   session: string;
@@ -415,6 +417,60 @@ export type Conversation = {
   created: string;
   messages: ConversationMessage[];
   next_cursor?: string;
+  /** the session's messages */
+  total: number;
+  /** the position of the page's first message in its order, from 1; 0 on a page without one */
+  from: number;
+  pages: Pages;
+  [key: string]: unknown;
+};
+
+/**
+ * The links of a page of a paged list of the read view, under /api, each absent where there is no such
+ * page: the first, previous, next and last. Each names the row its page starts at, so it shows the
+ * same rows while more are appended; only the first page newest first, which names none, shows what
+ * was appended.
+ */
+export type Pages = {
+  first?: string;
+  prev?: string;
+  next?: string;
+  last?: string;
+};
+
+/** One event of the log, as reprise log --json prints it. */
+export type Event = {
+  position: number;
+  stream: string;
+  seq: number;
+  type: string;
+  time: string;
+  restore_id: string;
+  payload: {
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+};
+
+/**
+ * The read view's events page as JSON (GET
+ * /api/events?stream=&type=&since=&until=&order=&cursor=&limit=, which the read view serves; web.md):
+ * a page of the log's events (100 unless limit says), oldest first unless order=newest; next_cursor is
+ * the position where the next starts, cut names the events shown cut, total counts the events that
+ * pass the filters, from is the position of the page's first, and pages links the first, previous,
+ * next and last pages.
+ */
+export type Events = {
+  events: Event[];
+  next_cursor?: string;
+  cut: Array<{
+    [key: string]: unknown;
+  }>;
+  /** the events that pass the filters */
+  total: number;
+  /** the position of the page's first event in its order, from 1; 0 on a page without one */
+  from: number;
+  pages: Pages;
   [key: string]: unknown;
 };
 
