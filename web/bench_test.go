@@ -55,6 +55,8 @@ func BenchmarkFirstByte(b *testing.B) {
 		{"sessions-filtered", "/sessions?id=ffff"},
 		{"long-session", "/sessions/" + long},
 		{"long-session-last-page", "/sessions/" + long + "?cursor=" + strconv.Itoa(max(messages-100, 1))},
+		{"long-session-oldest", "/sessions/" + long + "?order=oldest"},
+		{"long-session-oldest-last", "/sessions/" + long + "?order=oldest&cursor=" + strconv.Itoa(max(messages-100, 1))},
 		{"demo-session", "/sessions/" + run.Design},
 		{"first-session", "/sessions/" + benchSessionID(0)}, // its forks are looked for in the whole log after it
 		{"agent", "/agents/" + demo.Agent},
@@ -62,6 +64,12 @@ func BenchmarkFirstByte(b *testing.B) {
 		{"audit", "/audit"},
 		{"events", "/events"},
 		{"events-stream", "/events?stream=agent/" + demo.Agent},
+		{"events-oldest", "/events?order=oldest"},
+		{"events-oldest-deep", "/events?order=oldest&cursor=" + strconv.Itoa(sessions*(benchMessagesEach+1)/2)},
+		{"events-long-stream", "/events?stream=session/" + long},
+		{"events-type", "/events?type=" + string(schema.TypeSessionCreated)}, // its count reads every envelope of the log
+		{"events-since", "/events?since=2000-01-01&order=oldest"},
+		{"api-events", "/api/events"},
 		{"api-sessions", "/api/sessions"},
 	}
 	for _, p := range pages {
