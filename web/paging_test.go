@@ -516,6 +516,10 @@ func TestSessionPagesMoveBothWays(t *testing.T) {
 	body = s.page(t, "/sessions/"+s.Work+"?limit=2&order=oldest")
 	contains(t, "the first page, oldest first", body, fmt.Sprintf("1–2 of %d message(s), oldest first", len(want)),
 		`href="/sessions/`+s.Work+`?limit=2">newest first</a>`)
+	// A compaction's summary follows its boundary: below it oldest first,
+	// above it newest first.
+	contains(t, "the whole session, oldest first", s.page(t, "/sessions/"+s.Work+"?order=oldest"), "the model sees the summary below")
+	contains(t, "the whole session, newest first", s.page(t, "/sessions/"+s.Work), "the model sees the summary above")
 }
 
 // writeItems writes a session of the items given, in their order, and
