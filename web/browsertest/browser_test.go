@@ -370,6 +370,42 @@ func TestPagesInABrowser(t *testing.T) {
 	if !slices.Contains(listed, s.Work) {
 		t.Errorf("the failed-hooks filter lists %q, without %s", listed, s.Work)
 	}
+	// The events page, two a page, newest first: its last page is the
+	// two oldest events, and the one before it the next two; oldest
+	// first, its next page the same two.
+	evs := testkit.Events(t, s.Engine.Store())
+	rows := `[...document.querySelectorAll("ol.events > li")].map(e => e.id)`
+	b.do(t, "events pages",
+		chromedp.Navigate(srv.URL+"/events?limit=2"),
+		chromedp.WaitVisible(chromedp.CSS(`nav.pager a[rel="next"]`)),
+		chromedp.Click(chromedp.Search(`//nav[@class="pager"]/a[.="Last"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`nav.pager a[rel="next"]`)),
+	)
+	if ids := get(t, b, "the last page", chromedp.Evaluate[[]string](rows)); !slices.Equal(ids, []string{"p-2", "p-1"}) {
+		t.Errorf("the last page of events, newest first, shows %q, want p-2 and p-1", ids)
+	}
+	if at := get(t, b, "the last page's position", chromedp.Evaluate[string](position)); !strings.HasPrefix(at, fmt.Sprintf("%d–%d of ", len(evs)-1, len(evs))) {
+		t.Errorf("the last page of %d events says %q", len(evs), at)
+	}
+	b.do(t, "the page before the last",
+		chromedp.Click(chromedp.CSS(`nav.pager a[rel="prev"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav.pager a[rel="next"]`)),
+	)
+	if ids := get(t, b, "the page before the last", chromedp.Evaluate[[]string](rows)); !slices.Equal(ids, []string{"p-4", "p-3"}) {
+		t.Errorf("the page before the last, newest first, shows %q, want p-4 and p-3", ids)
+	}
+	b.do(t, "events oldest first",
+		chromedp.Click(chromedp.Search(`//p[@class="count"]/a[.="oldest first"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`li#p-1`)),
+		chromedp.Click(chromedp.CSS(`nav.pager a[rel="next"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`li#p-3`)),
+	)
+	if ids := get(t, b, "the second page, oldest first", chromedp.Evaluate[[]string](rows)); !slices.Equal(ids, []string{"p-3", "p-4"}) {
+		t.Errorf("the second page of events, oldest first, shows %q, want p-3 and p-4", ids)
+	}
+	if at := get(t, b, "the second page's position", chromedp.Evaluate[string](position)); !strings.HasPrefix(at, fmt.Sprintf("3–4 of %d event(s), oldest first", len(evs))) {
+		t.Errorf("the second page of events, oldest first, says %q", at)
+	}
 	// The events page's type filter.
 	b.do(t, "events filter",
 		chromedp.Navigate(srv.URL+"/events"),
