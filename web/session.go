@@ -184,12 +184,13 @@ type compactionJSON struct {
 // A page holds limit messages, with the compaction boundaries and kept
 // records between them, and ends before the item after its last message
 // (the last page, in either order, holds the items past the session's
-// last message in that order). A cursor names the sequence a page starts at, never how many
-// messages come before it, so that a link shows the same messages
-// however many are appended: oldest first, messages are appended after
-// every page, and newest first, a page holds the items at or below its
-// cursor, which no append changes; only the first page, newest first,
-// which has no cursor, shows what was appended since.
+// last message in that order). A cursor names the sequence a page
+// starts at, never how many messages come before it, so that a link
+// shows the same messages however many are appended: oldest first,
+// messages are appended after every page, and newest first, a page holds
+// the items at or below its cursor, which no append changes; only the
+// first page, newest first, which has no cursor, shows what was appended
+// since.
 func (h *handler) session(r *http.Request) (*view, error) {
 	ctx, id := r.Context(), r.PathValue("id")
 	if reprise.ValidateID(id) != nil {
