@@ -174,7 +174,7 @@ func (h *handler) hitLink(hit search.Hit) string {
 		return b + "/sessions/" + url.PathEscape(hit.Session)
 	case search.KindMessage, search.KindTool:
 		if hit.Stream == projection.SessionStream(hit.Session) {
-			return b + "/sessions/" + url.PathEscape(hit.Session) + "?cursor=" + strconv.FormatUint(hit.Seq, 10) + "#m-" + url.PathEscape(hit.UUID)
+			return b + "/sessions/" + url.PathEscape(hit.Session) + "?order=oldest&cursor=" + strconv.FormatUint(hit.Seq, 10) + "#m-" + url.PathEscape(hit.UUID)
 		}
 	}
 	p := strconv.FormatUint(hit.Position, 10)

@@ -63,7 +63,7 @@ func TestSearchFindsMessagesAndHooksAndLinksToThem(t *testing.T) {
 		t.Fatalf("hit's marks %v on %q do not mark zanzibar", m, hit.Snippet)
 	}
 	path, anchor, _ := strings.Cut(hit.Link, "#")
-	if !strings.HasPrefix(path, "/sessions/"+s.Work+"?cursor=") || anchor != "m-"+hit.UUID {
+	if !strings.HasPrefix(path, "/sessions/"+s.Work+"?order=oldest&cursor=") || anchor != "m-"+hit.UUID {
 		t.Fatalf("hit's link %q, want the session's page from the message, at m-%s", hit.Link, hit.UUID)
 	}
 	if body := s.page(t, path); !strings.Contains(body, `id="`+anchor+`"`) || !strings.Contains(body, "zanzibar") {
