@@ -595,10 +595,28 @@ func (a *Agent) Turn(ctx context.Context) (Turn, error) {
 // no current session it returns nothing. Hand it, not
 // Engine.Conversation, to the model adapters.
 func (a *Agent) ModelView(ctx context.Context) ([]Message, error) {
+	var out []Message
+	err := a.ReadModelView(ctx, func(conv []Message) error {
+		if conv != nil {
+			out = projection.CloneMessages(conv)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ReadModelView calls read with the messages ModelView returns, without
+// copying them, and returns read's error. The messages, and every byte
+// in them, are the session's own: valid only until read returns, and
+// never to be changed. read runs with the session locked, so it must not
+// call the Engine or the Agent. It is for a look at a long conversation
+// (its last message, the ids it holds) that ModelView's copy would cost
+// more than. With no current session read gets no messages.
+func (a *Agent) ReadModelView(ctx context.Context, read func(conv []Message) error) error {
 	a.mu.Lock()
 	if err := a.sync(ctx); err != nil {
 		a.mu.Unlock()
-		return nil, err
+		return err
 	}
 	id := a.view.Current
 	outputs := map[string][]byte{}
@@ -609,11 +627,13 @@ func (a *Agent) ModelView(ctx context.Context) ([]Message, error) {
 	}
 	a.mu.Unlock()
 	if id == "" {
-		return nil, nil
+		return read(nil)
 	}
-	msgs, err := a.e.Conversation(ctx, id)
+	s, err := a.e.session(ctx, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return projection.WithToolOutputs(msgs, outputs), nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return read(projection.WithToolOutputs(s.conv.View(), outputs))
 }

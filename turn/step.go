@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/reprise-dev/reprise"
+	"github.com/reprise-dev/reprise/projection"
 )
 
 // StepInput is what a host that runs the model and the tools itself (a
@@ -104,7 +105,9 @@ type external struct {
 	answerUsed bool
 
 	mu    sync.Mutex
-	ask   []reprise.Message // set when the model is to be asked
+	ask   []reprise.Message // set when the model is to be asked: what the host is given of the conversation
+	since string            // the message ask follows, when the host has the conversation up to it
+	after string            // the conversation's last message, the one the answer is to follow
 	calls []Call
 	asks  []PendingAsk
 }
@@ -152,13 +155,25 @@ func (x *external) tool(name string) Tool {
 }
 
 // model answers with the host's answer when it is for conv, else asks
-// the host.
+// the host, with the messages after since when conv holds since. conv is
+// the session's own (Runner.answer reads it in place): what the host is
+// given is copied, and only that.
 func (x *external) model(_ context.Context, conv []reprise.Message) (reprise.Message, error) {
-	if x.in.Answer != nil && !x.answerUsed && len(conv) > 0 && conv[len(conv)-1].UUID == x.in.After {
+	if len(conv) == 0 {
+		return reprise.Message{}, errors.New("nothing to ask the model about")
+	}
+	x.after = conv[len(conv)-1].UUID
+	if x.in.Answer != nil && !x.answerUsed && x.after == x.in.After {
 		x.answerUsed = true
 		return *x.in.Answer, nil
 	}
-	x.ask = conv
+	given := conv
+	if x.in.Since != "" {
+		if i := slices.IndexFunc(conv, func(m reprise.Message) bool { return m.UUID == x.in.Since }); i >= 0 {
+			given, x.since = conv[i+1:], x.in.Since
+		}
+	}
+	x.ask = projection.CloneMessages(given)
 	return reprise.Message{}, errPending
 }
 
@@ -242,13 +257,7 @@ func Step(ctx context.Context, e *reprise.Engine, agent *reprise.Agent, in StepI
 		// order (it is not Parallel): they are noted in that order.
 		res.Kind, res.Calls, res.Asks = StepTools, x.calls, x.asks
 	case x.ask != nil:
-		res.Kind, res.Messages = StepAsk, x.ask
-		res.After = x.ask[len(x.ask)-1].UUID
-		if in.Since != "" {
-			if i := slices.IndexFunc(x.ask, func(m reprise.Message) bool { return m.UUID == in.Since }); i >= 0 {
-				res.Messages, res.Since = x.ask[i+1:], in.Since
-			}
-		}
+		res.Kind, res.Messages, res.Since, res.After = StepAsk, x.ask, x.since, x.after
 	}
 	return res, nil
 }

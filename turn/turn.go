@@ -385,28 +385,45 @@ func same(a, b reprise.Turn) bool {
 
 // answer asks the model for its answer to session id and records it.
 func (r *Runner) answer(ctx context.Context, id string) error {
+	var (
+		m       reprise.Message
+		refused []reprise.ToolResult
+	)
 	// What the model gets: a PostToolUse hook's updatedToolOutput in
 	// place of the tool's result.
-	conv, err := r.Agent.ModelView(ctx)
+	ask := func(conv []reprise.Message) error {
+		var err error
+		if m, err = r.Model(ctx, inAnswerOrder(conv)); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("turn: model: %w", ctx.Err())
+			}
+			return &ModelError{err}
+		}
+		if m.Role == "" {
+			m.Role = "assistant"
+		}
+		if m.Role != "assistant" {
+			return fmt.Errorf("turn: the model's answer has role %q", m.Role)
+		}
+		m, refused = renameReused(conv, m)
+		return nil
+	}
+	var err error
+	if r.external != nil {
+		// The host's model keeps nothing of conv and returns at once:
+		// the conversation is read in place, not copied at every step.
+		err = r.Agent.ReadModelView(ctx, ask)
+	} else {
+		var conv []reprise.Message
+		if conv, err = r.Agent.ModelView(ctx); err == nil {
+			err = ask(conv)
+		}
+	}
 	if err != nil {
 		return err
 	}
-	m, err := r.Model(ctx, inAnswerOrder(conv))
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("turn: model: %w", ctx.Err())
-		}
-		return &ModelError{err}
-	}
-	if m.Role == "" {
-		m.Role = "assistant"
-	}
-	if m.Role != "assistant" {
-		return fmt.Errorf("turn: the model's answer has role %q", m.Role)
-	}
 	// The answer is paid for: it is recorded even when ctx ends meanwhile.
 	wctx := context.WithoutCancel(ctx)
-	m, refused := renameReused(conv, m)
 	if len(refused) == 0 {
 		stored, err := r.Engine.Append(wctx, id, m)
 		if err != nil {

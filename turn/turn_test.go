@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -751,6 +752,25 @@ func TestTheModelGetsAHooksUpdatedToolOutput(t *testing.T) {
 	}
 	if kept := shape(t, e, "s"); strings.Contains(kept, "[redacted]") {
 		t.Errorf("the session lost what the tool gave:\n%s", kept)
+	}
+
+	// ReadModelView reads, in place, what ModelView copies: the hook's
+	// output too. read's error is its error.
+	ctx := context.Background()
+	view, err := runner.Agent.ModelView(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read []reprise.Message
+	stop := errors.New("stop")
+	if err := runner.Agent.ReadModelView(ctx, func(conv []reprise.Message) error {
+		read = projection.CloneMessages(conv)
+		return stop
+	}); err != stop {
+		t.Errorf("ReadModelView returned %v, want read's error", err)
+	}
+	if !reflect.DeepEqual(read, view) || !reflect.DeepEqual(view[:len(seen[1])], seen[1]) {
+		t.Errorf("ReadModelView read %d messages, ModelView gave %d; the model was given %d of them", len(read), len(view), len(seen[1]))
 	}
 }
 
