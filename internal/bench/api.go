@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -43,7 +44,7 @@ type apiRunner struct {
 	e            *reprise.Engine
 	store        *countingStore
 	srv          *http.Server
-	client       *http.Client
+	host         *hostConn
 	direct, wire *reprise.Agent
 	sessions     map[string][2]string // each agent's two sessions
 	kept         map[string]keptConv  // what the wire host keeps of each session's conversation
@@ -83,9 +84,11 @@ func (r *apiRunner) setup(ctx context.Context) error {
 	}
 	r.srv = &http.Server{Handler: api.New(r.e, api.Options{Logger: quiet})}
 	go r.srv.Serve(ln)
-	r.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
-	}}}
+	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	if err != nil {
+		return err
+	}
+	r.host = &hostConn{conn: conn, in: bufio.NewReader(conn)}
 	for _, name := range []string{"direct", "wire"} {
 		var ids [2]string
 		for i := range ids {
@@ -121,8 +124,11 @@ func (r *apiRunner) setup(ctx context.Context) error {
 
 func (r *apiRunner) Close() error {
 	var err error
+	if r.host != nil {
+		err = r.host.conn.Close()
+	}
 	if r.srv != nil {
-		err = r.srv.Close()
+		err = errors.Join(err, r.srv.Close())
 	}
 	if r.sockDir != "" {
 		err = errors.Join(err, os.RemoveAll(r.sockDir))
@@ -139,6 +145,17 @@ func (r *apiRunner) other(a *reprise.Agent) string {
 	return ids[0]
 }
 
+// hostConn is the host's side of the socket as the TypeScript and
+// Python clients have it: one connection kept open, each request written
+// and its answer read by the caller, one at a time. (Go's http.Client
+// hands each request to a writing and a reading goroutine of its own:
+// on an idle machine every such handoff waits for a thread to wake, a
+// cost of that client, not of the API.)
+type hostConn struct {
+	conn net.Conn
+	in   *bufio.Reader
+}
+
 // post sends body to path and decodes the answer into out, failing on a
 // status that is not 200.
 func (r *apiRunner) post(ctx context.Context, path string, body, out any) error {
@@ -150,7 +167,11 @@ func (r *apiRunner) post(ctx context.Context, path string, body, out any) error 
 	if err != nil {
 		return err
 	}
-	res, err := r.client.Do(req)
+	req.Header.Set("Content-Type", "application/json")
+	if err := req.Write(r.host.conn); err != nil {
+		return err
+	}
+	res, err := http.ReadResponse(r.host.in, req)
 	if err != nil {
 		return err
 	}
@@ -286,5 +307,5 @@ func (r *apiRunner) Run(ctx context.Context) ([]Sample, error) {
 }
 
 func (r *apiRunner) Note(string) string {
-	return "both sides on one Engine, the write API on a Unix socket; a turn is four steps over it, the host keeping each conversation and given only what is new (since)"
+	return "both sides on one Engine, the write API on a Unix socket, the host on one connection, writing each request and reading its answer itself; a turn is four steps over it, the host keeping each conversation and given only what is new (since)"
 }
