@@ -46,6 +46,7 @@ from .types import (
     ConversationMessage,
     Deleted,
     ErrorCode,
+    Events,
     Finished,
     Fired,
     HookAdded,
@@ -403,12 +404,30 @@ class Client:
             self.request("DELETE", f"/api/sessions/{_segment(session)}/hooks/{_segment(hook_id)}"),
         )
 
-    def conversation(self, session: str, cursor: str | None = None, limit: int | None = None) -> Conversation:
-        """A page of the session's conversation: its messages from cursor on, limit of them (the server's default unless given)."""
+    def conversation(
+        self, session: str, cursor: str | None = None, limit: int | None = None, order: str | None = None
+    ) -> Conversation:
+        """A page of the session's conversation: its messages from cursor on, limit of them (the server's default unless given), oldest first unless order is "newest"."""
         return cast(
             Conversation,
-            self.request("GET", f"/api/sessions/{_segment(session)}", query={"cursor": cursor, "limit": limit}),
+            self.request(
+                "GET", f"/api/sessions/{_segment(session)}", query={"cursor": cursor, "limit": limit, "order": order}
+            ),
         )
+
+    def events(
+        self,
+        stream: str | None = None,
+        type: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        cursor: str | None = None,
+        limit: int | None = None,
+        order: str | None = None,
+    ) -> Events:
+        """A page of the store's events, those of stream (session/ID or agent/NAME) and type, at or after since and before until (a date, 2006-01-02, or an RFC 3339 time; an until date takes in its whole day); paged as conversation is."""
+        query = {"stream": stream, "type": type, "since": since, "until": until, "cursor": cursor, "limit": limit, "order": order}
+        return cast(Events, self.request("GET", "/api/events", query=query))
 
     def messages(self, session: str, limit: int | None = None) -> Iterator[ConversationMessage]:
         """Every message of the session's conversation, page after page (limit a page)."""

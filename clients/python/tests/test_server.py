@@ -209,6 +209,29 @@ def test_meta_message_and_pages(client: Client, workdir: str):
     assert [m["meta"] for m in client.messages(s)] == [False, True, False]
 
 
+def test_newest_first_and_the_events_filtered(client: Client, workdir: str):
+    s = client.create_session(workdir, id=new_id("logged"))["id"]
+    for text in ("one", "two", "three"):
+        client.append(s, "user", text)
+    newest = client.conversation(s, order="newest", limit=2)
+    assert [texts(m) for m in newest["messages"]] == ["three", "two"]
+
+    stream = f"session/{s}"
+    first = client.events(stream=stream, type="MessageAppended", limit=2)
+    assert first["total"] == 3
+    assert [(e["stream"], e["type"], e["seq"]) for e in first["events"]] == [
+        (stream, "MessageAppended", 2),
+        (stream, "MessageAppended", 3),
+    ]
+    assert first.get("next_cursor")
+    rest = client.events(stream=stream, type="MessageAppended", limit=2, cursor=first["next_cursor"])
+    assert [e["seq"] for e in rest["events"]] == [4] and rest["from"] == 3
+    assert client.events(stream=stream, until="2000-01-01")["events"] == []
+    with pytest.raises(RepriseError) as err:
+        client.events(since="yesterday")
+    assert err.value.code == "bad_request" and err.value.status == 400
+
+
 def test_delete_session(client: Client, workdir: str):
     s = client.create_session(workdir)["id"]
     client.append(s, "user", "soon gone")

@@ -14,6 +14,7 @@ import type {
   Deleted,
   Empty,
   End,
+  Events,
   ErrorCode,
   Finished,
   Fire,
@@ -76,6 +77,20 @@ export interface ConversationOptions extends CallOptions {
   cursor?: string;
   /** how many messages the page holds at most */
   limit?: number;
+  /** the page's order: oldest first unless "newest" */
+  order?: "oldest" | "newest";
+}
+
+/** The page of the store's events to read, and which events pass. */
+export interface EventsOptions extends ConversationOptions {
+  /** only this stream's events: session/ID or agent/NAME */
+  stream?: string;
+  /** only events of this type (MessageAppended, HookFinished, ...) */
+  type?: string;
+  /** only events at or after this time: a date (2006-01-02) or an RFC 3339 time */
+  since?: string;
+  /** only events before this time; a date takes in its whole day */
+  until?: string;
 }
 
 /**
@@ -244,6 +259,7 @@ export const operations = {
   fireEvent: { method: "POST", path: "/api/agents/{agent}/fire" },
   finishAgent: { method: "POST", path: "/api/agents/{agent}/finish" },
   turnStep: { method: "POST", path: "/api/agents/{agent}/turn" },
+  listEvents: { method: "GET", path: "/api/events" },
   openapi: { method: "GET", path: "/api/openapi.json" },
 } as const;
 
@@ -373,7 +389,19 @@ export class Client {
     const query = new URLSearchParams();
     if (options.cursor !== undefined) query.set("cursor", options.cursor);
     if (options.limit !== undefined) query.set("limit", String(options.limit));
+    if (options.order !== undefined) query.set("order", options.order);
     return this.#call("getConversation", { session }, undefined, options, query);
+  }
+
+  /** Read a page of the store's events, those that pass the options' filters. */
+  events(options: EventsOptions = {}): Promise<Events> {
+    const query = new URLSearchParams();
+    for (const name of ["cursor", "order", "stream", "type", "since", "until"] as const) {
+      const value = options[name];
+      if (value !== undefined) query.set(name, value);
+    }
+    if (options.limit !== undefined) query.set("limit", String(options.limit));
+    return this.#call("listEvents", {}, undefined, options, query);
   }
 
   /** The contract the server serves, api/openapi.json. */

@@ -132,6 +132,26 @@ test("buffered messages wait for save; a page ends with a cursor to the next", a
   assert.equal(p2.next_cursor, undefined);
 });
 
+test("the conversation newest first, and the store's events a page at a time, filtered", async () => {
+  const s = await client.createSession({ id: "logged", cwd });
+  for (const text of ["one", "two", "three"]) await client.append(s.id, { role: "user", content: text });
+  const newest = await client.conversation(s.id, { order: "newest", limit: 2 });
+  assert.deepEqual(newest.messages.map(textOf), ["three", "two"]);
+
+  const stream = `session/${s.id}`;
+  const first = await client.events({ stream, type: "MessageAppended", limit: 2 });
+  assert.equal(first.total, 3);
+  assert.deepEqual(first.events.map((e) => [e.stream, e.type, e.seq]), [[stream, "MessageAppended", 2], [stream, "MessageAppended", 3]]);
+  assert.ok(first.next_cursor, "a first page of 2 of 3 names where the next starts");
+  const next = await client.events({ stream, type: "MessageAppended", limit: 2, cursor: first.next_cursor });
+  assert.deepEqual(next.events.map((e) => e.seq), [4]);
+  assert.equal(next.from, 3);
+  const none = await client.events({ stream, until: "2000-01-01" });
+  assert.equal(none.total, 0);
+  assert.deepEqual(none.events, []);
+  await rejectsWith(client.events({ since: "yesterday" }), "bad_request", 400);
+});
+
 test("session hooks are added and removed by id; a session is deleted", async () => {
   const s = await client.createSession({ id: "hooked", cwd });
   const added = await client.addHooks(s.id, {
