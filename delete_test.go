@@ -384,7 +384,7 @@ func TestDeletedByAnotherEngine(t *testing.T) {
 	}
 	host := reprise.New(store, reprise.Options{Logger: testkit.Discard})
 	defer host.Close()
-	other := reprise.New(store, reprise.Options{Logger: testkit.Discard})
+	other := reprise.New(store, reprise.Options{Logger: testkit.Discard, TranscriptDir: t.TempDir()})
 	testkit.Session(t, host, "a", "", "hello")
 	testkit.Session(t, host, "b", "")
 	a := testkit.Agent(t, host, "ide")

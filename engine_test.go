@@ -209,7 +209,7 @@ func TestFailedSaveDoesNotStopTheRestoreAndLosesNothing(t *testing.T) {
 	}
 	host := reprise.New(store, reprise.Options{})
 	defer host.Close()
-	other := reprise.New(store, reprise.Options{}) // a second writer on the same log
+	other := reprise.New(store, reprise.Options{TranscriptDir: t.TempDir()}) // a second writer on the same log
 	var c calls
 	recordingHooks(t, host.Hooks(), &c, "")
 	testkit.Session(t, host, "a", "", "hello")
@@ -531,7 +531,7 @@ func TestTwoEnginesOnOneStoreDoNotTakeOverALiveRestore(t *testing.T) {
 	}
 	first := reprise.New(store, reprise.Options{})
 	defer first.Close()
-	second := reprise.New(store, reprise.Options{})
+	second := reprise.New(store, reprise.Options{TranscriptDir: t.TempDir()})
 	_, finish := restoreHeldInSessionEnd(t, first)
 	if _, err := second.Agent(ctx, "ide"); !errors.Is(err, reprise.ErrAgentBusy) {
 		t.Fatalf("second Engine opening the agent mid-restore: err = %v, want ErrAgentBusy", err)

@@ -60,7 +60,7 @@ func TestAGuardIsNeverClosedUnderAnotherEngine(t *testing.T) {
 		}
 		t.Errorf("opening the file again while the guard runs: %v, want ErrLocked", err)
 	}
-	second := reprise.New(first.Store(), reprise.Options{Logger: testkit.Discard})
+	second := reprise.New(first.Store(), reprise.Options{Logger: testkit.Discard, TranscriptDir: t.TempDir()})
 	two, err := second.Agent(ctx, "ide")
 	if err != nil {
 		t.Fatalf("the second Engine opens the agent: %v", err)
@@ -74,7 +74,7 @@ func TestAGuardIsNeverClosedUnderAnotherEngine(t *testing.T) {
 	if d := <-done; d == nil || d.Decision != hookexec.Deny {
 		t.Fatalf("the first Engine: %+v, want deny", d)
 	}
-	d, err := testkit.Agent(t, reprise.New(first.Store(), reprise.Options{Logger: testkit.Discard}), "ide").PreToolUse(ctx, call)
+	d, err := testkit.Agent(t, reprise.New(first.Store(), reprise.Options{Logger: testkit.Discard, TranscriptDir: t.TempDir()}), "ide").PreToolUse(ctx, call)
 	if err != nil || d.Decision != hookexec.Deny || len(d.Outcomes) != 1 || d.Outcomes[0].Status != schema.HookOK {
 		t.Errorf("the log after: %+v, %v; want the guard's deny, its hook ok", d, err)
 	}

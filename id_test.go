@@ -43,7 +43,7 @@ func TestValidateIDSaysWhatWouldWork(t *testing.T) {
 // case hex, none twice.
 func TestNewIDsAreVersion4UUIDs(t *testing.T) {
 	ctx := context.Background()
-	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{AllowMissingCwd: true})
+	e := reprise.New(eventlog.NewMemoryStore(), reprise.Options{AllowMissingCwd: true, Files: reprise.NewMemoryFiles()})
 	id, err := e.CreateSession(ctx, "", "/nowhere")
 	if err != nil {
 		t.Fatal(err)

@@ -321,8 +321,8 @@ func TestContinueFalseHaltsTheTurn(t *testing.T) {
 func TestToolHooksRunningInAnotherProcess(t *testing.T) {
 	ctx := context.Background()
 	store := eventlog.NewMemoryStore()
-	first := reprise.New(store, reprise.Options{})
-	second := reprise.New(store, reprise.Options{})
+	first := reprise.New(store, reprise.Options{TranscriptDir: t.TempDir()})
+	second := reprise.New(store, reprise.Options{TranscriptDir: t.TempDir()})
 	testkit.Session(t, first, "a", t.TempDir(), "hello")
 	started, release := make(chan struct{}), make(chan struct{})
 	err := first.Hooks().OnPreToolUse("guard", "Bash", func(ctx context.Context, in hookexec.ToolInput) (hookexec.PreToolUseOutput, error) {

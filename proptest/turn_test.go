@@ -134,7 +134,7 @@ func (w *turnWorld) process(t *rapid.T, store eventlog.Store) (*turn.Runner, err
 		w.subStops[in.AgentID+" "+stop.Last]++
 		return hookexec.EventOutput{}, nil
 	}))
-	e := reprise.New(store, reprise.Options{Hooks: reg, Logger: discard})
+	e := reprise.New(store, reprise.Options{Hooks: reg, Logger: discard, Files: reprise.NewMemoryFiles()})
 	agent, err := e.Agent(context.Background(), "ide")
 	if err != nil {
 		return nil, err
@@ -215,7 +215,7 @@ func must(t *rapid.T, err error) {
 
 // startTurn makes session s current for the agent, on a fresh store.
 func (w *turnWorld) start(t *rapid.T) {
-	e := reprise.New(w.store, reprise.Options{Logger: discard})
+	e := reprise.New(w.store, reprise.Options{Logger: discard, Files: reprise.NewMemoryFiles()})
 	if _, err := e.CreateSession(context.Background(), "s", "/"); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func (w *turnWorld) finish(t *rapid.T, store eventlog.Store) error {
 // lines is the session's conversation without its meta messages, a line
 // per message: what the model is told, which a crash must not change.
 func (w *turnWorld) lines(t *rapid.T) []string {
-	e := reprise.New(w.store, reprise.Options{Logger: discard})
+	e := reprise.New(w.store, reprise.Options{Logger: discard, Files: reprise.NewMemoryFiles()})
 	conv, err := e.Conversation(context.Background(), "s")
 	must(t, err)
 	var out []string
@@ -497,7 +497,7 @@ func crashTurn(rt *rapid.T, sc turnScript, st *crashStats) {
 	// reference's, unless a cut Stop hook run ended the turn early. (Its
 	// SubagentStart hooks ran at most once: not at all when a crash cut
 	// them.)
-	subs, err := reprise.New(w.store, reprise.Options{Logger: discard}).Subagents(context.Background(), "s")
+	subs, err := reprise.New(w.store, reprise.Options{Logger: discard, Files: reprise.NewMemoryFiles()}).Subagents(context.Background(), "s")
 	must(rt, err)
 	if len(subs) != len(ref.subStarts) && !(stopCut && len(subs) < len(ref.subStarts)) {
 		rt.Fatalf("%d subagents started, %d in the reference", len(subs), len(ref.subStarts))

@@ -475,7 +475,16 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(crashEnv); path != "" {
 		os.Exit(updateAndDie(path))
 	}
-	os.Exit(m.Run())
+	// The sockets of stores whose path is too long for one beside them
+	// go under $XDG_RUNTIME_DIR: a directory of this run's own.
+	runtime, err := os.MkdirTemp("", "reprise-runtime-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_RUNTIME_DIR", runtime)
+	code := m.Run()
+	os.RemoveAll(runtime)
+	os.Exit(code)
 }
 
 func updateAndDie(path string) int {

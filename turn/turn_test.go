@@ -431,7 +431,7 @@ func (c *countingStore) Append(ctx context.Context, expect []eventlog.Expect, re
 func TestAToolStepIsTwoAppends(t *testing.T) {
 	ctx := context.Background()
 	store := &countingStore{Store: eventlog.NewMemoryStore()}
-	e := reprise.New(store, reprise.Options{Logger: testkit.Discard})
+	e := reprise.New(store, reprise.Options{Logger: testkit.Discard, TranscriptDir: t.TempDir()})
 	testkit.Session(t, e, "s", t.TempDir(), "go")
 	agent := testkit.Agent(t, e, "ide")
 	if _, err := agent.Start(ctx, "s"); err != nil {

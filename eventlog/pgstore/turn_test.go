@@ -24,7 +24,7 @@ import (
 func TestTwoProcessesCannotBothFinishATurn(t *testing.T) {
 	db := newDB(t)
 	ctx := context.Background()
-	dead := reprise.New(db.open(t, pgstore.Options{}), reprise.Options{Logger: testkit.Discard})
+	dead := reprise.New(db.open(t, pgstore.Options{}), reprise.Options{Logger: testkit.Discard, TranscriptDir: t.TempDir()})
 	if _, err := dead.CreateSession(ctx, "s", t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestTwoProcessesCannotBothFinishATurn(t *testing.T) {
 	runs := 0
 	entered, leave := make(chan struct{}), make(chan struct{})
 	runner := func() *turn.Runner {
-		e := reprise.New(db.open(t, pgstore.Options{}), reprise.Options{Logger: testkit.Discard})
+		e := reprise.New(db.open(t, pgstore.Options{}), reprise.Options{Logger: testkit.Discard, TranscriptDir: t.TempDir()})
 		a, err := e.Agent(ctx, "ide")
 		if err != nil {
 			t.Fatal(err)
