@@ -27,7 +27,17 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// The host serves its store's reads on a socket, under
+	// $XDG_RUNTIME_DIR when the store's path is too long for one beside
+	// it: a directory of this run's own.
+	runtime, err := os.MkdirTemp("", "agent-runtime-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_RUNTIME_DIR", runtime)
+	code := m.Run()
+	os.RemoveAll(runtime)
+	os.Exit(code)
 }
 
 // fakeAPI is a fake Messages API on 127.0.0.1 that answers the N-th

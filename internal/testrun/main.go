@@ -178,7 +178,15 @@ func run(args []string, full bool, out io.Writer) (int, error) {
 	if !full && len(args) == 1 && len(patterns) > 1 {
 		warm = newWarmer(patterns[0], patterns[1:])
 	}
+	// The tests' temporary directory is one of this run's own: what a
+	// test leaves there, outside its t.TempDir, fails the run.
+	tmp, err := os.MkdirTemp("", "reprise-tests-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
 	cmd := exec.Command("go", append(append([]string{"test", "-json"}, args...), patterns...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -203,6 +211,13 @@ func run(args []string, full bool, out io.Writer) (int, error) {
 		return 0, err
 	}
 	failed := cmd.Wait() != nil || s.failed > 0
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		fmt.Fprintf(out, "\nThe tests left files in their temporary directory, outside their t.TempDir (%v):\n", err)
+		for _, e := range left {
+			fmt.Fprintf(out, "\t%s\n", e.Name())
+		}
+		failed = true
+	}
 	if reportClients(out, <-clients, s) > 0 {
 		failed = true
 	}
