@@ -175,12 +175,13 @@ func TestFastMessageDecoding(t *testing.T) {
 }
 
 // randomMessages returns how many random messages a test of the fast
-// codec tries: n, or a tenth of n under the race detector. The codec runs
-// on one goroutine, so the detector has nothing to find in these tests,
-// and the messages of up to megabytes each cost it minutes: .ci/run runs
-// them without it, at n, as go test does without -race.
+// codec tries: n, or a tenth of n under the race detector or -short. The
+// codec runs on one goroutine, so the detector has nothing to find in
+// these tests, and the messages of up to megabytes each cost it minutes:
+// .ci/run runs them without it, at n, as go test does without -race. The
+// quick run's tenth is 20 seconds of CPU less.
 func randomMessages(n int) int {
-	if raceDetector {
+	if raceDetector || testing.Short() {
 		return n / 10
 	}
 	return n
