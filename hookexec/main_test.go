@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/reprise-dev/reprise/internal/testdirs"
 )
 
 // The test binary doubles as a host that other tests kill; these
@@ -29,16 +31,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runHost(line))
 	}
 	testSupervisor = os.Getenv(supervisedEnv)
-	// Plugin hooks get a data directory made before they run, under the
-	// user's ~/.claude unless this names another: keep it in this run's.
-	data, err := os.MkdirTemp("", "reprise-plugin-data-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("CLAUDE_CODE_PLUGIN_CACHE_DIR", data)
-	code := m.Run()
-	os.RemoveAll(data)
-	os.Exit(code)
+	// Plugin hooks get a data directory made before they run.
+	os.Exit(testdirs.Run(m.Run))
 }
 
 // runHost is the test binary as a host: it runs the hook line under the

@@ -22,6 +22,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/eventlog/pgstore"
 	"github.com/reprise-dev/reprise/hookexec"
+	"github.com/reprise-dev/reprise/internal/testdirs"
 	"github.com/reprise-dev/reprise/search"
 )
 
@@ -475,16 +476,7 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(crashEnv); path != "" {
 		os.Exit(updateAndDie(path))
 	}
-	// The sockets of stores whose path is too long for one beside them
-	// go under $XDG_RUNTIME_DIR: a directory of this run's own.
-	runtime, err := os.MkdirTemp("", "reprise-runtime-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_RUNTIME_DIR", runtime)
-	code := m.Run()
-	os.RemoveAll(runtime)
-	os.Exit(code)
+	os.Exit(testdirs.Run(m.Run))
 }
 
 func updateAndDie(path string) int {

@@ -19,6 +19,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	"github.com/reprise-dev/reprise/internal/bench"
 	"github.com/reprise-dev/reprise/internal/proctest"
+	"github.com/reprise-dev/reprise/internal/testdirs"
 	"github.com/reprise-dev/reprise/internal/testkit"
 	"github.com/reprise-dev/reprise/search"
 )
@@ -44,22 +45,13 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(holdEnv); path != "" {
 		os.Exit(holdStore(path, os.Getenv(holdReadOnlyEnv) != "", os.Getenv(holdServeEnv) != "", os.Getenv(holdSearchEnv) != ""))
 	}
-	// A store whose path is too long for a socket beside it is served
-	// from a directory under $XDG_RUNTIME_DIR; keep those inside a
-	// directory of this run's own.
-	runtimeDir, err := os.MkdirTemp("", "reprise-runtime-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_RUNTIME_DIR", runtimeDir)
-	// Plugin hooks' data directories, made before they run, likewise.
-	os.Setenv("CLAUDE_CODE_PLUGIN_CACHE_DIR", runtimeDir)
-	testEnv = os.Environ()
-	code := m.Run()
+	code := testdirs.Run(func() int {
+		testEnv = os.Environ()
+		return m.Run()
+	})
 	if binaryDir != "" {
 		os.RemoveAll(binaryDir)
 	}
-	os.RemoveAll(runtimeDir)
 	os.Exit(code)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/reprise-dev/reprise"
 	rpanthropic "github.com/reprise-dev/reprise/adapters/anthropic"
 	"github.com/reprise-dev/reprise/examples/agent/internal/fakeapi"
+	"github.com/reprise-dev/reprise/internal/testdirs"
 )
 
 // childEnv, set to 1, makes the test binary run the command instead of the
@@ -28,16 +29,8 @@ func TestMain(m *testing.M) {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	// The host serves its store's reads on a socket, under
-	// $XDG_RUNTIME_DIR when the store's path is too long for one beside
-	// it: a directory of this run's own.
-	runtime, err := os.MkdirTemp("", "agent-runtime-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_RUNTIME_DIR", runtime)
-	code := m.Run()
-	os.RemoveAll(runtime)
-	os.Exit(code)
+	// $XDG_RUNTIME_DIR when the store's path is too long for one beside it.
+	os.Exit(testdirs.Run(m.Run))
 }
 
 // fakeAPI is a fake Messages API on 127.0.0.1 that answers the N-th
