@@ -69,10 +69,16 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.WindowSize(1280, 900),
 	}
 	// Chromium keeps settings and caches under HOME besides its profile
-	// (dconf, fontconfig): give it a home of its own, so the test writes
-	// nothing outside its temporary directories.
+	// (dconf, fontconfig), and its own temporary files under TMPDIR: give
+	// it a home and a TMPDIR of its own, so the test writes nothing outside
+	// its temporary directories.
+	// (Its socket's path must be short: t.TempDir's names are long.)
 	home := t.TempDir()
-	opts = append(opts, chromedp.Env("HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
+	tmp, err := os.MkdirTemp("", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts = append(opts, chromedp.Env("HOME="+home, "TMPDIR="+tmp, "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
 		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_DATA_HOME="+filepath.Join(home, ".local", "share")))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
@@ -80,7 +86,8 @@ func newBrowser(t *testing.T) *browser {
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancel()
-		cancelAlloc()
+		cancelAlloc() // waits for the browser to exit
+		os.RemoveAll(tmp)
 	})
 	b := &browser{ctx: ctx}
 	if err := chromedp.Do(ctx); err != nil {
