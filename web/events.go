@@ -102,11 +102,11 @@ func (h *handler) events(r *http.Request) (*view, error) {
 	d.Filtered = d.Stream != "" || d.Type != "" || d.Since != "" || d.Until != ""
 	since, err := parseWhen(d.Since, false)
 	if err != nil {
-		return nil, badRequest("bad since %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Since))
+		return nil, badWhen("since", d.Since)
 	}
 	until, err := parseWhen(d.Until, true)
 	if err != nil {
-		return nil, badRequest("bad until %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Until))
+		return nil, badWhen("until", d.Until)
 	}
 	if d.Stream != "" {
 		if err := eventlog.ValidateStream(d.Stream); err != nil {

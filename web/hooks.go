@@ -171,13 +171,13 @@ func (h *handler) hooks(r *http.Request) (*view, error) {
 		}
 	}
 	if !ok {
-		return nil, badRequest("bad window %q: want one of %v", clip(d.Window), d.Windows)
+		return nil, badRequest("bad window %s: want one of %v", clip(d.Window), d.Windows)
 	}
 	d.Groups = []string{string(projection.ByHook), string(projection.BySource), string(projection.ByEvent), string(projection.ByType)}
 	switch projection.HookGroup(d.By) {
 	case projection.ByHook, projection.BySource, projection.ByEvent, projection.ByType:
 	default:
-		return nil, badRequest("bad by %q: want one of %v", clip(d.By), d.Groups)
+		return nil, badRequest("bad by %s: want one of %v", clip(d.By), d.Groups)
 	}
 	now := time.Now()
 	to := now.Truncate(time.Hour).Add(time.Hour) // the current hour whole

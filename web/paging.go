@@ -33,7 +33,7 @@ func pageOrder(r *http.Request) (string, error) {
 	case newestFirst, oldestFirst:
 		return o, nil
 	default:
-		return "", badRequest("bad order %q: want newest or oldest", clip(o))
+		return "", badRequest("bad order %s: want newest or oldest", clip(o))
 	}
 }
 

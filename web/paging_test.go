@@ -107,9 +107,16 @@ func TestSessionsListMovesBothWays(t *testing.T) {
 	if first := strings.Index(body, newest[0]); first < 0 || first > strings.Index(body, newest[1]) {
 		t.Errorf("the page does not list %s, the newest, first", newest[0])
 	}
-	for _, bad := range []string{"order=sideways", "since=yesterday", "until=2026-13-01"} {
-		if status, _, body := s.get(t, "/api/sessions?"+bad, ""); status != http.StatusBadRequest {
-			t.Errorf("/api/sessions?%s = %d %s, want 400", bad, status, body)
+	for _, bad := range []string{"order=sideways", "since=yesterday", "until=2026-13-01", "since=2026-12-03T15:19:07+01:00"} {
+		status, _, body := s.get(t, "/api/sessions?"+bad, "")
+		var e struct{ Error string }
+		json.Unmarshal([]byte(body), &e)
+		value := strings.ReplaceAll(bad[strings.Index(bad, "=")+1:], "+", " ")
+		if status != http.StatusBadRequest || !strings.Contains(e.Error, strconv.Quote(value)) || strings.Contains(e.Error, `""`) {
+			t.Errorf("/api/sessions?%s = %d %s, want 400 naming %q once quoted", bad, status, body, value)
+		}
+		if strings.Contains(value, " ") && !strings.Contains(e.Error, "%2B") {
+			t.Errorf("/api/sessions?%s: %s, want a hint that + is sent as %%2B", bad, e.Error)
 		}
 	}
 }

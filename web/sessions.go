@@ -88,11 +88,11 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 		Failed: q.Get("failed") == "1", Subagents: q.Get("subagents") == "1", Order: order}
 	since, err := parseWhen(d.Since, false)
 	if err != nil {
-		return nil, badRequest("bad since %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Since))
+		return nil, badWhen("since", d.Since)
 	}
 	until, err := parseWhen(d.Until, true)
 	if err != nil {
-		return nil, badRequest("bad until %q: want a date (2006-01-02) or a time (RFC 3339)", clip(d.Until))
+		return nil, badWhen("until", d.Until)
 	}
 	d.Filtered = d.ID != "" || d.Cwd != "" || d.Agent != "" || d.Since != "" || d.Until != "" || d.Failed || d.Subagents
 	all, err := h.e.Sessions(r.Context())
@@ -210,6 +210,15 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 
 // parseWhen reads a filter's time: a date (its start, or with end its
 // end) or an RFC 3339 time, as UTC unix nanoseconds; "" is 0.
+// badWhen is the error of a since or until that parseWhen refused.
+func badWhen(name, v string) error {
+	hint := ""
+	if strings.Contains(v, " ") {
+		hint = " (a + in a query is a space: send it as %2B)"
+	}
+	return badRequest("bad %s %s: want a date (2006-01-02) or a time (RFC 3339)%s", name, clip(v), hint)
+}
+
 func parseWhen(v string, end bool) (int64, error) {
 	if v == "" {
 		return 0, nil
