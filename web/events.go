@@ -100,13 +100,9 @@ func (h *handler) events(r *http.Request) (*view, error) {
 	}
 	d := eventsData{Stream: q.Get("stream"), Type: q.Get("type"), Since: q.Get("since"), Until: q.Get("until"), Order: order}
 	d.Filtered = d.Stream != "" || d.Type != "" || d.Since != "" || d.Until != ""
-	since, err := parseWhen(d.Since, false)
+	since, until, err := timeRange(d.Since, d.Until)
 	if err != nil {
-		return nil, badWhen("since", d.Since)
-	}
-	until, err := parseWhen(d.Until, true)
-	if err != nil {
-		return nil, badWhen("until", d.Until)
+		return nil, err
 	}
 	if d.Stream != "" {
 		if err := eventlog.ValidateStream(d.Stream); err != nil {

@@ -86,13 +86,9 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 	}
 	d := sessionsData{ID: q.Get("id"), Cwd: q.Get("cwd"), Agent: q.Get("agent"), Since: q.Get("since"), Until: q.Get("until"),
 		Failed: q.Get("failed") == "1", Subagents: q.Get("subagents") == "1", Order: order}
-	since, err := parseWhen(d.Since, false)
+	since, until, err := timeRange(d.Since, d.Until)
 	if err != nil {
-		return nil, badWhen("since", d.Since)
-	}
-	until, err := parseWhen(d.Until, true)
-	if err != nil {
-		return nil, badWhen("until", d.Until)
+		return nil, err
 	}
 	d.Filtered = d.ID != "" || d.Cwd != "" || d.Agent != "" || d.Since != "" || d.Until != "" || d.Failed || d.Subagents
 	all, err := h.e.Sessions(r.Context())
@@ -208,18 +204,19 @@ func (h *handler) sessions(r *http.Request) (*view, error) {
 	return &view{Template: "sessions", Title: "Sessions", Data: d, API: out}, nil
 }
 
-// parseWhen reads a filter's time: a date (its start, or with end its
-// end) or an RFC 3339 time, as UTC unix nanoseconds; "" is 0.
-// badWhen is the error of a since or until that parseWhen refused.
-func badWhen(name, v string) error {
-	hint := ""
-	if strings.Contains(v, " ") {
-		hint = " (a + in a query is a space: send it as %2B)"
+// timeRange reads a filter's since and until, as UTC unix nanoseconds
+// (0 for ""): a date (its start; for until its end) or an RFC 3339 time.
+// A value that is neither is a 400.
+func timeRange(since, until string) (from, to int64, err error) {
+	if from, err = parseWhen("since", since, false); err == nil {
+		to, err = parseWhen("until", until, true)
 	}
-	return badRequest("bad %s %s: want a date (2006-01-02) or a time (RFC 3339)%s", name, clip(v), hint)
+	return from, to, err
 }
 
-func parseWhen(v string, end bool) (int64, error) {
+// parseWhen reads the filter name's time v, the end of a date when end
+// is set.
+func parseWhen(name, v string, end bool) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
@@ -230,7 +227,14 @@ func parseWhen(v string, end bool) (int64, error) {
 		return t.UnixNano(), nil
 	}
 	t, err := time.Parse(time.RFC3339, v)
-	return t.UnixNano(), err
+	if err != nil {
+		hint := ""
+		if strings.Contains(v, " ") {
+			hint = " (a + in a query is a space: send it as %2B)"
+		}
+		return 0, badRequest("bad %s %s: want a date (2006-01-02) or a time (RFC 3339)%s", name, clip(v), hint)
+	}
+	return t.UnixNano(), nil
 }
 
 // cursorAt is where a page of sessions starts: after the session created

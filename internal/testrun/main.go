@@ -211,8 +211,11 @@ func run(args []string, full bool, out io.Writer) (int, error) {
 		return 0, err
 	}
 	failed := cmd.Wait() != nil || s.failed > 0
-	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
-		fmt.Fprintf(out, "\nThe tests left files in their temporary directory, outside their t.TempDir (%v):\n", err)
+	if left, err := os.ReadDir(tmp); err != nil {
+		fmt.Fprintf(out, "\nThe tests' temporary directory: %v\n", err)
+		failed = true
+	} else if len(left) > 0 {
+		fmt.Fprintln(out, "\nThe tests left files in their temporary directory, outside their t.TempDir:")
 		for _, e := range left {
 			fmt.Fprintf(out, "\t%s\n", e.Name())
 		}
