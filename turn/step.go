@@ -169,8 +169,12 @@ func (x *external) model(_ context.Context, conv []reprise.Message) (reprise.Mes
 	}
 	given := conv
 	if x.in.Since != "" {
-		if i := slices.IndexFunc(conv, func(m reprise.Message) bool { return m.UUID == x.in.Since }); i >= 0 {
-			given, x.since = conv[i+1:], x.in.Since
+		// The host's last ask is near the end: look from there.
+		for i := len(conv) - 1; i >= 0; i-- {
+			if conv[i].UUID == x.in.Since {
+				given, x.since = conv[i+1:], x.in.Since
+				break
+			}
 		}
 	}
 	x.ask = projection.CloneMessages(given)

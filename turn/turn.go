@@ -531,21 +531,33 @@ func newID() string {
 // inAnswerOrder returns conv with the tool_results after each answer in
 // the order of the answer's tool_uses, each with the meta messages that
 // follow it: calls that ran at once are recorded as they finished, and the
-// model gets every request's prefix the same.
+// model gets every request's prefix the same. A conversation already in
+// that order, as one whose calls ran one at a time always is, is returned
+// itself, not copied.
 func inAnswerOrder(conv []reprise.Message) []reprise.Message {
-	out := make([]reprise.Message, 0, len(conv))
+	var out []reprise.Message // made at the first answer whose results are out of order
 	for i := 0; i < len(conv); {
-		out = append(out, conv[i])
-		if conv[i].Role != "assistant" {
-			i++
-			continue
-		}
 		next := i + 1
-		for next < len(conv) && conv[next].Role != "assistant" {
-			next++
+		if conv[i].Role == "assistant" {
+			for next < len(conv) && conv[next].Role != "assistant" {
+				next++
+			}
+			if rest, moved := resultsInOrder(conv[i], conv[i+1:next]); moved || out != nil {
+				if out == nil {
+					out = append(make([]reprise.Message, 0, len(conv)), conv[:i]...)
+				}
+				out = append(append(out, conv[i]), rest...)
+				i = next
+				continue
+			}
 		}
-		out = append(out, resultsInOrder(conv[i], conv[i+1:next])...)
+		if out != nil {
+			out = append(out, conv[i:next]...)
+		}
 		i = next
+	}
+	if out == nil {
+		return conv
 	}
 	return out
 }
@@ -553,8 +565,11 @@ func inAnswerOrder(conv []reprise.Message) []reprise.Message {
 // resultsInOrder returns rest, the messages after answer up to the next
 // one, with the groups that hold its calls' tool_results (each result and
 // the meta messages after it) in the order of its tool_uses, and anything
-// else after them.
-func resultsInOrder(answer reprise.Message, rest []reprise.Message) []reprise.Message {
+// else after them; moved reports whether that order is not rest's own.
+func resultsInOrder(answer reprise.Message, rest []reprise.Message) (ordered []reprise.Message, moved bool) {
+	if len(answer.Content) < 2 || len(rest) < 2 {
+		return rest, false // nothing to order: no call is decoded
+	}
 	calls := 0
 	for _, b := range answer.Content {
 		if b.Type == "tool_use" {
@@ -562,21 +577,21 @@ func resultsInOrder(answer reprise.Message, rest []reprise.Message) []reprise.Me
 		}
 	}
 	if calls < 2 {
-		return rest // nothing to order: no call is decoded
+		return rest, false
 	}
 	order := map[string]int{}
 	for i, u := range projection.ToolUses(answer) {
 		order[u.ID] = i
 	}
 	if len(order) < 2 {
-		return rest
+		return rest, false
 	}
 	type group struct {
 		msgs []reprise.Message
 		key  int // the place of its call in the answer; after them all for anything else
 	}
 	var groups []group
-	total := len(rest)
+	all := rest
 	for len(rest) > 0 {
 		n := 1
 		for n < len(rest) && rest[n].IsMeta {
@@ -592,12 +607,16 @@ func resultsInOrder(answer reprise.Message, rest []reprise.Message) []reprise.Me
 		groups = append(groups, g)
 		rest = rest[n:]
 	}
-	slices.SortStableFunc(groups, func(a, b group) int { return cmp.Compare(a.key, b.key) })
-	out := make([]reprise.Message, 0, total)
+	byKey := func(a, b group) int { return cmp.Compare(a.key, b.key) }
+	if slices.IsSortedFunc(groups, byKey) {
+		return all, false
+	}
+	slices.SortStableFunc(groups, byKey)
+	out := make([]reprise.Message, 0, len(all))
 	for _, g := range groups {
 		out = append(out, g.msgs...)
 	}
-	return out
+	return out, true
 }
 
 // tools takes the calls of t that have no result through their steps,
