@@ -620,8 +620,8 @@ func (a *Agent) ReadModelView(ctx context.Context, read func(conv []Message) err
 	}
 	id := a.view.Current
 	outputs := map[string][]byte{}
-	for callID, c := range a.view.Tools {
-		if c.Session == id && len(c.PostResult) > 0 {
+	for callID, c := range a.view.Replaced {
+		if c.Session == id {
 			outputs[callID] = c.PostResult
 		}
 	}

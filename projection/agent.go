@@ -37,6 +37,9 @@ type Agent struct {
 	Tools         map[string]*ToolCall
 	Fires         map[string]*Fire
 	HooksInFlight int
+	// Replaced holds, by tool_use id, the calls of Tools whose result a
+	// hook replaced (ToolCall.PostResult): what the model sees of them.
+	Replaced map[string]*ToolCall
 	// Cwds holds, by session, the working directory a CwdChanged fire
 	// moved it to: where later hooks of the session run, and the cwd they
 	// are told.

@@ -32,6 +32,14 @@ func (a *Agent) applyTool(ev eventlog.Event, p schema.Payload, label fsm.Event) 
 		a.HooksInFlight++
 	}
 	c.fold(p)
+	if len(c.PostResult) > 0 {
+		if a.Replaced == nil {
+			a.Replaced = map[string]*ToolCall{}
+		}
+		a.Replaced[c.ID] = c
+	} else {
+		delete(a.Replaced, c.ID)
+	}
 	c.State, a.Head = next, ev.Seq
 	if next == fsm.ToolDone {
 		c.Ended = ev.Time
