@@ -537,22 +537,18 @@ func newID() string {
 func inAnswerOrder(conv []reprise.Message) []reprise.Message {
 	var out []reprise.Message // made at the first answer whose results are out of order
 	for i := 0; i < len(conv); {
-		next := i + 1
+		next, rest, moved := i+1, []reprise.Message(nil), false
 		if conv[i].Role == "assistant" {
 			for next < len(conv) && conv[next].Role != "assistant" {
 				next++
 			}
-			if rest, moved := resultsInOrder(conv[i], conv[i+1:next]); moved || out != nil {
-				if out == nil {
-					out = append(make([]reprise.Message, 0, len(conv)), conv[:i]...)
-				}
-				out = append(append(out, conv[i]), rest...)
-				i = next
-				continue
-			}
+			rest, moved = resultsInOrder(conv[i], conv[i+1:next])
+		}
+		if moved && out == nil {
+			out = append(make([]reprise.Message, 0, len(conv)), conv[:i]...)
 		}
 		if out != nil {
-			out = append(out, conv[i:next]...)
+			out = append(append(out, conv[i]), rest...)
 		}
 		i = next
 	}
